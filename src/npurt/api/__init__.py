@@ -1,0 +1,1 @@
+"""npurt.api layer."""

@@ -1,0 +1,1 @@
+"""npurt.cli layer."""

@@ -1,0 +1,44 @@
+"""`npurt` command line: one subcommand per `npurt.cli.cmd_*` module, each with `register(subparsers)`."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+import npurt
+from npurt.errors import NpuError
+
+
+def _command_modules() -> list:
+    package = importlib.import_module("npurt.cli")
+    names = sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.name.startswith("cmd_"))
+    return [importlib.import_module(f"npurt.cli.{name}") for name in names]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser, with every discovered subcommand."""
+    parser = argparse.ArgumentParser(prog="npurt", description=npurt.__doc__)
+    parser.add_argument("--version", action="version", version=f"npurt {npurt.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _command_modules():
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: parse, dispatch, and turn `NpuError` / `ValueError` into a message and exit status 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 1
+    try:
+        return int(args.func(args) or 0)
+    except (NpuError, ValueError, OSError) as exc:
+        print(f"npurt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

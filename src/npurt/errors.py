@@ -1,0 +1,39 @@
+"""The one exception type of npurt and its vendor-neutral error codes.
+
+Every layer raises `NpuError`; the vendor mirrors (`npurt.rknn`, `npurt.qnn`) translate `.code` into
+their own status values and log lines.
+"""
+from __future__ import annotations
+
+import enum
+
+
+class ErrorCode(enum.IntEnum):
+    """Neutral error codes; each mirror maps them to its vendor's status values."""
+
+    FAIL = 1                # the operation failed (generic)
+    TIMEOUT = 2
+    DEVICE_UNAVAILABLE = 3
+    OUT_OF_MEMORY = 4       # heap, SRAM or device-address space exhausted
+    INVALID_ARGUMENT = 5    # bad size, index, flag, pointer or struct
+    INVALID_MODEL = 6       # malformed, truncated or unsupported model
+    INVALID_CONTEXT = 7     # destroyed or unknown context
+    INVALID_INPUT = 8
+    INVALID_OUTPUT = 9
+    DEVICE_MISMATCH = 10
+    PLATFORM_MISMATCH = 11  # model compiled for another SoC
+    NOT_SUPPORTED = 12      # the SoC or mode does not offer this call
+    BUSY = 13               # resource in use (concurrent run, shared buffer in use)
+    INVALID_HANDLE = 14     # unknown / freed buffer, handle or address
+
+
+class NpuError(Exception):
+    """An npurt failure carrying a neutral `ErrorCode` in `.code`."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = ErrorCode(code)
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code.name}: {self.message}"

@@ -1,0 +1,1 @@
+"""npurt.exec layer."""

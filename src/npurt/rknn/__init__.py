@@ -1,0 +1,1 @@
+"""npurt.rknn layer."""
