@@ -1,0 +1,176 @@
+"""Conv and ConvTranspose (1-D, 2-D, 3-D; groups, depthwise, dilations, strides, pads, auto_pad).
+
+Conv is im2col into a reused per-thread scratch buffer plus one float32 ``np.matmul`` per
+group batch, so the work lands in BLAS. Two fast paths skip im2col: 1x1 convolutions are a plain
+matmul, depthwise convolutions are a sum of shifted slices times per-channel weights. The only
+Python loops run over kernel offsets (e.g. 9 for 3x3), never over pixels or channels.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+
+from npurt.exec.kernels import apply_activation, as_f32, kernel
+
+_tls = threading.local()
+
+
+def _scratch(n: int) -> np.ndarray:
+    """A float32 scratch vector of `n` elements, reused per thread (never returned to callers)."""
+    buf = getattr(_tls, "buf", None)
+    if buf is None or buf.size < n:
+        buf = np.empty(max(n, 1), np.float32)
+        _tls.buf = buf
+    return buf[:n]
+
+
+def _conv_geometry(x_shape: Sequence[int], k_shape: Sequence[int], attrs: dict[str, Any]):
+    """(strides, dilations, pads_begin, pads_end, out_spatial) for Conv/pooling, honouring auto_pad."""
+    nd = len(k_shape)
+    spatial = list(x_shape[2:])
+    strides = list(attrs.get("strides") or [1] * nd)
+    dil = list(attrs.get("dilations") or [1] * nd)
+    pads = list(attrs.get("pads") or [0] * (2 * nd))
+    auto_pad = attrs.get("auto_pad", "NOTSET") or "NOTSET"
+    eff = [(k - 1) * d + 1 for k, d in zip(k_shape, dil)]
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        pb, pe = [], []
+        for i in range(nd):
+            out = -(-spatial[i] // strides[i])
+            total = max(0, (out - 1) * strides[i] + eff[i] - spatial[i])
+            small, big = total // 2, total - total // 2
+            pb.append(small if auto_pad == "SAME_UPPER" else big)
+            pe.append(big if auto_pad == "SAME_UPPER" else small)
+    elif auto_pad == "VALID":
+        pb, pe = [0] * nd, [0] * nd
+    else:
+        pb, pe = pads[:nd], pads[nd:]
+    out = [(spatial[i] + pb[i] + pe[i] - eff[i]) // strides[i] + 1 for i in range(nd)]
+    return strides, dil, pb, pe, out
+
+
+def pad_spatial(x: np.ndarray, pb: Sequence[int], pe: Sequence[int], value: float = 0.0) -> np.ndarray:
+    """`x` (N, C, *spatial) padded with `value` (pads may be negative: crop)."""
+    if not any(pb) and not any(pe):
+        return x
+    nd = len(pb)
+    crop = tuple(slice(max(0, -b), x.shape[2 + i] - max(0, -e)) for i, (b, e) in enumerate(zip(pb, pe)))
+    x = x[(slice(None), slice(None)) + crop]
+    pb = [max(0, b) for b in pb]
+    pe = [max(0, e) for e in pe]
+    shape = x.shape[:2] + tuple(x.shape[2 + i] + pb[i] + pe[i] for i in range(nd))
+    xp = np.full(shape, value, dtype=x.dtype)
+    xp[(slice(None), slice(None)) + tuple(slice(b, b + s) for b, s in zip(pb, x.shape[2:]))] = x
+    return xp
+
+
+def _window(xp: np.ndarray, offset: Sequence[int], dil, strides, out) -> np.ndarray:
+    """The strided slice of padded `xp` that kernel tap `offset` sees for every output pixel."""
+    idx = tuple(
+        slice(o * d, o * d + (n - 1) * s + 1, s) for o, d, s, n in zip(offset, dil, strides, out)
+    )
+    return xp[(Ellipsis,) + idx]
+
+
+def _finish(y: np.ndarray, b: np.ndarray | None, attrs: dict[str, Any]) -> np.ndarray:
+    """Add the bias along axis 1 and apply the fused activation, in place."""
+    if b is not None:
+        y += as_f32(b).reshape((1, -1) + (1,) * (y.ndim - 2))
+    return apply_activation(y, attrs)
+
+
+@kernel("Conv")
+def conv(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """ONNX Conv (any number of spatial dims) with optional fused activation."""
+    x, w = as_f32(inputs[0]), as_f32(inputs[1])
+    b = inputs[2] if len(inputs) > 2 else None
+    k_shape = list(attrs.get("kernel_shape") or w.shape[2:])
+    group = int(attrs.get("group", 1))
+    strides, dil, pb, pe, out = _conv_geometry(x.shape, k_shape, attrs)
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    cg, mg = c // group, m // group
+    k_size = int(np.prod(k_shape))
+    n_out = int(np.prod(out))
+
+    if k_size == 1 and not any(pb) and not any(pe):  # 1x1: plain matmul, no im2col
+        xs = x[(Ellipsis,) + tuple(slice(None, None, s) for s in strides)] if any(s != 1 for s in strides) else x
+        xs = xs.reshape(n, group, cg, n_out)
+        y = np.matmul(w.reshape(group, mg, cg), xs).reshape((n, m) + tuple(out))
+        return [_finish(y, b, attrs)]
+
+    xp = pad_spatial(x, pb, pe)
+    offsets = list(itertools.product(*(range(k) for k in k_shape)))
+
+    if group == c and cg == 1 and group > 1:  # depthwise: shifted slices times per-channel weights
+        mult = m // c
+        wk = w.reshape(c, mult, k_size)
+        y = np.zeros((n, c, mult) + tuple(out), np.float32)
+        tmp = np.empty_like(y)
+        bshape = (1, c, mult) + (1,) * len(out)
+        for t, off in enumerate(offsets):
+            win = _window(xp, off, dil, strides, out)[:, :, None]
+            np.multiply(win, wk[:, :, t].reshape(bshape), out=tmp)
+            y += tmp
+        return [_finish(y.reshape((n, m) + tuple(out)), b, attrs)]
+
+    # im2col: cols[n, g, cg, tap, pixels], then one batched matmul.
+    cols = _scratch(n * c * k_size * n_out).reshape((n, c, k_size) + tuple(out))
+    for t, off in enumerate(offsets):
+        cols[:, :, t] = _window(xp, off, dil, strides, out)
+    cols = cols.reshape(n, group, cg * k_size, n_out)
+    y = np.matmul(w.reshape(group, mg, cg * k_size), cols).reshape((n, m) + tuple(out))
+    return [_finish(y, b, attrs)]
+
+
+@kernel("ConvTranspose")
+def conv_transpose(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """ONNX ConvTranspose: one matmul to per-tap columns, then col2im as strided adds."""
+    x, w = as_f32(inputs[0]), as_f32(inputs[1])
+    b = inputs[2] if len(inputs) > 2 else None
+    group = int(attrs.get("group", 1))
+    n, c = x.shape[:2]
+    in_sp = list(x.shape[2:])
+    nd = len(in_sp)
+    k_shape = list(attrs.get("kernel_shape") or w.shape[2:])
+    strides = list(attrs.get("strides") or [1] * nd)
+    dil = list(attrs.get("dilations") or [1] * nd)
+    opad = list(attrs.get("output_padding") or [0] * nd)
+    auto_pad = attrs.get("auto_pad", "NOTSET") or "NOTSET"
+    pads = attrs.get("pads")
+    out_shape = attrs.get("output_shape")
+    if out_shape is not None:
+        out_shape = list(out_shape)[-nd:]
+    full = [strides[i] * (in_sp[i] - 1) + opad[i] + (k_shape[i] - 1) * dil[i] + 1 for i in range(nd)]
+    if pads is None and auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        pads = [0] * (2 * nd)
+    if pads is None:  # SAME_*: pads follow from the output shape
+        if out_shape is None:
+            out_shape = [in_sp[i] * strides[i] for i in range(nd)]
+        total = [full[i] - out_shape[i] for i in range(nd)]
+        if auto_pad == "SAME_UPPER":
+            pb = [t // 2 for t in total]
+        else:
+            pb = [t - t // 2 for t in total]
+    else:
+        pb = list(pads[:nd])
+        if out_shape is None:
+            out_shape = [full[i] - pads[i] - pads[i + nd] for i in range(nd)]
+
+    mg = w.shape[1]
+    m = mg * group
+    cg = c // group
+    k_size = int(np.prod(k_shape))
+    # cols[n, g, mg, tap, *in_sp] = sum_c w[g, c, mg, tap] * x[n, g, c, pixels]
+    wt = w.reshape(group, cg, mg * k_size).transpose(0, 2, 1)
+    cols = np.matmul(wt, x.reshape(n, group, cg, -1)).reshape((n, m, k_size) + tuple(in_sp))
+    buf = np.zeros((n, m) + tuple(max(f, pb[i] + out_shape[i]) for i, f in enumerate(full)), np.float32)
+    for t, off in enumerate(itertools.product(*(range(k) for k in k_shape))):
+        idx = tuple(slice(o * d, o * d + (s_in - 1) * s + 1, s) for o, d, s, s_in in zip(off, dil, strides, in_sp))
+        buf[(Ellipsis,) + idx] += cols[:, :, t]
+    y = buf[(Ellipsis,) + tuple(slice(p, p + o) for p, o in zip(pb, out_shape))]
+    y = np.ascontiguousarray(y)
+    return [_finish(y, b, attrs)]

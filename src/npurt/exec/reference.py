@@ -1,0 +1,108 @@
+"""A plain float32 interpreter over an ONNX graph, every node through the kernel registry.
+
+It is the float reference for calibration and for the ONNX backend node tests: no layout, no
+quantisation, no memory planning - just values in a dict and the nodes in the order given.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.exec.kernels import decode_attributes, get_kernel
+
+
+def default_opset(model: onnx.ModelProto) -> int:
+    """The model's default-domain ("" or "ai.onnx") opset version."""
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return int(imp.version)
+    return 1
+
+
+def _as_float32(a: np.ndarray) -> np.ndarray:
+    """Float tensors as float32 (as the executor hands them to kernels); others unchanged."""
+    return a.astype(np.float32) if a.dtype.kind == "f" and a.dtype != np.float32 else a
+
+
+def run_reference(
+    model: onnx.ModelProto | str | Path,
+    feeds: dict[str, np.ndarray],
+    outputs: Iterable[str] | None = None,
+    intermediates: bool = False,
+) -> dict[str, np.ndarray]:
+    """Run `model` on `feeds`; return the graph outputs (or `outputs`, or every value if
+    `intermediates`) by name."""
+    if not isinstance(model, onnx.ModelProto):
+        model = onnx.load(str(model))
+    graph = model.graph
+    opset = default_opset(model)
+
+    # step 1: initializers, then feeds (a feed overrides an initializer of the same name)
+    values: dict[str, np.ndarray] = {}
+    for init in graph.initializer:
+        values[init.name] = _as_float32(numpy_helper.to_array(init))
+    for name, arr in feeds.items():
+        values[name] = _as_float32(np.asarray(arr))
+    for inp in graph.input:
+        if inp.name not in values:
+            raise NpuError(ErrorCode.INVALID_INPUT, f"missing input '{inp.name}'; fed: {sorted(feeds)}")
+
+    # step 2: execute nodes in the order given
+    for i, node in enumerate(graph.node):
+        label = node.name or f"#{i}"
+        if node.domain not in ("", "ai.onnx"):
+            raise NpuError(ErrorCode.NOT_SUPPORTED, f"node '{label}': domain '{node.domain}' is not supported")
+        if node.op_type == "Constant":
+            out = [_constant(node, opset)]
+        else:
+            try:
+                fn = get_kernel(node.op_type)
+            except NpuError as e:
+                raise NpuError(e.code, f"node '{label}' ({node.op_type}): {e.message}") from None
+            args = []
+            for name in node.input:
+                if not name:
+                    args.append(None)
+                elif name in values:
+                    args.append(values[name])
+                else:
+                    raise NpuError(ErrorCode.INVALID_MODEL,
+                                   f"node '{label}': input '{name}' is not computed yet")
+            out = fn(args, decode_attributes(node, opset))
+        for name, val in zip(node.output, out):
+            if name:
+                values[name] = _as_float32(np.asarray(val))
+
+    # step 3: select the results
+    if intermediates:
+        return values
+    names = list(outputs) if outputs is not None else [o.name for o in graph.output]
+    missing = [n for n in names if n not in values]
+    if missing:
+        raise NpuError(ErrorCode.INVALID_OUTPUT, f"unknown outputs {missing}")
+    return {n: values[n] for n in names}
+
+
+def _constant(node: onnx.NodeProto, opset: int) -> np.ndarray:
+    """The value of a Constant node (value, value_float(s), value_int(s), sparse unsupported)."""
+    attrs = decode_attributes(node, opset)
+    if "value" in attrs:
+        return np.asarray(attrs["value"])
+    if "value_float" in attrs:
+        return np.array(attrs["value_float"], np.float32)
+    if "value_floats" in attrs:
+        return np.array(attrs["value_floats"], np.float32)
+    if "value_int" in attrs:
+        return np.array(attrs["value_int"], np.int64)
+    if "value_ints" in attrs:
+        return np.array(attrs["value_ints"], np.int64)
+    if "value_string" in attrs:
+        return np.array(attrs["value_string"], dtype=object)
+    if "value_strings" in attrs:
+        return np.array(attrs["value_strings"], dtype=object)
+    raise NpuError(ErrorCode.NOT_SUPPORTED, f"Constant '{node.name}': unsupported value attribute")
