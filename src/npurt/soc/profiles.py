@@ -129,9 +129,10 @@ PROFILES: Mapping[str, SocProfile] = MappingProxyType({p.name: p for p in (
 
 def get_profile(name: str | None = None) -> SocProfile:
     """The profile for `name` (case-insensitive); None means `$NPURT_SOC`, else rk3588."""
-    key = (name or os.environ.get("NPURT_SOC") or DEFAULT_SOC).strip().lower()
+    given = name or os.environ.get("NPURT_SOC") or DEFAULT_SOC
     try:
-        return PROFILES[key]
+        return PROFILES[given.strip().lower()]
     except KeyError:
+        source = "" if name else " (from $NPURT_SOC)"
         raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                       f"unknown SoC {name!r}; known: {', '.join(sorted(PROFILES))}") from None
+                       f"unknown SoC {given!r}{source}; known: {', '.join(sorted(PROFILES))}") from None
