@@ -34,10 +34,10 @@ def _work_dtype(x: np.ndarray) -> np.dtype:
 
 
 def _scale(scale: object, work: np.dtype) -> np.ndarray:
-    s = np.asarray(scale, dtype=np.float64)
+    s = np.asarray(scale, dtype=np.float64).astype(work)
     if s.size == 0 or not np.all(np.isfinite(s)) or np.any(s <= 0):
-        raise _bad(f"scale must be finite and > 0, got {scale!r}")
-    return s.astype(work)
+        raise _bad(f"scale must be finite and > 0 (in {work}), got {scale!r}")
+    return s
 
 
 def _zero_point(zp: object, dt: DType) -> np.ndarray:
@@ -120,7 +120,7 @@ def choose_affine_params(min_value: float, max_value: float, dtype: DType | str 
     """(scale, zero_point) mapping [min, max] onto the full range of `dtype`.
 
     The range is first widened to include 0 (so 0.0 is exactly representable, as zero padding needs); an
-    empty range [0, 0] gives scale 1.0. min > max or non-finite bounds raise INVALID_ARGUMENT.
+    empty range [0, 0] (or one too narrow for a normal float32 scale) gives scale 1.0. min > max or non-finite bounds raise INVALID_ARGUMENT.
     """
     dt = _qtype(dtype)
     lo_f, hi_f = float(min_value), float(max_value)
@@ -129,7 +129,7 @@ def choose_affine_params(min_value: float, max_value: float, dtype: DType | str 
     lo_f, hi_f = min(lo_f, 0.0), max(hi_f, 0.0)
     qmin, qmax = dt.range()
     scale = (hi_f - lo_f) / (qmax - qmin)
-    if scale == 0.0:
+    if scale < np.finfo(np.float32).tiny:       # empty (or float32-denormal) range
         return 1.0, 0 if qmin <= 0 <= qmax else qmin
     zp = int(np.clip(np.rint(qmin - lo_f / scale), qmin, qmax))
     return scale, zp
