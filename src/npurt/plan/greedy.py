@@ -18,17 +18,21 @@ from npurt.plan.problem import Arrays, Problem, Solution, peak_live
 
 @dataclass(frozen=True)
 class OverlapIndex:
-    """Static index of a buffer set answering "which buffers overlap buffer i in time"."""
+    """Index of a buffer set, specialised to one placement order, answering "which already placed
+    buffers overlap buffer i in time". Segment-tree node lists are sorted by placement rank, so the
+    placed buffers stored at a node are a prefix whose length is a per-node counter."""
 
     by_start: np.ndarray      # buffer indices sorted by start
     after_lo: np.ndarray      # per buffer: slice of by_start holding buffers starting inside (s, e)
     after_hi: np.ndarray
     leaf: np.ndarray          # per buffer: segment-tree leaf node of its start
-    node_ptr: np.ndarray      # CSR over segment-tree nodes → buffers stored at that node
+    node_ptr: np.ndarray      # CSR over segment-tree nodes -> buffers stored there, by rank
     node_items: np.ndarray
+    buf_ptr: np.ndarray       # CSR over buffers -> the segment-tree nodes storing it
+    buf_nodes: np.ndarray
 
     @staticmethod
-    def build(start: np.ndarray, end: np.ndarray) -> "OverlapIndex":
+    def build(start: np.ndarray, end: np.ndarray, rank: np.ndarray) -> "OverlapIndex":
         n = len(start)
         times = np.unique(np.concatenate([start, end]))
         s = np.searchsorted(times, start).astype(np.int64)
@@ -53,59 +57,63 @@ class OverlapIndex:
             lo, hi, who = lo[live], hi[live], who[live]
         node_arr = np.concatenate(nodes) if nodes else np.zeros(0, np.int64)
         item_arr = np.concatenate(items) if items else np.zeros(0, np.int64)
-        order = np.argsort(node_arr, kind="stable")
+        order = np.lexsort((rank[item_arr], node_arr))
         node_ptr = np.searchsorted(node_arr[order], np.arange(2 * width + 1))
-        return OverlapIndex(by_start, after_lo, after_hi, s + width, node_ptr, item_arr[order])
-
-    def candidates(self, i: int) -> np.ndarray:
-        """Every buffer overlapping buffer i in time, possibly including i itself."""
-        ptr, items = self.node_ptr, self.node_items
-        parts = [self.by_start[self.after_lo[i]:self.after_hi[i]]]
-        node = int(self.leaf[i])
-        while node:
-            a, b = ptr[node], ptr[node + 1]
-            if a != b:
-                parts.append(items[a:b])
-            node >>= 1
-        return np.concatenate(parts)
+        by_buf = np.argsort(item_arr, kind="stable")
+        buf_ptr = np.searchsorted(item_arr[by_buf], np.arange(n + 1))
+        return OverlapIndex(by_start, after_lo, after_hi, s + width, node_ptr, item_arr[order],
+                            buf_ptr, node_arr[by_buf])
 
 
-def place_in_order(a: Arrays, order: np.ndarray, index: OverlapIndex | None = None,
-                   first_fit: bool = False) -> np.ndarray:
+def place_in_order(a: Arrays, order: np.ndarray, first_fit: bool = False) -> np.ndarray:
     """Place buffers one by one in `order`, each at the best-fitting (smallest slack; or lowest, with
     `first_fit`) aligned gap between already placed buffers that overlap it in time, else on top of
-    them. Returns int64 offsets (zero-size buffers get 0)."""
+    them. Returns int64 offsets (zero-size buffers get 0 and block nothing)."""
     n = len(a.size)
     offsets = np.zeros(n, np.int64)
     tops = np.zeros(n, np.int64)
     placed = np.zeros(n, bool)
-    if index is None:
-        index = OverlapIndex.build(a.start, a.end)
-    size, align = a.size, a.align
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n)
+    ix = OverlapIndex.build(a.start, a.end, rank)
+    ptr, items, by_start, leafs = ix.node_ptr, ix.node_items, ix.by_start, ix.leaf.tolist()
+    after_lo, after_hi = ix.after_lo.tolist(), ix.after_hi.tolist()
+    buf_ptr, buf_nodes = ix.buf_ptr, ix.buf_nodes
+    count = np.zeros(len(ptr), np.int64)
+    count_l = [0] * len(ptr)
+    ptr_l = ptr.tolist()
+    size_l, align_l = a.size.tolist(), a.align.tolist()
+    concat, flatnonzero = np.concatenate, np.flatnonzero
     for i in order.tolist():
-        sz = int(size[i])
-        al = int(align[i])
+        sz = size_l[i]
         if sz == 0:
             continue
-        cand = index.candidates(i)
-        cand = cand[placed[cand]]
+        al = align_l[i]
+        after = by_start[after_lo[i]:after_hi[i]]
+        parts = [after[placed[after]]]
+        node = leafs[i]
+        while node:
+            c = count_l[node]
+            if c:
+                p0 = ptr_l[node]
+                parts.append(items[p0:p0 + c])
+            node >>= 1
+        cand = concat(parts) if len(parts) > 1 else parts[0]
         off = 0
         if len(cand):
-            cand = cand[size[cand] > 0]
-        if len(cand):
             lows = offsets[cand]
-            srt = np.argsort(lows, kind="stable")
+            srt = lows.argsort()
             lows = lows[srt]
-            highs = np.maximum.accumulate(tops[cand][srt])
+            highs = np.maximum.accumulate(tops[cand[srt]])
             prev = np.empty_like(highs)
             prev[0] = 0
             prev[1:] = highs[:-1]
             if al > 1:
                 prev = -(-prev // al) * al
             slack = lows - prev - sz
-            ok = np.flatnonzero(slack >= 0)
+            ok = flatnonzero(slack >= 0)
             if len(ok):
-                j = ok[0] if first_fit else ok[np.argmin(slack[ok])]
+                j = ok[0] if first_fit else ok[slack[ok].argmin()]
                 off = int(prev[j])
             else:
                 top = int(highs[-1])
@@ -113,6 +121,8 @@ def place_in_order(a: Arrays, order: np.ndarray, index: OverlapIndex | None = No
         offsets[i] = off
         tops[i] = off + sz
         placed[i] = True
+        for node in buf_nodes[buf_ptr[i]:buf_ptr[i + 1]].tolist():
+            count_l[node] += 1
     return offsets
 
 
