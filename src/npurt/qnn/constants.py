@@ -290,7 +290,7 @@ QNN_HTP_CONTEXT_GET_PROP_UNDEFINED = 0x7FFFFFFF
 # ---------------------------------------------------------------------------------------------
 # QnnTypes.h: data types, tensors, quantisation
 # ---------------------------------------------------------------------------------------------
-# Qnn_DataType_t: the low byte spells the bit width in decimal digits
+# Qnn_DataType_t: the low byte spells the bit width in decimal digits, except BFLOAT_16 (0x26)
 QNN_DATATYPE_INT_8 = 0x0008
 QNN_DATATYPE_INT_16 = 0x0016
 QNN_DATATYPE_INT_32 = 0x0032
