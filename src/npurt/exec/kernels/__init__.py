@@ -55,11 +55,13 @@ def supported_ops() -> list[str]:
 
 
 def decode_attributes(node: onnx.NodeProto, opset: int) -> dict[str, Any]:
-    """ONNX attributes of `node` as Python values, plus ``"_opset"``.
+    """ONNX attributes of `node` as Python values, plus ``"_opset"`` and ``"_n_outputs"``.
 
     Ints, floats, strings (bytes decoded), lists of those, tensors as numpy arrays.
+    ``_n_outputs`` (the node's declared output count) lets a kernel skip optional outputs
+    nobody asked for (MaxPool's Indices).
     """
-    attrs: dict[str, Any] = {"_opset": int(opset)}
+    attrs: dict[str, Any] = {"_opset": int(opset), "_n_outputs": len(node.output)}
     for a in node.attribute:
         if a.ref_attr_name:
             raise NpuError(ErrorCode.NOT_SUPPORTED, f"node '{node.name}': reference attribute '{a.name}'")
@@ -150,4 +152,9 @@ from npurt.exec.kernels import (  # noqa: E402,F401
     conv,
     elementwise,
     gemm,
+    normalization,
+    pool,
+    reduce,
+    resize,
+    shape,
 )

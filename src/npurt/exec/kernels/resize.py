@@ -1,0 +1,167 @@
+"""Resize (opset 10/11/13/18/19) and Upsample: nearest, linear and cubic, applied separably.
+
+Each resized axis maps output coordinates to input coordinates with the
+`coordinate_transformation_mode`, then gathers (nearest) or blends taps (linear: 2, cubic: 4)
+along that axis. N-linear / N-cubic interpolation is exactly the product of 1-D ones, so one axis
+at a time is both correct and cheap. Antialiasing is not supported (NOT_SUPPORTED at call time).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.exec.kernels import as_f32, kernel
+
+
+def _source_coords(mode: str, n_in: int, n_out: int, scale: float, roi: tuple[float, float]) -> np.ndarray:
+    """Input coordinate (float64) of every output index along one axis."""
+    x = np.arange(n_out, dtype=np.float64)
+    if mode == "half_pixel":
+        return (x + 0.5) / scale - 0.5
+    if mode == "pytorch_half_pixel":
+        return (x + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(x)
+    if mode == "align_corners":
+        return x * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros_like(x)
+    if mode == "asymmetric":
+        return x / scale
+    if mode == "tf_half_pixel_for_nn":
+        return (x + 0.5) / scale
+    if mode == "half_pixel_symmetric":
+        adj = n_out / (scale * n_in)
+        center = n_in / 2
+        offset = center * (1 - adj)
+        return offset + (x + 0.5) / scale - 0.5
+    if mode == "tf_crop_and_resize":
+        start, end = roi
+        if n_out > 1:
+            return start * (n_in - 1) + x * (end - start) * (n_in - 1) / (n_out - 1)
+        return np.full_like(x, 0.5 * (start + end) * (n_in - 1))
+    raise NpuError(ErrorCode.NOT_SUPPORTED, f"Resize coordinate_transformation_mode '{mode}' is not supported")
+
+
+def _nearest_index(xs: np.ndarray, mode: str, n_in: int) -> np.ndarray:
+    if mode == "round_prefer_floor":
+        i = np.ceil(xs - 0.5)
+    elif mode == "round_prefer_ceil":
+        i = np.floor(xs + 0.5)
+    elif mode == "floor":
+        i = np.floor(xs)
+    elif mode == "ceil":
+        i = np.ceil(xs)
+    else:
+        raise NpuError(ErrorCode.NOT_SUPPORTED, f"Resize nearest_mode '{mode}' is not supported")
+    return np.clip(i, 0, n_in - 1).astype(np.int64)
+
+
+def _cubic_weights(t: np.ndarray, a: float) -> np.ndarray:
+    """Keys cubic convolution weights for the 4 taps at offsets -1, 0, 1, 2 from floor(x)."""
+    d = np.stack([1 + t, t, 1 - t, 2 - t], axis=-1)
+    w = np.where(
+        d <= 1,
+        ((a + 2) * d - (a + 3)) * d * d + 1,
+        ((a * d - 5 * a) * d + 8 * a) * d - 4 * a,
+    )
+    return w
+
+
+def _resize_axis(x: np.ndarray, axis: int, n_out: int, scale: float, roi, attrs: dict[str, Any],
+                 mode: str) -> np.ndarray:
+    n_in = x.shape[axis]
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    xs = _source_coords(ctm, n_in, n_out, scale, roi)
+    outside = (xs < 0) | (xs > n_in - 1) if ctm == "tf_crop_and_resize" else None
+    if mode == "nearest":
+        y = np.take(x, _nearest_index(xs, attrs.get("nearest_mode", "round_prefer_floor"), n_in), axis=axis)
+    else:
+        if mode == "linear":
+            xc = np.clip(xs, 0, n_in - 1)
+            i0 = np.floor(xc).astype(np.int64)
+            t = xc - i0
+            taps = np.stack([i0, np.minimum(i0 + 1, n_in - 1)], axis=-1)
+            w = np.stack([1 - t, t], axis=-1)
+        else:  # cubic
+            i0 = np.floor(xs).astype(np.int64)
+            t = xs - i0
+            taps = i0[:, None] + np.arange(-1, 3)[None, :]
+            w = _cubic_weights(t, float(attrs.get("cubic_coeff_a", -0.75)))
+            if attrs.get("exclude_outside", 0):
+                w = np.where((taps < 0) | (taps >= n_in), 0.0, w)
+                w = w / w.sum(axis=1, keepdims=True)
+            taps = np.clip(taps, 0, n_in - 1)
+        xm = np.moveaxis(x, axis, -1).astype(np.float64 if mode == "cubic" else np.float32)
+        y = np.zeros(xm.shape[:-1] + (n_out,), xm.dtype)
+        for k in range(taps.shape[1]):
+            y += xm[..., taps[:, k]] * w[:, k].astype(xm.dtype)
+        y = np.moveaxis(y.astype(np.float32), -1, axis)
+    if outside is not None and outside.any():
+        shape = [1] * x.ndim
+        shape[axis] = n_out
+        y = np.where(outside.reshape(shape), np.float32(attrs.get("extrapolation_value", 0.0)), y)
+    return y
+
+
+def _resize(x: np.ndarray, scales, sizes, roi, attrs: dict[str, Any]) -> np.ndarray:
+    if attrs.get("antialias", 0):
+        raise NpuError(ErrorCode.NOT_SUPPORTED, "Resize antialias=1 is not supported")
+    mode = attrs.get("mode", "nearest")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise NpuError(ErrorCode.NOT_SUPPORTED, f"Resize mode '{mode}' is not supported")
+    rank = x.ndim
+    axes = [a % rank for a in attrs.get("axes", range(rank))]
+    full_scales = [1.0] * rank
+    full_sizes = list(x.shape)
+    full_roi = [(0.0, 1.0)] * rank
+    if roi is not None and roi.size:
+        r = [float(v) for v in roi.reshape(-1)]
+        for i, a in enumerate(axes):
+            full_roi[a] = (r[i], r[i + len(axes)])
+    if sizes is not None and sizes.size:
+        sz = [int(v) for v in sizes.reshape(-1)]
+        policy = attrs.get("keep_aspect_ratio_policy", "stretch")
+        ratios = [sz[i] / x.shape[a] for i, a in enumerate(axes)]
+        if policy != "stretch":
+            r = min(ratios) if policy == "not_larger" else max(ratios)
+            ratios = [r] * len(axes)
+            sz = [int(np.floor(r * x.shape[a] + 0.5)) for a in axes]
+        for i, a in enumerate(axes):
+            full_sizes[a], full_scales[a] = sz[i], ratios[i]
+    else:
+        sc = [float(v) for v in np.asarray(scales).reshape(-1)]
+        for i, a in enumerate(axes):
+            full_scales[a] = sc[i]
+            full_sizes[a] = int(np.floor(x.shape[a] * sc[i]))
+    y = as_f32(x) if mode != "nearest" else x
+    for a in range(rank):
+        if full_sizes[a] != x.shape[a] or full_scales[a] != 1.0 or attrs.get(
+                "coordinate_transformation_mode") == "tf_crop_and_resize":
+            if full_sizes[a] == x.shape[a] and full_scales[a] == 1.0 and full_roi[a] == (0.0, 1.0):
+                continue
+            y = _resize_axis(y, a, full_sizes[a], full_scales[a], full_roi[a], attrs, mode)
+    return y
+
+
+@kernel("Resize")
+def resize(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Opset 10: (X, scales); 11+: (X, roi, scales, sizes)."""
+    x = inputs[0]
+    if attrs["_opset"] < 11:
+        a = dict(attrs)
+        a.setdefault("coordinate_transformation_mode", "asymmetric")
+        a.setdefault("nearest_mode", "floor" if a.get("mode", "nearest") == "nearest" else "round_prefer_floor")
+        return [_resize(x, inputs[1], None, None, a)]
+    roi = inputs[1] if len(inputs) > 1 else None
+    scales = inputs[2] if len(inputs) > 2 else None
+    sizes = inputs[3] if len(inputs) > 3 else None
+    if scales is not None and scales.size == 0:
+        scales = None
+    return [_resize(x, scales, sizes, roi, attrs)]
+
+
+@kernel("Upsample")
+def upsample(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Upsample (opset 7: `scales` attribute, 9: input): asymmetric coordinates, nearest = floor."""
+    scales = attrs["scales"] if attrs["_opset"] < 9 else inputs[1]
+    a = {**attrs, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+    return [_resize(inputs[0], np.asarray(scales, np.float32), None, None, a)]

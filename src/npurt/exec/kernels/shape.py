@@ -1,0 +1,229 @@
+"""Shape and data-movement ops: Concat, Split, Slice, Reshape, Flatten, Transpose, Squeeze,
+Unsqueeze, Pad, Shape, Size, Gather(Elements), ConstantOfShape, Expand, Tile, Range, Identity,
+Dropout, DepthToSpace, SpaceToDepth.
+
+Where an ONNX opset moved an attribute to an input (Split, Slice, Squeeze, Unsqueeze, Pad,
+Reshape), the kernel reads the one the model's opset defines.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from npurt.exec.kernels import kernel
+
+
+def _ints(a) -> list[int]:
+    return [int(v) for v in np.asarray(a).reshape(-1)]
+
+
+@kernel("Identity")
+def identity(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    return [inputs[0]]
+
+
+@kernel("Dropout")
+def dropout(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Inference: identity, plus an all-true mask."""
+    x = inputs[0]
+    return [x, np.ones(x.shape, np.bool_)]
+
+
+@kernel("Concat")
+def concat(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    xs = [x for x in inputs if x is not None]
+    return [np.concatenate(xs, axis=int(attrs.get("axis", 0)))]
+
+
+@kernel("Split")
+def split(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Split sizes: attribute `split` (< 13), input 1 (>= 13), or `num_outputs` (18) / equal parts."""
+    x = inputs[0]
+    axis = int(attrs.get("axis", 0))
+    if attrs["_opset"] >= 13:
+        sizes = _ints(inputs[1]) if len(inputs) > 1 and inputs[1] is not None else None
+    else:
+        sizes = attrs.get("split")
+    n_dim = x.shape[axis]
+    if not sizes:
+        n = int(attrs.get("num_outputs", attrs.get("_n_outputs", 1)))
+        chunk = -(-n_dim // n)
+        sizes = [min(chunk, n_dim - i * chunk) for i in range(n)]
+    bounds = np.cumsum(sizes)[:-1]
+    return [p.copy() for p in np.split(x, bounds, axis=axis)]
+
+
+@kernel("Slice")
+def slice_(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """starts/ends/axes/steps as attributes (< 10) or inputs (>= 10); numpy clamping semantics."""
+    x = inputs[0]
+    if attrs["_opset"] < 10:
+        starts, ends = attrs["starts"], attrs["ends"]
+        axes, steps = attrs.get("axes"), None
+    else:
+        starts, ends = _ints(inputs[1]), _ints(inputs[2])
+        axes = _ints(inputs[3]) if len(inputs) > 3 and inputs[3] is not None else None
+        steps = _ints(inputs[4]) if len(inputs) > 4 and inputs[4] is not None else None
+    axes = axes if axes is not None else list(range(len(starts)))
+    steps = steps if steps is not None else [1] * len(starts)
+    idx = [slice(None)] * x.ndim
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        n = x.shape[a]
+        # ONNX clamps with INT_MAX/INT_MIN sentinels; map them to numpy's open bounds.
+        if st < 0 and e < -n:
+            e = None
+        elif e > n:
+            e = n
+        s = max(min(s, n), -n - 1) if s is not None else None
+        idx[a] = slice(s, e, st)
+    return [x[tuple(idx)].copy()]
+
+
+@kernel("Reshape")
+def reshape(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """0 copies the input dim unless allowzero=1; -1 is inferred."""
+    x = inputs[0]
+    shape = attrs["shape"] if attrs["_opset"] < 5 else _ints(inputs[1])
+    if not attrs.get("allowzero", 0):
+        shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    return [x.reshape(shape)]
+
+
+@kernel("Flatten")
+def flatten(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x = inputs[0]
+    axis = int(attrs.get("axis", 1)) % (x.ndim + 1) if x.ndim else 0
+    return [x.reshape(int(np.prod(x.shape[:axis])), -1)]
+
+
+@kernel("Transpose")
+def transpose(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    perm = attrs.get("perm")
+    return [np.ascontiguousarray(np.transpose(inputs[0], perm))]
+
+
+def _axes_arg(inputs: list, attrs: dict[str, Any]) -> list[int] | None:
+    if attrs["_opset"] >= 13:
+        return _ints(inputs[1]) if len(inputs) > 1 and inputs[1] is not None else None
+    return attrs.get("axes")
+
+
+@kernel("Squeeze")
+def squeeze(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x = inputs[0]
+    axes = _axes_arg(inputs, attrs)
+    return [np.squeeze(x, axis=tuple(axes)) if axes else np.squeeze(x)]
+
+
+@kernel("Unsqueeze")
+def unsqueeze(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x = inputs[0]
+    axes = _axes_arg(inputs, attrs)
+    rank = x.ndim + len(axes)
+    return [np.expand_dims(x, tuple(sorted(a % rank for a in axes)))]
+
+
+@kernel("Pad")
+def pad(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Pad (constant / reflect / edge / wrap); pads and value as attributes (< 11) or inputs,
+    optional `axes` input (18); negative pads crop."""
+    x = inputs[0]
+    mode = attrs.get("mode", "constant")
+    if attrs["_opset"] < 11:
+        pads = list(attrs.get("pads", attrs.get("paddings", [])))
+        value = attrs.get("value", 0.0)
+        axes = None
+    else:
+        pads = _ints(inputs[1])
+        value = inputs[2] if len(inputs) > 2 and inputs[2] is not None else 0
+        value = np.asarray(value).reshape(-1)[0] if np.asarray(value).size else 0
+        axes = _ints(inputs[3]) if len(inputs) > 3 and inputs[3] is not None else None
+    axes = [a % x.ndim for a in axes] if axes is not None else list(range(x.ndim))
+    k = len(axes)
+    width = [(0, 0)] * x.ndim
+    for i, a in enumerate(axes):
+        width[a] = (pads[i], pads[i + k])
+    # crop negative pads first, then pad the positive part
+    crop = tuple(slice(max(0, -b), x.shape[a] - max(0, -e)) for a, (b, e) in enumerate(width))
+    x = x[crop]
+    width = [(max(0, b), max(0, e)) for b, e in width]
+    if mode == "constant":
+        return [np.pad(x, width, mode="constant", constant_values=np.asarray(value).astype(x.dtype))]
+    return [np.pad(x, width, mode={"reflect": "reflect", "edge": "edge", "wrap": "wrap"}[mode])]
+
+
+@kernel("Shape")
+def shape(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    dims = inputs[0].shape
+    start = attrs.get("start", 0)
+    end = attrs.get("end", None)
+    return [np.array(dims[start:end] if end is not None else dims[start:], np.int64)]
+
+
+@kernel("Size")
+def size(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    return [np.array(inputs[0].size, np.int64)]
+
+
+@kernel("Gather")
+def gather(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x, idx = inputs
+    axis = int(attrs.get("axis", 0))
+    idx = np.where(idx < 0, idx + x.shape[axis], idx)
+    return [np.take(x, idx, axis=axis)]
+
+
+@kernel("GatherElements")
+def gather_elements(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x, idx = inputs
+    axis = int(attrs.get("axis", 0))
+    idx = np.where(idx < 0, idx + x.shape[axis], idx)
+    return [np.take_along_axis(x, idx, axis=axis)]
+
+
+@kernel("ConstantOfShape")
+def constant_of_shape(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    value = attrs.get("value")
+    value = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
+    return [np.full(_ints(inputs[0]), value[0], dtype=value.dtype)]
+
+
+@kernel("Expand")
+def expand(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Bidirectional broadcast of the input against `shape`."""
+    x = inputs[0]
+    target = np.broadcast_shapes(x.shape, tuple(_ints(inputs[1])))
+    return [np.broadcast_to(x, target).copy()]
+
+
+@kernel("Tile")
+def tile(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    return [np.tile(inputs[0], _ints(inputs[1]))]
+
+
+@kernel("Range")
+def range_(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    start, limit, delta = inputs
+    return [np.arange(start, limit, delta).astype(start.dtype)]
+
+
+@kernel("DepthToSpace")
+def depth_to_space(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x = inputs[0]
+    b = int(attrs["blocksize"])
+    n, c, h, w = x.shape
+    if attrs.get("mode", "DCR") == "DCR":
+        y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        y = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return [y.reshape(n, c // (b * b), h * b, w * b)]
+
+
+@kernel("SpaceToDepth")
+def space_to_depth(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x = inputs[0]
+    b = int(attrs["blocksize"])
+    n, c, h, w = x.shape
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    return [y.reshape(n, c * b * b, h // b, w // b)]
