@@ -1,0 +1,123 @@
+"""External memory: `dma_alloc` (a stand-in for the board's dma-buf / MMZ / RGA allocators, user-owned memory
+the device knows), and passing buffers to other processes over a Unix socket (`send_buffer` / `recv_buffer`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+import numpy as np
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.memory.buffer import Buffer
+from npurt.memory.device import Device, _check_size, open_device, open_devices
+from npurt.memory.mapping import PAGE_SIZE, map_parts, ndarray_at, new_memfd, page_round, typed_view
+
+
+class DmaBuffer:
+    """User-owned memory from the stand-in external allocator: `fd`, `virt_addr`, `phys_addr`, `size`, `view()`.
+
+    The user owns it and must `close()` it (closes the fd, forgets the device address, drops the device
+    reference `dma_alloc` took). The device knows it as an imported buffer (`.buffer`), so
+    `Device.lookup_device(phys_addr)` — what `create_mem_from_phys` does — resolves it, and importing `fd`
+    again shares the same mapping.
+    """
+
+    def __init__(self, device: Device, fd: int, buffer: Buffer) -> None:
+        self.device = device
+        self.fd = fd
+        self.buffer = buffer
+        self.size = buffer.size
+        self.cacheable = buffer.cacheable
+        self.virt_addr = buffer.virt_addr
+        self.phys_addr = buffer.dev_addr
+        self.closed = False
+
+    def view(self, dtype=np.uint8, shape=None, offset: int = 0) -> np.ndarray:
+        """The CPU view of the memory (as `Buffer.cpu_view`)."""
+        if self.closed:
+            raise NpuError(ErrorCode.INVALID_HANDLE, "dma buffer is closed")
+        return self.buffer.cpu_view(dtype, shape, offset)
+
+    def sync(self, mode=3) -> None:
+        """Cache maintenance on the memory (as `Buffer.sync`)."""
+        if self.closed:
+            raise NpuError(ErrorCode.INVALID_HANDLE, "dma buffer is closed")
+        self.buffer.sync(mode)
+
+    def close(self) -> None:
+        """Release the memory: device address, fd, device reference. A second close is a no-op."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.buffer.alive:
+            self.device.free(self.buffer)
+        os.close(self.fd)
+        self.device.close()
+
+    def __enter__(self) -> DmaBuffer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<DmaBuffer fd={self.fd} {self.size} B phys=0x{self.phys_addr:x} virt=0x{self.virt_addr:x}>"
+
+
+def dma_alloc(size: int, cacheable: bool = True, *, device: Device | None = None) -> DmaBuffer:
+    """Allocate user-owned DMA-able memory known to `device` (None: the one open device, else `open_device()`).
+
+    Takes a reference on the device until `close()`, like a driver that stays loaded while its buffers exist.
+    """
+    size = _check_size(size)
+    if device is None:
+        devices = open_devices()
+        device = open_device(devices[0].soc) if len(devices) == 1 else open_device()
+    else:
+        device = open_device(device.soc)
+    try:
+        try:
+            fd = new_memfd("npurt-dma", page_round(size))
+        except OSError as exc:
+            raise NpuError(ErrorCode.OUT_OF_MEMORY, f"dma_alloc({size}): {exc}") from None
+        try:
+            buf = device.import_fd(fd, size, 0, cacheable=cacheable, owner="dma_alloc")
+        except BaseException:
+            os.close(fd)
+            raise
+    except BaseException:
+        device.close()
+        raise
+    return DmaBuffer(device, fd, buf)
+
+
+def send_buffer(sock: socket.socket, buf: Buffer) -> None:
+    """Send a buffer's fds and layout over a Unix socket; the receiver maps the same memory (`recv_buffer`)."""
+    if not buf.alive:
+        raise NpuError(ErrorCode.INVALID_HANDLE, f"{buf!r} has been freed")
+    header = json.dumps({"size": buf.size, "parts": [[off, length] for _, off, length in buf.fd_parts]})
+    socket.send_fds(sock, [header.encode()], [fd for fd, _, _ in buf.fd_parts])
+
+
+def recv_buffer(sock: socket.socket, dtype=np.uint8, shape=None) -> np.ndarray:
+    """Receive a buffer sent by `send_buffer` and return a view of the shared memory (its own mapping).
+
+    The received fds are closed once mapped; the view keeps the mapping alive.
+    """
+    data, fds, _, _ = socket.recv_fds(sock, 65536, 16)
+    try:
+        header = json.loads(data.decode())
+        parts = header["parts"]
+        if len(parts) != len(fds):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "fd count does not match the buffer layout")
+        first_off = parts[0][0]
+        lead = first_off % PAGE_SIZE
+        pieces = [(fd, off - (lead if i == 0 else 0), length + (lead if i == 0 else 0))
+                  for i, (fd, (off, length)) in enumerate(zip(fds, parts))]
+        mapping = map_parts(pieces)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return typed_view(ndarray_at(mapping, lead, header["size"]), dtype, shape)
