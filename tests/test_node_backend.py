@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from npurt.exec.kernels import supported_ops
-from npurt.exec.reference import run_reference
+from npurt.exec.reference import is_float, run_reference
 
 EXPECTED_FAILURES: dict[str, str] = {}
 
@@ -54,7 +54,7 @@ def check_case(case) -> None:
     for out, want in zip(graph.output, expected):
         have = got[out.name]
         assert have.shape == want.shape, f"{out.name}: shape {have.shape} != {want.shape}"
-        if want.dtype.kind in "fc":
+        if is_float(want.dtype):
             rtol, atol = (1e-2, 1e-3) if want.dtype.itemsize < 4 else (1e-3, 1e-5)
             np.testing.assert_allclose(have.astype(np.float64), want.astype(np.float64),
                                        rtol=rtol, atol=atol, err_msg=out.name)

@@ -26,7 +26,12 @@ def default_opset(model: onnx.ModelProto) -> int:
 
 def _as_float32(a: np.ndarray) -> np.ndarray:
     """Float tensors as float32 (as the executor hands them to kernels); others unchanged."""
-    return a.astype(np.float32) if a.dtype.kind == "f" and a.dtype != np.float32 else a
+    return a.astype(np.float32) if is_float(a.dtype) and a.dtype != np.float32 else a
+
+
+def is_float(dtype: np.dtype) -> bool:
+    """True for numpy floats and the ml_dtypes ones (bfloat16, float8 variants)."""
+    return dtype.kind == "f" or dtype.name.startswith(("bfloat16", "float8", "float4"))
 
 
 def run_reference(

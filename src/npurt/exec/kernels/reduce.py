@@ -37,17 +37,25 @@ def _reducer(fn, input_since: int = 18, pre=None, post=None):
     return run
 
 
+def _lowest(dtype: np.dtype):
+    return -np.inf if dtype.kind == "f" else (False if dtype.kind == "b" else np.iinfo(dtype).min)
+
+
+def _highest(dtype: np.dtype):
+    return np.inf if dtype.kind == "f" else (True if dtype.kind == "b" else np.iinfo(dtype).max)
+
+
 def _amax(v, axis, keepdims):
     if v.size == 0:  # ONNX: reduce of an empty set is the identity, -inf
         shape = np.sum(np.zeros(v.shape), axis=axis, keepdims=keepdims).shape
-        return np.full(shape, -np.inf if v.dtype.kind == "f" else np.iinfo(v.dtype).min, v.dtype)
+        return np.full(shape, _lowest(v.dtype), v.dtype)
     return np.max(v, axis=axis, keepdims=keepdims)
 
 
 def _amin(v, axis, keepdims):
     if v.size == 0:
         shape = np.sum(np.zeros(v.shape), axis=axis, keepdims=keepdims).shape
-        return np.full(shape, np.inf if v.dtype.kind == "f" else np.iinfo(v.dtype).max, v.dtype)
+        return np.full(shape, _highest(v.dtype), v.dtype)
     return np.min(v, axis=axis, keepdims=keepdims)
 
 

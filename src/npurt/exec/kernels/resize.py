@@ -3,7 +3,7 @@
 Each resized axis maps output coordinates to input coordinates with the
 `coordinate_transformation_mode`, then gathers (nearest) or blends taps (linear: 2, cubic: 4)
 along that axis. N-linear / N-cubic interpolation is exactly the product of 1-D ones, so one axis
-at a time is both correct and cheap. Antialiasing is not supported (NOT_SUPPORTED at call time).
+at a time is both correct and cheap; antialias widens the filter by 1/scale when downsampling.
 """
 from __future__ import annotations
 
@@ -18,25 +18,26 @@ from npurt.exec.kernels import as_f32, kernel
 def _source_coords(mode: str, n_in: int, n_out: int, scale: float, roi: tuple[float, float]) -> np.ndarray:
     """Input coordinate (float64) of every output index along one axis."""
     x = np.arange(n_out, dtype=np.float64)
+    n_out_f = scale * n_in  # the ONNX reference uses the unrounded output length here
     if mode == "half_pixel":
         return (x + 0.5) / scale - 0.5
     if mode == "pytorch_half_pixel":
         return (x + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(x)
     if mode == "align_corners":
-        return x * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros_like(x)
+        return x * (n_in - 1) / (n_out_f - 1) if n_out_f != 1 else np.zeros_like(x)
     if mode == "asymmetric":
         return x / scale
     if mode == "tf_half_pixel_for_nn":
         return (x + 0.5) / scale
     if mode == "half_pixel_symmetric":
-        adj = n_out / (scale * n_in)
+        adj = n_out / n_out_f
         center = n_in / 2
         offset = center * (1 - adj)
         return offset + (x + 0.5) / scale - 0.5
     if mode == "tf_crop_and_resize":
         start, end = roi
-        if n_out > 1:
-            return start * (n_in - 1) + x * (end - start) * (n_in - 1) / (n_out - 1)
+        if n_out_f != 1:
+            return start * (n_in - 1) + x * (end - start) * (n_in - 1) / (n_out_f - 1)
         return np.full_like(x, 0.5 * (start + end) * (n_in - 1))
     raise NpuError(ErrorCode.NOT_SUPPORTED, f"Resize coordinate_transformation_mode '{mode}' is not supported")
 
@@ -55,15 +56,40 @@ def _nearest_index(xs: np.ndarray, mode: str, n_in: int) -> np.ndarray:
     return np.clip(i, 0, n_in - 1).astype(np.int64)
 
 
-def _cubic_weights(t: np.ndarray, a: float) -> np.ndarray:
-    """Keys cubic convolution weights for the 4 taps at offsets -1, 0, 1, 2 from floor(x)."""
-    d = np.stack([1 + t, t, 1 - t, 2 - t], axis=-1)
-    w = np.where(
+def _cubic(d: np.ndarray, a: float) -> np.ndarray:
+    """Keys cubic convolution kernel at distance |d| (0 beyond 2)."""
+    d = np.abs(d)
+    return np.where(
         d <= 1,
         ((a + 2) * d - (a + 3)) * d * d + 1,
-        ((a * d - 5 * a) * d + 8 * a) * d - 4 * a,
+        np.where(d < 2, ((a * d - 5 * a) * d + 8 * a) * d - 4 * a, 0.0),
     )
-    return w
+
+
+def _taps(xs: np.ndarray, scale: float, mode: str, attrs: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, weights), each (n_out, taps), of linear / cubic interpolation at coordinates `xs`.
+
+    As in the ONNX reference, the base tap is floor(x) with ratio in (0, 1] (an integer x uses
+    base x - 1 and ratio 1). With antialias the filter is widened by 1/scale when downsampling.
+    """
+    base = np.floor(xs)
+    ratio = xs - base
+    whole = ratio == 0
+    base = np.where(whole, base - 1, base).astype(np.int64)
+    ratio = np.where(whole, 1.0, ratio)
+    s = min(scale, 1.0) if attrs.get("antialias", 0) else 1.0
+    a = float(attrs.get("cubic_coeff_a", -0.75))
+    if mode == "linear":
+        start = int(np.floor(-1 / s) + 1)
+        offs = np.arange(start, 2 - start)
+        w = np.clip(1 - np.abs((offs[None, :] - ratio[:, None]) * s), 0, 1)
+    else:
+        start = int(np.floor(-2 / s) + 1)
+        offs = np.arange(start, 2 - start)
+        w = _cubic((offs[None, :] - ratio[:, None]) * s, a)
+    if s != 1.0:
+        w = w / w.sum(axis=1, keepdims=True)
+    return base[:, None] + offs[None, :], w
 
 
 def _resize_axis(x: np.ndarray, axis: int, n_out: int, scale: float, roi, attrs: dict[str, Any],
@@ -75,26 +101,17 @@ def _resize_axis(x: np.ndarray, axis: int, n_out: int, scale: float, roi, attrs:
     if mode == "nearest":
         y = np.take(x, _nearest_index(xs, attrs.get("nearest_mode", "round_prefer_floor"), n_in), axis=axis)
     else:
-        if mode == "linear":
-            xc = np.clip(xs, 0, n_in - 1)
-            i0 = np.floor(xc).astype(np.int64)
-            t = xc - i0
-            taps = np.stack([i0, np.minimum(i0 + 1, n_in - 1)], axis=-1)
-            w = np.stack([1 - t, t], axis=-1)
-        else:  # cubic
-            i0 = np.floor(xs).astype(np.int64)
-            t = xs - i0
-            taps = i0[:, None] + np.arange(-1, 3)[None, :]
-            w = _cubic_weights(t, float(attrs.get("cubic_coeff_a", -0.75)))
-            if attrs.get("exclude_outside", 0):
-                w = np.where((taps < 0) | (taps >= n_in), 0.0, w)
-                w = w / w.sum(axis=1, keepdims=True)
-            taps = np.clip(taps, 0, n_in - 1)
-        xm = np.moveaxis(x, axis, -1).astype(np.float64 if mode == "cubic" else np.float32)
-        y = np.zeros(xm.shape[:-1] + (n_out,), xm.dtype)
+        taps, w = _taps(xs, scale, mode, attrs)
+        if attrs.get("exclude_outside", 0):
+            w = np.where((taps < 0) | (taps >= n_in), 0.0, w)
+            w = w / w.sum(axis=1, keepdims=True)
+        taps = np.clip(taps, 0, n_in - 1)
+        dtype = np.float32 if mode == "linear" and not attrs.get("antialias", 0) else np.float64
+        xm = np.moveaxis(x, axis, -1).astype(dtype, copy=False)
+        y = np.zeros(xm.shape[:-1] + (n_out,), dtype)
         for k in range(taps.shape[1]):
-            y += xm[..., taps[:, k]] * w[:, k].astype(xm.dtype)
-        y = np.moveaxis(y.astype(np.float32), -1, axis)
+            y += xm[..., taps[:, k]] * w[:, k].astype(dtype)
+        y = np.moveaxis(y.astype(np.float32, copy=False), -1, axis)
     if outside is not None and outside.any():
         shape = [1] * x.ndim
         shape[axis] = n_out
@@ -103,8 +120,6 @@ def _resize_axis(x: np.ndarray, axis: int, n_out: int, scale: float, roi, attrs:
 
 
 def _resize(x: np.ndarray, scales, sizes, roi, attrs: dict[str, Any]) -> np.ndarray:
-    if attrs.get("antialias", 0):
-        raise NpuError(ErrorCode.NOT_SUPPORTED, "Resize antialias=1 is not supported")
     mode = attrs.get("mode", "nearest")
     if mode not in ("nearest", "linear", "cubic"):
         raise NpuError(ErrorCode.NOT_SUPPORTED, f"Resize mode '{mode}' is not supported")

@@ -93,7 +93,8 @@ def reshape(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
 @kernel("Flatten")
 def flatten(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     x = inputs[0]
-    axis = int(attrs.get("axis", 1)) % (x.ndim + 1) if x.ndim else 0
+    axis = int(attrs.get("axis", 1))
+    axis = axis + x.ndim if axis < 0 else axis
     return [x.reshape(int(np.prod(x.shape[:axis])), -1)]
 
 
@@ -225,5 +226,9 @@ def space_to_depth(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     x = inputs[0]
     b = int(attrs["blocksize"])
     n, c, h, w = x.shape
-    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    y = x.reshape(n, c, h // b, b, w // b, b)
+    if attrs.get("mode", "DCR") == "CRD":
+        y = y.transpose(0, 1, 3, 5, 2, 4)
+    else:
+        y = y.transpose(0, 3, 5, 1, 2, 4)
     return [y.reshape(n, c * b * b, h // b, w // b)]
