@@ -1,0 +1,201 @@
+"""Handle registries of the RKNN mirror: context handles, and the `rknn_tensor_mem` structs the mirror issued.
+
+C hands out pointers; the mirror hands out integers and ctypes structs, and never trusts either blindly:
+
+- `contexts`: `rknn_context` values -> live context objects. Handles are never reused, so a destroyed context's
+  handle stays invalid forever (RKNN_ERR_CTX_INVALID), however many contexts come later. Every kind of context
+  (model contexts of `npurt.rknn.api`, matmul contexts of the matmul mirror) lives in this one table, so
+  `rknn_create_mem(ctx, size)` works with any of them. A registered object must have `.device`
+  (an `npurt.memory.Device`) and should call `mems.release_owned_by(handle)` when it is destroyed.
+- `mems`: every `rknn_tensor_mem` the mirror filled, keyed by the struct's ctypes address, with a generation
+  number written to the struct's `priv_data`. A struct is valid only if its address is registered, its
+  `priv_data` matches the generation and its `virt_addr` / `phys_addr` / `fd` / `offset` are those the mirror
+  issued (`size` may be lowered, never raised). The record — not the struct — says which device buffer and which
+  bytes of it the struct stands for. A double destroy, a stale struct or a forged one is an error, never a crash.
+"""
+from __future__ import annotations
+
+import ctypes
+import itertools
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.rknn.structs import rknn_tensor_mem
+
+__all__ = ["HandleTable", "MemRecord", "MemRegistry", "contexts", "mems", "as_mem_struct"]
+
+
+class HandleTable:
+    """uint64 handles -> live objects. Handles count up from `first` in steps of `step` and are never reused."""
+
+    def __init__(self, first: int = 0x5A0000, step: int = 0x10) -> None:
+        self._next = itertools.count(first, step)
+        self._objects: dict[int, tuple[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, obj: Any, kind: str = "rknn") -> int:
+        """Register `obj` under a new handle; `kind` tells model contexts ("rknn") from others ("matmul", …)."""
+        with self._lock:
+            handle = next(self._next)
+            self._objects[handle] = (kind, obj)
+            return handle
+
+    def get(self, handle: Any, kind: str | None = None) -> Any | None:
+        """The live object of `handle` (a ctypes rknn_context or an int), or None if unknown / of another kind."""
+        value = getattr(handle, "value", handle)
+        if isinstance(value, bool) or not isinstance(value, int):
+            return None
+        with self._lock:
+            entry = self._objects.get(value)
+        if entry is None or (kind is not None and entry[0] != kind):
+            return None
+        return entry[1]
+
+    def remove(self, handle: int) -> Any | None:
+        """Forget `handle`; returns its object (None if it was not registered)."""
+        with self._lock:
+            entry = self._objects.pop(int(handle), None)
+        return None if entry is None else entry[1]
+
+    def live(self, kind: str | None = None) -> list[tuple[int, Any]]:
+        """(handle, object) of every live entry (of `kind`)."""
+        with self._lock:
+            return [(h, o) for h, (k, o) in self._objects.items() if kind is None or k == kind]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._objects)
+
+
+@dataclass
+class MemRecord:
+    """What one issued `rknn_tensor_mem` stands for: `size` bytes at `data_offset` inside `buffer`.
+
+    `owns_buffer`: destroying the struct frees `buffer` — true for runtime allocations (`rknn_create_mem*`) and for
+    the device's import record of `rknn_create_mem_from_fd` (which frees only npurt's bookkeeping of the user's
+    memory, never the memory); false for `rknn_create_mem_from_phys`, which wraps a buffer someone else owns.
+    `release` (optional) runs after the buffer is freed (e.g. drop the device reference of an ALLOC_NO_CONTEXT
+    allocation).
+    """
+
+    struct: rknn_tensor_mem
+    generation: int
+    buffer: Any                      # npurt.memory.Buffer
+    data_offset: int
+    size: int
+    owns_buffer: bool
+    kind: int                        # RKNN_TENSOR_MEMORY_FLAGS_* as written to struct.flags
+    ctx: int                         # creating context handle; 0 for RKNN_MEM_FLAG_ALLOC_NO_CONTEXT
+    virt_addr: int
+    phys_addr: int
+    fd: int
+    offset: int
+    release: Callable[[], None] | None = None
+    label: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def no_context(self) -> bool:
+        return self.ctx == 0
+
+
+def as_mem_struct(mem: Any) -> rknn_tensor_mem | None:
+    """An `rknn_tensor_mem` from what a caller passed (the struct, a pointer to it, or ctypes.byref of it)."""
+    if isinstance(mem, rknn_tensor_mem):
+        return mem
+    if isinstance(mem, ctypes._Pointer) and getattr(mem, "_type_", None) is rknn_tensor_mem:
+        return mem.contents if mem else None
+    obj = getattr(mem, "_obj", None)          # ctypes.byref(...)
+    if isinstance(obj, rknn_tensor_mem):
+        return obj
+    return None
+
+
+class MemRegistry:
+    """The issued `rknn_tensor_mem` structs (see the module doc). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._records: dict[int, MemRecord] = {}
+        self._generation = itertools.count(0x6E70_0001)
+        self._lock = threading.RLock()
+
+    def issue(self, struct: rknn_tensor_mem, **fields: Any) -> MemRecord:
+        """Fill `struct` from `fields` (virt_addr, phys_addr, fd, offset, size, kind, …) and register it."""
+        with self._lock:
+            record = MemRecord(struct=struct, generation=next(self._generation), **fields)
+            struct.virt_addr = record.virt_addr or None
+            struct.phys_addr = record.phys_addr
+            struct.fd = record.fd
+            struct.offset = record.offset
+            struct.size = record.size
+            struct.flags = record.kind
+            struct.priv_data = record.generation
+            self._records[ctypes.addressof(struct)] = record
+            return record
+
+    def lookup(self, mem: Any, what: str = "mem") -> MemRecord:
+        """The record of a live issued struct; NpuError(INVALID_HANDLE) naming the problem otherwise."""
+        struct = as_mem_struct(mem)
+        if struct is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid {what}: not an rknn_tensor_mem ({type(mem).__name__})")
+        with self._lock:
+            record = self._records.get(ctypes.addressof(struct))
+        if record is None or struct.priv_data != record.generation:
+            raise NpuError(ErrorCode.INVALID_HANDLE,
+                           f"invalid {what}: rknn_tensor_mem at 0x{ctypes.addressof(struct):x} was not created by "
+                           f"rknn_create_mem* or has been destroyed")
+        if ((struct.virt_addr or 0) != record.virt_addr or struct.phys_addr != record.phys_addr
+                or struct.fd != record.fd or struct.offset != record.offset):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                           f"invalid {what}: rknn_tensor_mem fields were modified (virt_addr/phys_addr/fd/offset "
+                           f"must stay as rknn_create_mem* returned them)")
+        if struct.size > record.size:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                           f"invalid {what}: size {struct.size} is larger than the {record.size} bytes created")
+        return record
+
+    def forget(self, record: MemRecord) -> None:
+        """Unregister `record` (its struct becomes stale: priv_data is cleared)."""
+        with self._lock:
+            key = ctypes.addressof(record.struct)
+            if self._records.get(key) is record:
+                del self._records[key]
+            record.struct.priv_data = None
+
+    def owned_by(self, ctx: int) -> list[MemRecord]:
+        """Live records created with context `ctx`, in creation order."""
+        with self._lock:
+            return sorted((r for r in self._records.values() if r.ctx == ctx), key=lambda r: r.generation)
+
+    def __iter__(self) -> Iterator[MemRecord]:
+        with self._lock:
+            return iter(list(self._records.values()))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)
+
+    def release(self, record: MemRecord) -> None:
+        """Destroy `record`: unregister it, free its buffer if it owns it, run its release hook. The one place
+        mirror memory is released."""
+        self.forget(record)
+        try:
+            if record.owns_buffer and record.buffer.alive:
+                record.buffer.free()
+        finally:
+            if record.release is not None:
+                hook, record.release = record.release, None
+                hook()
+
+    def release_owned_by(self, ctx: int) -> list[MemRecord]:
+        """Destroy every record created with context `ctx` (called when that context is destroyed)."""
+        records = self.owned_by(ctx)
+        for record in records:
+            self.release(record)
+        return records
+
+
+contexts = HandleTable()
+mems = MemRegistry()
