@@ -1,8 +1,28 @@
 """npurt: an NPU runtime in Python with the memory model of RKNN and QNN HTP, running ONNX on the CPU."""
 from __future__ import annotations
 
+from typing import Any
+
 from npurt.errors import ErrorCode, NpuError
 
 __version__ = "0.1.0"
 
-__all__ = ["ErrorCode", "NpuError", "__version__"]
+__all__ = ["ErrorCode", "NpuError", "__version__", "compile", "load_compiled", "supported_ops"]
+
+# Heavy layers (onnx, the kernels) load only when these are first used: `import npurt` stays light.
+_LAZY = {
+    "compile": ("npurt.model.compiler", "compile_model"),
+    "load_compiled": ("npurt.model.compiled", "load_compiled"),
+    "supported_ops": ("npurt.model.compiler", "supported_ops"),
+    "CompiledModel": ("npurt.model.compiled", "CompiledModel"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'npurt' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(target[0]), target[1])
+    globals()[name] = value
+    return value

@@ -1,0 +1,244 @@
+"""Slot conversions between stored tensors (native layout and type, in device memory) and the float32 logical
+arrays the kernels take, plus the runtime's user-format helpers `pack_input` / `unpack_output`.
+
+The executor precomputes one `SlotReader` / `SlotWriter` per tensor access at bind time; their `read()` /
+`write()` do the per-run work with `out=` into preallocated memory (no allocation for 4-D float tensors):
+
+- NC1HWC2 read: one pass that transposes (N,C1,H,W,C2) into a (N,C1,C2,H,W) float32 scratch and casts (fp16)
+  or dequantises through a 256-entry lookup table (int8); the logical tensor is a channel slice of it.
+- NC1HWC2 write: quantise into a float32 scratch if int8, then one transposing cast-copy into the slot; padding
+  channels are written as zeros.
+- NHWC (inputs): rows of `w_stride` pixels, the first W valid.
+- plain (UNDEFINED / NCHW): reshape, cast or dequantise.
+
+`tensor` conversions (`nchw_to_nc1hwc2` ...) require equal in/out dtypes, so the fused cast-and-transpose copies
+here are their own; `pack_input`/`unpack_output` use `npurt.tensor` where the types match.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.model.attrs import QntType, TensorAttr, TensorStorage
+from npurt.tensor import DType, Layout
+
+
+def typed_view(raw: np.ndarray, dtype: np.dtype, dims: Sequence[int], offset: int = 0) -> np.ndarray:
+    """A typed, shaped view of bytes `raw[offset:]` (no copy)."""
+    dt = np.dtype(dtype)
+    n = math.prod(dims)
+    return raw[offset:offset + n * dt.itemsize].view(dt).reshape(tuple(dims))
+
+
+def dequant_lut(scale: float, zp: int) -> np.ndarray:
+    """float32 table indexed by the int8 bit pattern (as uint8): lut[u] = (int8(u) - zp) * scale."""
+    q = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.float32)
+    return ((q - np.float32(zp)) * np.float32(scale)).astype(np.float32)
+
+
+class SlotReader:
+    """Reads one stored tensor as the float32 (or integer) logical array a kernel takes."""
+
+    def __init__(self, st: TensorStorage, raw: np.ndarray, offset: int, scratch: np.ndarray | None) -> None:
+        self.st = st
+        dt = st.dtype.numpy_dtype
+        self.view = typed_view(raw, dt, st.dims, offset)
+        self.lut = dequant_lut(st.scale, st.zp) if st.quantized else None
+        self.direct = scratch is None
+        if st.quantized:
+            self.view = self.view.view(np.uint8)     # indices into the lookup table
+        shape = st.shape
+        if st.layout is Layout.NC1HWC2:
+            n, c1, h, w, c2 = st.dims
+            self.src = self.view.transpose(0, 1, 4, 2, 3)
+            self.tmp = scratch[:n * c1 * c2 * h * w].reshape(n, c1, c2, h, w)
+            self.result = self.tmp.reshape(n, c1 * c2, h, w)[:, :shape[1]]
+        elif st.layout is Layout.NHWC:
+            n, c, h, w = shape
+            self.src = self.view[:, :, :w, :].transpose(0, 3, 1, 2)
+            self.tmp = scratch[:n * c * h * w].reshape(shape)
+            self.result = self.tmp
+        elif self.direct:
+            self.result = self.view
+        else:
+            self.src = self.view
+            self.tmp = scratch[:math.prod(shape)].reshape(shape)
+            self.result = self.tmp
+
+    @staticmethod
+    def needs_scratch(st: TensorStorage) -> int:
+        """float32 elements of scratch this tensor's read needs (0: it is read in place)."""
+        if not st.logical_dtype.startswith("float"):
+            return 0
+        if st.layout is Layout.NC1HWC2:
+            return math.prod(st.dims)
+        if st.dtype is DType.FLOAT32 and not st.quantized and st.layout is not Layout.NHWC:
+            return 0
+        return math.prod(st.shape)
+
+    def read(self) -> np.ndarray:
+        if not self.direct:
+            if self.lut is not None:
+                np.take(self.lut, self.src, out=self.tmp)
+            else:
+                np.copyto(self.tmp, self.src, casting="unsafe")
+        return self.result
+
+
+class SlotWriter:
+    """Writes a kernel's logical result into one stored tensor's slot (pack, cast or quantise)."""
+
+    def __init__(self, st: TensorStorage, raw: np.ndarray, offset: int, scratch: np.ndarray | None) -> None:
+        self.st = st
+        self.view = typed_view(raw, st.dtype.numpy_dtype, st.dims, offset)
+        self.inv_scale = np.float32(1.0 / st.scale) if st.quantized else None
+        self.zp = np.float32(st.zp)
+        self.tmp = scratch[:math.prod(st.shape)].reshape(st.shape) if st.quantized else None
+        self.shape = tuple(st.shape)
+        if st.layout is Layout.NC1HWC2:
+            n, c1, h, w, c2 = st.dims
+            c = st.shape[1]
+            self.full, self.rem = divmod(c, c2)
+            used = self.full + (1 if self.rem else 0)
+            self.dst_full = self.view[:, :self.full]
+            self.dst_rem = self.view[:, self.full, :, :, :self.rem] if self.rem else None
+            self.pad_views = []
+            if self.rem:
+                self.pad_views.append(self.view[:, self.full, :, :, self.rem:])
+            if used < c1:
+                self.pad_views.append(self.view[:, used:])
+            self.nc = (n, c2, h, w)
+
+    @staticmethod
+    def needs_scratch(st: TensorStorage) -> int:
+        return math.prod(st.shape) if st.quantized else 0
+
+    def _quantize(self, y: np.ndarray) -> np.ndarray:
+        t = self.tmp
+        np.multiply(y, self.inv_scale, out=t)
+        np.add(t, self.zp, out=t)
+        np.rint(t, out=t)
+        return np.clip(t, -128, 127, out=t)
+
+    def write(self, y: np.ndarray) -> None:
+        if y.shape != self.shape:
+            if y.size != math.prod(self.shape):
+                raise NpuError(ErrorCode.FAIL, f"tensor {self.st.name!r}: kernel produced shape {y.shape}, "
+                                               f"the plan expects {self.shape}")
+            y = y.reshape(self.shape)
+        if self.tmp is not None:
+            y = self._quantize(y)
+        if self.st.layout is not Layout.NC1HWC2:
+            np.copyto(self.view, y, casting="unsafe")
+            return
+        n, c2, h, w = self.nc
+        if self.full:
+            src = y[:, :self.full * c2].reshape(n, self.full, c2, h, w).transpose(0, 1, 3, 4, 2)
+            np.copyto(self.dst_full, src, casting="unsafe")
+        if self.rem:
+            np.copyto(self.dst_rem, y[:, self.full * c2:].transpose(0, 2, 3, 1), casting="unsafe")
+        for pad in self.pad_views:
+            pad.fill(0)
+
+
+# --- the runtime's user-format helpers -------------------------------------------------------------
+
+def _per_channel(v: Sequence[float] | None, channels: int, ndim: int) -> np.ndarray | None:
+    if v is None:
+        return None
+    a = np.asarray(v, np.float32).reshape(-1)
+    if a.size == 1 or ndim < 2:
+        return a.reshape(()) if a.size == 1 else a
+    if a.size != channels:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{a.size} normalisation values for {channels} channels")
+    shape = [1] * ndim
+    shape[1] = -1
+    return a.reshape(shape)
+
+
+def attr_storage(attr: TensorAttr, shape: Sequence[int]) -> TensorStorage:
+    """The TensorStorage a native attr describes, for a tensor of logical `shape`."""
+    dims = tuple(attr.dims)
+    if attr.fmt is Layout.NHWC:
+        n, h, w, c = dims
+        dims = (n, h, attr.w_stride or w, c)
+    quantized = attr.qnt_type is QntType.AFFINE_ASYMMETRIC
+    logical = "float32" if (attr.type.is_float or quantized) else attr.type.numpy_dtype.name
+    return TensorStorage(attr.name, tuple(int(d) for d in shape), logical, attr.type, attr.fmt, dims,
+                         attr.w_stride, attr.size_with_stride, attr.size_with_stride, attr.scale, attr.zp, quantized)
+
+
+def _logical_shape(attr: TensorAttr, shape: Sequence[int] | None) -> tuple[int, ...]:
+    if shape is not None:
+        return tuple(int(d) for d in shape)
+    if attr.fmt is Layout.NHWC:
+        n, h, w, c = attr.dims
+        return (n, c, h, w)
+    if attr.fmt is Layout.NC1HWC2:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                       f"tensor {attr.name!r}: an NC1HWC2 attr does not say the channel count; pass shape=")
+    return tuple(attr.dims)
+
+
+def _check_view(attr: TensorAttr, view: np.ndarray) -> np.ndarray:
+    if not isinstance(view, np.ndarray) or view.dtype != np.uint8:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {attr.name!r}: expected a uint8 buffer view")
+    raw = view.reshape(-1)
+    if raw.size < attr.size_with_stride:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                       f"tensor {attr.name!r}: buffer has {raw.size} bytes, needs {attr.size_with_stride}")
+    return raw
+
+
+def pack_input(attr: TensorAttr, user: np.ndarray, out_view: np.ndarray, mean: Sequence[float] | None = None,
+               std: Sequence[float] | None = None, layout: str = "nchw", shape: Sequence[int] | None = None) -> None:
+    """Write a user input (the ONNX model's layout, `layout="nhwc"` for NHWC images; any numeric dtype) into a
+    bound input buffer described by its native attr: normalise with mean/std, cast or quantise, lay out, pad."""
+    raw = _check_view(attr, out_view)
+    x = np.asarray(user)
+    if layout.lower() == "nhwc":
+        if x.ndim != 4:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"input {attr.name!r}: layout nhwc needs a 4-D array")
+        x = x.transpose(0, 3, 1, 2)
+    logical = _logical_shape(attr, shape if shape is not None else (x.shape if attr.fmt is Layout.NC1HWC2 else None))
+    if tuple(x.shape) != logical:
+        raise NpuError(ErrorCode.INVALID_INPUT, f"input {attr.name!r}: shape {tuple(x.shape)} != {logical}")
+    st = attr_storage(attr, logical)
+    if st.logical_dtype.startswith("float"):
+        m = _per_channel(mean, logical[1] if len(logical) > 1 else 1, len(logical))
+        s = _per_channel(std, logical[1] if len(logical) > 1 else 1, len(logical))
+        y = np.asarray(x, np.float32)
+        if m is not None:
+            y = y - m
+        if s is not None:
+            y = y / s
+        if y is x:
+            y = y.copy() if st.quantized else y
+    else:
+        y = x
+    scratch = np.empty(SlotWriter.needs_scratch(st), np.float32)
+    writer = SlotWriter(st, raw, 0, scratch)
+    if st.layout is Layout.NHWC:
+        n, c, h, w = logical
+        dst = typed_view(raw, st.dtype.numpy_dtype, st.dims)
+        if writer.tmp is not None:
+            y = writer._quantize(np.asarray(y, np.float32))
+        np.copyto(dst[:, :, :w, :], y.transpose(0, 2, 3, 1), casting="unsafe")
+        if st.dims[2] > w:
+            dst[:, :, w:, :] = 0
+        return
+    writer.write(np.asarray(y))
+
+
+def unpack_output(attr: TensorAttr, view: np.ndarray, shape: Sequence[int] | None = None) -> np.ndarray:
+    """A bound output buffer (native attr layout/type) as a float32 array in the logical (ONNX) layout;
+    integer outputs keep their dtype. `shape` is the logical shape (required for NC1HWC2)."""
+    raw = _check_view(attr, view)
+    st = attr_storage(attr, _logical_shape(attr, shape))
+    need = SlotReader.needs_scratch(st)
+    reader = SlotReader(st, raw, 0, np.empty(need, np.float32) if need or st.quantized else None)
+    out = reader.read()
+    return np.array(out, dtype=np.float32 if st.logical_dtype.startswith("float") else out.dtype, copy=True)

@@ -1,0 +1,238 @@
+"""The executor: walks a compiled model's schedule over bound memory.
+
+`bind(weights, internal, inputs, outputs)` takes uint8 views — the weight region, the internal arena, one view
+per model input and output (in their native attr layout and type) — validates their sizes and precomputes, per
+step, the kernel, its attrs, one `SlotReader` per input and one `SlotWriter` per output. `run()` then only calls
+`read()`, the kernel, `write()` for each step.
+
+Every intermediate activation lives in its planned slot of the internal arena, in native layout and type. Kernels
+see float32 logical arrays: each read converts into one float32 scratch buffer whose size is the largest
+per-step need (bounded and reused; never a copy of all activations). Weights are decoded from the bound weights
+view into their float32 compute form once per bind (`cache_weights=True`, the default; rebind after changing
+weight memory) or on every run (`cache_weights=False`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.exec.bind import SlotReader, SlotWriter, typed_view
+from npurt.model.compiled import CompiledModel
+from npurt.model.passes import kernel_attrs
+from npurt.model.weights import decode_weight, stored_view
+from npurt.plan.model_plan import MemoryPlan
+
+
+def _identity(inputs: list, attrs: dict) -> list:
+    return [inputs[0]]
+
+
+def _kernel_for(op_type: str) -> Callable[[list, dict], list]:
+    from npurt.exec.kernels import get_kernel, supported_ops
+    if op_type in supported_ops():
+        return get_kernel(op_type)
+    if op_type == "Identity":
+        return _identity
+    raise NpuError(ErrorCode.NOT_SUPPORTED, f"op {op_type!r} is not supported")
+
+
+class _WeightReader:
+    """Reads one weight: the cached decoded array, or decodes from the weights view on every call."""
+
+    def __init__(self, decode: Callable[[], np.ndarray], cache: bool) -> None:
+        self.decode = decode
+        self.value = decode() if cache else None
+
+    def read(self) -> np.ndarray:
+        return self.value if self.value is not None else self.decode()
+
+
+class _Missing:
+    @staticmethod
+    def read() -> None:
+        return None
+
+
+def _as_u8(name: str, view: Any) -> np.ndarray:
+    """`view` as a flat uint8 view (no copy); INVALID_ARGUMENT if it is not contiguous uint8 memory."""
+    if not isinstance(view, np.ndarray) or view.dtype != np.uint8:
+        got = type(view).__name__ + (f" {view.dtype}" if isinstance(view, np.ndarray) else "")
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name}: expected a numpy uint8 view, got {got}")
+    if not view.flags.c_contiguous:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name}: memory view must be contiguous")
+    if not view.flags.writeable and name != "weights":
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name}: memory view is read-only")
+    return view.reshape(-1)
+
+
+class Executor:
+    """Runs `compiled` over bound memory laid out by `plan` (default: the compiled model's own plan)."""
+
+    def __init__(self, compiled: CompiledModel, plan: MemoryPlan | None = None, cache_weights: bool = True) -> None:
+        self.model = compiled
+        self.plan = plan or compiled.plan
+        self.cache_weights = cache_weights
+        g = compiled.graph
+        self._kernels = [(_kernel_for(n.op_type), kernel_attrs(n, g.opset)) for n in g.nodes]
+        self._steps: list[tuple] = []
+        self._views: dict[str, tuple[np.ndarray, int]] = {}
+        self._bound = False
+
+    # --- sizes -----------------------------------------------------------------------------------
+
+    def input_size(self, i: int) -> int:
+        return self.model.native_input_attrs[i].size_with_stride
+
+    def output_size(self, i: int) -> int:
+        return self.model.native_output_attrs[i].size_with_stride
+
+    # --- binding ---------------------------------------------------------------------------------
+
+    def bind(self, weights: np.ndarray, internal: np.ndarray, inputs: list[np.ndarray],
+             outputs: list[np.ndarray]) -> None:
+        """Bind memory; sizes are validated (INVALID_ARGUMENT) and all per-run conversions are prepared."""
+        m, plan = self.model, self.plan
+        w = _as_u8("weights", weights)
+        a = _as_u8("internal", internal)
+        if w.size < plan.weight_size:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"weights: {w.size} bytes bound, the model needs "
+                                                       f"{plan.weight_size}")
+        if a.size < plan.internal_size:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"internal: {a.size} bytes bound, the model needs "
+                                                       f"{plan.internal_size}")
+        if len(inputs) != m.n_inputs or len(outputs) != m.n_outputs:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"bind needs {m.n_inputs} input and {m.n_outputs} output "
+                                                       f"views, got {len(inputs)} and {len(outputs)}")
+        views: dict[str, tuple[np.ndarray, int]] = {}
+        for i, (name, v) in enumerate(zip(m.graph.inputs, inputs)):
+            raw = _as_u8(f"input {i} ({name})", v)
+            if raw.size < self.input_size(i):
+                raise NpuError(ErrorCode.INVALID_INPUT, f"input {i} ({name}): {raw.size} bytes bound, needs "
+                                                        f"{self.input_size(i)}")
+            views[name] = (raw, 0)
+        for i, (name, v) in enumerate(zip(m.graph.outputs, outputs)):
+            raw = _as_u8(f"output {i} ({name})", v)
+            if raw.size < self.output_size(i):
+                raise NpuError(ErrorCode.INVALID_OUTPUT, f"output {i} ({name}): {raw.size} bytes bound, needs "
+                                                         f"{self.output_size(i)}")
+            views[name] = (raw, 0)
+        for name, off in plan.offsets.items():
+            views[name] = (a, off)
+        self._views = views
+        self._steps = self._prepare(w, views)
+        self._bound = True
+
+    def _weight_reader(self, name: str, w: np.ndarray) -> _WeightReader:
+        m, plan = self.model, self.plan
+        entry = m.weights[name]
+
+        def decode() -> np.ndarray:
+            stored = stored_view(entry, w, plan.weight_offsets[name])
+            scales = stored_view(m.weights[entry.scales], w, plan.weight_offsets[entry.scales]) \
+                if entry.scales else None
+            return decode_weight(entry, stored, scales)
+
+        return _WeightReader(decode, self.cache_weights)
+
+    def _prepare(self, w: np.ndarray, views: dict[str, tuple[np.ndarray, int]]) -> list[tuple]:
+        m = self.model
+        g = m.graph
+        # One float32 scratch: the largest per-step total of input conversions plus output quantisation.
+        need = 0
+        for node in g.nodes:
+            ins = sum(SlotReader.needs_scratch(m.storage[t]) for t in node.inputs if t and t in m.storage)
+            outs = max([SlotWriter.needs_scratch(m.storage[t]) for t in node.outputs if t] + [0])
+            need = max(need, ins + outs)
+        self._scratch = np.empty(max(need, 1), np.float32)
+        weights = {name: self._weight_reader(name, w) for name in g.constants}
+        steps = []
+        for node, (fn, attrs) in zip(g.nodes, self._kernels):
+            cursor = 0
+            readers = []
+            for t in node.inputs:
+                if not t:
+                    readers.append(_Missing)
+                elif t in weights:
+                    readers.append(weights[t])
+                else:
+                    st = m.storage[t]
+                    k = SlotReader.needs_scratch(st)
+                    raw, off = views[t]
+                    readers.append(SlotReader(st, raw, off, self._scratch[cursor:cursor + k] if k else None))
+                    cursor += k
+            writers = []
+            for t in node.outputs:
+                if not t:
+                    writers.append(None)
+                    continue
+                st = m.storage[t]
+                raw, off = views[t]
+                writers.append(SlotWriter(st, raw, off, self._scratch[cursor:] if st.quantized else None))
+            steps.append((fn, attrs, tuple(r.read for r in readers), tuple(wr.write if wr else None for wr in writers),
+                          node))
+        return steps
+
+    # --- running ---------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Execute the schedule once over the bound memory."""
+        if not self._bound:
+            raise NpuError(ErrorCode.INVALID_CONTEXT, "executor is not bound to memory; call bind() first")
+        for fn, attrs, readers, writers, node in self._steps:
+            try:
+                results = fn([r() for r in readers], attrs)
+            except NpuError:
+                raise
+            except Exception as exc:
+                raise NpuError(ErrorCode.FAIL, f"node {node.name!r} ({node.display_type}) failed: {exc}") from exc
+            for write, y in zip(writers, results):
+                if write is not None:
+                    write(y)
+
+    # --- inspection ------------------------------------------------------------------------------
+
+    def tensor_view(self, name: str) -> np.ndarray:
+        """The stored bytes of activation `name` as a typed array in its native dims (a view of bound memory)."""
+        if not self._bound:
+            raise NpuError(ErrorCode.INVALID_CONTEXT, "executor is not bound to memory")
+        st = self.model.storage[name]
+        raw, off = self._views[name]
+        return typed_view(raw, st.dtype.numpy_dtype, st.dims, off)
+
+    def read_tensor(self, name: str) -> np.ndarray:
+        """Activation `name` as a float32 logical array (a copy), decoded from its slot."""
+        if not self._bound:
+            raise NpuError(ErrorCode.INVALID_CONTEXT, "executor is not bound to memory")
+        st = self.model.storage[name]
+        raw, off = self._views[name]
+        need = SlotReader.needs_scratch(st)
+        reader = SlotReader(st, raw, off, np.empty(need, np.float32) if need else None)
+        return np.array(reader.read(), copy=True)
+
+
+def allocate(compiled: CompiledModel) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], list[np.ndarray]]:
+    """Plain host buffers for a quick run: (weights filled from the model, internal, inputs, outputs)."""
+    weights = compiled.weight_blob.copy()
+    internal = np.zeros(max(compiled.plan.internal_size, 1), np.uint8)
+    inputs = [np.zeros(max(a.size_with_stride, 1), np.uint8) for a in compiled.native_input_attrs]
+    outputs = [np.zeros(max(a.size_with_stride, 1), np.uint8) for a in compiled.native_output_attrs]
+    return weights, internal, inputs, outputs
+
+
+def run_once(compiled: CompiledModel, feeds: "dict[str, np.ndarray] | list[np.ndarray]") -> list[np.ndarray]:
+    """Convenience: allocate host memory, pack `feeds` (ONNX layout), run, unpack float32 outputs."""
+    from npurt.exec.bind import pack_input, unpack_output
+    weights, internal, ins, outs = allocate(compiled)
+    ex = Executor(compiled)
+    ex.bind(weights, internal, ins, outs)
+    if isinstance(feeds, dict):
+        feeds = [feeds[n] for n in compiled.graph.inputs]
+    for i, (attr, x) in enumerate(zip(compiled.native_input_attrs, feeds)):
+        pack_input(attr, x, ins[i], compiled.mean[i] if compiled.mean else None,
+                   compiled.std[i] if compiled.std else None, shape=compiled.storage[attr.name].shape)
+    ex.run()
+    return [unpack_output(attr, outs[i], compiled.storage[attr.name].shape)
+            for i, attr in enumerate(compiled.native_output_attrs)]

@@ -1,0 +1,153 @@
+"""int8 calibration: read the dataset (the vendor's `dataset.txt` or arrays), run the float graph, collect the
+min/max of every activation, and choose per-tensor asymmetric affine parameters.
+
+The float run walks the optimised IR with the executor's kernels (so the calibrated tensors are exactly the
+tensors the executor stores, fused activations included) and frees each value after its last use.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.model.ir import Graph
+from npurt.model.passes import run_node
+from npurt.tensor.quant import choose_affine_params
+
+Dataset = "str | os.PathLike | Sequence[np.ndarray] | Sequence[Sequence[np.ndarray]] | Sequence[Mapping[str, np.ndarray]]"
+
+
+def _bad(msg: str) -> NpuError:
+    return NpuError(ErrorCode.INVALID_ARGUMENT, msg)
+
+
+def read_dataset_file(path: "str | os.PathLike") -> list[list[np.ndarray]]:
+    """The samples of a vendor-style dataset.txt: one sample per line, one `.npy` path per input, space separated
+    (relative paths are relative to the file's folder); blank lines and `#` comments are skipped."""
+    p = Path(os.fspath(path))
+    if not p.is_file():
+        raise _bad(f"dataset file not found: {p}")
+    samples = []
+    for lineno, line in enumerate(p.read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        arrays = []
+        for item in line.split():
+            f = Path(item) if os.path.isabs(item) else p.parent / item
+            if f.suffix.lower() != ".npy":
+                raise _bad(f"{p.name}:{lineno}: {item!r} is not a .npy file (images are not decoded by npurt)")
+            try:
+                arrays.append(np.load(f, allow_pickle=False))
+            except Exception as exc:
+                raise _bad(f"{p.name}:{lineno}: cannot read {item!r}: {exc}") from None
+        samples.append(arrays)
+    if not samples:
+        raise _bad(f"dataset file {p} lists no samples")
+    return samples
+
+
+def normalize_samples(dataset: object, input_names: Sequence[str]) -> list[list[np.ndarray]]:
+    """Any accepted dataset form as a list of samples, each a list with one array per model input."""
+    if isinstance(dataset, (str, os.PathLike)):
+        return read_dataset_file(dataset)
+    if isinstance(dataset, np.ndarray):
+        dataset = list(dataset)     # a stacked array: one sample of the (single) input per row
+    samples = []
+    for i, item in enumerate(dataset):
+        if isinstance(item, np.ndarray):
+            samples.append([item])
+        elif isinstance(item, Mapping):
+            missing = [n for n in input_names if n not in item]
+            if missing:
+                raise _bad(f"calibration sample {i} lacks inputs {missing}")
+            samples.append([np.asarray(item[n]) for n in input_names])
+        elif isinstance(item, (list, tuple)):
+            samples.append([np.asarray(a) for a in item])
+        else:
+            raise _bad(f"calibration sample {i}: expected an array, a list of arrays or a dict, got "
+                       f"{type(item).__name__}")
+    if not samples:
+        raise _bad("calibration dataset is empty")
+    return samples
+
+
+def check_samples(samples: list[list[np.ndarray]], graph: Graph) -> None:
+    """Each sample has one numeric array per input with exactly the input's shape (INVALID_ARGUMENT otherwise)."""
+    for i, sample in enumerate(samples):
+        if len(sample) != len(graph.inputs):
+            raise _bad(f"calibration sample {i} has {len(sample)} arrays, the model has {len(graph.inputs)} inputs")
+        for name, arr in zip(graph.inputs, sample):
+            info = graph.tensors[name]
+            if arr.dtype.kind not in "fiub":
+                raise _bad(f"calibration sample {i}, input {name!r}: dtype {arr.dtype} is not numeric")
+            if tuple(arr.shape) != tuple(info.shape):
+                raise _bad(f"calibration sample {i}, input {name!r}: shape {tuple(arr.shape)} != model input "
+                           f"shape {tuple(info.shape)}")
+
+
+def apply_normalization(x: np.ndarray, mean: Sequence[float] | None, std: Sequence[float] | None) -> np.ndarray:
+    """(x - mean) / std per channel (axis 1 of 4-D NCHW tensors; scalars broadcast), as float32."""
+    y = np.asarray(x, dtype=np.float32)
+    if mean is None and std is None:
+        return y
+    shape = [1] * y.ndim
+    if y.ndim >= 2:
+        shape[1] = -1
+    m = np.asarray(mean if mean is not None else [0.0], np.float32)
+    s = np.asarray(std if std is not None else [1.0], np.float32)
+    m = m.reshape(shape) if m.size > 1 else m.reshape(())
+    s = s.reshape(shape) if s.size > 1 else s.reshape(())
+    return (y - m) / s
+
+
+def iterate_float(graph: Graph, feeds: Mapping[str, np.ndarray]) -> Iterable[tuple[str, np.ndarray]]:
+    """Run the IR in float32 and yield (name, value) of every input and node output, freeing dead values."""
+    last_use: dict[str, int] = {}
+    for i, node in enumerate(graph.nodes):
+        for t in node.inputs:
+            if t:
+                last_use[t] = i
+    values: dict[str, np.ndarray] = {}
+    for name in graph.inputs:
+        values[name] = feeds[name]
+        yield name, feeds[name]
+    for i, node in enumerate(graph.nodes):
+        args = [None if not t else (graph.constants[t] if t in graph.constants else values[t]) for t in node.inputs]
+        for name, value in zip(node.outputs, run_node(node, args, graph.opset)):
+            if name:
+                values[name] = value
+                yield name, value
+        for t in node.inputs:
+            if t and last_use.get(t) == i and t not in graph.outputs:
+                values.pop(t, None)
+
+
+def calibrate(graph: Graph, samples: list[list[np.ndarray]], mean: list | None = None, std: list | None = None,
+              progress: bool = True) -> dict[str, tuple[float, int]]:
+    """{tensor: (scale, zero_point)} for every float activation, from min/max over all samples."""
+    lo: dict[str, float] = {}
+    hi: dict[str, float] = {}
+    from rich.progress import Progress
+    with Progress(transient=True, disable=not progress) as bar:
+        task = bar.add_task("calibrating", total=len(samples))
+        for sample in samples:
+            feeds = {}
+            for k, (name, arr) in enumerate(zip(graph.inputs, sample)):
+                if graph.tensors[name].is_float:
+                    arr = apply_normalization(arr, mean[k] if mean else None, std[k] if std else None)
+                feeds[name] = arr
+            for name, value in iterate_float(graph, feeds):
+                if value.dtype.kind != "f" or value.size == 0:
+                    continue
+                mn, mx = float(np.min(value)), float(np.max(value))
+                if not (np.isfinite(mn) and np.isfinite(mx)):
+                    finite = value[np.isfinite(value)]
+                    mn, mx = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+                lo[name] = min(lo.get(name, mn), mn)
+                hi[name] = max(hi.get(name, mx), mx)
+            bar.advance(task)
+    return {name: choose_affine_params(lo[name], hi[name], "int8") for name in lo}

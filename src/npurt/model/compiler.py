@@ -1,0 +1,168 @@
+"""`compile`: ONNX model → `CompiledModel` (import, optimise, quantise, attrs, weights, memory plan)."""
+from __future__ import annotations
+
+import os
+from typing import Mapping, Sequence
+
+import numpy as np
+import onnx
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.model import calibrate as calib
+from npurt.model.attrs import (TensorStorage, logical_attr, native_attr, native_nhwc_attr, storage_for)
+from npurt.model.compiled import CompiledModel
+from npurt.model.ir import Graph, Node
+from npurt.model.onnx_import import import_onnx
+from npurt.model.passes import optimize
+from npurt.model.weights import build_blob, encode_weights, layout_blob, stored_view
+from npurt.plan.model_plan import plan_model
+from npurt.soc import get_profile
+from npurt.tensor import DType
+
+PRECISIONS = ("fp16", "int8", "float32")
+BUILTIN_OPS = ("Identity",)     # ops the executor runs itself (plain copies)
+_STORED = {"fp16": DType.FLOAT16, "int8": DType.INT8, "float32": DType.FLOAT32}
+
+
+def supported_ops() -> list[str]:
+    """Every ONNX op type a compiled model can run (the kernel registry plus the executor's built-ins)."""
+    from npurt.exec.kernels import supported_ops as kernel_ops
+    return sorted(set(kernel_ops()) | set(BUILTIN_OPS))
+
+
+def _per_input(values, n_inputs: int, what: str) -> list[list[float] | None]:
+    """mean/std as one per-channel list (or None) per model input."""
+    if values is None:
+        return [None] * n_inputs
+    vals = list(values)
+    if vals and all(isinstance(v, (int, float, np.floating, np.integer)) for v in vals):
+        vals = [vals] + [None] * (n_inputs - 1)
+    if len(vals) != n_inputs:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} has {len(vals)} entries for {n_inputs} inputs")
+    out = []
+    for v in vals:
+        if v is None:
+            out.append(None)
+        else:
+            arr = [float(x) for x in np.asarray(v, np.float64).reshape(-1)]
+            if what == "std" and any(x == 0 for x in arr):
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "std values must be non-zero")
+            out.append(arr)
+    return out
+
+
+def _check_norm_channels(graph: Graph, values: list, what: str) -> None:
+    for name, v in zip(graph.inputs, values):
+        if v is None:
+            continue
+        shape = graph.tensors[name].shape
+        channels = shape[1] if shape and len(shape) >= 2 else 1
+        if len(v) not in (1, channels):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                           f"{what} for input {name!r} has {len(v)} values, the input has {channels} channels")
+
+
+def _check_supported(graph: Graph) -> None:
+    ops = set(supported_ops())
+    for node in graph.nodes:
+        if node.op_type not in ops:
+            raise NpuError(ErrorCode.NOT_SUPPORTED,
+                           f"op {node.op_type!r} (node {node.name!r}) is not supported by npurt")
+
+
+def _constant_outputs(graph: Graph) -> None:
+    """A graph output that folded to a constant gets an Identity from the constant (the executor copies it)."""
+    for out in graph.outputs:
+        if out in graph.constants:
+            src = f"{out}#const"
+            graph.constants[src] = graph.constants.pop(out)
+            graph.tensor(src).shape, graph.tensor(src).dtype = graph.tensors[out].shape, graph.tensors[out].dtype
+            graph.nodes.append(Node(f"{out}#copy", "Identity", [src], [out]))
+        elif out in graph.inputs:
+            raise NpuError(ErrorCode.NOT_SUPPORTED, f"graph output {out!r} is a graph input")
+    graph.link()
+
+
+def _stored_type(dtype: str, precision: str) -> DType:
+    if np.dtype(dtype).kind == "f":
+        return _STORED[precision]
+    return DType.from_numpy(dtype)
+
+
+def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str | None = None,
+                  quantize: object = None, mean: Sequence | None = None, std: Sequence | None = None,
+                  input_shapes: Mapping[str, Sequence[int]] | None = None, precision: str | None = None,
+                  progress: bool = True) -> CompiledModel:
+    """Compile an ONNX model for `soc`.
+
+    `quantize` is a calibration dataset (a dataset.txt path, arrays, lists of arrays per input, or dicts) and
+    selects int8; otherwise `precision` ("fp16" default, or "float32" the reference mode). `mean`/`std` are the
+    per-channel input normalisation the runtime fuses into input packing (one list per input, or one list for a
+    single-input model); calibration data is raw (pre-normalisation) when they are given.
+    """
+    profile = get_profile(soc)
+    if precision is None:
+        precision = "int8" if quantize is not None else "fp16"
+    precision = {"float16": "fp16", "fp32": "float32", "i8": "int8"}.get(str(precision).lower(), str(precision).lower())
+    if precision not in PRECISIONS:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision == "int8" and quantize is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "int8 precision needs a calibration dataset (quantize=...)")
+    if precision != "int8" and quantize is not None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"quantize= given but precision is {precision!r}")
+
+    graph = optimize(import_onnx(model, input_shapes))
+    _check_supported(graph)
+    _constant_outputs(graph)
+    means = _per_input(mean, len(graph.inputs), "mean")
+    stds = _per_input(std, len(graph.inputs), "std")
+    _check_norm_channels(graph, means, "mean")
+    _check_norm_channels(graph, stds, "std")
+
+    qparams: dict[str, tuple[float, int]] = {}
+    if precision == "int8":
+        samples = calib.normalize_samples(quantize, graph.inputs)
+        calib.check_samples(samples, graph)
+        qparams = calib.calibrate(graph, samples, means if mean is not None else None,
+                                  stds if std is not None else None, progress=progress)
+
+    storage: dict[str, TensorStorage] = {}
+    act_names = list(graph.inputs) + [t for t in graph.activations() if t not in graph.inputs]
+    for name in act_names:
+        info = graph.tensors[name]
+        role = "input" if info.is_input else "output" if info.is_output else "internal"
+        stored = _stored_type(info.dtype, precision)
+        scale, zp = qparams.get(name, (1.0, 0))
+        quantized = stored is DType.INT8 and info.is_float
+        if quantized and name not in qparams:
+            raise NpuError(ErrorCode.FAIL, f"no calibration range for tensor {name!r}")
+        storage[name] = storage_for(name, tuple(info.shape), info.dtype, stored, profile, role, float(scale),
+                                    int(zp), quantized)
+
+    entries, arrays = encode_weights(graph, precision, qparams)
+    placed, total = layout_blob(arrays)
+    blob = build_blob(arrays, placed, total)
+    # The graph's constants become views of the stored blob (the compiled model holds one copy of weights).
+    graph.constants = {name: stored_view(entries[name], blob, placed[name][0])
+                       for name in graph.constants if name in entries}
+    graph.link()
+
+    steps = [([i for i in n.inputs if i], [o for o in n.outputs if o]) for n in graph.nodes]
+    internal = {n: s.size for n, s in storage.items()
+                if not graph.tensors[n].is_input and not graph.tensors[n].is_output}
+    plan = plan_model(steps, internal, placed, total)
+
+    ins = [storage[n] for n in graph.inputs]
+    outs = [storage[n] for n in graph.outputs]
+    return CompiledModel(
+        soc=profile.name, precision=precision, graph=graph, storage=storage, weights=entries, weight_blob=blob,
+        plan=plan,
+        input_attrs=[logical_attr(i, s, profile, True) for i, s in enumerate(ins)],
+        output_attrs=[logical_attr(i, s, profile, False) for i, s in enumerate(outs)],
+        native_input_attrs=[native_attr(i, s) for i, s in enumerate(ins)],
+        native_output_attrs=[native_attr(i, s) for i, s in enumerate(outs)],
+        native_nhwc_input_attrs=[native_nhwc_attr(i, s, profile, True) for i, s in enumerate(ins)],
+        native_nhwc_output_attrs=[native_nhwc_attr(i, s, profile, False) for i, s in enumerate(outs)],
+        mean=means, std=stds,
+        meta={"op_counts": graph.op_counts()},
+    )

@@ -1,0 +1,113 @@
+"""The `.npurt` container: a fixed header, a JSON manifest, one weights blob. No pickle.
+
+Layout (little endian):
+
+    offset 0    8s   magic b"NPURTMDL"
+            8   u16  format version (FORMAT_VERSION)
+           10   u16  header size (HEADER_SIZE)
+           12   16s  SoC name, ASCII, NUL padded
+           28   u64  manifest length
+           36   u64  blob length
+           44   32s  SHA-256 of manifest bytes + blob bytes
+           76   ...  zero padding up to HEADER_SIZE
+    HEADER_SIZE      manifest (UTF-8 JSON)
+    blob_offset      weights blob (blob_offset = manifest end rounded up to 64)
+
+Reading checks magic, version, sizes against the file length and the checksum before parsing anything: a
+corrupt, truncated or foreign file is INVALID_MODEL. Writing goes to a temporary file in the target folder that
+is renamed into place, so a failed save leaves nothing half-written.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from npurt.errors import ErrorCode, NpuError
+
+MAGIC = b"NPURTMDL"
+FORMAT_VERSION = 1
+HEADER_SIZE = 128
+_HEADER = struct.Struct("<8sHH16sQQ32s")
+_BLOB_ALIGN = 64
+
+
+def _invalid(msg: str) -> NpuError:
+    return NpuError(ErrorCode.INVALID_MODEL, msg)
+
+
+def encode(soc: str, manifest: dict, blob: np.ndarray) -> bytes:
+    """The file bytes for a manifest and a uint8 weights blob."""
+    mbytes = json.dumps(manifest, separators=(",", ":")).encode()
+    bbytes = np.ascontiguousarray(blob, dtype=np.uint8).tobytes()
+    digest = hashlib.sha256(mbytes + bbytes).digest()
+    header = _HEADER.pack(MAGIC, FORMAT_VERSION, HEADER_SIZE, soc.encode("ascii")[:16], len(mbytes), len(bbytes),
+                          digest)
+    blob_offset = -(-(HEADER_SIZE + len(mbytes)) // _BLOB_ALIGN) * _BLOB_ALIGN
+    pad = blob_offset - HEADER_SIZE - len(mbytes)
+    return header.ljust(HEADER_SIZE, b"\0") + mbytes + b"\0" * pad + bbytes
+
+
+def decode(data: bytes | bytearray | memoryview) -> tuple[str, dict, np.ndarray]:
+    """(soc, manifest, blob) of file bytes, fully verified; INVALID_MODEL on any inconsistency."""
+    data = memoryview(data).cast("B")
+    if len(data) < HEADER_SIZE:
+        raise _invalid(f"not an npurt model: {len(data)} bytes is shorter than the {HEADER_SIZE}-byte header")
+    magic, version, hsize, soc_raw, mlen, blen, digest = _HEADER.unpack_from(data, 0)
+    if magic != MAGIC:
+        raise _invalid("not an npurt model (bad magic)")
+    if version != FORMAT_VERSION:
+        raise _invalid(f"npurt model format version {version} is not supported (this build reads "
+                       f"{FORMAT_VERSION})")
+    if hsize != HEADER_SIZE:
+        raise _invalid(f"bad header size {hsize}")
+    blob_offset = -(-(HEADER_SIZE + mlen) // _BLOB_ALIGN) * _BLOB_ALIGN
+    if blob_offset + blen != len(data):
+        raise _invalid(f"npurt model is truncated or has trailing bytes: expected {blob_offset + blen} bytes, "
+                       f"got {len(data)}")
+    mbytes = bytes(data[HEADER_SIZE:HEADER_SIZE + mlen])
+    h = hashlib.sha256(mbytes)
+    h.update(data[blob_offset:])
+    if h.digest() != digest:
+        raise _invalid("npurt model checksum mismatch (file corrupt)")
+    try:
+        manifest = json.loads(mbytes)
+        soc = soc_raw.rstrip(b"\0").decode("ascii")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _invalid(f"npurt model manifest is unreadable: {exc}") from None
+    blob = np.frombuffer(data, np.uint8, count=blen, offset=blob_offset)
+    return soc, manifest, blob
+
+
+def write_atomic(path: "str | os.PathLike", data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same folder and an atomic rename."""
+    target = Path(os.fspath(path))
+    folder = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def read_bytes(path_or_bytes: "str | os.PathLike | bytes | bytearray | memoryview") -> bytes | memoryview:
+    """The raw bytes of a compiled model given as a path or as bytes."""
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        return path_or_bytes
+    p = Path(os.fspath(path_or_bytes))
+    if not p.is_file():
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"compiled model not found: {p}")
+    return p.read_bytes()

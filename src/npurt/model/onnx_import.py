@@ -1,0 +1,280 @@
+"""ONNX → IR: load a model (path, bytes or ModelProto; initializers, `Constant` nodes, external data), fix the
+input shapes, run ONNX shape inference, and build a `Graph` with nodes in a topological schedule.
+
+Every failure is an `NpuError`: unreadable or malformed ONNX is INVALID_MODEL, a dynamic dimension nobody resolved
+or an input shape that contradicts the model is INVALID_ARGUMENT.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.model.ir import Graph, Node, TensorInfo
+
+MIN_OPSET = 7   # the brief targets opset 11+; the ONNX "light" zoo models are opset 9 and import fine
+
+
+def _invalid(msg: str) -> NpuError:
+    return NpuError(ErrorCode.INVALID_MODEL, msg)
+
+
+def load_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto") -> onnx.ModelProto:
+    """The ModelProto of `model` with external data loaded; INVALID_MODEL if it cannot be parsed."""
+    if isinstance(model, onnx.ModelProto):
+        proto = onnx.ModelProto()
+        proto.CopyFrom(model)
+        return proto
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        proto = onnx.ModelProto()
+        try:
+            proto.ParseFromString(bytes(model))
+        except Exception as exc:  # protobuf DecodeError and friends
+            raise _invalid(f"not an ONNX model: {exc}") from None
+        _check_no_external(proto)
+        return proto
+    path = Path(os.fspath(model))
+    if not path.is_file():
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"model file not found: {path}")
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:
+        raise _invalid(f"{path.name}: not an ONNX model: {exc}") from None
+    try:
+        onnx.external_data_helper.load_external_data_for_model(proto, str(path.parent))
+    except Exception as exc:
+        raise _invalid(f"{path.name}: cannot load external data: {exc}") from None
+    return proto
+
+
+def _check_no_external(proto: onnx.ModelProto) -> None:
+    for init in proto.graph.initializer:
+        if init.data_location == onnx.TensorProto.EXTERNAL:
+            raise _invalid(f"initializer {init.name!r} uses external data; pass the model by path instead of bytes")
+
+
+def default_opset(proto: onnx.ModelProto) -> int:
+    """The opset version of the default ONNX domain."""
+    for imp in proto.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return int(imp.version)
+    raise _invalid("model imports no default-domain opset")
+
+
+def _validate(proto: onnx.ModelProto) -> None:
+    g = proto.graph
+    if not g.output:
+        raise _invalid("graph has no outputs (truncated or empty model?)")
+    if not g.node:
+        raise _invalid("graph has no nodes (truncated or empty model?)")
+    opset = default_opset(proto)
+    if opset < MIN_OPSET:
+        raise _invalid(f"opset {opset} is older than the supported minimum {MIN_OPSET}")
+    try:
+        onnx.checker.check_model(proto)
+    except onnx.checker.ValidationError as exc:
+        if "Field 'shape' of 'type' is required" in str(exc):
+            return      # outputs declared without a shape: onnxruntime accepts them, so do we
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "validation failed"
+        raise _invalid(f"malformed ONNX model: {first}") from None
+    except Exception as exc:   # e.g. >2 GiB protos
+        raise _invalid(f"malformed ONNX model: {exc}") from None
+
+
+def _dims_of(vi: onnx.ValueInfoProto) -> list[int | str | None] | None:
+    tt = vi.type.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    dims: list[int | str | None] = []
+    for d in tt.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        elif d.HasField("dim_param"):
+            dims.append(d.dim_param)
+        else:
+            dims.append(None)
+    return dims
+
+
+def _set_dims(vi: onnx.ValueInfoProto, shape: Sequence[int]) -> None:
+    tt = vi.type.tensor_type
+    tt.ClearField("shape")
+    tt.shape.SetInParent()
+    for d in shape:
+        tt.shape.dim.add().dim_value = int(d)
+
+
+def fix_input_shapes(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None) -> None:
+    """Give every graph input a static shape: from `input_shapes` where given (must agree with the model's
+    static dims), else the model's own; a dynamic dimension left unresolved is INVALID_ARGUMENT."""
+    given = dict(input_shapes or {})
+    inits = {i.name for i in proto.graph.initializer}
+    names = [vi.name for vi in proto.graph.input if vi.name not in inits]
+    unknown = set(given) - set(names)
+    if unknown:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                       f"input_shapes names unknown inputs {sorted(unknown)}; the model's inputs are {names}")
+    for vi in proto.graph.input:
+        if vi.name in inits:
+            continue
+        dims = _dims_of(vi)
+        if vi.name in given:
+            shape = [int(d) for d in given[vi.name]]
+            if any(d <= 0 for d in shape):
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, f"input {vi.name!r}: bad shape {shape}")
+            if dims is not None:
+                if len(dims) != len(shape):
+                    raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                                   f"input {vi.name!r}: shape {shape} has rank {len(shape)}, the model's {dims} "
+                                   f"has rank {len(dims)}")
+                for m, s in zip(dims, shape):
+                    if isinstance(m, int) and m > 0 and m != s:
+                        raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                                       f"input {vi.name!r}: shape {shape} contradicts the model's {dims}")
+            _set_dims(vi, shape)
+        else:
+            if dims is None or any(not isinstance(d, int) or d <= 0 for d in dims):
+                raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                               f"input {vi.name!r} has dynamic shape {dims}; pass input_shapes={{{vi.name!r}: [...]}}")
+
+
+def infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """ONNX shape inference with data propagation; shape contradictions are INVALID_ARGUMENT."""
+    try:
+        return onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True)
+    except onnx.shape_inference.InferenceError as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else "shape inference failed"
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"shape inference failed: {msg}") from None
+    except Exception:
+        # Inference can choke on ops it does not know; fall back to no inference and let the IR fill shapes in.
+        return proto
+
+
+def _constant_value(node: onnx.NodeProto) -> np.ndarray:
+    for a in node.attribute:
+        if a.name == "value":
+            return numpy_helper.to_array(a.t)
+        if a.name == "value_float":
+            return np.array(a.f, np.float32)
+        if a.name == "value_floats":
+            return np.array(list(a.floats), np.float32)
+        if a.name == "value_int":
+            return np.array(a.i, np.int64)
+        if a.name == "value_ints":
+            return np.array(list(a.ints), np.int64)
+    raise NpuError(ErrorCode.NOT_SUPPORTED, f"Constant node {node.name!r}: unsupported value attribute")
+
+
+def _attr_values(node: onnx.NodeProto) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    for a in node.attribute:
+        if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            raise NpuError(ErrorCode.NOT_SUPPORTED,
+                           f"node {node.name!r} ({node.op_type}): subgraph attributes are not supported")
+        value = helper.get_attribute_value(a)
+        if isinstance(value, onnx.TensorProto):
+            value = numpy_helper.to_array(value)
+        elif isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        elif isinstance(value, list) and value and isinstance(value[0], bytes):
+            value = [v.decode("utf-8", "replace") for v in value]
+        elif isinstance(value, list) and value and isinstance(value[0], onnx.TensorProto):
+            value = [numpy_helper.to_array(v) for v in value]
+        attrs[a.name] = value
+    return attrs
+
+
+def _elem_dtype(elem_type: int) -> str:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).name
+    except Exception:
+        return "float32"
+
+
+def topo_sort(nodes: list[Node], available: set[str]) -> list[Node]:
+    """Nodes in a topological order that keeps the original order wherever it is already valid."""
+    ready = set(available)
+    producers: dict[str, int] = {}
+    for i, n in enumerate(nodes):
+        for o in n.outputs:
+            if o:
+                producers[o] = i
+    waiting = {i: {x for x in n.inputs if x and x not in ready and x in producers} for i, n in enumerate(nodes)}
+    users: dict[str, list[int]] = {}
+    for i, deps in waiting.items():
+        for d in deps:
+            users.setdefault(d, []).append(i)
+    import heapq
+    heap = [i for i, deps in waiting.items() if not deps]
+    heapq.heapify(heap)
+    order: list[Node] = []
+    while heap:
+        i = heapq.heappop(heap)
+        order.append(nodes[i])
+        for o in nodes[i].outputs:
+            for j in users.get(o, ()):
+                waiting[j].discard(o)
+                if not waiting[j]:
+                    heapq.heappush(heap, j)
+    if len(order) != len(nodes):
+        stuck = [nodes[i].name for i, d in waiting.items() if d][:3]
+        raise _invalid(f"graph has a cycle or dangling inputs around nodes {stuck}")
+    return order
+
+
+def to_graph(proto: onnx.ModelProto) -> Graph:
+    """Build the IR from a shape-inferred ModelProto: Constant nodes become constants, nodes are topo-sorted."""
+    g = proto.graph
+    opset = default_opset(proto)
+    constants: dict[str, np.ndarray] = {}
+    tensors: dict[str, TensorInfo] = {}
+    for init in g.initializer:
+        try:
+            constants[init.name] = numpy_helper.to_array(init)
+        except Exception as exc:
+            raise _invalid(f"initializer {init.name!r} is unreadable: {exc}") from None
+    init_names = set(constants)
+    inputs = [vi.name for vi in g.input if vi.name not in init_names]
+    outputs = [vi.name for vi in g.output]
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        if not vi.type.HasField("tensor_type"):
+            raise NpuError(ErrorCode.NOT_SUPPORTED, f"tensor {vi.name!r} is not a plain tensor")
+        dims = _dims_of(vi)
+        shape = tuple(dims) if dims is not None and all(isinstance(d, int) and d >= 0 for d in dims) else None
+        tensors[vi.name] = TensorInfo(vi.name, shape, _elem_dtype(vi.type.tensor_type.elem_type))
+    nodes: list[Node] = []
+    for i, n in enumerate(g.node):
+        name = n.name or f"{n.op_type}_{i}"
+        if n.domain not in ("", "ai.onnx"):
+            raise NpuError(ErrorCode.NOT_SUPPORTED,
+                           f"node {name!r}: op {n.domain}::{n.op_type} is not supported (custom domain)")
+        if n.op_type == "Constant":
+            constants[n.output[0]] = _constant_value(n)
+            continue
+        nodes.append(Node(name, n.op_type, list(n.input), list(n.output), _attr_values(n)))
+    for name, value in constants.items():
+        tensors[name] = TensorInfo(name, tuple(int(d) for d in value.shape), value.dtype.name)
+    graph = Graph(g.name or "model", opset, topo_sort(nodes, set(inputs) | set(constants)), tensors,
+                  inputs, outputs, constants)
+    for node in graph.nodes:
+        for t in node.inputs + node.outputs:
+            if t:
+                graph.tensor(t)
+    for name in inputs + outputs:
+        graph.tensor(name)
+    return graph.link()
+
+
+def import_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto",
+                input_shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
+    """Load, validate, fix input shapes, infer shapes and build the IR (no optimisation passes yet)."""
+    proto = load_onnx(model)
+    _validate(proto)
+    fix_input_shapes(proto, input_shapes)
+    proto = infer_shapes(proto)
+    return to_graph(proto)

@@ -1,0 +1,167 @@
+"""Weights in their compute-ready stored form, packed into one blob.
+
+- fp16 precision: float constants as float16 (float32 if a value would overflow float16); others unchanged.
+- int8 precision: Conv/ConvTranspose/Gemm/MatMul weight operands as per-channel symmetric int8 + float32 scales;
+  their biases as int32 with scale = input scale * weight scale (per channel); other float constants float16.
+- float32 precision: everything as given (float constants as float32).
+
+`decode_weight` turns a stored entry back into the logical float32 (or integer) array the kernels take.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from npurt.model.ir import Graph
+from npurt.tensor import DType
+from npurt.tensor.quant import quantize_per_channel
+
+WEIGHT_ALIGN = 64          # offset alignment of each weight in the blob (npurt's choice)
+WEIGHT_TOTAL_ALIGN = 1024  # the whole weight region is a 1 KiB multiple, as the seed's totals are
+
+_FP16_MAX = 65504.0
+
+
+@dataclass
+class WeightEntry:
+    """One stored constant: its stored type/shape, per-channel axis and the name of its scale entry (if any)."""
+
+    name: str
+    dtype: DType
+    shape: tuple[int, ...]
+    logical_dtype: str
+    axis: int | None = None
+    scales: str | None = None   # name of a float32 entry holding the per-channel (or single) scales
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "dtype": self.dtype.value, "shape": list(self.shape),
+                "logical_dtype": self.logical_dtype, "axis": self.axis, "scales": self.scales}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "WeightEntry":
+        return cls(d["name"], DType(d["dtype"]), tuple(int(x) for x in d["shape"]), d["logical_dtype"],
+                   d["axis"], d["scales"])
+
+
+def _weight_axis(op: str, position: int, attrs: dict, shape: tuple[int, ...]) -> int | None:
+    """The output-channel axis when `position` is the weight operand of a matmul-like op, else None."""
+    if position != 1 or len(shape) < 2:
+        return None
+    if op == "Conv":
+        return 0
+    if op == "ConvTranspose":
+        return 1 if int(attrs.get("group", 1)) == 1 else None
+    if op == "Gemm":
+        return 0 if int(attrs.get("transB", 0)) else 1
+    if op == "MatMul":
+        return len(shape) - 1
+    return None
+
+
+def _bias_of(op: str, position: int, shape: tuple[int, ...]) -> bool:
+    return len(shape) == 1 and ((op in ("Conv", "ConvTranspose") and position == 2) or (op == "Gemm" and position == 2))
+
+
+def _as_fp16_or_f32(value: np.ndarray) -> np.ndarray:
+    v = value.astype(np.float32)
+    if v.size and np.nanmax(np.abs(np.where(np.isfinite(v), v, 0))) > _FP16_MAX:
+        return v
+    return v.astype(np.float16)
+
+
+def encode_weights(graph: Graph, precision: str,
+                   act_qparams: dict[str, tuple[float, int]] | None = None) -> tuple[dict[str, WeightEntry],
+                                                                                   dict[str, np.ndarray]]:
+    """({name: WeightEntry}, {entry name: stored array}) for every constant a node reads."""
+    used: dict[str, list[tuple[int, int]]] = {}
+    for i, node in enumerate(graph.nodes):
+        for pos, t in enumerate(node.inputs):
+            if t and t in graph.constants:
+                used.setdefault(t, []).append((i, pos))
+    entries: dict[str, WeightEntry] = {}
+    arrays: dict[str, np.ndarray] = {}
+    weight_scales: dict[str, np.ndarray] = {}
+
+    def add(name: str, stored: np.ndarray, logical: str, axis: int | None = None, scales: str | None = None):
+        stored = np.ascontiguousarray(stored)
+        dt = DType.from_numpy(stored.dtype)
+        entries[name] = WeightEntry(name, dt, tuple(stored.shape), logical, axis, scales)
+        arrays[name] = stored
+
+    biases = []
+    for name, uses in used.items():
+        value = graph.constants[name]
+        logical = value.dtype.name
+        if value.dtype.kind != "f":
+            add(name, value, logical)
+            continue
+        if precision == "float32":
+            add(name, value.astype(np.float32), logical)
+            continue
+        if precision == "int8":
+            axes = {_weight_axis(graph.nodes[i].op_type, p, graph.nodes[i].attrs, value.shape) for i, p in uses}
+            if len(axes) == 1 and None not in axes and np.all(np.isfinite(value)):
+                axis = axes.pop()
+                q, scales = quantize_per_channel(value.astype(np.float32), axis, "int8")
+                add(f"{name}#scale", scales, "float32")
+                add(name, q, logical, axis, f"{name}#scale")
+                weight_scales[name] = scales
+                continue
+            if all(_bias_of(graph.nodes[i].op_type, p, value.shape) for i, p in uses) and len(uses) == 1:
+                biases.append((name, uses[0]))
+                continue
+        add(name, _as_fp16_or_f32(value), logical)
+    for name, (i, _) in biases:
+        node = graph.nodes[i]
+        value = graph.constants[name].astype(np.float64)
+        w_name = node.inputs[1]
+        in_q = (act_qparams or {}).get(node.inputs[0])
+        if w_name in weight_scales and in_q is not None and weight_scales[w_name].size == value.size:
+            scales = (weight_scales[w_name].astype(np.float64) * in_q[0]).astype(np.float32)
+            q = np.clip(np.rint(value / scales), -2**31, 2**31 - 1).astype(np.int32)
+            add(f"{name}#scale", scales, "float32")
+            add(name, q, "float32", 0, f"{name}#scale")
+        else:
+            add(name, _as_fp16_or_f32(value), "float32")
+    return entries, arrays
+
+
+def layout_blob(arrays: dict[str, np.ndarray]) -> tuple[dict[str, tuple[int, int]], int]:
+    """({name: (offset, nbytes)}, total) placing each array at a WEIGHT_ALIGN offset, biggest first."""
+    placed: dict[str, tuple[int, int]] = {}
+    offset = 0
+    for name in sorted(arrays, key=lambda n: -arrays[n].nbytes):
+        offset = -(-offset // WEIGHT_ALIGN) * WEIGHT_ALIGN
+        placed[name] = (offset, int(arrays[name].nbytes))
+        offset += arrays[name].nbytes
+    total = -(-offset // WEIGHT_TOTAL_ALIGN) * WEIGHT_TOTAL_ALIGN
+    return placed, total
+
+
+def build_blob(arrays: dict[str, np.ndarray], placed: dict[str, tuple[int, int]], total: int) -> np.ndarray:
+    """One uint8 blob of `total` bytes holding every array at its offset (padding zeroed)."""
+    blob = np.zeros(total, np.uint8)
+    for name, (off, nbytes) in placed.items():
+        blob[off:off + nbytes] = np.frombuffer(arrays[name].tobytes(), np.uint8)
+    return blob
+
+
+def stored_view(entry: WeightEntry, blob: np.ndarray, offset: int) -> np.ndarray:
+    """The stored array of `entry` as a view of `blob` (no copy)."""
+    dt = entry.dtype.numpy_dtype
+    n = int(np.prod(entry.shape, dtype=np.int64))
+    return blob[offset:offset + n * dt.itemsize].view(dt).reshape(entry.shape)
+
+
+def decode_weight(entry: WeightEntry, stored: np.ndarray, scales: np.ndarray | None) -> np.ndarray:
+    """The logical value the kernels take: float32 for float constants (dequantised), else the stored array."""
+    if not entry.logical_dtype.startswith("float"):
+        return stored
+    if entry.scales is None:
+        return stored.astype(np.float32)
+    shape = [1] * stored.ndim
+    if entry.axis is not None and stored.ndim:
+        shape[entry.axis] = -1
+    s = scales.reshape(shape) if scales.size > 1 else scales.reshape(())
+    return np.multiply(stored, s, dtype=np.float32)
