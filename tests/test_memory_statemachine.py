@@ -1,0 +1,211 @@
+"""Random sequences of alloc / free / import / dma / split-alloc / sync / send-to-child / bad calls never crash,
+never leak an fd, keep the accounting equal to a model, and end at zero after teardown."""
+import os
+import socket
+import subprocess
+import sys
+
+import hypothesis.strategies as st
+import numpy as np
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initialize, invariant, rule
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.memory import PAGE_SIZE, dma_alloc, open_device, open_devices, page_round, send_buffer
+
+DOMAIN_PAGES = 96
+CHILD = (
+    "import json, os, socket, sys\n"
+    "s = socket.socket(fileno=int(sys.argv[1]))\n"
+    "msg, fds, _, _ = socket.recv_fds(s, 4096, 8)\n"
+    "(off, length) = json.loads(msg)['parts'][0]\n"
+    "first = os.pread(fds[0], 1, off)\n"
+    "os.pwrite(fds[0], b'\\xab', off)\n"
+    "s.sendall(first)\n"
+)
+
+
+def fd_count() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+class MemoryMachine(RuleBasedStateMachine):
+    buffers = Bundle("buffers")
+
+    def __init__(self):
+        super().__init__()
+        self.dev = None
+        self.live = {}            # handle -> (Buffer, expected byte at 0 or None)
+        self.freed = []
+        self.user_fds = []
+        self.dmas = []
+        self.children = 0
+
+    @initialize(mode=st.sampled_from(["coherent", "strict", "check"]), limit=st.sampled_from([None, 40 * PAGE_SIZE]))
+    def open(self, mode, limit):
+        assert not [d for d in open_devices() if d.soc == "rk3588"], "a device was left open"
+        self.fds_before = fd_count()
+        self.dev = open_device("rk3588", coherence=mode, ddr_limit=limit, domain_size=DOMAIN_PAGES * PAGE_SIZE)
+
+    def _state(self):
+        st_ = self.dev.stats().as_dict()
+        st_.pop("allocations"), st_.pop("releases")
+        return st_, self.dev.sram_dump(), fd_count()
+
+    def _expect_error(self, fn, *codes):
+        before = self._state()
+        try:
+            result = fn()
+        except NpuError as err:
+            assert err.code in codes, err
+            assert self._state() == before
+            return None
+        return result
+
+    @rule(target=buffers, size=st.integers(1, 20 * PAGE_SIZE) | st.sampled_from([0, -3, 1 << 50]),
+          placement=st.sampled_from(["ddr", "sram", "sram_first"]), cacheable=st.booleans())
+    def alloc(self, size, placement, cacheable):
+        buf = self._expect_error(lambda: self.dev.alloc(size, placement=placement, cacheable=cacheable),
+                                 ErrorCode.OUT_OF_MEMORY, ErrorCode.INVALID_ARGUMENT)
+        if buf is None:
+            return None
+        assert size > 0 and buf.size == size
+        self.live[buf.handle] = buf
+        return buf
+
+    @rule(target=buffers, pages=st.integers(1, 6), offset=st.integers(0, 3 * PAGE_SIZE), size=st.integers(-1, 5 * PAGE_SIZE))
+    def import_fd(self, pages, offset, size):
+        fd = os.memfd_create("user")
+        os.ftruncate(fd, pages * PAGE_SIZE)
+        self.user_fds.append(fd)
+        buf = self._expect_error(lambda: self.dev.import_fd(fd, size, offset),
+                                 ErrorCode.OUT_OF_MEMORY, ErrorCode.INVALID_ARGUMENT)
+        if buf is None:
+            return None
+        assert 0 < size and offset + size <= pages * PAGE_SIZE
+        self.live[buf.handle] = buf
+        return buf
+
+    @rule(size=st.integers(1, 3 * PAGE_SIZE))
+    def dma(self, size):
+        try:
+            d = dma_alloc(size, device=self.dev)
+        except NpuError as err:
+            assert err.code == ErrorCode.OUT_OF_MEMORY
+            return
+        assert self.dev.lookup_device(d.phys_addr) == (d.buffer, 0)
+        self.dmas.append(d)
+        self.live[d.buffer.handle] = d.buffer
+
+    @rule()
+    def close_dma(self):
+        if self.dmas:
+            d = self.dmas.pop()
+            del self.live[d.buffer.handle]
+            d.close()
+
+    @rule(buf=consumes(buffers))
+    def free(self, buf):
+        if buf is None or buf.handle not in self.live:
+            return
+        del self.live[buf.handle]
+        buf.free()
+        self.freed.append(buf)
+
+    @rule()
+    def double_free(self):
+        if self.freed:
+            self._expect_error(lambda: self.dev.free(self.freed[-1]), ErrorCode.INVALID_HANDLE)
+
+    @rule(buf=buffers, mode=st.sampled_from([1, 2, 3]), value=st.integers(0, 255))
+    def write_sync_read(self, buf, mode, value):
+        if buf is None or not buf.alive:
+            return
+        buf.view()[0] = value
+        buf.sync(mode)
+        if self.dev.coherence != "strict" or not buf.cacheable or mode & 1:
+            assert buf.device_view()[0] == value
+        if self.dev.coherence == "check" and buf.cacheable and mode & 1:
+            assert not buf.cpu_written_since_sync()
+
+    @rule(buf=buffers, delta=st.integers(-2, 2 * PAGE_SIZE))
+    def lookups(self, buf, delta):
+        if buf is None or not buf.alive:
+            return
+        if 0 <= delta < buf.capacity:
+            assert self.dev.lookup_device(buf.dev_addr + delta) == (buf, delta)
+            found, off = self.dev.lookup_host(buf.virt_addr + delta)
+            assert found.region is buf.region and found.virt_addr + off == buf.virt_addr + delta
+            assert self.dev.view_at(buf.virt_addr + delta, 1).ctypes.data == buf.virt_addr + delta
+        elif delta < 0 and not buf.imported:
+            self._expect_error(lambda: self.dev.lookup_device(buf.dev_addr + delta), ErrorCode.INVALID_HANDLE)
+
+    @rule(buf=buffers)
+    def send_to_child(self, buf):
+        if buf is None or not buf.alive or self.children >= 1:
+            return
+        self.children += 1
+        buf.sync(1)
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(child.fileno())], pass_fds=[child.fileno()])
+        child.close()
+        expected = bytes(buf.device_view()[:1])
+        try:
+            send_buffer(parent, buf)
+            assert parent.recv(1) == expected
+        finally:
+            parent.close()
+            assert proc.wait(timeout=30) == 0
+        assert buf.device_view()[0] == 0xAB
+
+    @invariant()
+    def accounting_matches_model(self):
+        if self.dev is None:
+            return
+        st_ = self.dev.stats()
+        owned = [b for b in self.live.values() if not b.imported]
+        assert st_.buffers == len(self.live)
+        assert st_.ddr_bytes == sum(b.ddr_size for b in owned)
+        assert st_.sram_bytes == sum(b.sram_size for b in owned)
+        assert st_.sram_bytes == self.dev.sram_dump().split("\n", 1)[1].count("*") * PAGE_SIZE
+        assert st_.imported_bytes == sum(b.size for b in self.live.values() if b.imported)
+        assert st_.open_fds == 1 + sum(1 for b in owned if b.ddr_size)
+        assert st_.domain_used <= DOMAIN_PAGES * PAGE_SIZE
+        assert all(b.ddr_size + b.sram_size == page_round(b.size) for b in owned)
+
+    def teardown(self):
+        if self.dev is None:
+            return
+        for d in self.dmas:
+            d.close()
+        for buf in list(self.live.values()):
+            if buf.alive:
+                buf.free()
+        leaks = self.dev.close()
+        for fd in self.user_fds:
+            os.close(fd)
+        assert leaks == []
+        st_ = self.dev.stats()
+        assert (st_.buffers, st_.ddr_bytes, st_.sram_bytes, st_.imported_bytes, st_.open_fds, st_.domain_used) == \
+               (0, 0, 0, 0, 0, 0)
+        assert self.dev.closed
+        assert fd_count() == self.fds_before
+
+
+MemoryMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25, deadline=None,
+                                           suppress_health_check=[HealthCheck.too_slow])
+TestMemoryMachine = MemoryMachine.TestCase
+
+
+def test_teardown_with_leftovers_releases_everything():
+    before = fd_count()
+    dev = open_device("rk3588", coherence="strict")
+    dev.alloc(5000)
+    dev.alloc(300 * 1024, placement="sram_first")
+    fd = os.memfd_create("u")
+    os.ftruncate(fd, 8192)
+    dev.import_fd(fd)
+    leaks = dev.close()
+    os.close(fd)
+    assert len(leaks) == 3 and fd_count() == before
+    np.testing.assert_equal(dev.stats().buffers, 0)
