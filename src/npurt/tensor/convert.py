@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.tensor.layout import native_shape, logical_shape
+from npurt.tensor._kernels import move_groups, pack_lanes, unpack_lanes
+from npurt.tensor.layout import logical_shape, native_shape
 
 __all__ = ["nchw_to_nc1hwc2", "nc1hwc2_to_nchw", "nhwc_to_nc1hwc2", "nc1hwc2_to_nhwc",
            "nchw_to_nhwc", "nhwc_to_nchw"]
@@ -89,9 +90,8 @@ def nchw_to_nc1hwc2(x: np.ndarray, c2: int, c1: int | None = None, w_stride: int
     out = _output(out, dims, x, "nchw_to_nc1hwc2")
     _zero_nc1hwc2_padding(out, c, w)
     full, rem = divmod(c, c2)
-    if full:
-        src = x[:, :full * c2].reshape(n, full, c2, h, w).transpose(0, 1, 3, 4, 2)
-        np.copyto(out[:, :full, :, :w, :], src)
+    for b in range(n if full else 0):
+        pack_lanes(out[b, :full, :, :w, :], x[b, :full * c2].reshape(full, c2, h, w))
     if rem:
         np.copyto(out[:, full, :, :w, :rem], x[:, full * c2:].transpose(0, 2, 3, 1))
     return out
@@ -106,9 +106,8 @@ def nc1hwc2_to_nchw(x: np.ndarray, channels: int, width: int | None = None,
     c2 = x.shape[4]
     out = _output(out, shape, x, "nc1hwc2_to_nchw")
     full, rem = divmod(c, c2)
-    if full:
-        dst = out[:, :full * c2].reshape(n, full, c2, h, w)
-        np.copyto(dst, x[:, :full, :, :w, :].transpose(0, 1, 4, 2, 3))
+    for b in range(n if full else 0):
+        unpack_lanes(out[b, :full * c2].reshape(full, c2, h, w), x[b, :full, :, :w, :])
     if rem:
         np.copyto(out[:, full * c2:], x[:, full, :, :w, :rem].transpose(0, 3, 1, 2))
     return out
@@ -125,8 +124,8 @@ def nhwc_to_nc1hwc2(x: np.ndarray, c2: int, c1: int | None = None, w_stride: int
     _zero_nc1hwc2_padding(out, c, w)
     full, rem = divmod(c, c2)
     if full:
-        src = x[:, :, :w, :full * c2].reshape(n, h, w, full, c2).transpose(0, 3, 1, 2, 4)
-        np.copyto(out[:, :full, :, :w, :], src)
+        src = x[:, :, :w, :full * c2].reshape(n, h, w, full, c2)
+        move_groups(out[:, :full, :, :w, :], src, (0, 3, 1, 2, 4), tile_axis=2)
     if rem:
         np.copyto(out[:, full, :, :w, :rem], x[:, :, :w, full * c2:])
     return out
@@ -145,7 +144,7 @@ def nc1hwc2_to_nhwc(x: np.ndarray, channels: int, width: int | None = None, w_st
     full, rem = divmod(c, c2)
     if full:
         dst = out[:, :, :w, :full * c2].reshape(n, h, w, full, c2)
-        np.copyto(dst, x[:, :full, :, :w, :].transpose(0, 2, 3, 1, 4))
+        move_groups(dst, x[:, :full, :, :w, :], (0, 2, 3, 1, 4), tile_axis=1)
     if rem:
         np.copyto(out[:, :, :w, full * c2:], x[:, full, :, :w, :rem])
     return out
@@ -159,7 +158,7 @@ def nchw_to_nhwc(x: np.ndarray, w_stride: int | None = None, out: np.ndarray | N
     out = _output(out, (n, h, ws, c), x, "nchw_to_nhwc")
     if ws > w:
         out[:, :, w:, :] = 0
-    np.copyto(out[:, :, :w, :], x.transpose(0, 2, 3, 1))
+    pack_lanes(out[:, :, :w, :], x)
     return out
 
 
@@ -169,5 +168,5 @@ def nhwc_to_nchw(x: np.ndarray, width: int | None = None, out: np.ndarray | None
     n, h, ws, c = x.shape
     w = _width(width, ws, "nhwc_to_nchw")
     out = _output(out, (n, c, h, w), x, "nhwc_to_nchw")
-    np.copyto(out, x[:, :, :w, :].transpose(0, 3, 1, 2))
+    unpack_lanes(out, x[:, :, :w, :])
     return out

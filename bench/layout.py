@@ -1,0 +1,87 @@
+"""Layout-conversion bandwidth against np.copyto of the same bytes, measured in the same run.
+
+Rows: int8 (C2=16) and fp16 (C2=8) NC1HWC2 <-> NCHW and <-> NHWC, plus NCHW <-> NHWC, on 1.5 MiB and 25 MiB
+tensors. GB/s is tensor bytes / median time; ratio = conversion GB/s / copyto GB/s. Run: python bench/layout.py
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from npurt.tensor import (nc1hwc2_to_nchw, nc1hwc2_to_nhwc, nchw_to_nc1hwc2, nchw_to_nhwc, nhwc_to_nc1hwc2,
+                          nhwc_to_nchw)
+
+MIB = 1 << 20
+
+
+def _median_seconds(fn, repeats: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _cases(dtype: np.dtype, c2: int, channels: int, h: int, w: int):
+    rng = np.random.default_rng(0)
+    nchw = rng.integers(-100, 100, size=(1, channels, h, w)).astype(dtype)
+    nhwc = np.ascontiguousarray(nchw.transpose(0, 2, 3, 1))
+    native = nchw_to_nc1hwc2(nchw, c2)
+    o_native, o_nchw, o_nhwc = np.empty_like(native), np.empty_like(nchw), np.empty_like(nhwc)
+    return [
+        ("NCHW->NC1HWC2", lambda: nchw_to_nc1hwc2(nchw, c2, out=o_native)),
+        ("NC1HWC2->NCHW", lambda: nc1hwc2_to_nchw(native, channels, out=o_nchw)),
+        ("NHWC->NC1HWC2", lambda: nhwc_to_nc1hwc2(nhwc, c2, out=o_native)),
+        ("NC1HWC2->NHWC", lambda: nc1hwc2_to_nhwc(native, channels, out=o_nhwc)),
+        ("NCHW->NHWC", lambda: nchw_to_nhwc(nchw, out=o_nhwc)),
+        ("NHWC->NCHW", lambda: nhwc_to_nchw(nhwc, out=o_nchw)),
+    ], nchw.nbytes
+
+
+def run(quick: bool = False) -> list[dict]:
+    """Measure every conversion and np.copyto on the same byte count; one row per conversion and size."""
+    repeats = 5 if quick else 25
+    sizes = [("1.5MiB", 1.5)] if quick else [("1.5MiB", 1.5), ("25MiB", 25)]
+    rows = []
+    for label, mib in sizes:
+        for dt_name, dtype, c2 in (("int8", np.int8, 16), ("fp16", np.float16, 8)):
+            itemsize = np.dtype(dtype).itemsize
+            channels = 256 // itemsize
+            h, w = (64, 96) if mib == 1.5 else (320, 320)
+            cases, nbytes = _cases(np.dtype(dtype), c2, channels, h, w)
+            assert nbytes == int(mib * MIB)
+            src = np.random.default_rng(1).integers(0, 255, nbytes, dtype=np.uint8)
+            dst = np.empty_like(src)
+            for name, fn in cases:
+                # copyto measured right next to each conversion, on the same bytes, to share the machine state
+                t_copy = _median_seconds(lambda: np.copyto(dst, src), repeats)
+                t_conv = _median_seconds(fn, repeats)
+                gbps, copy_gbps = nbytes / t_conv / 1e9, nbytes / t_copy / 1e9
+                rows.append({"name": f"{dt_name} {name} {label}", "bytes": nbytes, "gbps": gbps,
+                             "copy_gbps": copy_gbps, "ratio": gbps / copy_gbps})
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    rows = run(quick="--quick" in argv)
+    table = Table(title="layout conversion vs np.copyto (same bytes, same run, median)")
+    for col in ("conversion", "bytes", "GB/s", "copyto GB/s", "ratio"):
+        table.add_column(col, justify="left" if col == "conversion" else "right")
+    for r in rows:
+        style = "green" if r["ratio"] >= 0.5 else "yellow"
+        table.add_row(r["name"], f"{r['bytes']:,}", f"{r['gbps']:.2f}", f"{r['copy_gbps']:.2f}",
+                      f"[{style}]{r['ratio']:.2f}[/{style}]")
+    Console().print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
