@@ -80,8 +80,8 @@ class Buffer:
         self.syncs_from_device = 0
         self._snapshot: int | None = None   # check mode: CRC at last sync to device (None: all zeros)
         self._device_wrote = False          # check mode: device wrote since the last sync from device
-        self._dev_raw = ndarray_at(region.device_map, window, size)
-        self._cpu_raw = self._dev_raw if not region.split_cpu else ndarray_at(region.cpu_map, window, size)
+        self._dev_cache: np.ndarray | None = None      # uint8 views over [0, size), made on first use
+        self._cpu_cache: np.ndarray | None = None
 
     # -- state -----------------------------------------------------------------------------------------
     @property
@@ -98,18 +98,30 @@ class Buffer:
         if self.region is None:
             raise NpuError(ErrorCode.INVALID_HANDLE, f"buffer #{self.handle} has been freed")
 
+    def _raw_dev(self) -> np.ndarray:
+        if self._dev_cache is None:
+            self._dev_cache = ndarray_at(self.region.device_map, self.window, self.size)
+        return self._dev_cache
+
+    def _raw_cpu(self) -> np.ndarray:
+        if not self.region.split_cpu:
+            return self._raw_dev()
+        if self._cpu_cache is None:
+            self._cpu_cache = ndarray_at(self.region.cpu_map, self.window, self.size)
+        return self._cpu_cache
+
     # -- views -----------------------------------------------------------------------------------------
     def cpu_view(self, dtype=np.uint8, shape=None, offset: int = 0, nbytes: int | None = None) -> np.ndarray:
         """The CPU's view (what user code writes and reads), as `dtype`/`shape` from byte `offset`."""
         self._require_alive()
-        return self._typed(self._cpu_raw, dtype, shape, offset, nbytes)
+        return self._typed(self._raw_cpu(), dtype, shape, offset, nbytes)
 
     view = cpu_view
 
     def device_view(self, dtype=np.uint8, shape=None, offset: int = 0, nbytes: int | None = None) -> np.ndarray:
         """The device's view (what the executor reads and writes), as `dtype`/`shape` from byte `offset`."""
         self._require_alive()
-        return self._typed(self._dev_raw, dtype, shape, offset, nbytes)
+        return self._typed(self._raw_dev(), dtype, shape, offset, nbytes)
 
     def _typed(self, raw, dtype, shape, offset, nbytes) -> np.ndarray:
         try:
@@ -128,7 +140,7 @@ class Buffer:
         self._require_alive()
         if self.device.coherence == coherence.CHECK and self.cacheable:
             self._device_wrote = True
-            self._snapshot = coherence.snapshot(self._dev_raw)
+            self._snapshot = coherence.snapshot(self._raw_dev())
 
     def cpu_written_since_sync(self) -> bool:
         """Check mode: has the CPU changed this cacheable buffer since its last sync to device? (False otherwise.)"""
@@ -136,8 +148,8 @@ class Buffer:
         if self.device.coherence != coherence.CHECK or not self.cacheable:
             return False
         if self._snapshot is None:
-            return bool(self._cpu_raw.any())
-        return coherence.snapshot(self._cpu_raw) != self._snapshot
+            return bool(self._raw_cpu().any())
+        return coherence.snapshot(self._raw_cpu()) != self._snapshot
 
     @property
     def needs_sync_from_device(self) -> bool:
@@ -152,7 +164,7 @@ class Buffer:
     def _detach(self) -> None:
         """Forget the region and views (the device calls this once, when it releases the buffer)."""
         self.region = None
-        self._dev_raw = self._cpu_raw = None
+        self._dev_cache = self._cpu_cache = None
 
     def __enter__(self) -> Buffer:
         return self

@@ -267,7 +267,7 @@ class Device:
                          ddr_size=0, fd=fd, fd_offset=offset, fd_parts=((fd, offset, size),), owner=owner,
                          imported=True, name=name)
             if self.coherence == coh.CHECK and region.cacheable:
-                buf._snapshot = coh.snapshot(buf._cpu_raw)
+                buf._snapshot = coh.snapshot(buf._raw_cpu())
             self._register(buf, new_region=new_region)
             if new_region:
                 self._imports[key] = region
@@ -374,7 +374,7 @@ class Device:
         with self._lock:
             if not buf.alive or self._buffers.get(buf.handle) is not buf:
                 raise NpuError(ErrorCode.INVALID_HANDLE, f"{buf!r} is not a live buffer of device {self.soc}")
-            cpu, dev = buf._cpu_raw, buf._dev_raw
+            cpu, dev = buf._raw_cpu(), buf._raw_dev()
             split = buf.region.split_cpu
         copied = 0
         if split:
