@@ -1,0 +1,527 @@
+"""The RKNN matmul C-API mirror (`rknn_matmul_api.h`): C names, argument order, in-place structs, int statuses.
+
+Flow (the vendor's demo, line by line):
+
+    ctx = rknn_matmul_ctx(); info = rknn_matmul_info(M=4, K=64, N=32, type=RKNN_INT8_MM_INT8_TO_INT32)
+    io = rknn_matmul_io_attr()
+    rknn_matmul_create(ctx, info, io)                 # fills io.A / io.B / io.C: dims, size, type
+    A = rknn_create_mem(ctx, io.A.size)               # the ordinary rknn_create_mem: matmul contexts live in
+    B = rknn_create_mem(ctx, io.B.size)               # the same handle table as model contexts
+    C = rknn_create_mem(ctx, io.C.size)
+    ... fill A.virt_addr / B.virt_addr (B through rknn_B_normal_layout_to_native_layout for NATIVE) ...
+    rknn_matmul_set_io_mem(ctx, A, io.A); ... B ...; ... C ...
+    rknn_matmul_run(ctx)                              # reads A and B from their memory, writes C into its memory
+    rknn_destroy_mem(ctx, A) ...; rknn_matmul_destroy(ctx)
+
+Zero copy: `rknn_matmul_run` reads the operands from the bound device memory at run time and writes C straight into
+C's memory. The only intermediate arrays are the ones the arithmetic needs (operands widened to the accumulation
+type in one pass, which is also where a native or transposed layout is undone). The board re-arranges inputs in
+`rknn_matmul_set_io_mem` and asks users to call it again after changing the data; npurt reads at run time, so data
+written after `set_io_mem` is used too (a superset of the board's behaviour). Memory the runtime allocated
+(`rknn_create_mem`) is flushed before and invalidated after the run, as `rknn_run` does; imported memory is the
+user's to sync.
+
+Decisions (see also `matmul_math`'s module doc):
+
+- SoC: the process's board, `$NPURT_SOC` (default rk3588), as for `rknn_init`. On a SoC whose table 3-1 row is a
+  cross, every function returns RKNN_ERR_FAIL with an `E RKNN:` line naming the SoC.
+- `rknn_matmul_set_core_mask` (RK3576/RK3588 only): AUTO and single cores that exist are accepted. Multi-core masks
+  (CORE_0_1, CORE_0_1_2, CORE_ALL, any other OR) are refused as librknnrt refuses them (airockchip/rknn-toolkit2#7,
+  #253): the two `E RKNN:` lines the board prints, the context falls back to AUTO, and the status is RKNN_ERR_FAIL.
+  A matmul runs on one core; npurt records the mask (`core_mask` of the context) and computes on the CPU.
+- `rknn_matmul_get_quant_params`: as documented, only for RKNN_INT8_MM_INT8_TO_INT32; it fills `params` with B's
+  parameters (pointers to runtime-owned arrays, valid until the context is destroyed) and `*scale` with the
+  normalised B scale.
+- Dynamic shape: `rknn_matmul_set_dynamic_shape` must pick one of the created shapes before the first run.
+  Bindings survive a shape change; at run each bound memory must be large enough for the current shape.
+- `iommu_domain_id` must be >= 0 and is recorded; npurt has one device address space per SoC.
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.memory.device import open_device, open_devices
+from npurt.rknn import constants as c
+from npurt.rknn import handles, log
+from npurt.rknn import matmul_math as mm
+from npurt.rknn.structs import (rknn_matmul_info, rknn_matmul_io_attr, rknn_matmul_shape, rknn_matmul_tensor_attr,
+                                rknn_quant_params)
+from npurt.soc import get_profile
+from npurt.tensor.dtypes import DType
+
+__all__ = [
+    "rknn_matmul_create", "rknn_matmul_create_dynamic_shape", "rknn_matmul_set_io_mem", "rknn_matmul_set_core_mask",
+    "rknn_matmul_set_quant_params", "rknn_matmul_get_quant_params", "rknn_matmul_set_dynamic_shape",
+    "rknn_matmul_run", "rknn_matmul_destroy", "rknn_B_normal_layout_to_native_layout", "MatmulContext",
+]
+
+_STATUS = {
+    ErrorCode.INVALID_ARGUMENT: c.RKNN_ERR_PARAM_INVALID, ErrorCode.INVALID_HANDLE: c.RKNN_ERR_PARAM_INVALID,
+    ErrorCode.INVALID_CONTEXT: c.RKNN_ERR_CTX_INVALID, ErrorCode.OUT_OF_MEMORY: c.RKNN_ERR_MALLOC_FAIL,
+    ErrorCode.INVALID_INPUT: c.RKNN_ERR_INPUT_INVALID, ErrorCode.INVALID_OUTPUT: c.RKNN_ERR_OUTPUT_INVALID,
+    ErrorCode.NOT_SUPPORTED: c.RKNN_ERR_FAIL,
+}
+_SINGLE_CORES = (c.RKNN_NPU_CORE_0, c.RKNN_NPU_CORE_1, c.RKNN_NPU_CORE_2)
+_NAMES = ("A", "B", "C")
+
+
+def _fail(func: str, exc: NpuError) -> int:
+    """Log `exc` the vendor's way and return its RKNN status."""
+    log.error(f"{func}: {exc.message}")
+    return _STATUS.get(exc.code, c.RKNN_ERR_FAIL)
+
+
+def _require_api(func: str) -> str:
+    """The board's SoC name if table 3-1 marks `func` as supported there; NOT_SUPPORTED otherwise."""
+    profile = get_profile(None)
+    if not profile.supports(func):
+        raise NpuError(ErrorCode.NOT_SUPPORTED, f"not supported on {profile.name} (seed table 3-1)")
+    return profile.name
+
+
+def _struct(obj: Any, cls: type, what: str) -> Any:
+    """A ctypes struct of type `cls` from the struct itself, a pointer to it or ctypes.byref(it)."""
+    if isinstance(obj, cls):
+        return obj
+    if isinstance(obj, ctypes._Pointer) and getattr(obj, "_type_", None) is cls:
+        if obj:
+            return obj.contents
+    inner = getattr(obj, "_obj", None)
+    if isinstance(inner, cls):
+        return inner
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid {what}: expected {cls.__name__}, got {type(obj).__name__}")
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+@dataclass
+class _Binding:
+    """One bound operand: the issued mem record and the attr it was bound with."""
+
+    record: handles.MemRecord
+    attr_size: int
+
+
+@dataclass
+class MatmulContext:
+    """A live matmul context: validated info, its shapes and attrs, bindings, quantisation, core mask."""
+
+    device: Any                               # npurt.memory.Device (the handle table requires `.device`)
+    soc: str
+    spec: mm.TypeSpec
+    tiles: mm.Tiles
+    B_layout: int
+    AC_layout: int
+    B_quant_type: int
+    group_size: int
+    iommu_domain_id: int
+    shapes: list[mm.Shape]
+    attrs: list[dict[str, tuple[list[int], int, Any]]]
+    dynamic: bool
+    current: int | None = None
+    core_mask: int = c.RKNN_NPU_CORE_AUTO
+    bindings: dict[str, _Binding] = field(default_factory=dict)
+    quant: dict[str, mm.Quant] = field(default_factory=lambda: {n: mm.Quant.default() for n in _NAMES})
+    handle: int = 0
+    runs: int = 0
+    _exported: list = field(default_factory=list)   # ctypes arrays handed out by get_quant_params
+
+    @property
+    def shape(self) -> mm.Shape | None:
+        """The shape runs use (None until a dynamic context has chosen one)."""
+        return None if self.current is None else self.shapes[self.current]
+
+    def quant_shape(self) -> mm.Shape:
+        """The shape quantisation parameters are checked against: the current one, else the first."""
+        return self.shapes[self.current if self.current is not None else 0]
+
+
+def _get_ctx(ctx: Any) -> MatmulContext:
+    obj = handles.contexts.get(ctx, "matmul")
+    if obj is None:
+        raise NpuError(ErrorCode.INVALID_CONTEXT, f"invalid matmul context: {getattr(ctx, 'value', ctx)!r}")
+    return obj
+
+
+def _store_handle(out: Any, value: int) -> None:
+    """Write a handle into a C out-parameter (rknn_matmul_ctx, pointer to it, or ctypes.byref of it)."""
+    inner = getattr(out, "_obj", None)
+    target = out if inner is None else inner
+    if isinstance(target, ctypes._Pointer):
+        target = target.contents
+    if not hasattr(target, "value"):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"ctx must be an rknn_matmul_ctx, got {type(out).__name__}")
+    target.value = value
+
+
+def _fill_attr(attr: rknn_matmul_tensor_attr, name: str, dims: list[int], size: int, dt: Any) -> None:
+    ctypes.memset(ctypes.addressof(attr), 0, ctypes.sizeof(attr))
+    attr.name = name.encode()
+    attr.n_dims = len(dims)
+    for i, d in enumerate(dims):
+        attr.dims[i] = d
+    attr.size = size
+    attr.type = mm.RKNN_TYPE[dt]
+
+
+def _fill_io(io: rknn_matmul_io_attr, attrs: dict) -> None:
+    for name in _NAMES:
+        dims, size, dt = attrs[name]
+        _fill_attr(getattr(io, name), name, dims, size, dt)
+
+
+def _build(func: str, info: Any, shapes: list[mm.Shape]) -> MatmulContext:
+    """Validate `info` with each shape and build (not yet register) a context."""
+    soc = _require_api(func)
+    info = _struct(info, rknn_matmul_info, "info")
+    if info.iommu_domain_id < 0:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid iommu_domain_id: {info.iommu_domain_id}")
+    spec = tiles = None
+    for s in shapes:
+        spec, tiles = mm.check_info(soc, info.type, s.M, s.K, s.N, info.B_layout, info.AC_layout, info.B_quant_type,
+                                    info.AC_quant_type, info.group_size)
+    attrs = [mm.operand_attrs(spec, tiles, s, info.B_layout, info.AC_layout) for s in shapes]
+    return MatmulContext(device=None, soc=soc, spec=spec, tiles=tiles, B_layout=info.B_layout,
+                         AC_layout=info.AC_layout, B_quant_type=info.B_quant_type, group_size=info.group_size,
+                         iommu_domain_id=info.iommu_domain_id, shapes=shapes, attrs=attrs, dynamic=False)
+
+
+def _register(obj: MatmulContext, ctx_out: Any) -> None:
+    obj.device = open_device(obj.soc)
+    obj.handle = handles.contexts.add(obj, "matmul")
+    try:
+        _store_handle(ctx_out, obj.handle)
+    except NpuError:
+        handles.contexts.remove(obj.handle)
+        obj.device.close()
+        raise
+    log.debug(f"matmul context 0x{obj.handle:x}: {obj.spec.name}, shapes "
+              f"{[(s.M, s.K, s.N) for s in obj.shapes]}, B_layout {obj.B_layout}, AC_layout {obj.AC_layout}")
+
+
+# --- create / destroy ----------------------------------------------------------------------------------------
+def rknn_matmul_create(ctx: Any, info: Any, io_attr: Any) -> int:
+    """Create a matmul context for info.M/K/N/type/layouts; fill `io_attr` (A, B, C) in place."""
+    try:
+        if ctx is None or info is None or io_attr is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "ctx, info and io_attr must not be NULL")
+        inf = _struct(info, rknn_matmul_info, "info")
+        io = _struct(io_attr, rknn_matmul_io_attr, "io_attr")
+        obj = _build("rknn_matmul_create", inf, [mm.Shape(inf.M, inf.K, inf.N)])
+        obj.current = 0
+        _register(obj, ctx)
+        _fill_io(io, obj.attrs[0])
+        return c.RKNN_SUCC
+    except NpuError as exc:
+        return _fail("rknn_matmul_create", exc)
+
+
+def rknn_matmul_create_dynamic_shape(ctx: Any, info: Any, shape_num: int, dynamic_shapes: Any,
+                                     io_attrs: Any) -> int:
+    """Create a context for `shape_num` (M, K, N) shapes (info.M/K/N ignored); fill `io_attrs[i]` per shape."""
+    try:
+        if ctx is None or info is None or dynamic_shapes is None or io_attrs is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "ctx, info, dynamic_shapes and io_attrs must not be NULL")
+        if isinstance(shape_num, bool) or not isinstance(shape_num, int) or shape_num <= 0:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid shape_num: {shape_num!r}")
+        try:
+            given = [_struct(dynamic_shapes[i], rknn_matmul_shape, f"dynamic_shapes[{i}]") for i in range(shape_num)]
+            ios = [_struct(io_attrs[i], rknn_matmul_io_attr, f"io_attrs[{i}]") for i in range(shape_num)]
+        except (IndexError, TypeError):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                           f"dynamic_shapes and io_attrs must hold shape_num = {shape_num} entries") from None
+        shapes = [mm.Shape(s.M, s.K, s.N) for s in given]
+        obj = _build("rknn_matmul_create_dynamic_shape", info, shapes)
+        obj.dynamic = True
+        _register(obj, ctx)
+        for io, attrs in zip(ios, obj.attrs):
+            _fill_io(io, attrs)
+        return c.RKNN_SUCC
+    except NpuError as exc:
+        return _fail("rknn_matmul_create_dynamic_shape", exc)
+
+
+def rknn_matmul_destroy(ctx: Any) -> int:
+    """Destroy the context (and any rknn_tensor_mem still created with it). The handle is never valid again."""
+    try:
+        _require_api("rknn_matmul_destroy")
+        obj = _get_ctx(ctx)
+        if handles.contexts.remove(obj.handle) is not obj:
+            raise NpuError(ErrorCode.INVALID_CONTEXT, "matmul context already destroyed")
+        obj.bindings.clear()
+        obj._exported.clear()
+        leaked = handles.mems.release_owned_by(obj.handle)
+        if leaked:
+            log.warning(f"rknn_matmul_destroy: released {len(leaked)} rknn_tensor_mem not destroyed before")
+        obj.device.close()
+        return c.RKNN_SUCC
+    except NpuError as exc:
+        return _fail("rknn_matmul_destroy", exc)
+
+
+# --- configuration -------------------------------------------------------------------------------------------
+def rknn_matmul_set_dynamic_shape(ctx: Any, shape: Any) -> int:
+    """Choose the shape the next runs use: one of those given to rknn_matmul_create_dynamic_shape."""
+    try:
+        _require_api("rknn_matmul_set_dynamic_shape")
+        obj = _get_ctx(ctx)
+        if shape is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "shape must not be NULL")
+        s = _struct(shape, rknn_matmul_shape, "shape")
+        wanted = mm.Shape(s.M, s.K, s.N)
+        if not obj.dynamic:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "context was not created by rknn_matmul_create_dynamic_shape")
+        if wanted not in obj.shapes:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                           f"shape M = {s.M}, K = {s.K}, N = {s.N} is not one of the context's shapes "
+                           f"{[(x.M, x.K, x.N) for x in obj.shapes]}")
+        obj.current = obj.shapes.index(wanted)
+        return c.RKNN_SUCC
+    except NpuError as exc:
+        return _fail("rknn_matmul_set_dynamic_shape", exc)
+
+
+def rknn_matmul_set_core_mask(ctx: Any, core_mask: int) -> int:
+    """Pin the matmul to one NPU core (RK3576/RK3588). Multi-core masks are refused (see the module doc)."""
+    try:
+        _require_api("rknn_matmul_set_core_mask")
+        obj = _get_ctx(ctx)
+        mask = int(core_mask)
+        cores = obj.device.profile.npu_cores
+        if mask == c.RKNN_NPU_CORE_AUTO or (mask in _SINGLE_CORES and mask < (1 << cores)):
+            obj.core_mask = mask
+            return c.RKNN_SUCC
+        if 0 < mask < (1 << cores) or mask == c.RKNN_NPU_CORE_ALL:
+            obj.core_mask = c.RKNN_NPU_CORE_AUTO
+            log.error(f"Not support core mask: {mask}, fallback to single core auto mode")
+            log.error(f"rknn_set_core_mask: failed to set core mask: {mask}")
+            return c.RKNN_ERR_FAIL
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid core mask: {mask} ({obj.soc} has {cores} NPU cores)")
+    except NpuError as exc:
+        return _fail("rknn_matmul_set_core_mask", exc)
+
+
+def _array(ptr: Any, length: int, ctype: Any, what: str) -> np.ndarray:
+    if length == 0:
+        return np.zeros(0, dtype=np.dtype(ctype))
+    if length < 0 or not ptr:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid {what}: NULL pointer or negative length {length}")
+    return np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctype)), shape=(length,)).copy()
+
+
+def rknn_matmul_set_quant_params(ctx: Any, params: Any) -> int:
+    """Set scale / zero point of tensor `params.name` ("A", "B" or "C"); lengths follow B_quant_type for B."""
+    try:
+        _require_api("rknn_matmul_set_quant_params")
+        obj = _get_ctx(ctx)
+        if params is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "params must not be NULL")
+        p = _struct(params, rknn_quant_params, "params")
+        name = _text(p.name)
+        if name not in _NAMES:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown tensor name {name!r} (expected A, B or C)")
+        if p.scale_len <= 0:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid scale_len: {p.scale_len}")
+        q = mm.Quant(_array(p.scale, p.scale_len, ctypes.c_float, "scale"),
+                     _array(p.zp, p.zp_len, ctypes.c_int32, "zp"))
+        mm.check_quant(name, q, obj.spec, obj.quant_shape(), obj.B_quant_type, obj.group_size)
+        obj.quant[name] = q
+        return c.RKNN_SUCC
+    except NpuError as exc:
+        return _fail("rknn_matmul_set_quant_params", exc)
+
+
+def _store_float(out: Any, value: float) -> None:
+    """Write a float into a C `float*` out-parameter (c_float, pointer, byref, ctypes array or numpy array)."""
+    inner = getattr(out, "_obj", None)
+    target = out if inner is None else inner
+    if isinstance(target, ctypes._Pointer):
+        target = target.contents
+    if isinstance(target, ctypes.Array):
+        target[0] = value
+    elif isinstance(target, np.ndarray) and target.size >= 1:
+        target.reshape(-1)[0] = value
+    elif hasattr(target, "value"):
+        target.value = value
+    else:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"scale must be a float*, got {type(out).__name__}")
+
+
+def rknn_matmul_get_quant_params(ctx: Any, params: Any, scale: Any) -> int:
+    """B's quantisation parameters and its normalised scale (RKNN_INT8_MM_INT8_TO_INT32 only)."""
+    try:
+        _require_api("rknn_matmul_get_quant_params")
+        obj = _get_ctx(ctx)
+        if params is None or scale is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "params and scale must not be NULL")
+        if obj.spec.value != c.RKNN_INT8_MM_INT8_TO_INT32:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                           f"only RKNN_INT8_MM_INT8_TO_INT32 is supported, the context is {obj.spec.name}")
+        p = _struct(params, rknn_quant_params, "params")
+        q = obj.quant["B"]
+        scales = (ctypes.c_float * q.scale.size)(*q.scale.tolist())
+        zps = (ctypes.c_int32 * max(1, q.zp.size))(*(q.zp.tolist() or [0]))
+        obj._exported[:] = [scales, zps]
+        p.name = b"B"
+        p.scale = ctypes.cast(scales, ctypes.POINTER(ctypes.c_float))
+        p.scale_len = q.scale.size
+        p.zp = ctypes.cast(zps, ctypes.POINTER(ctypes.c_int32))
+        p.zp_len = q.zp.size
+        _store_float(scale, mm.normalised_b_scale(q))
+        return c.RKNN_SUCC
+    except NpuError as exc:
+        return _fail("rknn_matmul_get_quant_params", exc)
+
+
+# --- memory and run ------------------------------------------------------------------------------------------
+def rknn_matmul_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
+    """Bind `mem` (from rknn_create_mem*, any context of this device) as operand `attr.name` ("A", "B", "C")."""
+    try:
+        _require_api("rknn_matmul_set_io_mem")
+        obj = _get_ctx(ctx)
+        if mem is None or attr is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "mem and attr must not be NULL")
+        a = _struct(attr, rknn_matmul_tensor_attr, "attr")
+        name = _text(a.name)
+        if name not in _NAMES:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown tensor name {name!r} (expected A, B or C)")
+        dims = list(a.dims[: min(a.n_dims, 16)])
+        known = [(att[name][0], att[name][1], mm.RKNN_TYPE[att[name][2]]) for att in obj.attrs]
+        if (dims, a.size, a.type) not in known:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                           f"{name} attr (dims {dims}, size {a.size}, type {c.get_type_string(a.type)}) does not "
+                           f"match the context's {name}: pass io_attr.{name} as rknn_matmul_create filled it")
+        record = handles.mems.lookup(mem)
+        if record.buffer.device is not obj.device:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name} memory belongs to another device")
+        have = min(handles.as_mem_struct(mem).size, record.size)
+        if have < a.size:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name} memory size must be >= {a.size}, but is: {have}")
+        obj.bindings[name] = _Binding(record, a.size)
+        return c.RKNN_SUCC
+    except NpuError as exc:
+        return _fail("rknn_matmul_set_io_mem", exc)
+
+
+def _bound_bytes(obj: MatmulContext, name: str, need: int) -> tuple[handles.MemRecord, np.ndarray]:
+    """The live record and a uint8 device view of operand `name`, at least `need` bytes; errors name the operand."""
+    code = ErrorCode.INVALID_OUTPUT if name == "C" else ErrorCode.INVALID_INPUT
+    binding = obj.bindings.get(name)
+    if binding is None:
+        raise NpuError(code, f"{name} tensor not attached to memory! call rknn_matmul_set_io_mem")
+    record = binding.record
+    try:
+        record = handles.mems.lookup(record.struct, name)
+    except NpuError as exc:
+        raise NpuError(code, f"{name} memory is no longer valid: {exc.message}") from None
+    have = min(record.struct.size, record.size)
+    if have < need:
+        raise NpuError(code, f"{name} memory size must be >= {need} for the current shape, but is: {have}")
+    return record, record.buffer.device_view(np.uint8, offset=record.data_offset, nbytes=need)
+
+
+def _runtime_owned(record: handles.MemRecord) -> bool:
+    return record.kind == c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
+
+
+def rknn_matmul_run(ctx: Any) -> int:
+    """C = A · B for the current shape, from and into the bound memory (blocking)."""
+    try:
+        _require_api("rknn_matmul_run")
+        obj = _get_ctx(ctx)
+        shape = obj.shape
+        if shape is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "no shape set: call rknn_matmul_set_dynamic_shape first")
+        attrs = obj.attrs[obj.current]
+        q_b = obj.quant["B"]
+        try:
+            mm.check_quant("B", q_b, obj.spec, shape, obj.B_quant_type, obj.group_size) \
+                if not obj.spec.b.is_float else None
+        except NpuError as exc:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"B quantization parameters do not fit the current shape: "
+                                                       f"{exc.message}") from None
+        rec_a, raw_a = _bound_bytes(obj, "A", attrs["A"][1])
+        rec_b, raw_b = _bound_bytes(obj, "B", attrs["B"][1])
+        rec_c, raw_c = _bound_bytes(obj, "C", attrs["C"][1])
+        for rec in (rec_a, rec_b):
+            if _runtime_owned(rec) and rec.buffer.cacheable:
+                rec.buffer.sync("to_device")
+        a = mm.read_a(raw_a, obj.spec, obj.tiles, shape, obj.AC_layout)
+        b_work = mm.work_dtype(obj.spec.a) if obj.spec.a.is_float else np.dtype(np.float64)
+        b = mm.read_b(raw_b, obj.spec, obj.tiles, shape, obj.B_layout, mm.k_segment(obj.soc), b_work)
+        values = mm.compute(a, b, obj.spec, shape, obj.quant, obj.B_quant_type, obj.group_size)
+        mm.write_c(raw_c, values, obj.spec, obj.tiles, shape, obj.AC_layout)
+        rec_c.buffer.note_device_write()
+        if _runtime_owned(rec_c) and rec_c.buffer.cacheable:
+            rec_c.buffer.sync("from_device")
+        obj.runs += 1
+        return c.RKNN_SUCC
+    except NpuError as exc:
+        return _fail("rknn_matmul_run", exc)
+
+
+# --- B layout conversion -------------------------------------------------------------------------------------
+def _host_bytes(ptr: Any, nbytes: int, what: str, writable: bool) -> np.ndarray:
+    """A uint8 view of `nbytes` at a C `void*`: a numpy array / buffer object, or an int address that must lie in
+    npurt device memory (npurt cannot validate other raw addresses, so it refuses them)."""
+    if isinstance(ptr, np.ndarray):
+        if not ptr.flags.c_contiguous:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} must be a C-contiguous array")
+        raw = ptr.reshape(-1).view(np.uint8)
+    elif isinstance(ptr, (bytes, bytearray, memoryview, ctypes.Array)):
+        raw = np.frombuffer(ptr, dtype=np.uint8)
+    elif isinstance(ptr, (int, ctypes.c_void_p)) and not isinstance(ptr, bool):
+        addr = getattr(ptr, "value", ptr) or 0
+        for dev in open_devices():
+            try:
+                raw = dev.view_at(addr, nbytes)
+                break
+            except NpuError:
+                continue
+        else:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                           f"{what} 0x{addr:x} (+{nbytes}) is not inside npurt device memory; pass a numpy array "
+                           f"for host memory")
+    else:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} must be a pointer or a buffer, got {type(ptr).__name__}")
+    if raw.size < nbytes:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} holds {raw.size} bytes, {nbytes} needed")
+    if writable and not raw.flags.writeable:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} is read-only")
+    return raw[:nbytes]
+
+
+def rknn_B_normal_layout_to_native_layout(B_input: Any, B_output: Any, K: int, N: int, info: Any) -> int:
+    """Convert B from the normal [K, N] layout (int4 packed low nibble first) to the native layout of info.type on
+    this SoC (K-segmented on RK3588/RK3576; int4 packed high nibble first)."""
+    try:
+        soc = _require_api("rknn_B_normal_layout_to_native_layout")
+        if B_input is None or B_output is None or info is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "B_input, B_output and info must not be NULL")
+        inf = _struct(info, rknn_matmul_info, "info")
+        spec = mm.MATMUL_TYPES.get(int(inf.type))
+        if spec is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid matmul type: {int(inf.type)}")
+        K, N = int(K), int(N)
+        tiles = mm.tiles_for(soc, spec)
+        mm.check_shape(soc, spec, tiles, 1, K, N)
+        nbytes = spec.b.nbytes(K * N)
+        src = _host_bytes(B_input, nbytes, "B_input", writable=False)
+        dst = _host_bytes(B_output, nbytes, "B_output", writable=True)
+        if spec.b is DType.INT4:
+            logical = mm.unpack_int4(src, K * N).reshape(K, N)
+            mm.pack_int4(mm.b_normal_to_native(logical, K, N, tiles, mm.k_segment(soc)), high_first=True, out=dst)
+        else:
+            logical = src.view(spec.b.numpy_dtype).reshape(K, N).copy()   # B_input and B_output may overlap
+            native = mm.b_normal_to_native(logical, K, N, tiles, mm.k_segment(soc))
+            np.copyto(dst.view(spec.b.numpy_dtype), native)
+        return c.RKNN_SUCC
+    except NpuError as exc:
+        return _fail("rknn_B_normal_layout_to_native_layout", exc)
