@@ -134,3 +134,31 @@ def test_view_at_keeps_mapping_alive(dev):
     del v
     gc.collect()
     assert ref() is None
+
+
+def test_resolve_phys_and_virt_together(dev):
+    a = dev.alloc(3 * PAGE_SIZE)
+    b = dev.alloc(PAGE_SIZE)
+    assert dev.resolve(a.dev_addr + 100, a.virt_addr + 100, 50) == (a, 100)
+    for phys, virt, n, code in ((a.dev_addr, b.virt_addr, 8, ErrorCode.INVALID_HANDLE),       # different buffers
+                                (a.dev_addr + 8, a.virt_addr, 8, ErrorCode.INVALID_HANDLE),   # different offsets
+                                (a.dev_addr, a.virt_addr, a.capacity + 1, ErrorCode.INVALID_HANDLE),
+                                (a.dev_addr, a.virt_addr, 0, ErrorCode.INVALID_ARGUMENT)):
+        with pytest.raises(NpuError) as err:
+            dev.resolve(phys, virt, n)
+        assert err.value.code == code
+    a.free()
+    b.free()
+
+
+def test_resolve_shared_import_region(dev):
+    import os
+    fd = os.memfd_create("u")
+    os.ftruncate(fd, 4 * PAGE_SIZE)
+    first = dev.import_fd(fd, 2 * PAGE_SIZE)
+    second = dev.import_fd(fd, PAGE_SIZE, PAGE_SIZE)
+    # second's device address with the host address of the same bytes (found through `first`) is consistent
+    assert dev.resolve(second.dev_addr, first.virt_addr + PAGE_SIZE, 16) == (second, 0)
+    first.free()
+    second.free()
+    os.close(fd)

@@ -208,3 +208,18 @@ def test_many_cycles_no_fd_leak(dev):
     assert fd_count() == before
     st = dev.stats()
     assert (st.buffers, st.sram_bytes, st.ddr_bytes, st.domain_used) == (0, 0, 0, 0)
+
+
+def test_user_closing_an_owned_fd_does_not_break_release(dev, caplog):
+    buf = dev.alloc(100)
+    os.close(buf.fd)                                  # user code misbehaves
+    buf.free()                                        # still releases everything, logs the problem
+    assert "already closed" in caplog.text
+    st = dev.stats()
+    assert (st.buffers, st.open_fds, st.ddr_bytes) == (0, 1, 0)
+
+
+def test_bad_domain_size_type():
+    with pytest.raises(NpuError) as err:
+        open_device("rk3562", domain_size="4G")
+    assert err.value.code == ErrorCode.INVALID_ARGUMENT

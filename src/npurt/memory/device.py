@@ -46,6 +46,8 @@ def open_device(soc: str | None = None, coherence: str | None = None, ddr_limit:
     ddr_limit: cap on owned DDR bytes (None: unlimited). domain_size: device address space (default 4 GiB).
     """
     profile = get_profile(soc)
+    if domain_size is not None and (isinstance(domain_size, bool) or not isinstance(domain_size, int)):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"domain_size must be an int, got {domain_size!r}")
     with _registry_lock:
         device = _registry.get(profile.name)
         if device is not None:
@@ -79,6 +81,14 @@ def _check_size(size, what: str = "size") -> int:
     if size > MAX_SIZE:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {size} is absurd (limit {MAX_SIZE})")
     return size
+
+
+def _close_owned_fd(fd: int) -> None:
+    """Close an fd npurt owns; if user code closed it behind npurt's back, log it instead of failing half-way."""
+    try:
+        os.close(fd)
+    except OSError as exc:
+        log.warning("fd %d owned by npurt was already closed by someone else: %s", fd, exc.strerror)
 
 
 class Device:
@@ -129,7 +139,7 @@ class Device:
             for leak in leaks:
                 log.warning("device %s closed with a live buffer (leak): %s", self.soc, leak)
             if self._sram_fd >= 0:
-                os.close(self._sram_fd)
+                _close_owned_fd(self._sram_fd)
                 self._sram_fd = -1
                 self._acct.open_fds -= 1
             self.closed = True
@@ -303,26 +313,27 @@ class Device:
             self._release(buf)
 
     def _release(self, buf: Buffer) -> None:
+        """The one place a buffer is released (called with the lock held): tables, device address, SRAM,
+        accounting, then the fds its region owns. The host mapping goes when the last view of it does."""
         region = buf.region
         self._by_dev.remove(buf.dev_addr)
         self._space.release(buf.iova)
         if buf.sram_size:
             self._sram.release(buf.sram_offset, buf.sram_size)
         region.buffers.remove(buf)
-        fds = 0
+        fds: list[int] = []
         if not region.buffers:
             self._by_host.remove(region.device_map.addr)
             if region.split_cpu:
                 self._by_host.remove(region.cpu_map.addr)
             if region.key is not None and self._imports.get(region.key) is region:
                 del self._imports[region.key]
-            for fd in region.owned_fds:
-                os.close(fd)
-            fds = len(region.owned_fds)
-            region.owned_fds = []
+            fds, region.owned_fds = region.owned_fds, []
         del self._buffers[buf.handle]
-        self._acct.remove(buf.owner, buf.ddr_size, buf.sram_size, buf.size if buf.imported else 0, fds)
-        buf._detach()      # the host mapping goes when the last view of it does
+        self._acct.remove(buf.owner, buf.ddr_size, buf.sram_size, buf.size if buf.imported else 0, len(fds))
+        buf._detach()
+        for fd in fds:
+            _close_owned_fd(fd)
 
     # -- lookups ---------------------------------------------------------------------------------------
     def lookup_device(self, dev_addr: int, nbytes: int = 1) -> tuple[Buffer, int]:
@@ -350,6 +361,19 @@ class Device:
         """(buffer, offset) whose CPU or device view holds host addresses [addr, addr + nbytes)."""
         with self._lock:
             buf, offset, _, _ = self._find_host(int(addr), int(nbytes))
+            return buf, offset
+
+    def resolve(self, dev_addr: int, virt_addr: int, nbytes: int) -> tuple[Buffer, int]:
+        """(buffer, offset) for a (device address, host address, size) triple as `create_mem_from_phys` gets it:
+        both addresses must lie, with the size, in the same buffer at the same offset; INVALID_HANDLE otherwise."""
+        nbytes = _check_size(nbytes, "nbytes")
+        with self._lock:
+            buf, offset = self.lookup_device(dev_addr, nbytes)
+            host_buf, host_offset = self.lookup_host(virt_addr, nbytes)
+            if host_buf.region is not buf.region or host_buf.window + host_offset != buf.window + offset:
+                raise NpuError(ErrorCode.INVALID_HANDLE,
+                               f"device address 0x{int(dev_addr):x} and host address 0x{int(virt_addr):x} "
+                               f"are not the same memory")
             return buf, offset
 
     def view_at(self, addr: int, nbytes: int, dtype=np.uint8, shape=None) -> np.ndarray:
