@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from npurt.errors import ErrorCode, NpuError
@@ -260,3 +260,36 @@ def test_bad_inputs_raise_before_writing():
         _raises_invalid(fn, *args, out=ro, match="read-only")
         _raises_invalid(fn, *args, out=[0], match="numpy array")
     _raises_invalid(nchw_to_nhwc, x, out=x.reshape(1, 4, 4, 13), match="overlaps")
+
+
+# ---- kernel paths: tiny tiles (tile splitting inside and across blocks), unaligned buffers -----------------------
+
+@pytest.fixture
+def tiny_tiles(monkeypatch):
+    from npurt.tensor import _kernels
+    monkeypatch.setattr(_kernels, "TILE_BYTES", 96)
+    monkeypatch.setattr(_kernels, "GROUP_TILE_BYTES", 40)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case)
+def test_tiled_kernels_match_reference(tiny_tiles, p):
+    test_nc1hwc2_round_trip_matches_reference.hypothesis.inner_test(p)
+    test_nchw_nhwc_with_padded_rows.hypothesis.inner_test(p)
+
+
+@pytest.mark.parametrize("offset", [1, 2, 3])
+def test_unaligned_buffers(offset):
+    rng = np.random.default_rng(offset)
+    x = rand((2, 32, 3, 5), np.int8, rng)
+    buf = np.zeros(x.nbytes + 8, np.uint8)
+    ux = np.frombuffer(buf.data, np.int8, x.size, offset).reshape(x.shape)
+    ux[...] = x
+    y = nchw_to_nc1hwc2(ux, 16)
+    np.testing.assert_array_equal(y, ref_pack(x, 16, 2, 5))
+    ubuf = np.zeros(y.nbytes + 8, np.uint8)
+    uy = np.frombuffer(ubuf.data, np.int8, y.size, offset).reshape(y.shape)
+    uy[...] = y
+    np.testing.assert_array_equal(nc1hwc2_to_nchw(uy, 32), x)
+    np.testing.assert_array_equal(nc1hwc2_to_nhwc(uy, 32), x.transpose(0, 2, 3, 1))
+    np.testing.assert_array_equal(nhwc_to_nchw(nchw_to_nhwc(ux)), x)
