@@ -293,3 +293,18 @@ def test_unaligned_buffers(offset):
     np.testing.assert_array_equal(nc1hwc2_to_nchw(uy, 32), x)
     np.testing.assert_array_equal(nc1hwc2_to_nhwc(uy, 32), x.transpose(0, 2, 3, 1))
     np.testing.assert_array_equal(nhwc_to_nchw(nchw_to_nhwc(ux)), x)
+
+
+@pytest.mark.parametrize("shape", [(1, 8, 0, 4), (0, 8, 2, 2), (1, 0, 2, 2), (2, 16, 2, 0)])
+def test_empty_tensors(shape):
+    x = np.zeros(shape, np.int8)
+    y = nchw_to_nc1hwc2(x, 8)
+    assert y.shape == native_shape(shape, 8)
+    assert nc1hwc2_to_nchw(y, shape[1]).shape == shape
+    assert nc1hwc2_to_nhwc(y, shape[1]).shape == (shape[0], shape[2], shape[3], shape[1])
+    assert nhwc_to_nchw(nchw_to_nhwc(x)).shape == shape
+
+
+def test_array_likes_are_accepted():
+    x = [[[[1, 2]], [[3, 4]]]]                     # (1, 2, 1, 2) nested lists
+    np.testing.assert_array_equal(nc1hwc2_to_nchw(nchw_to_nc1hwc2(x, 4), 2), np.asarray(x))
