@@ -1,0 +1,681 @@
+"""`Context`: one loaded model on one device — lifecycle, memory ownership, binding rules, the general (copying)
+and zero-copy I/O paths, runs, perf counters, dup, core masks, dynamic shapes. Vendor-neutral: every failure is an
+`NpuError` with a neutral code (messages use the vendor's wording where the seeds give it, so the mirrors can log
+them as they are).
+
+How to use it::
+
+    from npurt.memory import open_device
+    from npurt.runtime import Context, ContextOptions, MemRef
+
+    ctx = Context("model.onnx")                       # or .npurt bytes/path, a CompiledModel; soc from $NPURT_SOC
+    # general (copying) path: user arrays in, arrays out
+    ctx.set_inputs([InputData(0, image_u8, DType.UINT8, Layout.NHWC)])
+    ctx.run()
+    y, = ctx.get_outputs(want_float=True)
+    # zero-copy path: bind device memory in the native (or an edited) format, then run repeatedly
+    buf = ctx.device.alloc(ctx.input_attr(0, "native").size_with_stride, owner="app")
+    ctx.bind(MemRef(buf), ctx.input_attr(0, "native"))
+    ...                                                # every input and output must be bound
+    ctx.run()
+    ctx.destroy()                                      # frees what the context allocated; user memory stays
+
+Ownership: the context owns its weight memory (shared with `dup()` copies and SHARE_WEIGHT contexts, refcounted),
+its internal arena (unless `internal_outside`), the general path's I/O buffers and the staging buffers of
+converted zero-copy bindings; `destroy()` releases all of them in one place (`_release_all`). Memory the user binds
+stays the user's.
+
+Threads: a context runs one thing at a time. A call that finds it busy in another thread fails with BUSY at once
+(it does not wait), as does a run whose internal memory is being used by another running context (shared internal
+memory). Separate contexts, including `dup()` copies (shared weights, own internal memory), run concurrently.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.memory import SyncMode, open_device
+from npurt.model.attrs import TensorAttr
+from npurt.runtime import convert
+from npurt.runtime.binding import IoBinding, MemRef, run_guard
+from npurt.runtime.loader import ModelFamily, load_family
+from npurt.runtime.options import PRIORITIES, ContextOptions, MemSize
+from npurt.runtime.perf import PerfCounters, op_timings, run_executor
+from npurt.runtime.weights import WeightStore
+from npurt.tensor import DType, Layout
+
+_pylog = logging.getLogger("npurt.runtime")
+ATTR_KINDS = ("logical", "native", "native_nhwc", "current", "current_native")
+LogSink = Callable[[str, str], None]
+
+
+def _default_sink(level: str, message: str) -> None:
+    _pylog.log({"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO}.get(level, logging.DEBUG),
+               message)
+
+
+@dataclass
+class InputData:
+    """One input of the general path: `data` holds the bytes (any numpy array; its bytes are read) in `dtype`
+    and `layout` (the model's logical shape; NHWC for 4-D images), or the native bytes if `pass_through`."""
+
+    index: int
+    data: np.ndarray
+    dtype: DType = DType.UINT8
+    layout: Layout = Layout.NHWC
+    pass_through: bool = False
+    size: int | None = None          # bytes of `data` to consider (default: all)
+
+
+_next_id = iter(range(1, 1 << 62))
+
+
+class Context:
+    """A model loaded on a device (see the module doc for the lifecycle and the rules)."""
+
+    def __init__(self, model: Any, *, device: Any = None, soc: str | None = None, coherence: str | None = None,
+                 options: ContextOptions | None = None, share_weights_with: "Context | None" = None,
+                 model_buffer: MemRef | None = None, dynamic_input: Any = None, log: LogSink | None = None,
+                 name: str = "") -> None:
+        """Load `model` on `device` (default: `open_device(soc, coherence)`; the context holds a reference).
+
+        model: a CompiledModel, `.npurt` / ONNX bytes, a path, or an onnx.ModelProto (ONNX is compiled on the fly
+        for the device's SoC; a compiled model for another SoC is PLATFORM_MISMATCH).
+        share_weights_with: a live context of the same network whose weight memory this one uses.
+        model_buffer: the model's bytes in device memory (model-buffer zero copy): weights are read in place; the
+        memory must stay alive as long as the context.
+        dynamic_input: shape sets for a dynamic-shape ONNX model (see `npurt.runtime.loader`).
+        log: sink for warnings/info (level name, message); default the `npurt.runtime` Python logger.
+        """
+        self.id = next(_next_id)
+        self.name = name or f"ctx{self.id}"
+        self.options = options or ContextOptions()
+        if self.options.priority not in PRIORITIES:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"priority must be one of {PRIORITIES}")
+        self._log = log or _default_sink
+        self._lock = threading.Lock()
+        self.destroyed = False
+        self._weights: WeightStore | None = None
+        self._internal_buf = None
+        self._internal_ref: MemRef | None = None
+        self._model_buffer = model_buffer
+        self._gen_in: list[Any] = []
+        self._gen_out: list[Any] = []
+        self._in_bind: list[IoBinding | None] = []
+        self._out_bind: list[IoBinding | None] = []
+        self.device = open_device(device.soc) if device is not None else open_device(soc, coherence)
+        try:
+            self.profile = self.device.profile
+            self._load(model, share_weights_with, dynamic_input)
+        except BaseException:
+            self._release_all()
+            raise
+
+    # ------------------------------------------------------------------------------------------------------------
+    # loading
+    def _load(self, model: Any, share_from: "Context | None", dynamic_input: Any) -> None:
+        model_view = None
+        if self._model_buffer is not None:
+            self._model_buffer.require_alive("model buffer")
+            model_view = self._model_buffer.device_u8()
+            model = memoryview(model_view)
+        if share_from is not None and not isinstance(model, type(None)) and model is share_from:
+            model = share_from.compiled
+        self.family: ModelFamily = load_family(model, self.device.soc, dynamic_input)
+        self.compiled = self.family.current
+        self.initial = self.compiled
+        self.io_mode: str | None = None
+        self.perf = PerfCounters()
+        self.core_mask = 0
+        self.batch_core_num = 1
+        self.coherence_violations: list[str] = []
+        self._executors: dict[int, Any] = {}
+        self._dirty = True
+        self._ran = False
+        n_in, n_out = self.compiled.n_inputs, self.compiled.n_outputs
+        self._in_bind, self._out_bind = [None] * n_in, [None] * n_out
+        self._gen_in, self._gen_out = [None] * n_in, [None] * n_out
+        self._gen_set = [False] * n_in
+        members = self.family.all()
+        self.internal_capacity = max(int(m.plan.internal_size) for m in members)
+        if self.options.info_only:
+            return
+        opts = self.options
+        if share_from is not None:
+            share_from._require_live()
+            store = share_from._weights
+            if store is None or store.digest != _digest(self.compiled) or store.size != self.compiled.plan.weight_size:
+                raise NpuError(ErrorCode.INVALID_MODEL,
+                               "cannot share weight memory: the model differs from the source context's model")
+            self._weights = store.acquire()
+        else:
+            zero_copy_weights = None
+            if model_view is not None and self.compiled.plan.weight_size and \
+                    np.shares_memory(self.compiled.weight_blob, model_view):
+                zero_copy_weights = self.compiled.weight_blob.reshape(-1).view(np.uint8)
+            self._weights = WeightStore(self.compiled, self.device, self.name, opts.weights_outside,
+                                        zero_copy_weights)
+        if not opts.internal_outside and self.internal_capacity:
+            placement = "ddr"
+            if opts.sram:
+                if self.profile.sram_size:
+                    placement = "sram_first"
+                else:
+                    self._log("warning", f"{self.profile.name} has no NPU SRAM; internal memory is in DDR")
+            self._internal_buf = self.device.alloc(self.internal_capacity, placement=placement, owner=self.name,
+                                                   name="internal", cacheable=False)
+            self._internal_ref = MemRef(self._internal_buf, 0, self.internal_capacity, "internal")
+
+    # ------------------------------------------------------------------------------------------------------------
+    # state guards
+    def _require_live(self) -> None:
+        if self.destroyed:
+            raise NpuError(ErrorCode.INVALID_CONTEXT, f"context {self.name} has been destroyed")
+
+    def _require_runnable(self, what: str) -> None:
+        if self.options.info_only:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                           f"{what}: the context was created with RKNN_FLAG_COLLECT_MODEL_INFO_ONLY (query only)")
+
+    @contextlib.contextmanager
+    def _busy(self, what: str) -> Iterator[None]:
+        """Hold the context for one call; BUSY at once if another thread holds it (no waiting)."""
+        if not self._lock.acquire(blocking=False):
+            self._require_live()
+            raise NpuError(ErrorCode.BUSY, f"{what}: context {self.name} is in use by another thread "
+                                           f"(one context runs one call at a time; use dup for parallel runs)")
+        try:
+            self._require_live()
+            yield
+        finally:
+            self._lock.release()
+
+    # ------------------------------------------------------------------------------------------------------------
+    # queries
+    @property
+    def n_inputs(self) -> int:
+        return self.compiled.n_inputs
+
+    @property
+    def n_outputs(self) -> int:
+        return self.compiled.n_outputs
+
+    def _attr_list(self, is_input: bool, kind: str) -> list[TensorAttr]:
+        if kind not in ATTR_KINDS:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"attr kind must be one of {ATTR_KINDS}, got {kind!r}")
+        side = "input" if is_input else "output"
+        if kind == "current":
+            model = self.compiled
+            return model.native_nhwc_input_attrs if is_input else model.output_attrs
+        if kind == "current_native":
+            return getattr(self.compiled, f"native_{side}_attrs")
+        prefix = {"logical": "", "native": "native_", "native_nhwc": "native_nhwc_"}[kind]
+        return getattr(self.initial, f"{prefix}{side}_attrs")
+
+    def input_attr(self, index: int, kind: str = "logical") -> TensorAttr:
+        """A copy of input `index`'s attr: "logical" (INPUT_ATTR), "native", "native_nhwc", "current" (after
+        set_input_shapes; NHWC for 4-D images) or "current_native"."""
+        self._require_live()
+        attrs = self._attr_list(True, kind)
+        if not isinstance(index, int) or not 0 <= index < len(attrs):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"input index {index} >= input_num {len(attrs)}")
+        return dataclasses.replace(attrs[index], dims=list(attrs[index].dims))
+
+    def output_attr(self, index: int, kind: str = "logical") -> TensorAttr:
+        """A copy of output `index`'s attr (kinds as `input_attr`; "current" is the logical NCHW output)."""
+        self._require_live()
+        attrs = self._attr_list(False, kind)
+        if not isinstance(index, int) or not 0 <= index < len(attrs):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"output index {index} >= output_num {len(attrs)}")
+        return dataclasses.replace(attrs[index], dims=list(attrs[index].dims))
+
+    def input_shape(self, index: int) -> tuple[int, ...]:
+        """The current logical (ONNX-order) shape of input `index`."""
+        return tuple(self.compiled.storage[self.compiled.graph.inputs[index]].shape)
+
+    def output_shape(self, index: int) -> tuple[int, ...]:
+        return tuple(self.compiled.storage[self.compiled.graph.outputs[index]].shape)
+
+    def dynamic_range(self, index: int) -> tuple[str, Layout, list[tuple[int, ...]]]:
+        """(name, fmt, shapes) of input `index` of a dynamic-shape model: the shapes it accepts, in the layout of
+        the CURRENT attr (NHWC for 4-D float images). INVALID_MODEL for a static model."""
+        self._require_live()
+        if not self.family.dynamic:
+            raise NpuError(ErrorCode.INVALID_MODEL, "the model is not a dynamic-shape model (no input ranges)")
+        if not isinstance(index, int) or not 0 <= index < self.n_inputs:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"input index {index} >= input_num {self.n_inputs}")
+        attr = self.initial.native_nhwc_input_attrs[index]
+        shapes = []
+        for shape_set in self.family.shape_sets:
+            s = tuple(shape_set[index])
+            shapes.append((s[0], s[2], s[3], s[1]) if attr.fmt is Layout.NHWC and len(s) == 4 else s)
+        return attr.name, (Layout.NHWC if attr.fmt is Layout.NHWC else attr.fmt), shapes
+
+    def mem_size(self) -> MemSize:
+        """Weight and internal sizes the model needs, device memory this context allocated, SRAM figures."""
+        self._require_live()
+        stats = self.device.stats()
+        dma = sum(b.capacity for b in self._owned_buffers())
+        if self._weights is not None and self._weights.holders and self._weights.buffer is not None:
+            dma += self._weights.dma_bytes
+        sram_used = self._internal_buf.sram_size if self._internal_buf is not None and self._internal_buf.alive else 0
+        return MemSize(int(self.initial.plan.weight_size), int(self.internal_capacity), int(dma),
+                       int(self.profile.sram_size), int(stats.sram_free), int(sram_used))
+
+    def _owned_buffers(self) -> list[Any]:
+        """Buffers this context allocated itself (not the shared weight store, not user memory)."""
+        bufs = [self._internal_buf] + self._gen_in + self._gen_out
+        bufs += [b.staging for b in self._in_bind + self._out_bind if b is not None]
+        return [b for b in bufs if b is not None and b.alive]
+
+    def custom_string(self) -> str:
+        return str((self.compiled.meta or {}).get("custom_string", ""))
+
+    # ------------------------------------------------------------------------------------------------------------
+    # memory the user provides
+    def set_weight_memory(self, ref: MemRef) -> None:
+        """Use user memory for the weights (contexts created with `weights_outside`); the runtime copies them in."""
+        with self._busy("set_weight_memory"):
+            self._require_runnable("set_weight_memory")
+            if not self.options.weights_outside:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "You must set RKNN_FLAG_MEM_ALLOC_OUTSIDE on rknn_init() "
+                                                           "if you want to call rknn_set_weight_mem!")
+            self._weights.set_user_memory(ref)
+            self._dirty = True
+            self._executors.clear()        # weights are decoded at bind: rebind from the new memory
+
+    def set_internal_memory(self, ref: MemRef) -> None:
+        """Use user memory for the internal arena (contexts created with `internal_outside`)."""
+        with self._busy("set_internal_memory"):
+            self._require_runnable("set_internal_memory")
+            if not self.options.internal_outside:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "You must set RKNN_FLAG_MEM_ALLOC_OUTSIDE on rknn_init() "
+                                                           "if you want to call rknn_set_internal_mem!")
+            if ref.size < self.internal_capacity:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, f"internal memory size must be >= "
+                                                           f"{self.internal_capacity}, but is: {ref.size}")
+            ref.require_alive("internal memory")
+            self._internal_ref = ref
+            self._dirty = True
+
+    # ------------------------------------------------------------------------------------------------------------
+    # zero-copy binding
+    def _resolve(self, attr: TensorAttr) -> tuple[bool, int]:
+        names_in = list(self.compiled.graph.inputs)
+        names_out = list(self.compiled.graph.outputs)
+        if attr.name in names_in:
+            return True, names_in.index(attr.name)
+        if attr.name in names_out:
+            return False, names_out.index(attr.name)
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"the attr names no input or output of the model: {attr.name!r} "
+                                                   f"(inputs {names_in}, outputs {names_out})")
+
+    def bind(self, ref: MemRef, attr: TensorAttr) -> tuple[bool, int]:
+        """Bind `ref` to the input or output that `attr.name` names (zero-copy path). `attr` is a queried attr,
+        possibly with `type` / `fmt` / `w_stride` / `pass_through` edited: the native format binds the memory
+        directly; another format is converted by the runtime around each run. Returns (is_input, index)."""
+        with self._busy("set_io_mem"):
+            self._require_runnable("set_io_mem")
+            if self.io_mode == "general":
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "the general API (inputs_set/outputs_get) and the zero-copy "
+                                                           "API (set_io_mem) cannot be mixed on one context")
+            if self.options.internal_outside and self._internal_ref is None and self.internal_capacity:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "You must call rknn_set_internal_mem before "
+                                                           "rknn_set_io_mem!")
+            ref.require_alive(f"tensor {attr.name!r}")
+            is_input, index = self._resolve(attr)
+            native = (self.compiled.native_input_attrs if is_input else self.compiled.native_output_attrs)[index]
+            shape = self.input_shape(index) if is_input else self.output_shape(index)
+            convert.check_format(attr, native, shape, is_input)
+            need = convert.required_bytes(attr, native, shape, is_input)
+            if ref.size < need:
+                side = "input" if is_input else "output"
+                raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                               f"{side}({native.name}) memory size must be: {need}, but is: {ref.size}")
+            staging = None
+            if not (attr.pass_through or convert.same_format(attr, native)):
+                staging = self.device.alloc(max(native.size_with_stride, 1), owner=self.name,
+                                            name=f"staging-{native.name}", cacheable=False)
+            binding = IoBinding(index, is_input, ref, dataclasses.replace(attr, dims=list(attr.dims)), native, shape,
+                                staging)
+            table = self._in_bind if is_input else self._out_bind
+            self._drop_binding(table[index])
+            table[index] = binding
+            self.io_mode = "zero_copy"
+            self._dirty = True
+            return is_input, index
+
+    @staticmethod
+    def _drop_binding(binding: IoBinding | None) -> None:
+        if binding is not None and binding.staging is not None and binding.staging.alive:
+            binding.staging.free()
+
+    def bindings(self) -> tuple[list[IoBinding | None], list[IoBinding | None]]:
+        """The current zero-copy bindings (inputs, outputs)."""
+        return list(self._in_bind), list(self._out_bind)
+
+    # ------------------------------------------------------------------------------------------------------------
+    # general (copying) path
+    def _general_buffer(self, is_input: bool, index: int) -> Any:
+        table = self._gen_in if is_input else self._gen_out
+        if table[index] is None:
+            side = "native_input_attrs" if is_input else "native_output_attrs"
+            size = max(getattr(m, side)[index].size_with_stride for m in self.family.all())
+            table[index] = self.device.alloc(max(size, 1), owner=self.name,
+                                             name=f"{'input' if is_input else 'output'}{index}")
+            self._dirty = True
+        return table[index]
+
+    def set_inputs(self, inputs: Sequence[InputData]) -> None:
+        """General path: convert each user input (normalise, quantise, lay out, pad) into runtime memory."""
+        with self._busy("inputs_set"):
+            self._require_runnable("inputs_set")
+            if self.io_mode == "zero_copy":
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "the general API (inputs_set/outputs_get) and the zero-copy "
+                                                           "API (set_io_mem) cannot be mixed on one context")
+            if not self.options.flush_inputs:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE must not be "
+                                                           "combined with rknn_inputs_set")
+            if len(inputs) != self.n_inputs:
+                self._log("warning", f"inputs_set: {len(inputs)} inputs given, the model has {self.n_inputs}")
+            plans = []
+            for item in inputs:
+                if not isinstance(item.index, int) or not 0 <= item.index < self.n_inputs:
+                    raise NpuError(ErrorCode.INVALID_INPUT, f"input index {item.index} >= input_num {self.n_inputs}")
+                native = self.compiled.native_input_attrs[item.index]
+                shape = self.input_shape(item.index)
+                raw = _as_bytes(item.data, item.size)
+                user = dataclasses.replace(native, type=DType.parse(item.dtype), fmt=Layout(item.layout),
+                                           pass_through=int(bool(item.pass_through)), w_stride=0)
+                if item.pass_through:
+                    need = native.size_with_stride
+                else:
+                    convert.check_format(user, native, shape, True)
+                    need = user.type.nbytes(math.prod(shape))
+                if raw.size < need:
+                    raise NpuError(ErrorCode.INVALID_INPUT, f"param input size({raw.size}) < model input size({need})")
+                plans.append((item.index, user, native, shape, raw))
+            for index, user, native, shape, raw in plans:
+                dst = self._general_buffer(True, index).device_view(np.uint8)
+                mean = self.compiled.mean[index] if self.compiled.mean else None
+                std = self.compiled.std[index] if self.compiled.std else None
+                convert.pack_user_input(user, native, raw, dst, shape, mean, std)
+                self._gen_set[index] = True
+            self.io_mode = "general"
+
+    def get_outputs(self, want_float: bool | Sequence[bool] = True,
+                    indices: Sequence[int] | None = None) -> list[np.ndarray]:
+        """General path: the outputs of the last run as new arrays in the logical (ONNX) layout — float32
+        (want_float) or the model's output type."""
+        with self._busy("outputs_get"):
+            self._require_runnable("outputs_get")
+            if self.io_mode == "zero_copy":
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "the general API (inputs_set/outputs_get) and the zero-copy "
+                                                           "API (set_io_mem) cannot be mixed on one context")
+            if not self.options.invalidate_outputs:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE must not be "
+                                                           "combined with rknn_outputs_get")
+            if not self._ran or self.io_mode != "general":
+                raise NpuError(ErrorCode.INVALID_OUTPUT, "no outputs yet: call inputs_set and run before outputs_get")
+            indices = list(range(self.n_outputs)) if indices is None else list(indices)
+            flags = [want_float] * len(indices) if isinstance(want_float, (bool, int)) else list(want_float)
+            out = []
+            for index, wf in zip(indices, flags):
+                if not isinstance(index, int) or not 0 <= index < self.n_outputs:
+                    raise NpuError(ErrorCode.INVALID_OUTPUT, f"output index {index} >= output_num {self.n_outputs}")
+                native = self.compiled.native_output_attrs[index]
+                src = self._gen_out[index].device_view(np.uint8)
+                out.append(convert.output_as(native, src, self.output_shape(index), bool(wf)))
+            return out
+
+    # ------------------------------------------------------------------------------------------------------------
+    # running
+    def _executor(self) -> Any:
+        ex = self._executors.get(id(self.compiled))
+        if ex is None:
+            from npurt.exec.executor import Executor
+            ex = Executor(self.compiled)
+            self._executors[id(self.compiled)] = ex
+            self._dirty = True
+        return ex
+
+    def _check_ready(self) -> None:
+        if self._weights is None or not self._weights.ready:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "weight memory is not set: with RKNN_FLAG_MEM_ALLOC_OUTSIDE "
+                                                       "you must call rknn_set_weight_mem before rknn_run")
+        if self.internal_capacity and self._internal_ref is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "internal memory is not set: you must call "
+                                                       "rknn_set_internal_mem before rknn_run")
+        if self._internal_ref is not None:
+            self._internal_ref.require_alive("internal memory")
+        if self._model_buffer is not None:
+            self._model_buffer.require_alive("model buffer (RKNN_FLAG_MODEL_BUFFER_ZERO_COPY)")
+        names_in, names_out = self.compiled.graph.inputs, self.compiled.graph.outputs
+        if self.io_mode == "general":
+            for i, done in enumerate(self._gen_set):
+                if not done:
+                    raise NpuError(ErrorCode.INVALID_INPUT, f"input({names_in[i]}) is not set: call rknn_inputs_set "
+                                                            f"before rknn_run")
+            for i in range(self.n_outputs):
+                self._general_buffer(False, i)
+            return
+        for i, b in enumerate(self._in_bind):
+            if b is None:
+                raise NpuError(ErrorCode.INVALID_INPUT, f"input({names_in[i]}) tensor not attached to memory!")
+            b.ref.require_alive(f"input({names_in[i]})")
+        for i, b in enumerate(self._out_bind):
+            if b is None:
+                raise NpuError(ErrorCode.INVALID_OUTPUT, f"output({names_out[i]}) tensor not attached to memory!")
+            b.ref.require_alive(f"output({names_out[i]})")
+
+    def _bind_executor(self, ex: Any) -> None:
+        if self.io_mode == "general":
+            ins = [b.device_view(np.uint8) for b in self._gen_in]
+            outs = [b.device_view(np.uint8) for b in self._gen_out]
+        else:
+            ins = [b.executor_view() for b in self._in_bind]
+            outs = [b.executor_view() for b in self._out_bind]
+        internal = self._internal_ref.device_u8() if self._internal_ref is not None else np.empty(0, np.uint8)
+        ex.bind(self._weights.view(), internal[:max(self.compiled.plan.internal_size, 0)], ins, outs)
+        self._dirty = False
+        self._bound_to = ex
+
+    def _before_run(self) -> None:
+        """Cache maintenance and conversions of inputs (zero-copy path)."""
+        if self.io_mode != "zero_copy":
+            return
+        device = self.device
+        for b in self._in_bind:
+            buf = b.ref.buffer
+            if b.ref.runtime_known and self.options.flush_inputs:
+                buf.sync(SyncMode.TO_DEVICE)
+            elif device.coherence == "check" and buf.cpu_written_since_sync():
+                msg = (f"coherence: input({b.native.name}) buffer {buf.name or '#' + str(buf.handle)} "
+                       f"(0x{buf.dev_addr:x}) was written by the CPU after its last sync to device: rknn_run reads "
+                       f"stale data on the board; call rknn_mem_sync(ctx, mem, RKNN_MEMORY_SYNC_TO_DEVICE) first")
+                self.coherence_violations.append(msg)
+                self._log("warning", msg)
+            if b.staging is not None:
+                mean = self.compiled.mean[b.index] if self.compiled.mean else None
+                std = self.compiled.std[b.index] if self.compiled.std else None
+                convert.pack_user_input(b.user, b.native, b.ref.device_u8(), b.staging.device_view(np.uint8),
+                                        b.shape, mean, std)
+
+    def _after_run(self) -> None:
+        if self.io_mode == "general":
+            for buf in self._gen_out:
+                buf.note_device_write()
+                buf.sync(SyncMode.FROM_DEVICE)
+            return
+        for b in self._out_bind:
+            if b.staging is not None:
+                convert.write_user_output(b.user, b.native, b.staging.device_view(np.uint8), b.ref.device_u8(),
+                                          b.shape)
+            buf = b.ref.buffer
+            buf.note_device_write()
+            if b.ref.runtime_known and self.options.invalidate_outputs:
+                buf.sync(SyncMode.FROM_DEVICE)
+
+    def run(self) -> None:
+        """Run the model once over the bound memory (see the module doc for what must be bound first)."""
+        with self._busy("run"):
+            self._require_runnable("run")
+            t0 = time.perf_counter_ns()
+            self._check_ready()
+            ex = self._executor()
+            if self._dirty or getattr(self, "_bound_to", None) is not ex:
+                self._bind_executor(ex)
+            keys = self._internal_ref.keys() if self._internal_ref is not None else []
+            run_guard.enter(self.id, keys, "internal memory")
+            try:
+                self._before_run()
+                run_us, raw = run_executor(ex, self.options.collect_perf)
+                self._after_run()
+            finally:
+                run_guard.leave(self.id)
+            self._ran = True
+            self.perf.runs += 1
+            self.perf.run_us = int(run_us)
+            self.perf.total_us = (time.perf_counter_ns() - t0) // 1000
+            if self.options.collect_perf:
+                self.perf.ops = op_timings(self.compiled, raw)
+                for op in self.perf.ops:
+                    self._log("verbose", f"layer {op.index} {op.op_type} {op.name}: {op.time_us} us")
+
+    def perf_detail(self) -> str:
+        """The per-op timing table of the last run (needs `collect_perf`)."""
+        from npurt.runtime.perf import format_perf_detail
+        self._require_live()
+        if not self.options.collect_perf:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "per-op timings need RKNN_FLAG_COLLECT_PERF_MASK on rknn_init")
+        return format_perf_detail(self.perf)
+
+    # ------------------------------------------------------------------------------------------------------------
+    # dynamic shapes, cores, dup
+    def set_input_shapes(self, shapes: Sequence[Sequence[int]]) -> None:
+        """Switch a dynamic-shape model to one of its declared shape sets (logical ONNX-order shapes, one per
+        input). Zero-copy bindings are dropped (re-bind with the CURRENT attrs); general inputs must be set again.
+        Memory is not reallocated: internal and general I/O memory were sized for the largest shape set."""
+        with self._busy("set_input_shapes"):
+            self._require_runnable("set_input_shapes")
+            if not self.family.dynamic:
+                raise NpuError(ErrorCode.INVALID_MODEL, "the model is not a dynamic-shape model")
+            if len(shapes) != self.n_inputs:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                               f"{len(shapes)} shapes given, the model has {self.n_inputs} inputs")
+            compiled = self.family.for_shapes(shapes)
+            if compiled is self.compiled:
+                return
+            self.compiled = compiled
+            for table in (self._in_bind, self._out_bind):
+                for i, b in enumerate(table):
+                    self._drop_binding(b)
+                    table[i] = None
+            self._gen_set = [False] * self.n_inputs
+            self._ran = False
+            self._dirty = True
+
+    def set_core_mask(self, mask: int) -> None:
+        """Which NPU cores to use: 0 (auto), a single core bit, CORE_0_1 (3), CORE_0_1_2 (7) or 0xffff (all);
+        NOT_SUPPORTED on single-core SoCs, INVALID_ARGUMENT for masks naming missing cores."""
+        with self._busy("set_core_mask"):
+            cores = self.profile.npu_cores
+            if cores < 2:
+                raise NpuError(ErrorCode.NOT_SUPPORTED, f"{self.profile.name} has a single NPU core; core masks are "
+                                                        f"not supported")
+            valid = {0, 0xFFFF} | {(1 << k) for k in range(cores)} | {3} | ({7} if cores >= 3 else set())
+            if not isinstance(mask, int) or mask not in valid:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, f"Not support core mask: {mask}")
+            self.core_mask = mask
+
+    def set_batch_core_num(self, n: int) -> None:
+        """How many cores a multi-batch run spreads over: 1..npu_cores."""
+        with self._busy("set_batch_core_num"):
+            cores = self.profile.npu_cores
+            if cores < 2:
+                raise NpuError(ErrorCode.NOT_SUPPORTED, f"{self.profile.name} has a single NPU core")
+            if not isinstance(n, int) or not 1 <= n <= cores:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, f"core_num must be 1..{cores}, got {n}")
+            self.batch_core_num = n
+
+    def dup(self, name: str = "") -> "Context":
+        """A new context of the same model: weight memory shared, internal memory its own; not for dynamic-shape
+        models. The copy starts unbound."""
+        with self._busy("dup_context"):
+            self._require_runnable("dup_context")
+            if self.family.dynamic:
+                raise NpuError(ErrorCode.NOT_SUPPORTED, "dup_context is not supported for dynamic-shape models")
+            return Context(self.compiled, device=self.device, options=self.options, share_weights_with=self,
+                           log=self._log, name=name)
+
+    # ------------------------------------------------------------------------------------------------------------
+    # teardown: the one place the context's resources are released
+    def destroy(self) -> None:
+        """Release everything the context allocated (weights when it is the last holder, internal arena, I/O and
+        staging buffers) and its device reference. INVALID_CONTEXT if already destroyed; BUSY while running."""
+        with self._busy("destroy"):
+            self._release_all()
+            self.destroyed = True
+
+    def _release_all(self) -> None:
+        for table in (self._in_bind, self._out_bind):
+            for i, b in enumerate(table):
+                self._drop_binding(b)
+                table[i] = None
+        for table in (self._gen_in, self._gen_out):
+            for i, buf in enumerate(table):
+                if buf is not None and buf.alive:
+                    buf.free()
+                table[i] = None
+        if self._internal_buf is not None:
+            if self._internal_buf.alive:
+                self._internal_buf.free()
+            self._internal_buf = None
+        self._internal_ref = None
+        if self._weights is not None:
+            self._weights.release()
+            self._weights = None
+        self._executors = {}
+        self._bound_to = None
+        if getattr(self, "device", None) is not None:
+            device, self.device_closed = self.device, True
+            if not getattr(self, "_device_released", False):
+                self._device_released = True
+                device.close()
+
+    def __enter__(self) -> "Context":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if not self.destroyed:
+            self.destroy()
+
+    def __repr__(self) -> str:
+        state = "destroyed" if self.destroyed else (self.io_mode or "unbound")
+        return f"<Context {self.name} {getattr(self, 'compiled', None) and self.compiled.graph.name} {state}>"
+
+
+def _digest(compiled: Any) -> str:
+    import hashlib
+    return hashlib.sha256(np.ascontiguousarray(compiled.weight_blob).view(np.uint8)).hexdigest()
+
+
+def _as_bytes(data: Any, size: int | None) -> np.ndarray:
+    """The bytes of a user input as a flat uint8 array (no copy for contiguous arrays)."""
+    arr = np.ascontiguousarray(data) if not isinstance(data, (bytes, bytearray, memoryview)) else \
+        np.frombuffer(data, np.uint8)
+    raw = arr.reshape(-1).view(np.uint8)
+    if size is not None:
+        if size < 0:
+            raise NpuError(ErrorCode.INVALID_INPUT, f"input size {size} is negative")
+        raw = raw[:size]
+    return raw

@@ -1,0 +1,222 @@
+"""Turning what a user hands `rknn_init` / `Context` into a `CompiledModel` for the device's SoC.
+
+Accepted: a `CompiledModel`; `.npurt` bytes or file (checked: compiled for another SoC is PLATFORM_MISMATCH);
+ONNX bytes / file / `ModelProto` (compiled on the fly with the defaults, fp16, for the device's SoC; cached by
+content so repeated inits of one model compile once).
+
+Dynamic shapes: the compiler builds one static model per shape, so a dynamic-shape model is a *family*:
+`ModelFamily` keeps the source ONNX and the declared shape sets, compiles each shape set on first use (cached)
+and reports the largest one first, as the vendor's INPUT_ATTR does before the first `rknn_set_input_shapes`.
+Shape sets are declared by `Context(dynamic_input=...)`, by ONNX metadata `npurt.dynamic_input` (JSON: a list
+of shape sets, each a list with one shape per input), or by a `.npurt` compiled by `compile_dynamic` (which keeps
+the ONNX and the shape sets in the manifest's `meta`). Only float (fp16 / float32) models can be dynamic: an int8
+model would need its calibration data again for every shape.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import os
+import threading
+from collections import OrderedDict
+from typing import Any, Sequence
+
+from npurt.errors import ErrorCode, NpuError
+
+MAGIC = b"NPURTMDL"
+META_DYNAMIC = "dynamic_input"
+META_SOURCE = "source_onnx_b64"
+ONNX_META_KEY = "npurt.dynamic_input"
+
+_cache: "OrderedDict[tuple, Any]" = OrderedDict()
+_cache_lock = threading.Lock()
+_CACHE_SIZE = 16
+
+Shapes = list[tuple[int, ...]]
+
+
+def _compile(onnx_bytes: bytes, soc: str, input_shapes: dict | None = None, precision: str | None = None,
+             mean=None, std=None):
+    """compile_model with a small content-keyed cache (compiled models are never mutated by the runtime)."""
+    from npurt.model.compiler import compile_model
+    key = (hashlib.sha256(onnx_bytes).hexdigest(), soc, json.dumps(input_shapes, sort_keys=True), precision,
+           json.dumps(mean), json.dumps(std))
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            return hit
+    compiled = compile_model(onnx_bytes, soc=soc, input_shapes=input_shapes, precision=precision, mean=mean,
+                             std=std, progress=False)
+    with _cache_lock:
+        _cache[key] = compiled
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return compiled
+
+
+def _read(model: Any) -> tuple[bytes | memoryview | None, Any]:
+    """(raw bytes, or None) and the object itself for non-byte inputs."""
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return (bytes(model) if isinstance(model, bytearray) else model), None
+    if isinstance(model, (str, os.PathLike)):
+        try:
+            with open(model, "rb") as f:
+                return f.read(), None
+        except OSError as exc:
+            raise NpuError(ErrorCode.INVALID_MODEL, f"cannot read model file {os.fspath(model)!r}: "
+                                                    f"{exc.strerror}") from None
+    return None, model
+
+
+def _onnx_dynamic_input(onnx_bytes: bytes) -> list[Shapes] | None:
+    import onnx
+    try:
+        proto = onnx.load_from_string(bytes(onnx_bytes))
+    except Exception:
+        return None
+    for prop in proto.metadata_props:
+        if prop.key == ONNX_META_KEY:
+            return parse_shape_sets(json.loads(prop.value))
+    return None
+
+
+def parse_shape_sets(value: Any) -> list[Shapes]:
+    """Validate a list of shape sets (each a list with one shape per input)."""
+    try:
+        sets = [[tuple(int(d) for d in shape) for shape in shape_set] for shape_set in value]
+    except (TypeError, ValueError):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"dynamic_input must be a list of shape sets, got {value!r}") \
+            from None
+    if not sets or any(not s for s in sets) or len({len(s) for s in sets}) != 1:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"dynamic_input needs shape sets of one shape per input: {value!r}")
+    if any(d <= 0 for s in sets for shape in s for d in shape):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"dynamic_input has a non-positive dimension: {value!r}")
+    return sets
+
+
+class ModelFamily:
+    """The compiled model(s) behind a context: one static model, or one per declared shape set."""
+
+    def __init__(self, compiled: Any, source_onnx: bytes | None = None, shape_sets: list[Shapes] | None = None,
+                 compile_args: dict | None = None) -> None:
+        self.shape_sets = shape_sets
+        self.source_onnx = source_onnx
+        self.compile_args = compile_args or {}
+        self._by_shapes: dict[tuple, Any] = {}
+        self.current = compiled
+        if shape_sets:
+            self._by_shapes[self.key(self.shapes_of(compiled))] = compiled
+
+    @property
+    def dynamic(self) -> bool:
+        return bool(self.shape_sets)
+
+    @staticmethod
+    def key(shapes: Sequence[Sequence[int]]) -> tuple:
+        return tuple(tuple(int(d) for d in s) for s in shapes)
+
+    @staticmethod
+    def shapes_of(compiled: Any) -> Shapes:
+        return [tuple(compiled.storage[n].shape) for n in compiled.graph.inputs]
+
+    def largest(self) -> Shapes:
+        """The shape set with the most input elements (what INPUT_ATTR reports before any set_input_shapes)."""
+        return max(self.shape_sets, key=lambda s: sum(math.prod(x) for x in s))
+
+    def for_shapes(self, shapes: Sequence[Sequence[int]]) -> Any:
+        """The compiled model for one declared shape set; INVALID_ARGUMENT for a shape set not declared."""
+        key = self.key(shapes)
+        if key not in {self.key(s) for s in self.shape_sets or []}:
+            declared = [[list(x) for x in s] for s in self.shape_sets or []]
+            raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                           f"input shapes {[list(x) for x in key]} are not among the model's dynamic shapes {declared}")
+        hit = self._by_shapes.get(key)
+        if hit is None:
+            names = list(self.current.graph.inputs)
+            hit = _compile(self.source_onnx, self.current.soc, dict(zip(names, map(list, key))), **self.compile_args)
+            self._by_shapes[key] = hit
+        return hit
+
+    def all(self) -> list[Any]:
+        """Every member (compiling those not compiled yet)."""
+        if not self.dynamic:
+            return [self.current]
+        return [self.for_shapes(s) for s in self.shape_sets]
+
+
+def compile_dynamic(onnx_model: Any, soc: str, dynamic_input: Any, precision: str | None = None,
+                    mean=None, std=None) -> Any:
+    """Compile a dynamic-shape model: the largest shape set, with the ONNX source and the shape sets kept in
+    `meta` so the `.npurt` it saves to can be loaded as a dynamic-shape model by `rknn_init`."""
+    raw, obj = _read(onnx_model)
+    onnx_bytes = bytes(raw) if raw is not None else obj.SerializeToString()
+    family = _family_from_onnx(onnx_bytes, soc, parse_shape_sets(dynamic_input), precision, mean, std)
+    compiled = family.current
+    compiled.meta = dict(compiled.meta, **{META_DYNAMIC: [[list(s) for s in ss] for ss in family.shape_sets],
+                                           META_SOURCE: base64.b64encode(onnx_bytes).decode("ascii"),
+                                           "compile_args": family.compile_args})
+    return compiled
+
+
+def _family_from_onnx(onnx_bytes: bytes, soc: str, shape_sets: list[Shapes] | None, precision=None, mean=None,
+                      std=None) -> ModelFamily:
+    args = {"precision": precision, "mean": mean, "std": std}
+    if not shape_sets:
+        return ModelFamily(_compile(onnx_bytes, soc, None, **args))
+    if precision == "int8":
+        raise NpuError(ErrorCode.NOT_SUPPORTED, "dynamic-shape models must be float (fp16/float32), not int8")
+    tmp = ModelFamily(None, onnx_bytes, shape_sets, args)
+    biggest = tmp.largest()
+    import onnx
+    proto = onnx.load_from_string(onnx_bytes)
+    names = [vi.name for vi in proto.graph.input if vi.name not in {i.name for i in proto.graph.initializer}]
+    if len(names) != len(biggest):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                       f"dynamic_input shape sets have {len(biggest)} shapes, the model has {len(names)} inputs")
+    first = _compile(onnx_bytes, soc, dict(zip(names, map(list, biggest))), **args)
+    return ModelFamily(first, onnx_bytes, shape_sets, args)
+
+
+def load_family(model: Any, soc: str, dynamic_input: Any = None) -> ModelFamily:
+    """The model family for `model` on `soc` (see the module doc); errors as NpuError."""
+    from npurt.model.compiled import CompiledModel, load_compiled
+    raw, obj = _read(model)
+    shape_sets = parse_shape_sets(dynamic_input) if dynamic_input is not None else None
+    if obj is not None:
+        if isinstance(obj, CompiledModel):
+            compiled = obj
+            return _check_soc(_family_of_compiled(compiled), soc)
+        if hasattr(obj, "SerializeToString") and hasattr(obj, "graph"):
+            onnx_bytes = obj.SerializeToString()
+            return _family_from_onnx(onnx_bytes, soc, shape_sets or _onnx_dynamic_input(onnx_bytes))
+        raise NpuError(ErrorCode.INVALID_MODEL, f"not a model: {type(obj).__name__}")
+    if len(raw) == 0:
+        raise NpuError(ErrorCode.INVALID_MODEL, "empty model")
+    if bytes(raw[:len(MAGIC)]) == MAGIC:
+        return _check_soc(_family_of_compiled(load_compiled(raw)), soc)
+    onnx_bytes = bytes(raw)
+    try:
+        import onnx
+        onnx.load_from_string(onnx_bytes)
+    except Exception:
+        raise NpuError(ErrorCode.INVALID_MODEL, f"model of {len(onnx_bytes)} bytes is neither an npurt compiled "
+                                                f"model nor ONNX") from None
+    return _family_from_onnx(onnx_bytes, soc, shape_sets or _onnx_dynamic_input(onnx_bytes))
+
+
+def _family_of_compiled(compiled: Any) -> ModelFamily:
+    meta = compiled.meta or {}
+    if META_DYNAMIC in meta and META_SOURCE in meta:
+        return ModelFamily(compiled, base64.b64decode(meta[META_SOURCE]), parse_shape_sets(meta[META_DYNAMIC]),
+                           dict(meta.get("compile_args") or {}))
+    return ModelFamily(compiled)
+
+
+def _check_soc(family: ModelFamily, soc: str) -> ModelFamily:
+    if family.current.soc != soc:
+        raise NpuError(ErrorCode.PLATFORM_MISMATCH,
+                       f"the model was compiled for {family.current.soc}, this device is {soc}")
+    return family

@@ -1,0 +1,92 @@
+"""Perf counters of a context: the last run's duration and, when collection is on, per-op timings, formatted as
+the vendor's `RKNN_QUERY_PERF_DETAIL` table."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from npurt.errors import ErrorCode, NpuError
+
+
+@dataclass
+class OpTiming:
+    """One executed op of the last run."""
+
+    index: int
+    op_type: str
+    data_type: str
+    input_shapes: list[tuple[int, ...]]
+    output_shape: tuple[int, ...]
+    time_us: int
+    name: str
+
+
+@dataclass
+class PerfCounters:
+    """What the last run cost. `run_us`: inference only (I/O conversion excluded), as PERF_RUN reports it."""
+
+    runs: int = 0
+    run_us: int = 0
+    total_us: int = 0              # including the runtime's input/output conversions and cache maintenance
+    ops: list[OpTiming] = field(default_factory=list)
+
+
+def run_executor(executor: Any, collect: bool) -> tuple[int, list[tuple[int, Any]]]:
+    """Run `executor` once; (duration in µs, [(µs, node)] per op when `collect`)."""
+    t0 = time.perf_counter_ns()
+    if not collect:
+        executor.run()
+        return (time.perf_counter_ns() - t0) // 1000, []
+    steps = getattr(executor, "_steps", None)
+    if not getattr(executor, "_bound", False) or not isinstance(steps, list):
+        executor.run()
+        return (time.perf_counter_ns() - t0) // 1000, []
+    timings = []
+    for fn, attrs, readers, writers, node in steps:
+        s = time.perf_counter_ns()
+        try:
+            results = fn([r() for r in readers], attrs)
+        except NpuError:
+            raise
+        except Exception as exc:
+            raise NpuError(ErrorCode.FAIL, f"node {node.name!r} ({node.display_type}) failed: {exc}") from exc
+        for write, y in zip(writers, results):
+            if write is not None:
+                write(y)
+        timings.append(((time.perf_counter_ns() - s) // 1000, node))
+    return (time.perf_counter_ns() - t0) // 1000, timings
+
+
+def op_timings(compiled: Any, raw: list[tuple[int, Any]]) -> list[OpTiming]:
+    """OpTiming rows for the per-op durations of `run_executor`."""
+    out = []
+    storage = compiled.storage
+    for i, (us, node) in enumerate(raw, start=1):
+        outs = [t for t in node.outputs if t]
+        st = storage.get(outs[0]) if outs else None
+        ins = [tuple(storage[t].shape) for t in node.inputs if t and t in storage]
+        out.append(OpTiming(i, node.display_type, (st.dtype.value.upper() if st else "-"), ins,
+                            tuple(st.shape) if st else (), int(us), node.name or (outs[0] if outs else "")))
+    return out
+
+
+def _shape(s: tuple[int, ...]) -> str:
+    return "(" + ",".join(str(d) for d in s) + ")"
+
+
+def format_perf_detail(perf: PerfCounters) -> str:
+    """The per-op table (vendor style): ID, OpType, DataType, Target, shapes, Time(us), FullName; then the total."""
+    rule = "-" * 118
+    lines = [rule, f"{'Operator Time Consuming Ranking Table':^118}", rule,
+             f"{'ID':<5}{'OpType':<22}{'DataType':<10}{'Target':<8}{'InputShape':<26}{'OutputShape':<20}"
+             f"{'Time(us)':>10}  FullName", rule]
+    for op in perf.ops:
+        ins = ",".join(_shape(s) for s in op.input_shapes) or "-"
+        lines.append(f"{op.index:<5}{op.op_type[:21]:<22}{op.data_type:<10}{'CPU':<8}{ins[:25]:<26}"
+                     f"{_shape(op.output_shape)[:19]:<20}{op.time_us:>10}  {op.name}")
+    lines.append(rule)
+    lines.append(f"Total Operator Elapsed Per Frame Time(us): {sum(op.time_us for op in perf.ops)}")
+    lines.append(f"Total Run Elapsed Per Frame Time(us): {perf.run_us}")
+    lines.append(rule)
+    return "\n".join(lines) + "\n"

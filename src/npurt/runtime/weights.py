@@ -1,0 +1,87 @@
+"""`WeightStore`: the weight memory of one network, shared (refcounted) by every context that runs it.
+
+Three sources: runtime-allocated (the default: the blob is copied in at init), user-provided (`weights_outside`:
+the runtime copies the blob into the user's memory when it is set), or the model buffer itself (model-buffer zero
+copy: the weights are read where they lie in the user's model buffer, never copied). `rknn_dup_context` copies and
+SHARE_WEIGHT_MEM contexts hold the same store; the store's own buffer is freed when the last holder releases it.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import Any
+
+import numpy as np
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.runtime.binding import MemRef
+
+
+class WeightStore:
+    """See the module doc. `view()` is what the executor binds."""
+
+    def __init__(self, compiled: Any, device: Any, owner: str, outside: bool,
+                 model_view: np.ndarray | None = None) -> None:
+        self.size = int(compiled.plan.weight_size)
+        self.blob = compiled.weight_blob
+        self.digest = hashlib.sha256(np.ascontiguousarray(self.blob).view(np.uint8)).hexdigest()
+        self.device = device
+        self.outside = outside
+        self.buffer = None              # runtime-owned weight buffer
+        self.ref: MemRef | None = None  # user-provided weight memory
+        self.model_view = model_view    # zero-copy: the weights inside the model buffer
+        self.holders = 1
+        self._lock = threading.Lock()
+        if model_view is None and not outside and self.size:
+            self.buffer = device.alloc(self.size, owner=owner, name="weight", cacheable=False)
+            np.copyto(self.buffer.device_view(np.uint8, nbytes=self.size), self.blob.reshape(-1).view(np.uint8))
+
+    @property
+    def dma_bytes(self) -> int:
+        """Device memory this store allocated itself (page-rounded)."""
+        return self.buffer.capacity if self.buffer is not None and self.buffer.alive else 0
+
+    @property
+    def ready(self) -> bool:
+        return self.size == 0 or self.model_view is not None or self.buffer is not None or (
+            self.ref is not None and self.ref.alive)
+
+    def set_user_memory(self, ref: MemRef) -> None:
+        """Use the user's memory for the weights: the blob is copied into it now."""
+        if ref.size < self.size:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                           f"weight memory size must be >= {self.size}, but is: {ref.size}")
+        ref.require_alive("weight memory")
+        if self.size:
+            np.copyto(ref.device_u8()[:self.size], self.blob.reshape(-1).view(np.uint8))
+        self.ref = ref
+
+    def view(self) -> np.ndarray:
+        """The weight bytes as the device sees them; INVALID_ARGUMENT if user memory was never set / destroyed."""
+        if self.size == 0:
+            return np.empty(0, np.uint8)
+        if self.model_view is not None:
+            return self.model_view
+        if self.buffer is not None:
+            return self.buffer.device_view(np.uint8, nbytes=self.size)
+        if self.ref is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                           "weight memory is not set: with RKNN_FLAG_MEM_ALLOC_OUTSIDE you must call "
+                           "rknn_set_weight_mem before rknn_run")
+        self.ref.require_alive("weight memory")
+        return self.ref.device_u8()[:self.size]
+
+    def acquire(self) -> "WeightStore":
+        with self._lock:
+            self.holders += 1
+            return self
+
+    def release(self) -> None:
+        """Drop one holder; the last one frees the runtime-owned buffer."""
+        with self._lock:
+            self.holders -= 1
+            last = self.holders == 0
+        if last and self.buffer is not None:
+            buf, self.buffer = self.buffer, None
+            if buf.alive:
+                buf.free()
