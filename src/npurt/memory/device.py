@@ -92,7 +92,12 @@ def _close_owned_fd(fd: int) -> None:
 
 
 class Device:
-    """The NPU's memory as one process sees it. Get one with `open_device`; thread-safe."""
+    """The NPU's memory as one process sees it; thread-safe.
+
+    Get one with `open_device` (registered, one per SoC). Constructing `Device(profile, coherence, ddr_limit,
+    domain_size)` directly gives an unregistered device for a profile `open_device` does not know (the QNN mirror
+    does this for HTP SoCs, whose VTCM is the `sram_size` region); its first `close()` tears it down.
+    """
 
     def __init__(self, profile: SocProfile, coherence: str, ddr_limit: int | None, domain_size: int) -> None:
         if ddr_limit is not None and (isinstance(ddr_limit, bool) or not isinstance(ddr_limit, int)
