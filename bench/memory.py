@@ -1,5 +1,6 @@
 """Memory benchmarks: allocation rate, 10,000 create/destroy cycles with the open-fd count before and after,
-lookups, and the cost per MiB of a sync in `strict` vs `coherent` mode against `np.copyto` of the same bytes.
+lookups, and the cost per MiB of a sync in `strict` vs `coherent` (and `check`: a CRC-32 snapshot) mode against `np.copyto`
+of the same bytes.
 
 `run(quick)` returns rows {name, value, unit, ratio?}; `python bench/memory.py [--quick]` prints them as a table.
 """
@@ -106,7 +107,7 @@ def _sync_rows(quick: bool) -> list[dict]:
     np.copyto(dst, src)
     copy = _best(lambda: np.copyto(dst, src), repeat) / (size / MIB)
     rows = [{"name": "np.copyto (peer)", "value": copy * 1e6, "unit": "us/MiB"}]
-    for mode in ("strict", "coherent"):
+    for mode in ("strict", "coherent", "check"):
         with open_device("rk3588", coherence=mode) as dev:
             buf = dev.alloc(size)
             buf.view()[:] = 1
@@ -138,7 +139,7 @@ def _print(rows: list[dict]) -> None:
     for r in rows:
         value = r["value"]
         text = f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
-        ratio = f"{r['ratio']:.2f}x" if "ratio" in r else ""
+        ratio = f"{r['ratio']:.3g}x" if "ratio" in r else ""
         table.add_row(r["name"], text, r["unit"], ratio, r.get("peer", ""))
     Console().print(table)
 
