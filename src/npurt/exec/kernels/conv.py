@@ -106,24 +106,46 @@ def conv(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     offsets = list(itertools.product(*(range(k) for k in k_shape)))
 
     if group == c and cg == 1 and group > 1:  # depthwise: shifted slices times per-channel weights
-        mult = m // c
-        wk = w.reshape(c, mult, k_size)
-        y = np.zeros((n, c, mult) + tuple(out), np.float32)
-        tmp = np.empty_like(y)
-        bshape = (1, c, mult) + (1,) * len(out)
-        for t, off in enumerate(offsets):
-            win = _window(xp, off, dil, strides, out)[:, :, None]
-            np.multiply(win, wk[:, :, t].reshape(bshape), out=tmp)
-            y += tmp
-        return [_finish(y.reshape((n, m) + tuple(out)), b, attrs)]
+        return [_finish(_depthwise(xp, w, offsets, dil, strides, out), b, attrs)]
 
     # im2col: cols[n, g, cg, tap, pixels], then one batched matmul.
     cols = _scratch(n * c * k_size * n_out).reshape((n, c, k_size) + tuple(out))
     for t, off in enumerate(offsets):
         cols[:, :, t] = _window(xp, off, dil, strides, out)
-    cols = cols.reshape(n, group, cg * k_size, n_out)
-    y = np.matmul(w.reshape(group, mg, cg * k_size), cols).reshape((n, m) + tuple(out))
-    return [_finish(y, b, attrs)]
+    if n == 1 and group == 1:  # the common case: one plain 2-D GEMM
+        y = np.matmul(w.reshape(m, c * k_size), cols.reshape(c * k_size, n_out))
+    else:
+        y = np.matmul(w.reshape(group, mg, cg * k_size), cols.reshape(n, group, cg * k_size, n_out))
+    return [_finish(y.reshape((n, m) + tuple(out)), b, attrs)]
+
+
+_BLOCK = 1 << 17  # floats per depthwise channel block (512 KiB): the accumulator stays in L2
+
+
+def _depthwise(xp: np.ndarray, w: np.ndarray, offsets, dil, strides, out) -> np.ndarray:
+    """Depthwise conv (group == C, channel multiplier M/C) of padded `xp`: for each block of
+    channels that fits in L2, accumulate tap-by-tap `window * weight[c, tap]`."""
+    n, c = xp.shape[:2]
+    m = w.shape[0]
+    mult = m // c
+    k_size = len(offsets)
+    nd = len(out)
+    wk = w.reshape(c, mult, k_size)
+    y = np.empty((n, c, mult) + tuple(out), np.float32)
+    cb = max(1, _BLOCK // max(1, n * mult * int(np.prod(out))))
+    tmp = np.empty((n, min(cb, c), mult) + tuple(out), np.float32)
+    for c0 in range(0, c, cb):
+        c1 = min(c, c0 + cb)
+        acc, t_ = y[:, c0:c1], tmp[:, : c1 - c0]
+        for t, off in enumerate(offsets):
+            win = _window(xp[:, c0:c1], off, dil, strides, out)[:, :, None]
+            wt = wk[c0:c1, :, t].reshape((1, c1 - c0, mult) + (1,) * nd)
+            if t == 0:
+                np.multiply(win, wt, out=acc)
+            else:
+                np.multiply(win, wt, out=t_)
+                acc += t_
+    return y.reshape((n, m) + tuple(out))
 
 
 @kernel("ConvTranspose")
