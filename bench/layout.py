@@ -17,14 +17,16 @@ from npurt.tensor import (nc1hwc2_to_nchw, nc1hwc2_to_nhwc, nchw_to_nc1hwc2, nch
 MIB = 1 << 20
 
 
-def _median_seconds(fn, repeats: int) -> float:
-    fn()
-    times = []
+def _median_pair(fn, ref, repeats: int) -> tuple[float, float]:
+    """Median seconds of `fn` and of `ref`, timed alternately so both see the same machine load."""
+    fn(), ref()
+    t_fn, t_ref = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for f, times in ((fn, t_fn), (ref, t_ref)):
+            t0 = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - t0)
+    return statistics.median(t_fn), statistics.median(t_ref)
 
 
 def _cases(dtype: np.dtype, c2: int, channels: int, h: int, w: int):
@@ -45,7 +47,7 @@ def _cases(dtype: np.dtype, c2: int, channels: int, h: int, w: int):
 
 def run(quick: bool = False) -> list[dict]:
     """Measure every conversion and np.copyto on the same byte count; one row per conversion and size."""
-    repeats = 5 if quick else 25
+    repeats = 5 if quick else 31
     sizes = [("1.5MiB", 1.5)] if quick else [("1.5MiB", 1.5), ("25MiB", 25)]
     rows = []
     for label, mib in sizes:
@@ -58,9 +60,7 @@ def run(quick: bool = False) -> list[dict]:
             src = np.random.default_rng(1).integers(0, 255, nbytes, dtype=np.uint8)
             dst = np.empty_like(src)
             for name, fn in cases:
-                # copyto measured right next to each conversion, on the same bytes, to share the machine state
-                t_copy = _median_seconds(lambda: np.copyto(dst, src), repeats)
-                t_conv = _median_seconds(fn, repeats)
+                t_conv, t_copy = _median_pair(fn, lambda: np.copyto(dst, src), repeats)
                 gbps, copy_gbps = nbytes / t_conv / 1e9, nbytes / t_copy / 1e9
                 rows.append({"name": f"{dt_name} {name} {label}", "bytes": nbytes, "gbps": gbps,
                              "copy_gbps": copy_gbps, "ratio": gbps / copy_gbps})

@@ -269,6 +269,7 @@ def tiny_tiles(monkeypatch):
     from npurt.tensor import _kernels
     monkeypatch.setattr(_kernels, "TILE_BYTES", 96)
     monkeypatch.setattr(_kernels, "GROUP_TILE_BYTES", 40)
+    monkeypatch.setattr(_kernels, "PACK_LANES", 3)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
