@@ -1,6 +1,7 @@
 """Layout conversions against a per-element reference written from the seed's NC1HWC2 index formula."""
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +12,7 @@ from npurt.soc import get_profile
 from npurt.tensor import (Layout, native_shape, nc1hwc2_to_nchw, nc1hwc2_to_nhwc, nchw_to_nc1hwc2, nchw_to_nhwc,
                           nhwc_to_nc1hwc2, nhwc_to_nchw, size_with_stride, w_stride)
 
-DTYPES = [np.int8, np.uint8, np.float16, np.float32, np.int16]
+DTYPES = [np.int8, np.uint8, np.float16, np.float32, np.int16, np.bool_, ml_dtypes.bfloat16, np.int64]
 
 
 # ---- reference: flat offsets from rknn-api-facts §4.9, loops over n, c, h, w -----------------------------------
@@ -44,7 +45,9 @@ def ref_unpack(y: np.ndarray, channels: int, width: int) -> np.ndarray:
 
 
 def rand(shape, dtype, rng) -> np.ndarray:
-    if np.dtype(dtype).kind == "f":
+    if np.dtype(dtype) == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if np.dtype(dtype).kind in "fV":
         return rng.standard_normal(shape).astype(dtype)
     info = np.iinfo(dtype)
     return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
@@ -260,6 +263,20 @@ def test_bad_inputs_raise_before_writing():
         _raises_invalid(fn, *args, out=ro, match="read-only")
         _raises_invalid(fn, *args, out=[0], match="numpy array")
     _raises_invalid(nchw_to_nhwc, x, out=x.reshape(1, 4, 4, 13), match="overlaps")
+
+
+def test_out_in_the_same_arena_as_the_input():
+    arena = np.zeros(4096, np.int8)
+    x = arena[:208].reshape(1, 13, 4, 4)
+    x[...] = np.arange(208).reshape(x.shape).astype(np.int8)
+    out = arena[256:512].reshape(1, 2, 4, 4, 8)        # disjoint slice of one buffer: fine
+    nchw_to_nc1hwc2(x, 8, out=out)
+    np.testing.assert_array_equal(nc1hwc2_to_nchw(out, 13), x)
+    inter = np.zeros(2 * 208, np.int8)
+    xi, oi = inter[0::2].reshape(1, 13, 4, 4), inter[1::2]  # interleaved, disjoint: allowed only if contiguous
+    xi[...] = x
+    with pytest.raises(NpuError):                        # out= must be contiguous
+        nchw_to_nhwc(xi, out=oi.reshape(1, 4, 4, 13))
 
 
 # ---- kernel paths: tiny tiles (tile splitting inside and across blocks), unaligned buffers -----------------------
