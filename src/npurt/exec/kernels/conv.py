@@ -167,9 +167,9 @@ def conv_transpose(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     if out_shape is not None:
         out_shape = list(out_shape)[-nd:]
     full = [strides[i] * (in_sp[i] - 1) + opad[i] + (k_shape[i] - 1) * dil[i] + 1 for i in range(nd)]
-    if pads is None and auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+    if pads is None and out_shape is None and auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
         pads = [0] * (2 * nd)
-    if pads is None:  # SAME_*: pads follow from the output shape
+    if pads is None:  # SAME_* or an explicit output_shape: pads follow from the output shape
         if out_shape is None:
             out_shape = [in_sp[i] * strides[i] for i in range(nd)]
         total = [full[i] - out_shape[i] for i in range(nd)]
