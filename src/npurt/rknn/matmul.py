@@ -39,8 +39,9 @@ Decisions (see also `matmul_math`'s module doc):
 from __future__ import annotations
 
 import ctypes
+import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -74,6 +75,23 @@ def _fail(func: str, exc: NpuError) -> int:
     """Log `exc` the vendor's way and return its RKNN status."""
     log.error(f"{func}: {exc.message}")
     return _STATUS.get(exc.code, c.RKNN_ERR_FAIL)
+
+
+def _mirror(func: str) -> Callable:
+    """Decorate a mirror function: NpuError -> `E RKNN: <func>: ...` and its status; any other exception (a wrong
+    Python type, a bug) -> an `E RKNN:` line and RKNN_ERR_FAIL. No Python exception escapes a mirror call."""
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> int:
+            try:
+                return fn(*args, **kwargs)
+            except NpuError as exc:
+                return _fail(func, exc)
+            except Exception as exc:  # noqa: BLE001 - the C API returns a status, never raises
+                log.error(f"{func}: internal error: {type(exc).__name__}: {exc}")
+                return c.RKNN_ERR_FAIL
+        return call
+    return wrap
 
 
 def _require_api(func: str) -> str:
@@ -207,105 +225,95 @@ def _register(obj: MatmulContext, ctx_out: Any) -> None:
 
 
 # --- create / destroy ----------------------------------------------------------------------------------------
+@_mirror("rknn_matmul_create")
 def rknn_matmul_create(ctx: Any, info: Any, io_attr: Any) -> int:
     """Create a matmul context for info.M/K/N/type/layouts; fill `io_attr` (A, B, C) in place."""
-    try:
-        if ctx is None or info is None or io_attr is None:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "ctx, info and io_attr must not be NULL")
-        inf = _struct(info, rknn_matmul_info, "info")
-        io = _struct(io_attr, rknn_matmul_io_attr, "io_attr")
-        obj = _build("rknn_matmul_create", inf, [mm.Shape(inf.M, inf.K, inf.N)])
-        obj.current = 0
-        _register(obj, ctx)
-        _fill_io(io, obj.attrs[0])
-        return c.RKNN_SUCC
-    except NpuError as exc:
-        return _fail("rknn_matmul_create", exc)
+    if ctx is None or info is None or io_attr is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "ctx, info and io_attr must not be NULL")
+    inf = _struct(info, rknn_matmul_info, "info")
+    io = _struct(io_attr, rknn_matmul_io_attr, "io_attr")
+    obj = _build("rknn_matmul_create", inf, [mm.Shape(inf.M, inf.K, inf.N)])
+    obj.current = 0
+    _register(obj, ctx)
+    _fill_io(io, obj.attrs[0])
+    return c.RKNN_SUCC
 
 
+@_mirror("rknn_matmul_create_dynamic_shape")
 def rknn_matmul_create_dynamic_shape(ctx: Any, info: Any, shape_num: int, dynamic_shapes: Any,
                                      io_attrs: Any) -> int:
     """Create a context for `shape_num` (M, K, N) shapes (info.M/K/N ignored); fill `io_attrs[i]` per shape."""
+    if ctx is None or info is None or dynamic_shapes is None or io_attrs is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "ctx, info, dynamic_shapes and io_attrs must not be NULL")
+    if isinstance(shape_num, bool) or not isinstance(shape_num, int) or shape_num <= 0:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid shape_num: {shape_num!r}")
     try:
-        if ctx is None or info is None or dynamic_shapes is None or io_attrs is None:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "ctx, info, dynamic_shapes and io_attrs must not be NULL")
-        if isinstance(shape_num, bool) or not isinstance(shape_num, int) or shape_num <= 0:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid shape_num: {shape_num!r}")
-        try:
-            given = [_struct(dynamic_shapes[i], rknn_matmul_shape, f"dynamic_shapes[{i}]") for i in range(shape_num)]
-            ios = [_struct(io_attrs[i], rknn_matmul_io_attr, f"io_attrs[{i}]") for i in range(shape_num)]
-        except (IndexError, TypeError):
-            raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                           f"dynamic_shapes and io_attrs must hold shape_num = {shape_num} entries") from None
-        shapes = [mm.Shape(s.M, s.K, s.N) for s in given]
-        obj = _build("rknn_matmul_create_dynamic_shape", info, shapes)
-        obj.dynamic = True
-        _register(obj, ctx)
-        for io, attrs in zip(ios, obj.attrs):
-            _fill_io(io, attrs)
-        return c.RKNN_SUCC
-    except NpuError as exc:
-        return _fail("rknn_matmul_create_dynamic_shape", exc)
+        given = [_struct(dynamic_shapes[i], rknn_matmul_shape, f"dynamic_shapes[{i}]") for i in range(shape_num)]
+        ios = [_struct(io_attrs[i], rknn_matmul_io_attr, f"io_attrs[{i}]") for i in range(shape_num)]
+    except (IndexError, TypeError):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                       f"dynamic_shapes and io_attrs must hold shape_num = {shape_num} entries") from None
+    shapes = [mm.Shape(s.M, s.K, s.N) for s in given]
+    obj = _build("rknn_matmul_create_dynamic_shape", info, shapes)
+    obj.dynamic = True
+    _register(obj, ctx)
+    for io, attrs in zip(ios, obj.attrs):
+        _fill_io(io, attrs)
+    return c.RKNN_SUCC
 
 
+@_mirror("rknn_matmul_destroy")
 def rknn_matmul_destroy(ctx: Any) -> int:
     """Destroy the context (and any rknn_tensor_mem still created with it). The handle is never valid again."""
-    try:
-        _require_api("rknn_matmul_destroy")
-        obj = _get_ctx(ctx)
-        if handles.contexts.remove(obj.handle) is not obj:
-            raise NpuError(ErrorCode.INVALID_CONTEXT, "matmul context already destroyed")
-        obj.bindings.clear()
-        obj._exported.clear()
-        leaked = handles.mems.release_owned_by(obj.handle)
-        if leaked:
-            log.warning(f"rknn_matmul_destroy: released {len(leaked)} rknn_tensor_mem not destroyed before")
-        obj.device.close()
-        return c.RKNN_SUCC
-    except NpuError as exc:
-        return _fail("rknn_matmul_destroy", exc)
+    _require_api("rknn_matmul_destroy")
+    obj = _get_ctx(ctx)
+    if handles.contexts.remove(obj.handle) is not obj:
+        raise NpuError(ErrorCode.INVALID_CONTEXT, "matmul context already destroyed")
+    obj.bindings.clear()
+    obj._exported.clear()
+    leaked = handles.mems.release_owned_by(obj.handle)
+    if leaked:
+        log.warning(f"rknn_matmul_destroy: released {len(leaked)} rknn_tensor_mem not destroyed before")
+    obj.device.close()
+    return c.RKNN_SUCC
 
 
 # --- configuration -------------------------------------------------------------------------------------------
+@_mirror("rknn_matmul_set_dynamic_shape")
 def rknn_matmul_set_dynamic_shape(ctx: Any, shape: Any) -> int:
     """Choose the shape the next runs use: one of those given to rknn_matmul_create_dynamic_shape."""
-    try:
-        _require_api("rknn_matmul_set_dynamic_shape")
-        obj = _get_ctx(ctx)
-        if shape is None:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "shape must not be NULL")
-        s = _struct(shape, rknn_matmul_shape, "shape")
-        wanted = mm.Shape(s.M, s.K, s.N)
-        if not obj.dynamic:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "context was not created by rknn_matmul_create_dynamic_shape")
-        if wanted not in obj.shapes:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                           f"shape M = {s.M}, K = {s.K}, N = {s.N} is not one of the context's shapes "
-                           f"{[(x.M, x.K, x.N) for x in obj.shapes]}")
-        obj.current = obj.shapes.index(wanted)
-        return c.RKNN_SUCC
-    except NpuError as exc:
-        return _fail("rknn_matmul_set_dynamic_shape", exc)
+    _require_api("rknn_matmul_set_dynamic_shape")
+    obj = _get_ctx(ctx)
+    if shape is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "shape must not be NULL")
+    s = _struct(shape, rknn_matmul_shape, "shape")
+    wanted = mm.Shape(s.M, s.K, s.N)
+    if not obj.dynamic:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "context was not created by rknn_matmul_create_dynamic_shape")
+    if wanted not in obj.shapes:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                       f"shape M = {s.M}, K = {s.K}, N = {s.N} is not one of the context's shapes "
+                       f"{[(x.M, x.K, x.N) for x in obj.shapes]}")
+    obj.current = obj.shapes.index(wanted)
+    return c.RKNN_SUCC
 
 
+@_mirror("rknn_matmul_set_core_mask")
 def rknn_matmul_set_core_mask(ctx: Any, core_mask: int) -> int:
     """Pin the matmul to one NPU core (RK3576/RK3588). Multi-core masks are refused (see the module doc)."""
-    try:
-        _require_api("rknn_matmul_set_core_mask")
-        obj = _get_ctx(ctx)
-        mask = int(core_mask)
-        cores = obj.device.profile.npu_cores
-        if mask == c.RKNN_NPU_CORE_AUTO or (mask in _SINGLE_CORES and mask < (1 << cores)):
-            obj.core_mask = mask
-            return c.RKNN_SUCC
-        if 0 < mask < (1 << cores) or mask == c.RKNN_NPU_CORE_ALL:
-            obj.core_mask = c.RKNN_NPU_CORE_AUTO
-            log.error(f"Not support core mask: {mask}, fallback to single core auto mode")
-            log.error(f"rknn_set_core_mask: failed to set core mask: {mask}")
-            return c.RKNN_ERR_FAIL
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid core mask: {mask} ({obj.soc} has {cores} NPU cores)")
-    except NpuError as exc:
-        return _fail("rknn_matmul_set_core_mask", exc)
+    _require_api("rknn_matmul_set_core_mask")
+    obj = _get_ctx(ctx)
+    mask = int(core_mask)
+    cores = obj.device.profile.npu_cores
+    if mask == c.RKNN_NPU_CORE_AUTO or (mask in _SINGLE_CORES and mask < (1 << cores)):
+        obj.core_mask = mask
+        return c.RKNN_SUCC
+    if 0 < mask < (1 << cores) or mask == c.RKNN_NPU_CORE_ALL:
+        obj.core_mask = c.RKNN_NPU_CORE_AUTO
+        log.error(f"Not support core mask: {mask}, fallback to single core auto mode")
+        log.error(f"rknn_set_core_mask: failed to set core mask: {mask}")
+        return c.RKNN_ERR_FAIL
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid core mask: {mask} ({obj.soc} has {cores} NPU cores)")
 
 
 def _array(ptr: Any, length: int, ctype: Any, what: str) -> np.ndarray:
@@ -316,26 +324,24 @@ def _array(ptr: Any, length: int, ctype: Any, what: str) -> np.ndarray:
     return np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctype)), shape=(length,)).copy()
 
 
+@_mirror("rknn_matmul_set_quant_params")
 def rknn_matmul_set_quant_params(ctx: Any, params: Any) -> int:
     """Set scale / zero point of tensor `params.name` ("A", "B" or "C"); lengths follow B_quant_type for B."""
-    try:
-        _require_api("rknn_matmul_set_quant_params")
-        obj = _get_ctx(ctx)
-        if params is None:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "params must not be NULL")
-        p = _struct(params, rknn_quant_params, "params")
-        name = _text(p.name)
-        if name not in _NAMES:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown tensor name {name!r} (expected A, B or C)")
-        if p.scale_len <= 0:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid scale_len: {p.scale_len}")
-        q = mm.Quant(_array(p.scale, p.scale_len, ctypes.c_float, "scale"),
-                     _array(p.zp, p.zp_len, ctypes.c_int32, "zp"))
-        mm.check_quant(name, q, obj.spec, obj.quant_shape(), obj.B_quant_type, obj.group_size)
-        obj.quant[name] = q
-        return c.RKNN_SUCC
-    except NpuError as exc:
-        return _fail("rknn_matmul_set_quant_params", exc)
+    _require_api("rknn_matmul_set_quant_params")
+    obj = _get_ctx(ctx)
+    if params is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "params must not be NULL")
+    p = _struct(params, rknn_quant_params, "params")
+    name = _text(p.name)
+    if name not in _NAMES:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown tensor name {name!r} (expected A, B or C)")
+    if p.scale_len <= 0:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid scale_len: {p.scale_len}")
+    q = mm.Quant(_array(p.scale, p.scale_len, ctypes.c_float, "scale"),
+                 _array(p.zp, p.zp_len, ctypes.c_int32, "zp"))
+    mm.check_quant(name, q, obj.spec, obj.quant_shape(), obj.B_quant_type, obj.group_size)
+    obj.quant[name] = q
+    return c.RKNN_SUCC
 
 
 def _store_float(out: Any, value: float) -> None:
@@ -354,60 +360,56 @@ def _store_float(out: Any, value: float) -> None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"scale must be a float*, got {type(out).__name__}")
 
 
+@_mirror("rknn_matmul_get_quant_params")
 def rknn_matmul_get_quant_params(ctx: Any, params: Any, scale: Any) -> int:
     """B's quantisation parameters and its normalised scale (RKNN_INT8_MM_INT8_TO_INT32 only)."""
-    try:
-        _require_api("rknn_matmul_get_quant_params")
-        obj = _get_ctx(ctx)
-        if params is None or scale is None:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "params and scale must not be NULL")
-        if obj.spec.value != c.RKNN_INT8_MM_INT8_TO_INT32:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                           f"only RKNN_INT8_MM_INT8_TO_INT32 is supported, the context is {obj.spec.name}")
-        p = _struct(params, rknn_quant_params, "params")
-        q = obj.quant["B"]
-        scales = (ctypes.c_float * q.scale.size)(*q.scale.tolist())
-        zps = (ctypes.c_int32 * max(1, q.zp.size))(*(q.zp.tolist() or [0]))
-        obj._exported[:] = [scales, zps]
-        p.name = b"B"
-        p.scale = ctypes.cast(scales, ctypes.POINTER(ctypes.c_float))
-        p.scale_len = q.scale.size
-        p.zp = ctypes.cast(zps, ctypes.POINTER(ctypes.c_int32))
-        p.zp_len = q.zp.size
-        _store_float(scale, mm.normalised_b_scale(q))
-        return c.RKNN_SUCC
-    except NpuError as exc:
-        return _fail("rknn_matmul_get_quant_params", exc)
+    _require_api("rknn_matmul_get_quant_params")
+    obj = _get_ctx(ctx)
+    if params is None or scale is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "params and scale must not be NULL")
+    if obj.spec.value != c.RKNN_INT8_MM_INT8_TO_INT32:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                       f"only RKNN_INT8_MM_INT8_TO_INT32 is supported, the context is {obj.spec.name}")
+    p = _struct(params, rknn_quant_params, "params")
+    q = obj.quant["B"]
+    scales = (ctypes.c_float * q.scale.size)(*q.scale.tolist())
+    zps = (ctypes.c_int32 * max(1, q.zp.size))(*(q.zp.tolist() or [0]))
+    obj._exported[:] = [scales, zps]
+    p.name = b"B"
+    p.scale = ctypes.cast(scales, ctypes.POINTER(ctypes.c_float))
+    p.scale_len = q.scale.size
+    p.zp = ctypes.cast(zps, ctypes.POINTER(ctypes.c_int32))
+    p.zp_len = q.zp.size
+    _store_float(scale, mm.normalised_b_scale(q))
+    return c.RKNN_SUCC
 
 
 # --- memory and run ------------------------------------------------------------------------------------------
+@_mirror("rknn_matmul_set_io_mem")
 def rknn_matmul_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
     """Bind `mem` (from rknn_create_mem*, any context of this device) as operand `attr.name` ("A", "B", "C")."""
-    try:
-        _require_api("rknn_matmul_set_io_mem")
-        obj = _get_ctx(ctx)
-        if mem is None or attr is None:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "mem and attr must not be NULL")
-        a = _struct(attr, rknn_matmul_tensor_attr, "attr")
-        name = _text(a.name)
-        if name not in _NAMES:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown tensor name {name!r} (expected A, B or C)")
-        dims = list(a.dims[: min(a.n_dims, 16)])
-        known = [(att[name][0], att[name][1], mm.RKNN_TYPE[att[name][2]]) for att in obj.attrs]
-        if (dims, a.size, a.type) not in known:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                           f"{name} attr (dims {dims}, size {a.size}, type {c.get_type_string(a.type)}) does not "
-                           f"match the context's {name}: pass io_attr.{name} as rknn_matmul_create filled it")
-        record = handles.mems.lookup(mem)
-        if record.buffer.device is not obj.device:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name} memory belongs to another device")
-        have = min(handles.as_mem_struct(mem).size, record.size)
-        if have < a.size:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name} memory size must be >= {a.size}, but is: {have}")
-        obj.bindings[name] = _Binding(record, a.size)
-        return c.RKNN_SUCC
-    except NpuError as exc:
-        return _fail("rknn_matmul_set_io_mem", exc)
+    _require_api("rknn_matmul_set_io_mem")
+    obj = _get_ctx(ctx)
+    if mem is None or attr is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "mem and attr must not be NULL")
+    a = _struct(attr, rknn_matmul_tensor_attr, "attr")
+    name = _text(a.name)
+    if name not in _NAMES:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown tensor name {name!r} (expected A, B or C)")
+    dims = list(a.dims[: min(a.n_dims, 16)])
+    known = [(att[name][0], att[name][1], mm.RKNN_TYPE[att[name][2]]) for att in obj.attrs]
+    if (dims, a.size, a.type) not in known:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                       f"{name} attr (dims {dims}, size {a.size}, type {c.get_type_string(a.type)}) does not "
+                       f"match the context's {name}: pass io_attr.{name} as rknn_matmul_create filled it")
+    record = handles.mems.lookup(mem)
+    if record.buffer.device is not obj.device:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name} memory belongs to another device")
+    have = min(handles.as_mem_struct(mem).size, record.size)
+    if have < a.size:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name} memory size must be >= {a.size}, but is: {have}")
+    obj.bindings[name] = _Binding(record, a.size)
+    return c.RKNN_SUCC
 
 
 def _bound_bytes(obj: MatmulContext, name: str, need: int) -> tuple[handles.MemRecord, np.ndarray]:
@@ -431,40 +433,37 @@ def _runtime_owned(record: handles.MemRecord) -> bool:
     return record.kind == c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
 
 
+@_mirror("rknn_matmul_run")
 def rknn_matmul_run(ctx: Any) -> int:
     """C = A · B for the current shape, from and into the bound memory (blocking)."""
-    try:
-        _require_api("rknn_matmul_run")
-        obj = _get_ctx(ctx)
-        shape = obj.shape
-        if shape is None:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "no shape set: call rknn_matmul_set_dynamic_shape first")
-        attrs = obj.attrs[obj.current]
-        q_b = obj.quant["B"]
+    _require_api("rknn_matmul_run")
+    obj = _get_ctx(ctx)
+    shape = obj.shape
+    if shape is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "no shape set: call rknn_matmul_set_dynamic_shape first")
+    attrs = obj.attrs[obj.current]
+    if not obj.spec.b.is_float:            # per-channel / per-group lengths follow N and K of the current shape
         try:
-            mm.check_quant("B", q_b, obj.spec, shape, obj.B_quant_type, obj.group_size) \
-                if not obj.spec.b.is_float else None
+            mm.check_quant("B", obj.quant["B"], obj.spec, shape, obj.B_quant_type, obj.group_size)
         except NpuError as exc:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"B quantization parameters do not fit the current shape: "
-                                                       f"{exc.message}") from None
-        rec_a, raw_a = _bound_bytes(obj, "A", attrs["A"][1])
-        rec_b, raw_b = _bound_bytes(obj, "B", attrs["B"][1])
-        rec_c, raw_c = _bound_bytes(obj, "C", attrs["C"][1])
-        for rec in (rec_a, rec_b):
-            if _runtime_owned(rec) and rec.buffer.cacheable:
-                rec.buffer.sync("to_device")
-        a = mm.read_a(raw_a, obj.spec, obj.tiles, shape, obj.AC_layout)
-        b_work = mm.work_dtype(obj.spec.a) if obj.spec.a.is_float else np.dtype(np.float64)
-        b = mm.read_b(raw_b, obj.spec, obj.tiles, shape, obj.B_layout, mm.k_segment(obj.soc), b_work)
-        values = mm.compute(a, b, obj.spec, shape, obj.quant, obj.B_quant_type, obj.group_size)
-        mm.write_c(raw_c, values, obj.spec, obj.tiles, shape, obj.AC_layout)
-        rec_c.buffer.note_device_write()
-        if _runtime_owned(rec_c) and rec_c.buffer.cacheable:
-            rec_c.buffer.sync("from_device")
-        obj.runs += 1
-        return c.RKNN_SUCC
-    except NpuError as exc:
-        return _fail("rknn_matmul_run", exc)
+            raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                           f"B quantization parameters do not fit the current shape: {exc.message}") from None
+    rec_a, raw_a = _bound_bytes(obj, "A", attrs["A"][1])
+    rec_b, raw_b = _bound_bytes(obj, "B", attrs["B"][1])
+    rec_c, raw_c = _bound_bytes(obj, "C", attrs["C"][1])
+    for rec in (rec_a, rec_b):
+        if _runtime_owned(rec) and rec.buffer.cacheable:
+            rec.buffer.sync("to_device")
+    a = mm.read_a(raw_a, obj.spec, obj.tiles, shape, obj.AC_layout)
+    b_work = mm.work_dtype(obj.spec.a) if obj.spec.a.is_float else np.dtype(np.float64)
+    b = mm.read_b(raw_b, obj.spec, obj.tiles, shape, obj.B_layout, mm.k_segment(obj.soc), b_work)
+    values = mm.compute(a, b, obj.spec, shape, obj.quant, obj.B_quant_type, obj.group_size)
+    mm.write_c(raw_c, values, obj.spec, obj.tiles, shape, obj.AC_layout)
+    rec_c.buffer.note_device_write()
+    if _runtime_owned(rec_c) and rec_c.buffer.cacheable:
+        rec_c.buffer.sync("from_device")
+    obj.runs += 1
+    return c.RKNN_SUCC
 
 
 # --- B layout conversion -------------------------------------------------------------------------------------
@@ -498,30 +497,28 @@ def _host_bytes(ptr: Any, nbytes: int, what: str, writable: bool) -> np.ndarray:
     return raw[:nbytes]
 
 
+@_mirror("rknn_B_normal_layout_to_native_layout")
 def rknn_B_normal_layout_to_native_layout(B_input: Any, B_output: Any, K: int, N: int, info: Any) -> int:
     """Convert B from the normal [K, N] layout (int4 packed low nibble first) to the native layout of info.type on
     this SoC (K-segmented on RK3588/RK3576; int4 packed high nibble first)."""
-    try:
-        soc = _require_api("rknn_B_normal_layout_to_native_layout")
-        if B_input is None or B_output is None or info is None:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "B_input, B_output and info must not be NULL")
-        inf = _struct(info, rknn_matmul_info, "info")
-        spec = mm.MATMUL_TYPES.get(int(inf.type))
-        if spec is None:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid matmul type: {int(inf.type)}")
-        K, N = int(K), int(N)
-        tiles = mm.tiles_for(soc, spec)
-        mm.check_shape(soc, spec, tiles, 1, K, N)
-        nbytes = spec.b.nbytes(K * N)
-        src = _host_bytes(B_input, nbytes, "B_input", writable=False)
-        dst = _host_bytes(B_output, nbytes, "B_output", writable=True)
-        if spec.b is DType.INT4:
-            logical = mm.unpack_int4(src, K * N).reshape(K, N)
-            mm.pack_int4(mm.b_normal_to_native(logical, K, N, tiles, mm.k_segment(soc)), high_first=True, out=dst)
-        else:
-            logical = src.view(spec.b.numpy_dtype).reshape(K, N).copy()   # B_input and B_output may overlap
-            native = mm.b_normal_to_native(logical, K, N, tiles, mm.k_segment(soc))
-            np.copyto(dst.view(spec.b.numpy_dtype), native)
-        return c.RKNN_SUCC
-    except NpuError as exc:
-        return _fail("rknn_B_normal_layout_to_native_layout", exc)
+    soc = _require_api("rknn_B_normal_layout_to_native_layout")
+    if B_input is None or B_output is None or info is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "B_input, B_output and info must not be NULL")
+    inf = _struct(info, rknn_matmul_info, "info")
+    spec = mm.MATMUL_TYPES.get(int(inf.type))
+    if spec is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid matmul type: {int(inf.type)}")
+    K, N = int(K), int(N)
+    tiles = mm.tiles_for(soc, spec)
+    mm.check_shape(soc, spec, tiles, 1, K, N)
+    nbytes = spec.b.nbytes(K * N)
+    src = _host_bytes(B_input, nbytes, "B_input", writable=False)
+    dst = _host_bytes(B_output, nbytes, "B_output", writable=True)
+    if spec.b is DType.INT4:
+        logical = mm.unpack_int4(src, K * N).reshape(K, N)
+        mm.pack_int4(mm.b_normal_to_native(logical, K, N, tiles, mm.k_segment(soc)), high_first=True, out=dst)
+    else:
+        logical = src.view(spec.b.numpy_dtype).reshape(K, N).copy()   # B_input and B_output may overlap
+        native = mm.b_normal_to_native(logical, K, N, tiles, mm.k_segment(soc))
+        np.copyto(dst.view(spec.b.numpy_dtype), native)
+    return c.RKNN_SUCC
