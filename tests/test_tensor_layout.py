@@ -154,7 +154,7 @@ def test_batch_gt_1_uses_the_right_offsets():
 
 def test_large_tensor_fast_paths():
     rng = np.random.default_rng(1)
-    for dtype, c2 in ((np.int8, 16), (np.int8, 8), (np.float16, 8), (np.float16, 4), (np.float32, 4)):
+    for dtype, c2 in ((np.int8, 16), (np.int8, 8), (np.float16, 8), (np.float16, 4), (np.float32, 4), (np.int8, 3)):
         for c in (64, 70):
             x = rand((2, c, 37, 45), dtype, rng)
             y = nchw_to_nc1hwc2(x, c2, w_stride=48)
@@ -287,6 +287,7 @@ def tiny_tiles(monkeypatch):
     monkeypatch.setattr(_kernels, "TILE_BYTES", 96)
     monkeypatch.setattr(_kernels, "GROUP_TILE_BYTES", 40)
     monkeypatch.setattr(_kernels, "PACK_LANES", 3)
+    monkeypatch.setattr(_kernels, "PLAIN_TILE_BYTES", 50)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

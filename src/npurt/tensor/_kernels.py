@@ -13,6 +13,7 @@ import sys
 import numpy as np
 
 TILE_BYTES = 384 * 1024          # scratch tile of the lane kernels: fits L2 with its source and destination
+PLAIN_TILE_BYTES = 64 * 1024     # tile of a plain many-lane unpack (1.5x over one pass for K = 255)
 PACK_LANES = 16                  # lanes (planes) gathered per pass by pack_lanes
 GROUP_TILE_BYTES = 128 * 1024    # slice of the group moves: source lines stay in L1/L2 while dst fills
 _LITTLE = sys.byteorder == "little"
@@ -34,9 +35,9 @@ def _lanes_per_unit(src: np.ndarray, k: int) -> int:
     return 4 // e
 
 
-def _tiles(b: int, m1: int, row_bytes: int):
-    """(b0, b1, i0, i1) tiles of a (B, M1, row) array of about TILE_BYTES each; several b per tile if small."""
-    rows = max(1, TILE_BYTES // max(1, row_bytes))
+def _tiles(b: int, m1: int, row_bytes: int, tile_bytes: int):
+    """(b0, b1, i0, i1) tiles of a (B, M1, row) array of about `tile_bytes` each; several b per tile if small."""
+    rows = max(1, tile_bytes // max(1, row_bytes))
     if rows >= m1:
         per_b = max(1, rows // max(1, m1))
         for b0 in range(0, b, per_b):
@@ -54,14 +55,18 @@ def unpack_lanes(dst: np.ndarray, src: np.ndarray) -> None:
         return
     g = _lanes_per_unit(src, k)
     d, s = _as_uint(dst), _as_uint(src)
-    if g == 1:
+    if g == 1 and k < 16:
         np.copyto(d, s.transpose(0, 3, 1, 2))
+        return
+    if g == 1:                                               # many lanes: K passes over an L2-sized tile
+        for b0, b1, i0, i1 in _tiles(bn, m1, m2 * k * src.itemsize, PLAIN_TILE_BYTES):
+            np.copyto(d[b0:b1, :, i0:i1], s[b0:b1, i0:i1].transpose(0, 3, 1, 2))
         return
     e = src.dtype.itemsize
     units = s.view(np.uint32)                                # (B, M1, M2, K/g)
     ku = k // g
     scratch = np.empty(0, np.uint32)
-    for b0, b1, i0, i1 in _tiles(bn, m1, m2 * k * e):
+    for b0, b1, i0, i1 in _tiles(bn, m1, m2 * k * e, TILE_BYTES):
         shape = (b1 - b0, ku, i1 - i0, m2)
         n = shape[0] * shape[1] * shape[2] * shape[3]
         if n + 1 > scratch.size:
