@@ -1,7 +1,21 @@
-"""npurt.qnn: the QNN HTP mirror. For now its vendor constants and ctypes structs."""
+"""npurt.qnn: the QNN HTP mirror — constants, ctypes structs, rpcmem, the QnnInterface function table, shared
+buffers (ION, multi-tensor SHARED_BUFFER, external WEIGHTS / SPILLFILL / VTCMBACKUP buffers) over npurt device
+memory, and graph execution on the CPU.
+
+Start with `QnnInterface_getProviders(providers, n)` or the shortcut `interface("fastrpc" | "native", soc=...)`.
+"""
 from npurt.qnn.constants import *  # noqa: F401,F403
 from npurt.qnn.constants import __all__ as _constants_all
 from npurt.qnn.structs import *  # noqa: F401,F403
 from npurt.qnn.structs import __all__ as _structs_all
+from npurt.qnn.graph import TensorSpec, io_tensors, tensor_specs
+from npurt.qnn.interface import QnnInterface_getProviders, QnnInterface_t, QnnInterfaceTable, interface
+from npurt.qnn.qurt import qurt_free, qurt_malloc, qurt_view
+from npurt.qnn.rpcmem import (rpcmem_alloc, rpcmem_alloc2, rpcmem_alloc_def, rpcmem_free, rpcmem_leaks,
+                              rpcmem_to_fd, rpcmem_view)
 
-__all__ = list(_constants_all) + list(_structs_all)
+__all__ = list(_constants_all) + list(_structs_all) + [
+    "QnnInterface_getProviders", "QnnInterface_t", "QnnInterfaceTable", "TensorSpec", "interface", "io_tensors",
+    "qurt_free", "qurt_malloc", "qurt_view", "rpcmem_alloc", "rpcmem_alloc2", "rpcmem_alloc_def", "rpcmem_free",
+    "rpcmem_leaks", "rpcmem_to_fd", "rpcmem_view", "tensor_specs",
+]

@@ -1,0 +1,151 @@
+"""QNN backends and devices, the per-device HTP core (VTCM, execution lock), and the handle table.
+
+- `HANDLES`: every backend / device / context / graph handle the mirror hands out is an int key of one table, so
+  a handle of the wrong kind, a made-up value or a freed one is recognised (never dereferenced).
+- `HtpCore`: one per HTP device. It owns the VTCM buffer (the device's whole fast-memory region, taken when the
+  first context needs it and given back with the last), the execution lock (one graph at a time on one HTP: all
+  graphs alias the same VTCM) and the table of external buffers currently used by an executing graph (to detect
+  parallel execution where the tutorial allows only sequential execution).
+- `Backend`: created by `backendCreate` for one use case ("fastrpc" or "native") and one HTP SoC; holds a device
+  reference and its contexts. Freeing it frees its contexts.
+- `QnnDevice`: what `deviceCreate` returns.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import TYPE_CHECKING, Any
+
+from npurt.memory import Buffer, Device
+from npurt.qnn import device as htp_device
+from npurt.soc.htp import HtpProfile
+
+if TYPE_CHECKING:
+    from npurt.qnn.context import Context
+
+_handle_lock = threading.Lock()
+_counter = itertools.count(1)
+HANDLES: dict[int, Any] = {}
+
+
+def new_handle(obj: Any) -> int:
+    """Enter `obj` into the handle table and return its handle (a small non-zero int, as the emulator gives)."""
+    with _handle_lock:
+        h = next(_counter)
+        HANDLES[h] = obj
+        return h
+
+
+def lookup(handle: Any, kind: type) -> Any:
+    """The live object of type `kind` behind `handle`, or None (wrong kind, unknown, NULL)."""
+    from npurt.qnn._ptr import pointer_value
+    obj = HANDLES.get(pointer_value(handle))
+    return obj if isinstance(obj, kind) else None
+
+
+def drop_handle(handle: int) -> None:
+    with _handle_lock:
+        HANDLES.pop(handle, None)
+
+
+class HtpCore:
+    """One HTP: its VTCM, its execution lock and the external buffers busy in a running graph."""
+
+    def __init__(self, device: Device, profile: HtpProfile) -> None:
+        self.device = device
+        self.profile = profile
+        self.exec_lock = threading.RLock()      # one graph executes at a time (they share the VTCM)
+        self.state_lock = threading.Lock()
+        self.busy: dict[tuple, Any] = {}         # memory key -> the graph executing with it
+        self.vtcm: Buffer | None = None
+        self.vtcm_users = 0
+        self.vtcm_owner: "Context | None" = None  # context whose activations the VTCM holds
+
+    def take_vtcm(self) -> Buffer:
+        """The VTCM buffer (allocated on first use); pair with `give_vtcm`."""
+        with self.state_lock:
+            if self.vtcm is None:
+                self.vtcm = self.device.alloc(self.profile.vtcm_size, placement="sram", owner="qnn-vtcm",
+                                              name="vtcm")
+            self.vtcm_users += 1
+            return self.vtcm
+
+    def give_vtcm(self, ctx: "Context") -> None:
+        with self.state_lock:
+            if self.vtcm_owner is ctx:
+                self.vtcm_owner = None
+            self.vtcm_users -= 1
+            if self.vtcm_users == 0 and self.vtcm is not None:
+                self.device.free(self.vtcm)
+                self.vtcm = None
+
+
+_cores: dict[str, tuple[HtpCore, int]] = {}
+_cores_lock = threading.Lock()
+
+
+def _acquire_core(soc: str | None) -> HtpCore:
+    device, profile = htp_device.acquire(soc)
+    with _cores_lock:
+        entry = _cores.get(profile.name)
+        if entry is None or entry[0].device is not device:
+            core = HtpCore(device, profile)
+            _cores[profile.name] = (core, 1)
+            return core
+        _cores[profile.name] = (entry[0], entry[1] + 1)
+        return entry[0]
+
+
+def _release_core(core: HtpCore) -> None:
+    with _cores_lock:
+        entry = _cores.get(core.profile.name)
+        if entry is not None and entry[0] is core:
+            if entry[1] > 1:
+                _cores[core.profile.name] = (core, entry[1] - 1)
+            else:
+                del _cores[core.profile.name]
+    htp_device.release(core.device)
+
+
+def core_of(soc: str) -> HtpCore | None:
+    """The live HTP core of `soc` (tests use its `exec_lock` to hold an execution in place)."""
+    with _cores_lock:
+        entry = _cores.get(soc)
+        return entry[0] if entry else None
+
+
+class Backend:
+    """An HTP backend for one use case on one SoC."""
+
+    def __init__(self, use_case: str, soc: str | None) -> None:
+        self.use_case = use_case
+        self.core = _acquire_core(soc)
+        self.device = self.core.device
+        self.profile = self.core.profile
+        self.contexts: list["Context"] = []
+        self.freed = False
+        self.handle = new_handle(self)
+
+    def free(self) -> None:
+        """Free every context of the backend, its device handles, and give back the device."""
+        if self.freed:
+            return
+        for ctx in list(self.contexts):
+            ctx.free()
+        self.freed = True
+        drop_handle(self.handle)
+        _release_core(self.core)
+
+
+class QnnDevice:
+    """What `deviceCreate` returns: the HTP device of one SoC (one core); contexts on a backend of another SoC
+    are refused."""
+
+    def __init__(self, soc: str) -> None:
+        self.soc = soc
+        self.freed = False
+        self.handle = new_handle(self)
+
+    def free(self) -> None:
+        self.freed = True
+        drop_handle(self.handle)

@@ -1,0 +1,275 @@
+"""A QNN graph of a finalized context: its I/O tensors and `graphExecute` over registered or client memory.
+
+Graph I/O tensors are the compiled model's native input/output tensors (the layout and type the HTP reads and
+writes: e.g. NHWC float16/float32, int8 with scale/offset). `TensorSpec` describes one and `io_tensors` builds the
+`Qnn_Tensor_t` lists an application fills (what QnnSystemContext_getBinaryInfo gives on a device).
+
+Execution (`Graph.execute`):
+- MEMHANDLE tensors are zero-copy: the executor binds the registered memory itself. The handle must be an ION /
+  SHARED_BUFFER handle registered in *this graph's* context, its memory still allocated and at least the tensor's
+  bytes (else 6004 INVALID_TENSOR).
+- RAW tensors are copied through the graph's internal I/O buffers (the copy the HTP backend makes for client
+  buffers), reading / writing the client pointer with EFAULT-safe copies (6004 on a bad pointer or short size).
+- Weights are read from the context's weights region on every run (`cache_weights=False`), activations live in
+  the VTCM + spill-fill arena.
+- Sequential-only resources (external weights / spill-fill in FastRPC; spill-fill in Non-RPC without
+  REGISTER_CONCURRENT_RESOURCE_SHARING) may not be used by two executing graphs at once: the second call returns
+  QNN_GRAPH_ERROR_UNSUPPORTED_FEATURE (1000) at once. Graphs of contexts that share buffers under concurrent
+  resource sharing queue on the HTP instead (one graph at a time per HTP).
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from npurt.errors import NpuError
+from npurt.exec.bind import pack_input, unpack_output
+from npurt.exec.executor import Executor
+from npurt.memory import Buffer
+from npurt.model.attrs import TensorAttr
+from npurt.qnn import constants as C
+from npurt.qnn._ptr import pointer_value, safe_copy_in, safe_write
+from npurt.qnn.backend import new_handle
+from npurt.qnn.mem_registry import ION, REGISTRY, SHARED, SPILLFILL, VTCMBACKUP, WEIGHTS, QnnError
+from npurt.qnn.structs import Qnn_Tensor_t
+from npurt.tensor import DType
+
+if TYPE_CHECKING:
+    from npurt.qnn.context import Context
+
+_QNN_TYPE = {DType.FLOAT32: C.QNN_DATATYPE_FLOAT_32, DType.FLOAT16: C.QNN_DATATYPE_FLOAT_16,
+             DType.BFLOAT16: C.QNN_DATATYPE_BFLOAT_16, DType.INT8: C.QNN_DATATYPE_INT_8,
+             DType.UINT8: C.QNN_DATATYPE_UINT_8, DType.INT16: C.QNN_DATATYPE_INT_16,
+             DType.UINT16: C.QNN_DATATYPE_UINT_16, DType.INT32: C.QNN_DATATYPE_INT_32,
+             DType.UINT32: C.QNN_DATATYPE_UINT_32, DType.INT64: C.QNN_DATATYPE_INT_64,
+             DType.BOOL: C.QNN_DATATYPE_BOOL_8}
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One graph I/O tensor: QNN name, id, type, dims, byte size, and the native attr npurt packs with."""
+
+    index: int
+    name: str
+    is_input: bool
+    data_type: int
+    dims: tuple[int, ...]
+    nbytes: int
+    scale: float
+    offset: int              # QNN scale/offset: float = (q + offset) * scale
+    attr: TensorAttr
+    logical_shape: tuple[int, ...]
+
+    def pack(self, x: np.ndarray, view: np.ndarray, mean=None, std=None) -> None:
+        """Write a user array (the ONNX model's layout, any numeric dtype) into `view` in this tensor's format."""
+        pack_input(self.attr, x, view.reshape(-1).view(np.uint8)[:self.nbytes], mean, std, shape=self.logical_shape)
+
+    def unpack(self, view: np.ndarray) -> np.ndarray:
+        """This tensor's bytes in `view` as a float32 array in the ONNX model's layout (a copy)."""
+        return unpack_output(self.attr, view.reshape(-1).view(np.uint8)[:self.nbytes], self.logical_shape)
+
+    def tensor(self) -> Qnn_Tensor_t:
+        """A fresh `Qnn_Tensor_t` (version 1, memType RAW, no data) describing this tensor."""
+        t = Qnn_Tensor_t()
+        t.version = C.QNN_TENSOR_VERSION_1
+        v = t.v1
+        v.id = self.index + (0 if self.is_input else 1000)
+        v.name = self.name.encode()
+        v.type = C.QNN_TENSOR_TYPE_APP_WRITE if self.is_input else C.QNN_TENSOR_TYPE_APP_READ
+        v.dataFormat = C.QNN_TENSOR_DATA_FORMAT_DENSE
+        v.dataType = self.data_type
+        if self.data_type in (C.QNN_DATATYPE_SFIXED_POINT_8, C.QNN_DATATYPE_UFIXED_POINT_8):
+            v.quantizeParams.encodingDefinition = C.QNN_DEFINITION_DEFINED
+            v.quantizeParams.quantizationEncoding = C.QNN_QUANTIZATION_ENCODING_SCALE_OFFSET
+            v.quantizeParams.scaleOffsetEncoding.scale = self.scale
+            v.quantizeParams.scaleOffsetEncoding.offset = self.offset
+        else:
+            v.quantizeParams.encodingDefinition = C.QNN_DEFINITION_UNDEFINED
+            v.quantizeParams.quantizationEncoding = C.QNN_QUANTIZATION_ENCODING_UNDEFINED
+        v.rank = len(self.dims)
+        v.dimensions = (ctypes.c_uint32 * len(self.dims))(*self.dims)   # kept alive by ctypes' _objects
+        v.memType = C.QNN_TENSORMEMTYPE_RAW
+        return t
+
+
+def tensor_specs(ctx_or_model: Any) -> tuple[list[TensorSpec], list[TensorSpec]]:
+    """The graph's input and output tensor specs (from a `Context` or a `CompiledModel`)."""
+    m = getattr(ctx_or_model, "compiled", ctx_or_model)
+    out: tuple[list[TensorSpec], list[TensorSpec]] = ([], [])
+    for is_input, attrs in ((True, m.native_input_attrs), (False, m.native_output_attrs)):
+        for i, attr in enumerate(attrs):
+            st = m.storage[attr.name]
+            qtype = _QNN_TYPE.get(attr.type, C.QNN_DATATYPE_UNDEFINED)
+            if st.quantized:
+                qtype = C.QNN_DATATYPE_SFIXED_POINT_8
+            (out[0] if is_input else out[1]).append(TensorSpec(
+                i, attr.name, is_input, qtype, tuple(int(d) for d in attr.dims), int(attr.size_with_stride),
+                float(st.scale), -int(st.zp), attr, tuple(st.shape)))
+    return out
+
+
+def io_tensors(ctx_or_model: Any) -> tuple[list[Qnn_Tensor_t], list[Qnn_Tensor_t]]:
+    """Fresh `Qnn_Tensor_t` lists for the graph's inputs and outputs (memType RAW; set memType/memHandle)."""
+    ins, outs = tensor_specs(ctx_or_model)
+    return [s.tensor() for s in ins], [s.tensor() for s in outs]
+
+
+def _body(t: Qnn_Tensor_t):
+    return t.v2 if int(t.version) == C.QNN_TENSOR_VERSION_2 else t.v1
+
+
+class Graph:
+    """The graph of a finalized context, bound to its memory."""
+
+    def __init__(self, ctx: "Context") -> None:
+        self.context: "Context | None" = ctx
+        self.name = ctx.compiled.graph.name
+        self.inputs, self.outputs = tensor_specs(ctx)
+        self.executor = Executor(ctx.compiled, ctx.htp.plan, cache_weights=False)
+        device = ctx.backend.device
+        self._io: list[Buffer] = []
+        try:
+            for spec in self.inputs + self.outputs:
+                self._io.append(device.alloc(max(spec.nbytes, 1), owner="qnn-io", name=spec.name))
+        except BaseException:
+            self.release()
+            raise
+        self._bound_key: tuple | None = None
+        self.runs = 0
+        self.handle = new_handle(self)
+
+    # -- lifetime --------------------------------------------------------------------------------------
+    def release(self) -> None:
+        """Drop memory and the context (contextFree). The handle stays known so that a later execute returns
+        QNN_GRAPH_ERROR_INVALID_CONTEXT instead of an unknown-handle error."""
+        for buf in self._io:
+            if buf.alive:
+                buf.device.free(buf)
+        self._io = []
+        self.executor = None
+        self.context = None
+
+    # -- execute ---------------------------------------------------------------------------------------
+    def _resolve(self, spec: TensorSpec, t: Any, io_buf: Buffer) -> tuple[Any, np.ndarray, int]:
+        """(bind key, view to bind, client pointer for RAW or 0) for one tensor; QnnError 6004 if unusable."""
+        what = f"{'input' if spec.is_input else 'output'} {spec.index} ({spec.name})"
+        if not isinstance(t, Qnn_Tensor_t):
+            raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what}: not a Qnn_Tensor_t")
+        if int(t.version) not in (C.QNN_TENSOR_VERSION_1, C.QNN_TENSOR_VERSION_2):
+            raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what}: unknown tensor version {int(t.version)}")
+        body = _body(t)
+        mem_type = int(body.memType)
+        if mem_type == C.QNN_TENSORMEMTYPE_MEMHANDLE:
+            handle = pointer_value(body.memHandle)
+            if not handle:
+                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what}: No memHandle provided. Unable to execute.")
+            rec = REGISTRY.get(handle)
+            if rec is None or rec.kind not in (ION, SHARED):
+                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what}: 0x{handle:x} is not a registered tensor "
+                                                                 f"memory handle")
+            if rec.context is not self.context:
+                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
+                               f"{what}: memory handle 0x{handle:x} is registered with another context")
+            if rec.nbytes < spec.nbytes:
+                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
+                               f"{what}: handle covers {rec.nbytes} bytes, the tensor needs {spec.nbytes}")
+            if not rec.alive():
+                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
+                               f"{what}: the memory of handle 0x{handle:x} was freed while registered")
+            return ("h", handle), rec.view()[:spec.nbytes], 0
+        if mem_type == C.QNN_TENSORMEMTYPE_RAW:
+            data, size = pointer_value(body.clientBuf.data), int(body.clientBuf.dataSize)
+            if not data or size < spec.nbytes:
+                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
+                               f"{what}: clientBuf needs a pointer and {spec.nbytes} bytes (got {size})")
+            return ("raw",), io_buf.device_view()[:spec.nbytes], data
+        raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what}: memType {mem_type} is not supported")
+
+    def _sequential_keys(self, ctx: "Context") -> list[tuple]:
+        """Memory this execution must not share with another executing graph."""
+        keys = []
+        for kind, rec in ctx.external.items():
+            if kind == WEIGHTS or (kind == SPILLFILL and not ctx.concurrent):
+                keys.append(rec.key)
+        return keys
+
+    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        """graphExecute; QnnError with the QNN code on failure."""
+        ctx = self.context
+        if ctx is None or ctx.freed:
+            raise QnnError(C.QNN_GRAPH_ERROR_INVALID_CONTEXT, f"graph {self.name!r}: its context was freed")
+        if len(inputs) != len(self.inputs) or len(outputs) != len(self.outputs):
+            raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT,
+                           f"graph {self.name!r} has {len(self.inputs)} inputs and {len(self.outputs)} outputs, "
+                           f"got {len(inputs)} and {len(outputs)}")
+        core = ctx.backend.core
+        keys = self._sequential_keys(ctx)
+        shared = [r.key for k, r in ctx.external.items() if k in (SPILLFILL, VTCMBACKUP)] if ctx.concurrent else []
+        with core.state_lock:
+            for key in keys + shared:
+                other = core.busy.get(key)
+                if other is not None and (key in keys or not other[1]):
+                    raise QnnError(C.QNN_GRAPH_ERROR_UNSUPPORTED_FEATURE,
+                                   f"graph {self.name!r}: a graph sharing its external buffer is executing; this "
+                                   f"buffer is supported only with sequential execution")
+            for key in keys + shared:
+                core.busy[key] = (self, key not in keys)
+        try:
+            with ctx.lock, core.exec_lock:
+                if ctx.freed or self.executor is None:
+                    raise QnnError(C.QNN_GRAPH_ERROR_INVALID_CONTEXT, f"graph {self.name!r}: context freed")
+                self._run(ctx, core, inputs, outputs)
+        finally:
+            with core.state_lock:
+                for key in keys + shared:
+                    if core.busy.get(key, (None,))[0] is self:
+                        del core.busy[key]
+
+    def _run(self, ctx: "Context", core, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        for rec in ctx.external.values():
+            if not rec.alive():
+                raise QnnError(C.QNN_GRAPH_ERROR_MEM_ALLOC,
+                               f"the context's {rec.kind} buffer was freed while registered")
+        resolved = [self._resolve(s, t, b) for s, t, b in zip(self.inputs + self.outputs,
+                                                                list(inputs) + list(outputs), self._io)]
+        n_in = len(self.inputs)
+        for (_, view, data), spec in zip(resolved[:n_in], self.inputs):
+            if data and not safe_copy_in(data, (ctypes.c_char * spec.nbytes).from_buffer(view), spec.nbytes):
+                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
+                               f"input {spec.index} ({spec.name}): clientBuf.data 0x{data:x} is not readable")
+        key = tuple(k for k, _, _ in resolved)
+        if key != self._bound_key:
+            self.executor.bind(ctx.weights, ctx.arena, [v for _, v, _ in resolved[:n_in]],
+                               [v for _, v, _ in resolved[n_in:]])
+            self._bound_key = key
+        _vtcm_handover(ctx, core)
+        try:
+            self.executor.run()
+        except NpuError as exc:
+            raise QnnError(C.QNN_GRAPH_ERROR_GENERAL, f"graph {self.name!r} failed: {exc}") from exc
+        self.runs += 1
+        for (_, view, data), spec in zip(resolved[n_in:], self.outputs):
+            if data and not safe_write(data, view.ctypes.data, spec.nbytes):
+                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
+                               f"output {spec.index} ({spec.name}): clientBuf.data 0x{data:x} is not writable")
+
+
+def _vtcm_handover(ctx: "Context", core) -> None:
+    """The VTCM passes to `ctx`: the previous owner's VTCM image goes to its VTCM backup buffer (if it has one),
+    and `ctx`'s image comes back from its own backup buffer (if one was saved). Runs under the HTP lock."""
+    prev = core.vtcm_owner
+    if prev is ctx:
+        return
+    if prev is not None and not prev.freed and VTCMBACKUP in prev.external:
+        src = prev.vtcm_view()
+        if src is not None:
+            prev.external[VTCMBACKUP].view()[:src.size] = src
+            prev.vtcm_image_saved = True
+    if ctx.vtcm_image_saved and VTCMBACKUP in ctx.external:
+        dst = ctx.vtcm_view()
+        if dst is not None:
+            dst[:] = ctx.external[VTCMBACKUP].view()[:dst.size]
+    core.vtcm_owner = ctx

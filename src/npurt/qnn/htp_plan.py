@@ -1,0 +1,104 @@
+"""The HTP memory plan of a context binary: activations in VTCM, the overflow as spill-fill in DDR, and the sizes
+the context properties report.
+
+The compiled model's `MemoryPlan` gives every internal activation a lifetime and a size. On HTP the activations
+that fit live in VTCM (the device's fast memory, `HtpProfile.vtcm_size`); the rest are spilled to a DDR
+"spill-fill" buffer. The executor sees one internal arena: `[0, vtcm_used)` is VTCM, `[vtcm_used, +spill_size)`
+is the spill-fill buffer (mapped right behind it), so a plan is the compiled plan with offsets moved into that
+combined arena.
+
+Placement: `npurt.plan.place_with_fast_memory(problem, fast_size)` when the planner package has it, else this
+module's fallback: greedy-by-size over all activations, keep those that end inside the VTCM, re-plan the rest
+into the spill arena.
+
+Property sizes follow what the x86 HTP library reports (qnn-htp-x86-observations §3.1): weights and spill-fill
+sizes rounded up to a multiple of 2 MiB (0 stays 0), buffer start alignment 4096. The VTCM backup size (no public
+value exists) is npurt's choice: the VTCM bytes the context's graphs use, rounded up to 2 MiB.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from npurt.memory.mapping import page_round
+from npurt.plan.model_plan import INTERNAL_ALIGN, MemoryPlan
+from npurt.plan.problem import PlanBuffer, Problem
+
+PROPERTY_GRANULE = 2 << 20      # observed: weights / spill-fill sizes are 2 MiB multiples
+BUFFER_START_ALIGNMENT = 4096   # observed: QNN_HTP_CONTEXT_GET_PROP_BUFFER_START_ALIGNMENT
+
+
+def round_granule(nbytes: int) -> int:
+    """`nbytes` rounded up to a multiple of 2 MiB; 0 stays 0."""
+    return -(-int(nbytes) // PROPERTY_GRANULE) * PROPERTY_GRANULE
+
+
+@dataclass(frozen=True)
+class HtpMemoryPlan:
+    """Where one graph's activations live on an HTP with `vtcm_size` bytes of VTCM."""
+
+    vtcm_size: int
+    vtcm_used: int                  # VTCM bytes used (page multiple): the arena's first part
+    spill_size: int                 # DDR spill-fill bytes: the arena's second part
+    weights_size: int               # the context's weight bytes
+    plan: MemoryPlan                # the compiled plan with offsets in the combined [VTCM | spill] arena
+    in_vtcm: frozenset[str]
+    method: str
+
+    @property
+    def spillfill_buffer_size(self) -> int:
+        """QNN_HTP_CONTEXT_GET_PROP_MAX_SPILLFILL_BUFFER_SIZE."""
+        return round_granule(self.spill_size)
+
+    @property
+    def weights_buffer_size(self) -> int:
+        """QNN_HTP_CONTEXT_GET_PROP_WEIGHTS_BUFFER_SIZE."""
+        return round_granule(self.weights_size)
+
+    @property
+    def vtcm_backup_buffer_size(self) -> int:
+        """QNN_HTP_CONTEXT_GET_PROP_MAX_VTCMBACKUP_BUFFER_SIZE (npurt's rule, see the module doc)."""
+        return round_granule(self.vtcm_used)
+
+
+def _greedy(buffers: list[PlanBuffer]) -> dict[str, int]:
+    if not buffers:
+        return {}
+    from npurt.plan.greedy import greedy_by_size
+    return {b: int(o) for b, o in greedy_by_size(Problem(buffers)).offsets.items()}
+
+
+def _fallback(buffers: list[PlanBuffer], vtcm: int) -> tuple[dict[str, int], dict[str, int], str]:
+    """(VTCM offsets, spill offsets): greedy over everything, keep what ends inside VTCM, re-plan the rest."""
+    first = _greedy(buffers)
+    sizes = {b.id: b.size for b in buffers}
+    fast = {n: o for n, o in first.items() if o + sizes[n] <= vtcm}
+    rest = [b for b in buffers if b.id not in fast]
+    return fast, _greedy(rest), "greedy+spill"
+
+
+def _place(buffers: list[PlanBuffer], vtcm: int) -> tuple[dict[str, int], dict[str, int], str]:
+    try:
+        from npurt.plan import place_with_fast_memory  # type: ignore[attr-defined]
+    except ImportError:
+        return _fallback(buffers, vtcm)
+    result = place_with_fast_memory(Problem(buffers), vtcm)
+    fast = getattr(result, "fast_offsets", None)
+    slow = getattr(result, "slow_offsets", None)
+    if fast is None or slow is None:        # an interface this adapter does not know yet
+        return _fallback(buffers, vtcm)
+    return dict(fast), dict(slow), str(getattr(result, "method", "place_with_fast_memory"))
+
+
+def plan_htp(plan: MemoryPlan, vtcm_size: int) -> HtpMemoryPlan:
+    """The HTP plan of a compiled model's `plan` on an HTP with `vtcm_size` bytes of VTCM."""
+    buffers = [PlanBuffer(n, plan.lifetimes[n][0], plan.lifetimes[n][1], plan.sizes[n], INTERNAL_ALIGN)
+               for n in plan.offsets]
+    fast, slow, method = _place(buffers, vtcm_size)
+    vtcm_used = page_round(max((fast[n] + plan.sizes[n] for n in fast), default=0))
+    spill = max((slow[n] + plan.sizes[n] for n in slow), default=0)
+    spill = -(-spill // INTERNAL_ALIGN) * INTERNAL_ALIGN
+    offsets = {n: fast[n] for n in fast}
+    offsets.update({n: vtcm_used + slow[n] for n in slow})
+    combined = replace(plan, offsets=offsets, internal_size=vtcm_used + spill, method=f"htp:{method}",
+                       extra={**plan.extra, "vtcm_used": vtcm_used, "spill_size": spill})
+    return HtpMemoryPlan(vtcm_size, vtcm_used, spill, plan.weight_size, combined, frozenset(fast), method)

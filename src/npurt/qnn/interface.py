@@ -1,0 +1,478 @@
+"""The QnnInterface function table of the HTP mirror and `QnnInterface_getProviders`.
+
+C code reaches every QNN function through a provider's table: `providers[i]->QNN_INTERFACE_VER_NAME.memRegister`.
+Here `QnnInterface_getProviders(providerList, numProviders)` fills a Python list with one `QnnInterface_t` whose
+attribute named `QNN_INTERFACE_VER_NAME` ("v2_32") is a `QnnInterfaceTable`; `interface(use_case, soc)` returns that
+table directly. A table is bound to one use case — "fastrpc" (QNN called on the host CPU, executed on the DSP) or
+"native" (Non-RPC: QNN called on the DSP) — and one HTP SoC; every backend it creates has that use case.
+`QnnInterface_getProviders` reads them from `$NPURT_QNN_USE_CASE` (default fastrpc) and `$NPURT_SOC`.
+
+Every function has the C name (the interface field name) and argument order and returns a `Qnn_ErrorHandle_t`
+int. Out-parameters are ctypes objects filled in place: a `Qnn_*Handle_t()` (c_void_p), `ctypes.byref` /
+`ctypes.pointer` of one, a ctypes array, or a Python list. Failures log an `<E>` line on the `npurt.qnn` logger and
+change nothing else.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import logging
+import os
+from typing import Any, Callable
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.model.compiled import CompiledModel, load_compiled
+from npurt.qnn import constants as C
+from npurt.qnn._ptr import pointer_value, read_struct, safe_read, safe_write
+from npurt.qnn.backend import Backend, QnnDevice, lookup
+from npurt.qnn.context import Context
+from npurt.qnn.graph import Graph
+from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY, QnnError, as_descriptor_list
+from npurt.qnn.structs import (Qnn_ApiVersion_t, Qnn_Version_t, QnnContext_Config_t, QnnContext_Property_t,
+                               QnnHtpContext_CustomConfig_t, QnnHtpContext_CustomProperty_t)
+from npurt.soc.htp import get_htp_profile, is_htp_soc
+
+log = logging.getLogger("npurt.qnn")
+
+USE_CASES = (FASTRPC, NATIVE)
+_USE_CASE_ALIASES = {"fastrpc": FASTRPC, "rpc": FASTRPC, "native": NATIVE, "non-rpc": NATIVE, "nonrpc": NATIVE}
+BUILD_ID = "npurt-qnn-htp-mirror v2.32 (HTP API 5.43)"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# out-parameter helpers
+# ---------------------------------------------------------------------------------------------------------
+def _cell(out: Any) -> Any:
+    """The c_void_p an out-parameter names (the object itself, or what byref / pointer point at)."""
+    if isinstance(out, ctypes.c_void_p):
+        return out
+    obj = getattr(out, "_obj", None)            # ctypes.byref(...)
+    if isinstance(obj, ctypes.c_void_p):
+        return obj
+    if isinstance(out, ctypes._Pointer) and isinstance(out.contents, ctypes.c_void_p):  # type: ignore[attr-defined]
+        return out.contents
+    return None
+
+
+def _set_handle(out: Any, value: int | None) -> bool:
+    cell = _cell(out)
+    if cell is None:
+        return False
+    cell.value = value or None
+    return True
+
+
+def _set_handles(out: Any, values: list[int | None], count: int) -> bool:
+    """Write `count` handles into an out array (ctypes array, list, or a single cell when count is 1)."""
+    if isinstance(out, list):
+        while len(out) < count:
+            out.append(None)
+        for k in range(count):
+            out[k] = values[k] if k < len(values) else None
+        return True
+    if isinstance(out, ctypes.Array):
+        if len(out) < count:
+            return False
+        for k in range(count):
+            out[k] = values[k] if k < len(values) else None
+        return True
+    if count == 1:
+        return _set_handle(out, values[0] if values else None)
+    return False
+
+
+def _handles_in(arr: Any, count: int) -> list[int] | None:
+    """`count` handle values from an array / list / single cell; None if the argument is unusable."""
+    if arr is None or count < 0:
+        return None
+    if isinstance(arr, (list, tuple, ctypes.Array)):
+        if len(arr) < count:
+            return None
+        return [pointer_value(h) for h in list(arr)[:count]]
+    if count <= 1:
+        cell = _cell(arr)
+        if cell is not None:
+            return [pointer_value(cell.value)][:count]
+        if isinstance(arr, int):
+            return [arr][:count]
+    return None
+
+
+def _items(seq: Any) -> list[Any]:
+    """A NULL-terminated config / property list as the structs it points at (None stops the list)."""
+    out = []
+    for item in seq:
+        if item is None:
+            break
+        if isinstance(item, ctypes._Pointer):  # type: ignore[attr-defined]
+            item = item.contents
+        out.append(item)
+    return out
+
+
+def _qnn_call(name: str) -> Callable:
+    """Turn QnnError / NpuError / unexpected exceptions into the function's QNN return code and a log line."""
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def call(*args, **kwargs) -> int:
+            try:
+                return fn(*args, **kwargs)
+            except QnnError as exc:
+                log.error("<E> %s: %s (%s)", name, exc.message, C.error_string(exc.code))
+                return exc.code
+            except NpuError as exc:
+                log.error("<E> %s: %s", name, exc)
+                return C.QNN_COMMON_ERROR_GENERAL
+        return call
+    return wrap
+
+
+def _context(handle: Any, code: int = C.QNN_CONTEXT_ERROR_INVALID_HANDLE) -> Context:
+    ctx = lookup(handle, Context)
+    if ctx is None or ctx.freed:
+        raise QnnError(code, f"context handle {pointer_value(handle):#x} is not a live context")
+    return ctx
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the table
+# ---------------------------------------------------------------------------------------------------------
+class QnnInterfaceTable:
+    """`QnnInterface_ImplementationV2_32_t`: the functions of the HTP mirror for one use case and SoC."""
+
+    def __init__(self, use_case: str, soc: str) -> None:
+        self.use_case = use_case
+        self.soc = soc
+
+    def __repr__(self) -> str:
+        return f"<QnnInterface {C.QNN_INTERFACE_VER_NAME} HTP {self.use_case} {self.soc}>"
+
+    # -- backend / device ----------------------------------------------------------------------------------
+    @_qnn_call("backendCreate")
+    def backendCreate(self, logger: Any, config: Any, backend: Any) -> int:
+        """QnnBackend_create(logger, config, &backend): a backend of this table's use case and SoC."""
+        if _cell(backend) is None:
+            raise QnnError(C.QNN_COMMON_ERROR_INVALID_ARGUMENT, "backend out-parameter must be a Qnn_BackendHandle_t")
+        b = Backend(self.use_case, self.soc)
+        _set_handle(backend, b.handle)
+        return C.QNN_SUCCESS
+
+    @_qnn_call("backendFree")
+    def backendFree(self, backend: Any) -> int:
+        """QnnBackend_free(backend): frees its contexts too."""
+        b = lookup(backend, Backend)
+        if b is None or b.freed:
+            raise QnnError(C.QNN_MIN_ERROR_BACKEND + 1, "invalid backend handle")  # npurt's value for BACKEND_ERROR_INVALID_HANDLE
+        b.free()
+        return C.QNN_SUCCESS
+
+    def backendGetBuildId(self, id_out: list) -> int:
+        """QnnBackend_getBuildId(&id): the build id string (appended to a list)."""
+        id_out.append(BUILD_ID)
+        return C.QNN_SUCCESS
+
+    @_qnn_call("deviceCreate")
+    def deviceCreate(self, logger: Any, config: Any, device: Any) -> int:
+        """QnnDevice_create(logger, config, &device): the HTP device (one core) of this table's SoC."""
+        if _cell(device) is None:
+            raise QnnError(C.QNN_MIN_ERROR_DEVICE + 1, "device out-parameter must be a Qnn_DeviceHandle_t")
+        _set_handle(device, QnnDevice(self.soc).handle)
+        return C.QNN_SUCCESS
+
+    @_qnn_call("deviceFree")
+    def deviceFree(self, device: Any) -> int:
+        d = lookup(device, QnnDevice)
+        if d is None:
+            raise QnnError(C.QNN_MIN_ERROR_DEVICE + 1, "invalid device handle")
+        d.free()
+        return C.QNN_SUCCESS
+
+    # -- context ---------------------------------------------------------------------------------------
+    @_qnn_call("contextCreateFromBinary")
+    def contextCreateFromBinary(self, backend: Any, device: Any, config: Any, binaryBuffer: Any,
+                                binaryBufferSize: int, context: Any, profile: Any = None) -> int:
+        """QnnContext_createFromBinary: load a context binary (a `CompiledModel`, `.npurt` bytes, or a pointer to
+        them); with DEFER_GRAPH_INIT only a handle is created and `contextFinalize` completes it."""
+        b = lookup(backend, Backend)
+        if b is None or b.freed:
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid backend handle")
+        if device is not None and pointer_value(device):
+            d = lookup(device, QnnDevice)
+            if d is None or d.freed or d.soc != b.profile.name:
+                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid device handle for this backend")
+        if _cell(context) is None:
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context out-parameter must be a "
+                                                                 "Qnn_ContextHandle_t")
+        compiled = _load_binary(binaryBuffer, binaryBufferSize, b)
+        opts = _context_options(config, b)
+        ctx = Context(b, compiled, **opts)
+        if not ctx.deferred:
+            try:
+                ctx.finalize()
+            except QnnError:
+                ctx.free()
+                raise
+        _set_handle(context, ctx.handle)
+        return C.QNN_SUCCESS
+
+    @_qnn_call("contextGetProperty")
+    def contextGetProperty(self, contextHandle: Any, properties: Any) -> int:
+        """QnnContext_getProperty(ctx, properties): HTP custom properties (alignment, spill-fill, weights and —
+        Non-RPC only — VTCM backup sizes), written into each QnnHtpContext_CustomProperty_t. Only contexts
+        created with DEFER_GRAPH_INIT answer (as the HTP library does)."""
+        ctx = _context(contextHandle)
+        if properties is None:
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "properties is NULL")
+        answers = []
+        for prop in _items(properties):
+            if not isinstance(prop, QnnContext_Property_t) or int(prop.option) != C.QNN_CONTEXT_PROPERTY_OPTION_CUSTOM:
+                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "only QNN_CONTEXT_PROPERTY_OPTION_CUSTOM is "
+                                                                     "supported")
+            addr = pointer_value(prop.customProperty)
+            custom = read_struct(QnnHtpContext_CustomProperty_t, addr)
+            if custom is None:
+                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "customProperty is NULL or unreadable")
+            answers.append((addr, _property_value(ctx, int(custom.option))))
+        for addr, value in answers:
+            cell = ctypes.c_uint64(value)
+            off = QnnHtpContext_CustomProperty_t.bufferStartAlignment.offset
+            if not safe_write(addr + off, ctypes.addressof(cell), 8):
+                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "customProperty is not writable")
+        return C.QNN_SUCCESS
+
+    @_qnn_call("contextFinalize")
+    def contextFinalize(self, context: Any, profile: Any = None) -> int:
+        """QnnContext_finalize(ctx, profile): deserialise a DEFER_GRAPH_INIT context (weights copied into the
+        registered weights buffer, graphs bound to the registered spill-fill buffer)."""
+        ctx = _context(context)
+        with ctx.lock:
+            if not ctx.deferred or ctx.finalized:
+                raise QnnError(C.QNN_CONTEXT_ERROR_UNSUPPORTED_FEATURE,
+                               "No features indicate a need for context finalization (not deferred, or finalized)")
+            ctx.finalize()
+        return C.QNN_SUCCESS
+
+    @_qnn_call("contextFree")
+    def contextFree(self, context: Any, profile: Any = None) -> int:
+        """QnnContext_free(ctx, profile): frees graphs, deregisters every handle of the context, frees memory."""
+        ctx = _context(context)
+        ctx.free()
+        return C.QNN_CONTEXT_NO_ERROR
+
+    # -- graph -----------------------------------------------------------------------------------------
+    @_qnn_call("graphRetrieve")
+    def graphRetrieve(self, contextHandle: Any, graphName: Any, graphHandle: Any) -> int:
+        """QnnGraph_retrieve(ctx, name, &graph)."""
+        ctx = _context(contextHandle, C.QNN_GRAPH_ERROR_INVALID_CONTEXT)
+        if _cell(graphHandle) is None:
+            raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, "graph out-parameter must be a Qnn_GraphHandle_t")
+        if not ctx.finalized:
+            raise QnnError(C.QNN_GRAPH_ERROR_GRAPH_NOT_FINALIZED, f"Context 0x{ctx.handle:x} needs finalization.")
+        name = graphName.decode() if isinstance(graphName, (bytes, bytearray)) else str(graphName)
+        graph = ctx.graphs.get(name)
+        if graph is None:
+            raise QnnError(C.QNN_GRAPH_ERROR_GRAPH_DOES_NOT_EXIST, f"no graph {name!r} in the context "
+                                                                   f"(have {sorted(ctx.graphs)})")
+        _set_handle(graphHandle, graph.handle)
+        return C.QNN_SUCCESS
+
+    @_qnn_call("graphExecute")
+    def graphExecute(self, graphHandle: Any, inputs: Any, numInputs: int, outputs: Any, numOutputs: int,
+                     profileHandle: Any = None, signalHandle: Any = None) -> int:
+        """QnnGraph_execute(graph, inputs, n, outputs, n, profile, signal): run with RAW or MEMHANDLE tensors."""
+        graph = lookup(graphHandle, Graph)
+        if graph is None:
+            raise QnnError(C.QNN_GRAPH_ERROR_INVALID_HANDLE, f"graph handle {pointer_value(graphHandle):#x} is "
+                                                             f"not a graph")
+        graph.execute(_tensor_list(inputs, numInputs), _tensor_list(outputs, numOutputs))
+        return C.QNN_GRAPH_NO_ERROR
+
+    # -- memory ----------------------------------------------------------------------------------------
+    @_qnn_call("memRegister")
+    def memRegister(self, context: Any, memDescriptors: Any, numDescriptors: int, memHandles: Any) -> int:
+        """QnnMem_register(ctx, descriptors, n, handles): all-or-nothing; handles stay NULL on failure."""
+        n = int(numDescriptors)
+        if memHandles is None or n <= 0:
+            raise QnnError(C.QNN_MEM_ERROR_INVALID_ARGUMENT, "memHandles is NULL or numDescriptors is 0")
+        if not _set_handles(memHandles, [], n):
+            raise QnnError(C.QNN_MEM_ERROR_INVALID_ARGUMENT, f"memHandles cannot hold {n} handles")
+        ctx = _context(context, C.QNN_MEM_ERROR_INVALID_HANDLE)
+        descs = as_descriptor_list(memDescriptors, n)
+        if descs is None:
+            raise QnnError(C.QNN_MEM_ERROR_INVALID_ARGUMENT, f"memDescriptors does not hold {n} Qnn_MemDescriptor_t")
+        with ctx.lock:
+            if ctx.freed:
+                raise QnnError(C.QNN_MEM_ERROR_INVALID_HANDLE, "context was freed")
+            handles = REGISTRY.register(ctx, descs)
+        _set_handles(memHandles, handles, n)
+        return C.QNN_SUCCESS
+
+    @_qnn_call("memDeRegister")
+    def memDeRegister(self, memHandles: Any, numHandles: int) -> int:
+        """QnnMem_deRegister(handles, n): removes every valid handle, even when it reports an error. Context
+        buffers of a finalized context are in use and stay (8000); contextFree deregisters them."""
+        handles = _handles_in(memHandles, int(numHandles))
+        if handles is None or int(numHandles) <= 0:
+            raise QnnError(C.QNN_MEM_ERROR_INVALID_ARGUMENT, "memHandles is NULL or numHandles is 0")
+        code = REGISTRY.deregister(handles)
+        if code:
+            raise QnnError(code, "some handles were invalid or in use (every valid free handle was deregistered)")
+        return C.QNN_SUCCESS
+
+
+def _tensor_list(tensors: Any, count: int) -> list[Any]:
+    from npurt.qnn.structs import Qnn_Tensor_t
+    count = int(count)
+    if count == 0:
+        return []
+    if tensors is None:
+        raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, "tensor array is NULL")
+    if isinstance(tensors, Qnn_Tensor_t):
+        tensors = [tensors]
+    if isinstance(tensors, ctypes._Pointer):  # type: ignore[attr-defined]
+        tensors = [tensors[k] for k in range(count)]
+    if not isinstance(tensors, (list, tuple, ctypes.Array)) or len(tensors) < count:
+        raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, f"tensor array does not hold {count} tensors")
+    return list(tensors[:count])
+
+
+def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
+    if isinstance(binary, CompiledModel):
+        compiled = binary
+    else:
+        if binary is None or not size or int(size) <= 0:
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "binaryBuffer is NULL or binaryBufferSize is 0")
+        if isinstance(binary, (bytes, bytearray, memoryview)):
+            if int(size) > len(binary):
+                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT,
+                               f"binaryBufferSize {size} is larger than the buffer ({len(binary)} bytes)")
+            data = bytes(memoryview(binary)[:int(size)])
+        else:
+            data = safe_read(pointer_value(binary), int(size))
+            if data is None:
+                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "binaryBuffer is not readable")
+        try:
+            compiled = load_compiled(data)
+        except NpuError as exc:
+            raise QnnError(C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY, f"not a context binary: {exc.message}") from None
+    if is_htp_soc(compiled.soc) and get_htp_profile(compiled.soc).name != backend.profile.name:
+        raise QnnError(C.QNN_CONTEXT_ERROR_BINARY_CONFIGURATION,
+                       f"context binary was prepared for {compiled.soc}, the backend is {backend.profile.name}")
+    return compiled
+
+
+def _context_options(config: Any, backend: Backend) -> dict:
+    opts = {"deferred": False, "priority": C.QNN_PRIORITY_DEFAULT, "concurrent": False, "multi_contexts": False}
+    if config is None:
+        return opts
+    for cfg in _items(config):
+        if not isinstance(cfg, QnnContext_Config_t):
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, "config entries must be QnnContext_Config_t")
+        option = int(cfg.option)
+        if option == C.QNN_CONTEXT_CONFIG_OPTION_DEFER_GRAPH_INIT:
+            opts["deferred"] = bool(cfg.isGraphInitDeferred)
+        elif option == C.QNN_CONTEXT_CONFIG_OPTION_PRIORITY:
+            if int(cfg.priority) not in (C.QNN_PRIORITY_LOW, C.QNN_PRIORITY_NORMAL, C.QNN_PRIORITY_NORMAL_HIGH,
+                                         C.QNN_PRIORITY_HIGH):
+                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, f"unknown priority {int(cfg.priority)}")
+            opts["priority"] = int(cfg.priority)
+        elif option == C.QNN_CONTEXT_CONFIG_OPTION_CUSTOM:
+            custom = read_struct(QnnHtpContext_CustomConfig_t, cfg.customConfig)
+            if custom is None:
+                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, "customConfig is NULL or unreadable")
+            _htp_option(custom, opts)
+        elif option in (C.QNN_CONTEXT_CONFIG_OPTION_ERROR_REPORTING, C.QNN_CONTEXT_CONFIG_OPTION_OEM_STRING,
+                        C.QNN_CONTEXT_CONFIG_ASYNC_EXECUTION_QUEUE_DEPTH, C.QNN_CONTEXT_CONFIG_ENABLE_GRAPHS,
+                        C.QNN_CONTEXT_CONFIG_MEMORY_LIMIT_HINT, C.QNN_CONTEXT_CONFIG_PERSISTENT_BINARY,
+                        C.QNN_CONTEXT_CONFIG_BINARY_COMPATIBILITY, C.QNN_CONTEXT_CONFIG_GRAPH_RETENTION_ORDER):
+            continue        # accepted; no effect on the memory model
+        else:
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, f"unknown context config option {option}")
+    if opts["concurrent"] and backend.use_case != NATIVE:
+        log.warning("<W> REGISTER_CONCURRENT_RESOURCE_SHARING has an effect only in the Non-RPC use case")
+    return opts
+
+
+def _htp_option(custom: QnnHtpContext_CustomConfig_t, opts: dict) -> None:
+    option = int(custom.option)
+    if option == C.QNN_HTP_CONTEXT_CONFIG_OPTION_REGISTER_MULTI_CONTEXTS:
+        _check_group(custom.groupRegistration, opts)
+        opts["multi_contexts"] = True
+    elif option == C.QNN_HTP_CONTEXT_CONFIG_OPTION_REGISTER_CONCURRENT_RESOURCE_SHARING:
+        _check_group(custom.concurrentGroupRegistration, opts)
+        opts["concurrent"] = True
+    elif not (1 <= option <= C.QNN_HTP_CONTEXT_CONFIG_OPTION_LORA_WEIGHT_SHARING_ENABLED):
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, f"unknown HTP context config option {option}")
+
+
+def _check_group(group: Any, opts: dict) -> None:
+    """firstGroupHandle must be NULL (a new group) or a live context; with DEFER_GRAPH_INIT it is not used."""
+    first = pointer_value(group.firstGroupHandle)
+    if first and lookup(first, Context) is None:
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, f"firstGroupHandle {first:#x} is not a live context")
+
+
+def _property_value(ctx: Context, option: int) -> int:
+    if not ctx.deferred:
+        raise QnnError(C.QNN_CONTEXT_ERROR_UNSUPPORTED_FEATURE,
+                       "Failed get property: HTP custom properties need a DEFER_GRAPH_INIT context")
+    if option == C.QNN_HTP_CONTEXT_GET_PROP_BUFFER_START_ALIGNMENT:
+        from npurt.qnn.htp_plan import BUFFER_START_ALIGNMENT
+        return BUFFER_START_ALIGNMENT
+    if option == C.QNN_HTP_CONTEXT_GET_PROP_MAX_SPILLFILL_BUFFER_SIZE:
+        return ctx.htp.spillfill_buffer_size
+    if option == C.QNN_HTP_CONTEXT_GET_PROP_WEIGHTS_BUFFER_SIZE:
+        return ctx.htp.weights_buffer_size
+    if option == C.QNN_HTP_CONTEXT_GET_PROP_MAX_VTCMBACKUP_BUFFER_SIZE and ctx.backend.use_case == NATIVE:
+        return ctx.htp.vtcm_backup_buffer_size
+    raise QnnError(C.QNN_CONTEXT_ERROR_UNSUPPORTED_FEATURE, f"Failed get property {option}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# providers
+# ---------------------------------------------------------------------------------------------------------
+class QnnInterface_t:
+    """A provider: backend id, provider name, API versions, and the table under `QNN_INTERFACE_VER_NAME`."""
+
+    def __init__(self, table: QnnInterfaceTable) -> None:
+        self.backendId = C.QNN_BACKEND_ID_HTP
+        self.providerName = C.QNN_HTP_INTERFACE_PROVIDER_NAME
+        self.apiVersion = Qnn_ApiVersion_t(
+            Qnn_Version_t(C.QNN_API_VERSION_MAJOR, C.QNN_API_VERSION_MINOR, C.QNN_API_VERSION_PATCH),
+            Qnn_Version_t(C.QNN_HTP_API_VERSION_MAJOR, C.QNN_HTP_API_VERSION_MINOR, C.QNN_HTP_API_VERSION_PATCH))
+        setattr(self, C.QNN_INTERFACE_VER_NAME, table)
+
+    def __repr__(self) -> str:
+        return f"<QnnInterface_t {self.providerName} backendId={self.backendId}>"
+
+
+def _use_case(name: str | None) -> str:
+    key = (name or os.environ.get("NPURT_QNN_USE_CASE") or FASTRPC).strip().lower()
+    try:
+        return _USE_CASE_ALIASES[key]
+    except KeyError:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown QNN HTP use case {name!r}; use 'fastrpc' or 'native'") from None
+
+
+def interface(use_case: str = FASTRPC, soc: str | None = None) -> QnnInterfaceTable:
+    """The HTP function table for `use_case` ("fastrpc" or "native") on HTP SoC `soc` (default: `$NPURT_SOC` if it
+    is an HTP SoC, else sm8350)."""
+    from npurt.qnn.device import default_soc
+    return QnnInterfaceTable(_use_case(use_case), get_htp_profile(soc or default_soc()).name)
+
+
+def QnnInterface_getProviders(providerList: Any, numProviders: Any) -> int:
+    """`QnnInterface_getProviders(&providerList, &numProviders)`: fills the list with the one HTP provider."""
+    if not isinstance(providerList, list) or _count_cell(numProviders) is None:
+        return C.QNN_COMMON_ERROR_INVALID_ARGUMENT
+    from npurt.qnn.device import default_soc
+    providerList[:] = [QnnInterface_t(QnnInterfaceTable(_use_case(None), default_soc()))]
+    _count_cell(numProviders).value = 1
+    return C.QNN_SUCCESS
+
+
+def _count_cell(out: Any) -> Any:
+    if isinstance(out, ctypes.c_uint32):
+        return out
+    obj = getattr(out, "_obj", None)
+    return obj if isinstance(obj, ctypes.c_uint32) else None

@@ -1,0 +1,186 @@
+"""rpcmem: the libcdsprpc allocator the QNN HTP shared-buffer tutorial uses, backed by npurt device memory.
+
+`rpcmem_alloc(heapid, flags, size)` returns the buffer's base address as an int (C's `void*`; 0 is NULL). The
+memory is a real memfd (`rpcmem_to_fd` gives its fd), mapped once, page aligned, known to the HTP device as an
+imported buffer (so it has a device address too), exactly as qualcomm/fastrpc `rpcmem_linux.c` allocates a dma-buf
+from the system heap and maps the whole fd (qnn-htp-facts §5.3).
+
+C rules kept on purpose:
+- `size` of `rpcmem_alloc` is a signed 32-bit `int`: values >= 2 GiB wrap negative and fail (use `rpcmem_alloc2`).
+- `rpcmem_to_fd` and `rpcmem_free` look the pointer up by its **exact base address**. An interior pointer
+  (base + offset) gives -1 / is silently ignored — and the buffer is then never freed: the leak ONNX Runtime hit
+  (PR 23892). `rpcmem_leaks()` lists what is still allocated.
+- `rpcmem_free` of an unknown pointer (or twice) is ignored, as in C.
+
+Python helper: `rpcmem_view(ptr, nbytes, dtype, shape)` — a numpy view of rpcmem memory, validated to lie inside a
+live allocation (INVALID_HANDLE otherwise); the view keeps the mapping alive even after `rpcmem_free`.
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.memory import Buffer, Device
+from npurt.memory.mapping import new_memfd, page_round, typed_view
+from npurt.qnn import device as htp_device
+from npurt.qnn.constants import (RPCMEM_DEFAULT_HEAP, RPCMEM_HEAP_ID_CONTIG, RPCMEM_HEAP_ID_SECURE,
+                                 RPCMEM_HEAP_ID_SYSTEM, RPCMEM_HEAP_ID_SYSTEM_CONTIG, RPCMEM_HEAP_UNCACHED)
+
+log = logging.getLogger("npurt.qnn")
+
+CONTIG_LIMIT = 8 << 20      # RPCMEM_HEAP_ID_CONTIG serves < 8 MB (qnn-htp-facts §5.2)
+_KNOWN_HEAPS = {RPCMEM_HEAP_ID_SYSTEM, RPCMEM_HEAP_ID_CONTIG, RPCMEM_HEAP_ID_SYSTEM_CONTIG, RPCMEM_DEFAULT_HEAP}
+
+
+@dataclass
+class RpcAllocation:
+    """One live rpcmem buffer: its fd (owned here), its device buffer, heap and flags."""
+
+    fd: int
+    buffer: Buffer
+    device: Device
+    heapid: int
+    flags: int
+    size: int
+
+    @property
+    def base(self) -> int:
+        return self.buffer.virt_addr
+
+
+_lock = threading.RLock()
+_by_base: dict[int, RpcAllocation] = {}
+_by_fd: dict[int, RpcAllocation] = {}
+
+
+def _alloc(heapid: int, flags: int, size: int, soc: str | None) -> int:
+    if heapid not in _KNOWN_HEAPS:
+        what = "the secure heap cannot be mapped by the CPU" if heapid == RPCMEM_HEAP_ID_SECURE else "unknown heap"
+        log.error("<E> rpcmem_alloc: heap id %d: %s", heapid, what)
+        return 0
+    if size <= 0:
+        log.error("<E> rpcmem_alloc: invalid size %d", size)
+        return 0
+    if heapid in (RPCMEM_HEAP_ID_CONTIG, RPCMEM_HEAP_ID_SYSTEM_CONTIG) and size >= CONTIG_LIMIT:
+        log.error("<E> rpcmem_alloc: contiguous heap serves < 8 MB, %d requested", size)
+        return 0
+    cacheable = bool(flags & 1) and not (flags & RPCMEM_HEAP_UNCACHED)
+    with _lock:
+        device, _ = htp_device.acquire(soc)
+        try:
+            fd = new_memfd("npurt-rpcmem", page_round(size))
+        except OSError as exc:
+            htp_device.release(device)
+            log.error("<E> rpcmem_alloc(%d): %s", size, exc)
+            return 0
+        try:
+            buf = device.import_fd(fd, size, 0, cacheable=cacheable, owner="rpcmem", name="rpcmem")
+        except NpuError as exc:
+            os.close(fd)
+            htp_device.release(device)
+            log.error("<E> rpcmem_alloc(%d): %s", size, exc)
+            return 0
+        rec = RpcAllocation(fd, buf, device, int(heapid), int(flags), int(size))
+        _by_base[rec.base] = rec
+        _by_fd[fd] = rec
+        return rec.base
+
+
+def rpcmem_alloc(heapid: int, flags: int, size: int, *, soc: str | None = None) -> int:
+    """`void* rpcmem_alloc(int heapid, uint32 flags, int size)`: a page-aligned shared buffer, 0 on failure.
+
+    `size` is converted as C converts it to `int` (so 2 GiB and more wrap and fail). `soc` (npurt's addition)
+    picks the HTP device; None uses `$NPURT_SOC` if it is an HTP SoC, else sm8350.
+    """
+    return _alloc(int(heapid), int(flags) & 0xFFFFFFFF, ctypes.c_int32(int(size)).value, soc)
+
+
+def rpcmem_alloc2(heapid: int, flags: int, size: int, *, soc: str | None = None) -> int:
+    """`void* rpcmem_alloc2(int heapid, uint32 flags, size_t size)`: as `rpcmem_alloc`, size is a size_t."""
+    return _alloc(int(heapid), int(flags) & 0xFFFFFFFF, ctypes.c_uint64(int(size)).value, soc)
+
+
+def rpcmem_alloc_def(size: int) -> int:
+    """`rpcmem_alloc_def(size)`: the system heap with the default flags."""
+    return rpcmem_alloc(RPCMEM_HEAP_ID_SYSTEM, 1, size)
+
+
+def _ptr(po: object) -> int:
+    if isinstance(po, ctypes.c_void_p):
+        return po.value or 0
+    if isinstance(po, int) and not isinstance(po, bool):
+        return po
+    return 0
+
+
+def rpcmem_to_fd(po: object) -> int:
+    """`int rpcmem_to_fd(void* po)`: the fd of the buffer whose **base** is `po`; -1 otherwise (interior too)."""
+    with _lock:
+        rec = _by_base.get(_ptr(po))
+        return rec.fd if rec is not None else -1
+
+
+def rpcmem_free(po: object) -> None:
+    """`void rpcmem_free(void* po)`: free the buffer whose base is `po`. Unknown or interior pointers are
+    ignored silently, as in C — an interior pointer therefore leaks the whole buffer."""
+    with _lock:
+        rec = _by_base.pop(_ptr(po), None)
+        if rec is None:
+            log.debug("rpcmem_free(0x%x): not an rpcmem base address, ignored", _ptr(po))
+            return
+        del _by_fd[rec.fd]
+    try:
+        if rec.buffer.alive:
+            rec.device.free(rec.buffer)
+    finally:
+        os.close(rec.fd)
+        htp_device.release(rec.device)
+
+
+def lookup_fd(fd: int) -> RpcAllocation | None:
+    """The live rpcmem allocation owning `fd` (the registry's "known to FastRPC" test), or None."""
+    with _lock:
+        return _by_fd.get(int(fd)) if isinstance(fd, int) else None
+
+
+def lookup_ptr(ptr: int, nbytes: int = 1) -> tuple[RpcAllocation, int] | None:
+    """(allocation, offset) of the live allocation holding [ptr, ptr + nbytes), or None."""
+    with _lock:
+        for rec in _by_base.values():
+            if rec.base <= ptr and ptr + max(nbytes, 1) <= rec.base + rec.size:
+                return rec, ptr - rec.base
+    return None
+
+
+def rpcmem_view(po: object, nbytes: int | None = None, dtype=np.uint8, shape=None, offset: int = 0) -> np.ndarray:
+    """A numpy view of rpcmem memory at `po + offset` (npurt's stand-in for dereferencing the pointer).
+
+    nbytes None means "to the end of the allocation" (or as many bytes as `shape` needs). INVALID_HANDLE when the
+    range is not inside one live allocation; the view keeps the mapping alive after `rpcmem_free`.
+    """
+    addr = _ptr(po) + int(offset)
+    dt = np.dtype(dtype)
+    if nbytes is None and shape is not None:
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    hit = lookup_ptr(addr, 1 if nbytes is None else nbytes)
+    if hit is None:
+        raise NpuError(ErrorCode.INVALID_HANDLE, f"0x{addr:x} (+{nbytes}) is not inside a live rpcmem buffer")
+    rec, off = hit
+    if nbytes is None:
+        nbytes = rec.size - off
+    try:
+        return typed_view(rec.buffer.cpu_view(), dt, shape, off, nbytes)
+    except ValueError as exc:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"rpcmem_view: {exc}") from None
+
+
+def rpcmem_leaks() -> list[dict]:
+    """The allocations still live (base, fd, size): what a leak check looks at."""
+    with _lock:
+        return [{"base": r.base, "fd": r.fd, "size": r.size, "heapid": r.heapid} for r in _by_base.values()]
