@@ -91,9 +91,11 @@ class SlotReader:
 class SlotWriter:
     """Writes a kernel's logical result into one stored tensor's slot (pack, cast or quantise)."""
 
-    def __init__(self, st: TensorStorage, raw: np.ndarray, offset: int, scratch: np.ndarray | None) -> None:
+    def __init__(self, st: TensorStorage, raw: np.ndarray, offset: int, scratch: np.ndarray | None,
+                 half: np.ndarray | None = None) -> None:
         self.st = st
         self.view = typed_view(raw, st.dtype.numpy_dtype, st.dims, offset)
+        self.half = half if st.dtype is DType.FLOAT16 else None   # float16 scratch for the two-step pack
         self.inv_scale = np.float32(1.0 / st.scale) if st.quantized else None
         self.zp = np.float32(st.zp)
         self.tmp = scratch[:math.prod(st.shape)].reshape(st.shape) if st.quantized else None
@@ -136,7 +138,14 @@ class SlotWriter:
             return
         n, c2, h, w = self.nc
         if self.full:
-            src = y[:, :self.full * c2].reshape(n, self.full, c2, h, w).transpose(0, 1, 3, 4, 2)
+            head = y[:, :self.full * c2]
+            if self.half is not None and head.flags.c_contiguous:
+                # Cast first (contiguous, vectorised), then a same-type transposing copy: ~25% faster than a
+                # casting transpose for float16.
+                h16 = self.half[:head.size].reshape(head.shape)
+                np.copyto(h16, head, casting="unsafe")
+                head = h16
+            src = head.reshape(n, self.full, c2, h, w).transpose(0, 1, 3, 4, 2)
             np.copyto(self.dst_full, src, casting="unsafe")
         if self.rem:
             np.copyto(self.dst_rem, y[:, self.full * c2:].transpose(0, 2, 3, 1), casting="unsafe")

@@ -147,6 +147,8 @@ class Executor:
             outs = max([SlotWriter.needs_scratch(m.storage[t]) for t in node.outputs if t] + [0])
             need = max(need, ins + outs)
         self._scratch = np.empty(max(need, 1), np.float32)
+        out_max = max([math.prod(m.storage[t].shape) for n in g.nodes for t in n.outputs if t] + [1])
+        self._half = np.empty(out_max, np.float16) if m.precision == "fp16" else None
         weights = {name: self._weight_reader(name, w) for name in g.constants}
         steps = []
         for node, (fn, attrs) in zip(g.nodes, self._kernels):
@@ -170,7 +172,7 @@ class Executor:
                     continue
                 st = m.storage[t]
                 raw, off = views[t]
-                writers.append(SlotWriter(st, raw, off, self._scratch[cursor:] if st.quantized else None))
+                writers.append(SlotWriter(st, raw, off, self._scratch[cursor:] if st.quantized else None, self._half))
             steps.append((fn, attrs, tuple(r.read for r in readers), tuple(wr.write if wr else None for wr in writers),
                           node))
         return steps

@@ -270,11 +270,32 @@ def to_graph(proto: onnx.ModelProto) -> Graph:
     return graph.link()
 
 
+def _without_big_initializers(proto: onnx.ModelProto, limit: int = 4096) -> onnx.ModelProto:
+    """A copy whose large initializers are declared graph inputs (type and shape only) instead of data: the
+    checker and shape inference then do not serialise hundreds of MB of weights. Small ones (shape targets,
+    axes) keep their values for data propagation."""
+    light = onnx.ModelProto()
+    light.CopyFrom(proto)
+    light.graph.ClearField("initializer")
+    have = {vi.name for vi in proto.graph.input}
+    for init in proto.graph.initializer:
+        if int(np.prod(init.dims, dtype=np.int64)) <= limit:
+            light.graph.initializer.append(init)
+        elif init.name not in have:
+            light.graph.input.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+    return light
+
+
 def import_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto",
                 input_shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
     """Load, validate, fix input shapes, infer shapes and build the IR (no optimisation passes yet)."""
     proto = load_onnx(model)
-    _validate(proto)
     fix_input_shapes(proto, input_shapes)
-    proto = infer_shapes(proto)
+    light = _without_big_initializers(proto)
+    _validate(light)
+    inferred = infer_shapes(light)
+    proto.graph.ClearField("value_info")
+    proto.graph.value_info.extend(inferred.graph.value_info)
+    del proto.graph.output[:]
+    proto.graph.output.extend(inferred.graph.output)
     return to_graph(proto)

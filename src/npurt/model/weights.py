@@ -64,9 +64,15 @@ def _bias_of(op: str, position: int, shape: tuple[int, ...]) -> bool:
 
 
 def _as_fp16_or_f32(value: np.ndarray) -> np.ndarray:
-    v = value.astype(np.float32)
-    if v.size and np.nanmax(np.abs(np.where(np.isfinite(v), v, 0))) > _FP16_MAX:
-        return v
+    """float16 unless a finite value would overflow it (then float32)."""
+    v = value.astype(np.float32, copy=False)
+    if v.size:
+        lo, hi = float(v.min()), float(v.max())
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            finite = v[np.isfinite(v)]
+            lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+        if max(-lo, hi) > _FP16_MAX:
+            return v
     return v.astype(np.float16)
 
 
@@ -97,7 +103,7 @@ def encode_weights(graph: Graph, precision: str,
             add(name, value, logical)
             continue
         if precision == "float32":
-            add(name, value.astype(np.float32), logical)
+            add(name, value.astype(np.float32, copy=False), logical)
             continue
         if precision == "int8":
             axes = {_weight_axis(graph.nodes[i].op_type, p, graph.nodes[i].attrs, value.shape) for i, p in uses}
@@ -143,7 +149,7 @@ def build_blob(arrays: dict[str, np.ndarray], placed: dict[str, tuple[int, int]]
     """One uint8 blob of `total` bytes holding every array at its offset (padding zeroed)."""
     blob = np.zeros(total, np.uint8)
     for name, (off, nbytes) in placed.items():
-        blob[off:off + nbytes] = np.frombuffer(arrays[name].tobytes(), np.uint8)
+        blob[off:off + nbytes] = np.ascontiguousarray(arrays[name]).reshape(-1).view(np.uint8)
     return blob
 
 
