@@ -14,7 +14,15 @@ import pytest
 from npurt.exec.kernels import supported_ops
 from npurt.exec.reference import is_float, run_reference
 
-EXPECTED_FAILURES: dict[str, str] = {}
+_ALIGN_CORNERS = (
+    "the generator's expected data uses the fractional output width (scale * length) in "
+    "align_corners; the Resize spec text (length_resized) and onnxruntime use the integer "
+    "resized length, and so does npurt (onnxruntime is the runtime users compare against)"
+)
+EXPECTED_FAILURES: dict[str, str] = {
+    "test_resize_downsample_scales_linear_align_corners": _ALIGN_CORNERS,
+    "test_resize_downsample_scales_cubic_align_corners": _ALIGN_CORNERS,
+}
 
 
 def _collect():

@@ -16,15 +16,17 @@ from npurt.exec.kernels import as_f32, kernel
 
 
 def _source_coords(mode: str, n_in: int, n_out: int, scale: float, roi: tuple[float, float]) -> np.ndarray:
-    """Input coordinate (float64) of every output index along one axis."""
-    x = np.arange(n_out, dtype=np.float64)
-    n_out_f = scale * n_in  # the ONNX reference uses the unrounded output length here
+    """Input coordinate of every output index along one axis, computed in float32 as
+    onnxruntime does (it decides ties of the nearest modes)."""
+    x = np.arange(n_out, dtype=np.float32)
+    scale = np.float32(scale)
+    n_out_f = n_out if mode == "align_corners" else scale * n_in  # spec: the integer resized length
     if mode == "half_pixel":
         return (x + 0.5) / scale - 0.5
     if mode == "pytorch_half_pixel":
         return (x + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(x)
     if mode == "align_corners":
-        return x * (n_in - 1) / (n_out_f - 1) if n_out_f != 1 else np.zeros_like(x)
+        return x * np.float32((n_in - 1) / (n_out - 1)) if n_out != 1 else np.zeros_like(x)
     if mode == "asymmetric":
         return x / scale
     if mode == "tf_half_pixel_for_nn":
