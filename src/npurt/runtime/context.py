@@ -128,8 +128,6 @@ class Context:
             self._model_buffer.require_alive("model buffer")
             model_view = self._model_buffer.device_u8()
             model = memoryview(model_view)
-        if share_from is not None and not isinstance(model, type(None)) and model is share_from:
-            model = share_from.compiled
         self.family: ModelFamily = load_family(model, self.device.soc, dynamic_input)
         self.compiled = self.family.current
         self.initial = self.compiled

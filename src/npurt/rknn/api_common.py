@@ -1,0 +1,233 @@
+"""Shared machinery of the RKNN API mirror: status codes, the call wrapper that turns `NpuError` into an
+`E RKNN:` line and a status, platform gating, context lookup, struct coercion, attr conversion.
+
+Status mapping (the same as the matmul mirror's): INVALID_ARGUMENT / INVALID_HANDLE -> RKNN_ERR_PARAM_INVALID,
+INVALID_CONTEXT -> RKNN_ERR_CTX_INVALID, OUT_OF_MEMORY -> RKNN_ERR_MALLOC_FAIL, INVALID_MODEL ->
+RKNN_ERR_MODEL_INVALID, INVALID_INPUT / INVALID_OUTPUT -> RKNN_ERR_INPUT_INVALID / _OUTPUT_INVALID,
+PLATFORM_MISMATCH -> RKNN_ERR_TARGET_PLATFORM_UNMATCH, DEVICE_MISMATCH -> RKNN_ERR_DEVICE_UNMATCH, TIMEOUT ->
+RKNN_ERR_TIMEOUT, DEVICE_UNAVAILABLE -> RKNN_ERR_DEVICE_UNAVAILABLE; NOT_SUPPORTED, BUSY and FAIL ->
+RKNN_ERR_FAIL (the vendor's status for calls a platform lacks, and for "failed to submit"-style conflicts;
+npurt's choice where the seeds are silent).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.model.attrs import QntType, TensorAttr
+from npurt.rknn import constants as c
+from npurt.rknn import handles, log
+from npurt.rknn.structs import rknn_context, rknn_tensor_attr
+from npurt.soc import get_profile
+from npurt.tensor import DType, Layout
+
+STATUS = {
+    ErrorCode.FAIL: c.RKNN_ERR_FAIL, ErrorCode.TIMEOUT: c.RKNN_ERR_TIMEOUT,
+    ErrorCode.DEVICE_UNAVAILABLE: c.RKNN_ERR_DEVICE_UNAVAILABLE, ErrorCode.OUT_OF_MEMORY: c.RKNN_ERR_MALLOC_FAIL,
+    ErrorCode.INVALID_ARGUMENT: c.RKNN_ERR_PARAM_INVALID, ErrorCode.INVALID_MODEL: c.RKNN_ERR_MODEL_INVALID,
+    ErrorCode.INVALID_CONTEXT: c.RKNN_ERR_CTX_INVALID, ErrorCode.INVALID_INPUT: c.RKNN_ERR_INPUT_INVALID,
+    ErrorCode.INVALID_OUTPUT: c.RKNN_ERR_OUTPUT_INVALID, ErrorCode.DEVICE_MISMATCH: c.RKNN_ERR_DEVICE_UNMATCH,
+    ErrorCode.PLATFORM_MISMATCH: c.RKNN_ERR_TARGET_PLATFORM_UNMATCH, ErrorCode.NOT_SUPPORTED: c.RKNN_ERR_FAIL,
+    ErrorCode.BUSY: c.RKNN_ERR_FAIL, ErrorCode.INVALID_HANDLE: c.RKNN_ERR_PARAM_INVALID,
+}
+
+TYPE_TO_DTYPE = {
+    c.RKNN_TENSOR_FLOAT32: DType.FLOAT32, c.RKNN_TENSOR_FLOAT16: DType.FLOAT16, c.RKNN_TENSOR_INT8: DType.INT8,
+    c.RKNN_TENSOR_UINT8: DType.UINT8, c.RKNN_TENSOR_INT16: DType.INT16, c.RKNN_TENSOR_UINT16: DType.UINT16,
+    c.RKNN_TENSOR_INT32: DType.INT32, c.RKNN_TENSOR_UINT32: DType.UINT32, c.RKNN_TENSOR_INT64: DType.INT64,
+    c.RKNN_TENSOR_BOOL: DType.BOOL, c.RKNN_TENSOR_INT4: DType.INT4, c.RKNN_TENSOR_BFLOAT16: DType.BFLOAT16,
+}
+DTYPE_TO_TYPE = {v: k for k, v in TYPE_TO_DTYPE.items()}
+FMT_TO_LAYOUT = {c.RKNN_TENSOR_NCHW: Layout.NCHW, c.RKNN_TENSOR_NHWC: Layout.NHWC,
+                 c.RKNN_TENSOR_NC1HWC2: Layout.NC1HWC2, c.RKNN_TENSOR_UNDEFINED: Layout.UNDEFINED}
+LAYOUT_TO_FMT = {v: k for k, v in FMT_TO_LAYOUT.items()}
+QNT_TO_RKNN = {QntType.NONE: c.RKNN_TENSOR_QNT_NONE, QntType.DFP: c.RKNN_TENSOR_QNT_DFP,
+               QntType.AFFINE_ASYMMETRIC: c.RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC}
+RKNN_TO_QNT = {v: k for k, v in QNT_TO_RKNN.items()}
+
+
+class RknnCallError(Exception):
+    """A failure carrying an exact RKNN status (for the few cases no neutral code expresses)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def status_of(exc: NpuError) -> int:
+    return STATUS.get(exc.code, c.RKNN_ERR_FAIL)
+
+
+def mirror(func_name: str, failure: Any = "status") -> Callable:
+    """Decorate an API function: NpuError / RknnCallError -> `E RKNN: <func>: <message>` and the status (or
+    `failure` for pointer-returning functions, i.e. None). Unexpected exceptions are logged and mapped to
+    RKNN_ERR_FAIL / None: no Python exception escapes a mirror call."""
+
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except NpuError as exc:
+                log.error(f"{func_name}: {exc.message}")
+                return status_of(exc) if failure == "status" else failure
+            except RknnCallError as exc:
+                log.error(f"{func_name}: {exc.message}")
+                return exc.status if failure == "status" else failure
+            except Exception as exc:  # a bug or a wrong Python type: still a status, never a traceback
+                log.error(f"{func_name}: internal error: {type(exc).__name__}: {exc}")
+                return c.RKNN_ERR_FAIL if failure == "status" else failure
+        call.__wrapped__ = fn
+        return call
+    return wrap
+
+
+def require_api(func: str, profile: Any = None) -> Any:
+    """`profile` (default: the board's, from $NPURT_SOC) if seed table 3-1 marks `func` supported on it."""
+    profile = profile or get_profile(None)
+    if not profile.supports(func):
+        raise NpuError(ErrorCode.NOT_SUPPORTED, f"not supported on {profile.name} (seed table 3-1)")
+    return profile
+
+
+def ctx_value(ctx: Any) -> int | None:
+    """The integer handle in what a caller passed as a context (rknn_context, pointer/byref to one, or int)."""
+    inner = getattr(ctx, "_obj", None)
+    if inner is not None:
+        ctx = inner
+    if isinstance(ctx, ctypes._Pointer):
+        if not ctx:
+            return None
+        ctx = ctx.contents
+    value = getattr(ctx, "value", ctx)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+@dataclass
+class RknnContext:
+    """The mirror's side of one `rknn_context`: the neutral `Context`, the init flags, the runtime-allocated
+    output buffers of `rknn_outputs_get`, and a device reference of its own (released last in rknn_destroy)."""
+
+    context: Any                       # npurt.runtime.Context
+    flags: int
+    device: Any
+    handle: int = 0
+    outputs: dict[int, Any] = field(default_factory=dict)     # virt_addr -> Buffer handed out by outputs_get
+    perf_text: bytes = b""             # keeps RKNN_QUERY_PERF_DETAIL's perf_data alive
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def get_ctx(ctx: Any) -> RknnContext:
+    """The live model context of `ctx`; RKNN_ERR_CTX_INVALID otherwise."""
+    value = ctx_value(ctx)
+    obj = handles.contexts.get(value, "rknn") if value is not None else None
+    if obj is None:
+        shown = f"0x{value:x}" if isinstance(value, int) else repr(ctx)
+        raise NpuError(ErrorCode.INVALID_CONTEXT, f"invalid context {shown}: not created by rknn_init / "
+                                                  f"rknn_dup_context, or destroyed")
+    return obj
+
+
+def any_ctx(ctx: Any) -> Any:
+    """The live context object of any kind (model or matmul) — for memory calls; CTX_INVALID otherwise."""
+    value = ctx_value(ctx)
+    obj = handles.contexts.get(value) if value is not None else None
+    if obj is None:
+        shown = f"0x{value:x}" if isinstance(value, int) else repr(ctx)
+        raise NpuError(ErrorCode.INVALID_CONTEXT, f"invalid context {shown}")
+    return obj
+
+
+def struct_arg(obj: Any, cls: type, what: str) -> Any:
+    """A ctypes struct of type `cls` from the struct itself, a pointer to it or ctypes.byref(it)."""
+    if isinstance(obj, cls):
+        return obj
+    if isinstance(obj, ctypes._Pointer) and getattr(obj, "_type_", None) is cls and obj:
+        return obj.contents
+    inner = getattr(obj, "_obj", None)
+    if isinstance(inner, cls):
+        return inner
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid {what}: expected {cls.__name__}, got {type(obj).__name__}")
+
+
+def struct_list(items: Any, n: int, cls: type, what: str) -> list:
+    """The first `n` structs of a ctypes array / list / pointer of `cls`; PARAM_INVALID if there are fewer."""
+    if items is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} is NULL")
+    if isinstance(items, cls):
+        items = [items]
+    if isinstance(items, ctypes._Pointer):
+        items = [items[i] for i in range(n)]
+    try:
+        seq = list(items)
+    except TypeError:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: expected an array of {cls.__name__}") from None
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0 or n > len(seq):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: n={n!r} but {len(seq)} structs given")
+    out = seq[:n]
+    for s in out:
+        if not isinstance(s, cls):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: expected {cls.__name__}, got {type(s).__name__}")
+    return out
+
+
+def fill_attr(dst: rknn_tensor_attr, a: TensorAttr) -> None:
+    """Write a neutral TensorAttr into an rknn_tensor_attr in place (every field)."""
+    ctypes.memset(ctypes.addressof(dst), 0, ctypes.sizeof(dst))
+    dst.index = a.index
+    dst.n_dims = a.n_dims
+    for i, d in enumerate(a.dims[:c.RKNN_MAX_DIMS]):
+        dst.dims[i] = int(d)
+    dst.name = a.name.encode("utf-8")[:c.RKNN_MAX_NAME_LEN - 1]
+    dst.n_elems = a.n_elems
+    dst.size = a.size
+    dst.fmt = LAYOUT_TO_FMT[a.fmt]
+    dst.type = DTYPE_TO_TYPE[a.type]
+    dst.qnt_type = QNT_TO_RKNN[a.qnt_type]
+    dst.fl = a.fl
+    dst.zp = a.zp
+    dst.scale = a.scale
+    dst.w_stride = a.w_stride
+    dst.size_with_stride = a.size_with_stride
+    dst.pass_through = a.pass_through
+    dst.h_stride = a.h_stride
+
+
+def read_attr(src: rknn_tensor_attr) -> TensorAttr:
+    """A neutral TensorAttr from an rknn_tensor_attr (PARAM_INVALID naming an unknown type / fmt)."""
+    dtype = TYPE_TO_DTYPE.get(src.type)
+    if dtype is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor type : {c.get_type_string(src.type)} ({src.type}) not "
+                                                   f"supported")
+    layout = FMT_TO_LAYOUT.get(src.fmt)
+    if layout is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor layout : {c.get_format_string(src.fmt)} ({src.fmt}) not "
+                                                   f"supported")
+    n_dims = min(int(src.n_dims), c.RKNN_MAX_DIMS)
+    return TensorAttr(index=int(src.index), name=src.name.decode("utf-8", "replace"), n_dims=n_dims,
+                      dims=[int(d) for d in src.dims[:n_dims]], n_elems=int(src.n_elems), size=int(src.size),
+                      fmt=layout, type=dtype, qnt_type=RKNN_TO_QNT.get(src.qnt_type, QntType.NONE), fl=int(src.fl),
+                      zp=int(src.zp), scale=float(src.scale), w_stride=int(src.w_stride),
+                      size_with_stride=int(src.size_with_stride), pass_through=int(src.pass_through),
+                      h_stride=int(src.h_stride))
+
+
+def store_ctx(out: Any, value: int) -> None:
+    """Write a handle into a C out-parameter (rknn_context, a pointer to it, or ctypes.byref of it)."""
+    inner = getattr(out, "_obj", None)
+    target = out if inner is None else inner
+    if isinstance(target, ctypes._Pointer):
+        if not target:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "context out-parameter is NULL")
+        target = target.contents
+    if not isinstance(target, (rknn_context, ctypes.c_uint64, ctypes.c_uint32)):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"context out-parameter must be an rknn_context, got "
+                                                   f"{type(out).__name__}")
+    target.value = value

@@ -1,0 +1,318 @@
+"""RKNN mirror, tensor memory: rknn_create_mem / _mem2 / _mem_from_fd / _mem_from_phys / _mem_from_mb_blk,
+rknn_destroy_mem, rknn_set_weight_mem / _internal_mem / _io_mem, rknn_mem_sync, and the pointer helpers
+`mem_view` / `output_view` / `addr_view`.
+
+Ownership (seed "Memory ownership"): `rknn_create_mem*` allocate runtime memory owned by the caller until
+`rknn_destroy_mem` (which frees it); `rknn_create_mem_from_fd` / `_from_phys` wrap memory that stays the user's
+(`rknn_destroy_mem` frees only the wrapper). Every returned struct is tracked in `npurt.rknn.handles.mems`; a
+destroyed, stale or edited struct is a PARAM_INVALID error. Memory created with a context that is then destroyed
+is released with it (a W line names each such leak); RKNN_MEM_FLAG_ALLOC_NO_CONTEXT memory is independent of
+contexts (it holds a device reference of its own) and can be destroyed with any context or 0.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.memory import SyncMode, open_device, open_devices
+from npurt.rknn import constants as c
+from npurt.rknn import handles, log
+from npurt.rknn.api_common import (any_ctx, ctx_value, get_ctx, mirror, read_attr, require_api, struct_arg)
+from npurt.rknn.structs import rknn_output, rknn_tensor_attr, rknn_tensor_mem
+from npurt.runtime.binding import MemRef
+
+MAX_MEM = (1 << 32) - 1        # uint32_t size of rknn_create_mem
+_ALLOC_FLAGS = (c.RKNN_FLAG_MEMORY_CACHEABLE | c.RKNN_FLAG_MEMORY_NON_CACHEABLE | c.RKNN_FLAG_MEMORY_TRY_ALLOC_SRAM
+                | c.RKNN_MEM_FLAG_ALLOC_NO_CONTEXT)
+
+
+def _owner(ctx_obj: Any) -> str:
+    return f"rknn_ctx_0x{getattr(ctx_obj, 'handle', 0):x}"
+
+
+def _check_size(size: Any, limit: int = MAX_MEM) -> int:
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 0 < int(size) <= limit:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid size: {size}")
+    return int(size)
+
+
+def _issue_alloc(ctx_handle: int, buf: Any, release: Any = None) -> rknn_tensor_mem:
+    mem = rknn_tensor_mem()
+    handles.mems.issue(mem, buffer=buf, data_offset=0, size=buf.size, owns_buffer=True,
+                       kind=c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE, ctx=ctx_handle, virt_addr=buf.virt_addr,
+                       phys_addr=buf.dev_addr, fd=buf.fd, offset=0, release=release, label="create_mem")
+    log.debug(f"allocate memory, name: {buf.name}, virt addr: 0x{buf.virt_addr:x}, dma addr: 0x{buf.dev_addr:x}, "
+              f"size: {buf.size}, aligned size: {buf.capacity}, fd: {buf.fd}, placement: {buf.placement}")
+    return mem
+
+
+@mirror("rknn_create_mem", failure=None)
+def rknn_create_mem(ctx: Any, size: int) -> rknn_tensor_mem | None:
+    """Allocate `size` bytes of cacheable runtime memory; the struct (virt_addr, phys_addr, fd, size) or None."""
+    obj = any_ctx(ctx)
+    require_api("rknn_create_mem", obj.device.profile)
+    size = _check_size(size)
+    buf = obj.device.alloc(size, owner=_owner(obj), name="tensor", cacheable=True)
+    return _issue_alloc(ctx_value(ctx), buf)
+
+
+@mirror("rknn_create_mem2", failure=None)
+def rknn_create_mem2(ctx: Any, size: int, alloc_flags: int) -> rknn_tensor_mem | None:
+    """Allocate with flags: RKNN_FLAG_MEMORY_CACHEABLE (default) / _NON_CACHEABLE, _TRY_ALLOC_SRAM (SRAM first,
+    the rest in DDR, one contiguous mapping), RKNN_MEM_FLAG_ALLOC_NO_CONTEXT (ctx may be 0; the memory outlives
+    contexts and must still be destroyed with rknn_destroy_mem)."""
+    if isinstance(alloc_flags, bool) or not isinstance(alloc_flags, int) or alloc_flags & ~_ALLOC_FLAGS:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid alloc_flags: {alloc_flags!r}")
+    if alloc_flags & c.RKNN_FLAG_MEMORY_CACHEABLE and alloc_flags & c.RKNN_FLAG_MEMORY_NON_CACHEABLE:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "alloc_flags: CACHEABLE and NON_CACHEABLE are exclusive")
+    no_context = bool(alloc_flags & c.RKNN_MEM_FLAG_ALLOC_NO_CONTEXT)
+    size = _check_size(size, (1 << 64) - 1)
+    placement = "sram_first" if alloc_flags & c.RKNN_FLAG_MEMORY_TRY_ALLOC_SRAM else "ddr"
+    cacheable = not alloc_flags & c.RKNN_FLAG_MEMORY_NON_CACHEABLE
+    if no_context and not ctx_value(ctx):
+        require_api("rknn_create_mem2")
+        device = open_device()
+        try:
+            buf = device.alloc(size, placement=placement, cacheable=cacheable, owner="rknn_no_context",
+                               name="tensor")
+        except BaseException:
+            device.close()
+            raise
+        return _issue_alloc(0, buf, release=device.close)
+    obj = any_ctx(ctx)
+    require_api("rknn_create_mem2", obj.device.profile)
+    if no_context:
+        device = open_device(obj.device.soc)
+        try:
+            buf = device.alloc(size, placement=placement, cacheable=cacheable, owner="rknn_no_context",
+                               name="tensor")
+        except BaseException:
+            device.close()
+            raise
+        return _issue_alloc(0, buf, release=device.close)
+    if placement == "sram_first" and not obj.device.profile.sram_size:
+        log.warning(f"rknn_create_mem2: {obj.device.soc} has no NPU SRAM; allocating in DDR")
+    buf = obj.device.alloc(size, placement=placement, cacheable=cacheable, owner=_owner(obj), name="tensor")
+    return _issue_alloc(ctx_value(ctx), buf)
+
+
+def _same_file(fd: int, buf: Any) -> bool:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return False
+    for part_fd, _, _ in buf.fd_parts:
+        try:
+            ps = os.fstat(part_fd)
+        except OSError:
+            continue
+        if (ps.st_dev, ps.st_ino) == (st.st_dev, st.st_ino):
+            return True
+    return False
+
+
+@mirror("rknn_create_mem_from_fd", failure=None)
+def rknn_create_mem_from_fd(ctx: Any, fd: int, virt_addr: Any, size: int, offset: int) -> rknn_tensor_mem | None:
+    """Wrap `size` bytes at `offset` of a user dma-buf/memfd `fd` (virt_addr: the start of the user's mapping of
+    it, or 0). The memory stays the user's; rknn_destroy_mem frees only the wrapper."""
+    obj = any_ctx(ctx)
+    require_api("rknn_create_mem_from_fd", obj.device.profile)
+    size = _check_size(size)
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid offset: {offset!r}")
+    buf = obj.device.import_fd(fd, size, offset, owner=_owner(obj), name=f"fd{fd}")
+    mapping_start = buf.virt_addr - offset
+    given = int(getattr(virt_addr, "value", virt_addr) or 0)
+    if given:
+        try:
+            known, known_off = obj.device.lookup_host(given + offset, size)
+            ok = _same_file(fd, known) and known_off >= 0
+        except NpuError:
+            ok = False
+        if ok:
+            mapping_start = given
+        else:
+            log.warning(f"rknn_create_mem_from_fd: virt_addr 0x{given:x} is not a known mapping of fd {fd}; "
+                        f"the runtime's mapping 0x{mapping_start:x} is used")
+    mem = rknn_tensor_mem()
+    handles.mems.issue(mem, buffer=buf, data_offset=0, size=size, owns_buffer=True,
+                       kind=c.RKNN_TENSOR_MEMORY_FLAGS_FROM_FD, ctx=ctx_value(ctx), virt_addr=mapping_start,
+                       phys_addr=buf.dev_addr, fd=int(fd), offset=offset,
+                       label="create_mem_from_fd")
+    log.debug(f"import memory, fd: {fd}, offset: {offset}, size: {size}, dma addr: 0x{buf.dev_addr:x}")
+    return mem
+
+
+@mirror("rknn_create_mem_from_phys", failure=None)
+def rknn_create_mem_from_phys(ctx: Any, phys_addr: int, virt_addr: Any, size: int) -> rknn_tensor_mem | None:
+    """Wrap `size` bytes at device (physical) address `phys_addr` of memory the device knows (a dma_alloc buffer,
+    another rknn_create_mem buffer, ...); unknown addresses are PARAM_INVALID. rknn_destroy_mem frees only the
+    wrapper."""
+    obj = any_ctx(ctx)
+    require_api("rknn_create_mem_from_phys", obj.device.profile)
+    size = _check_size(size)
+    if isinstance(phys_addr, bool) or not isinstance(phys_addr, int) or phys_addr <= 0:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid phys_addr: {phys_addr!r}")
+    buf, off = obj.device.lookup_device(phys_addr, size)
+    expect_virt = buf.virt_addr + off
+    given = int(getattr(virt_addr, "value", virt_addr) or 0)
+    if given and given != expect_virt:
+        try:
+            vbuf, voff = obj.device.lookup_host(given, size)
+            same = vbuf is buf and voff == off
+        except NpuError:
+            same = False
+        if not same:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                           f"virt_addr 0x{given:x} is not the CPU address of phys_addr 0x{phys_addr:x} "
+                           f"(expected 0x{expect_virt:x})")
+    mem = rknn_tensor_mem()
+    handles.mems.issue(mem, buffer=buf, data_offset=off, size=size, owns_buffer=False,
+                       kind=c.RKNN_TENSOR_MEMORY_FLAGS_FROM_PHYS, ctx=ctx_value(ctx), virt_addr=given or expect_virt,
+                       phys_addr=phys_addr, fd=buf.fd, offset=0, label="create_mem_from_phys")
+    return mem
+
+
+@mirror("rknn_create_mem_from_mb_blk", failure=None)
+def rknn_create_mem_from_mb_blk(ctx: Any, mb_blk: Any, offset: int) -> rknn_tensor_mem | None:
+    """Not supported on any platform (seed table 3-1): logs why and returns None."""
+    require_api("rknn_create_mem_from_mb_blk")
+    return None  # pragma: no cover - no profile supports it
+
+
+@mirror("rknn_destroy_mem")
+def rknn_destroy_mem(ctx: Any, mem: Any) -> int:
+    """Destroy a struct from rknn_create_mem*: runtime memory is freed, a wrapper frees only itself. A second
+    destroy, a stale or a forged struct is RKNN_ERR_PARAM_INVALID; nothing else changes."""
+    struct = handles.as_mem_struct(mem)
+    record = None
+    if struct is not None:
+        try:
+            record = handles.mems.lookup(struct)
+        except NpuError:
+            record = None
+    if record is None or not record.no_context:
+        any_ctx(ctx)
+    if record is None:
+        handles.mems.lookup(mem)          # raises with the precise reason
+    require_api("rknn_destroy_mem", record.buffer.device.profile if record.buffer.alive else None)
+    handles.mems.release(record)
+    return c.RKNN_SUCC
+
+
+def mem_ref(mem: Any, device: Any, what: str) -> MemRef:
+    """The MemRef an issued struct stands for (validated; its memory must be alive and on `device`)."""
+    record = handles.mems.lookup(mem, what)
+    struct = handles.as_mem_struct(mem)
+    if not record.buffer.alive:
+        raise NpuError(ErrorCode.INVALID_HANDLE, f"{what}: the memory it wraps has been destroyed")
+    if record.buffer.device is not device:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: memory of device {record.buffer.device.soc}, the "
+                                                   f"context runs on {device.soc}")
+    return MemRef(record.buffer, record.data_offset, int(struct.size), record.label)
+
+
+@mirror("rknn_set_weight_mem")
+def rknn_set_weight_mem(ctx: Any, mem: Any) -> int:
+    """Give a MEM_ALLOC_OUTSIDE context its weight memory (>= MEM_SIZE.total_weight_size); the runtime copies the
+    weights into it."""
+    obj = get_ctx(ctx)
+    require_api("rknn_set_weight_mem", obj.device.profile)
+    obj.context.set_weight_memory(mem_ref(mem, obj.device, "weight mem"))
+    return c.RKNN_SUCC
+
+
+@mirror("rknn_set_internal_mem")
+def rknn_set_internal_mem(ctx: Any, mem: Any) -> int:
+    """Give a MEM_ALLOC_OUTSIDE / INTERNAL_ALLOC_OUTSIDE context its internal memory
+    (>= MEM_SIZE.total_internal_size); several contexts may share one buffer if they never run at the same time."""
+    obj = get_ctx(ctx)
+    require_api("rknn_set_internal_mem", obj.device.profile)
+    obj.context.set_internal_memory(mem_ref(mem, obj.device, "internal mem"))
+    return c.RKNN_SUCC
+
+
+@mirror("rknn_set_io_mem")
+def rknn_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
+    """Bind `mem` to the input or output `attr` names (a queried attr, maybe with type / fmt / pass_through /
+    w_stride edited): the native format is used in place; another format is converted around each run. The
+    memory must hold `size_with_stride` bytes (native) or the edited format's bytes (n_elems x element size;
+    NHWC inputs: rows padded to w_stride)."""
+    obj = get_ctx(ctx)
+    require_api("rknn_set_io_mem", obj.device.profile)
+    if attr is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "attr is NULL")
+    a = read_attr(struct_arg(attr, rknn_tensor_attr, "attr"))
+    obj.context.bind(mem_ref(mem, obj.device, "io mem"), a)
+    return c.RKNN_SUCC
+
+
+@mirror("rknn_mem_sync")
+def rknn_mem_sync(ctx: Any, mem: Any, mode: int) -> int:
+    """Cache maintenance of a struct's memory: RKNN_MEMORY_SYNC_TO_DEVICE (CPU wrote, NPU reads next),
+    _FROM_DEVICE (NPU wrote, CPU reads next) or _BIDIRECTIONAL. ctx may be 0 except on the mini runtime."""
+    value = ctx_value(ctx)
+    if value:
+        obj = any_ctx(ctx)
+        require_api("rknn_mem_sync", obj.device.profile)
+    else:
+        profile = require_api("rknn_mem_sync")
+        if profile.mini_runtime:
+            raise NpuError(ErrorCode.INVALID_CONTEXT, "context is null")
+    if mode not in (c.RKNN_MEMORY_SYNC_TO_DEVICE, c.RKNN_MEMORY_SYNC_FROM_DEVICE, c.RKNN_MEMORY_SYNC_BIDIRECTIONAL):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid sync mode: {mode!r}")
+    record = handles.mems.lookup(mem, "mem")
+    if not record.buffer.alive:
+        raise NpuError(ErrorCode.INVALID_HANDLE, "invalid mem: the memory it wraps has been destroyed")
+    record.buffer.sync(SyncMode(mode))
+    return c.RKNN_SUCC
+
+
+# --- pointer helpers ------------------------------------------------------------------------------------------
+def mem_view(mem: Any, dtype: Any = np.uint8, count: int | None = None, offset: int = 0) -> np.ndarray:
+    """A numpy view of the memory behind `mem` — what C reads and writes at `mem->virt_addr + mem->offset`.
+
+    `count` elements of `dtype` from byte `offset` (default: as many as fit in `mem->size`). The struct is
+    validated against the registry (NpuError INVALID_HANDLE if destroyed/stale). The view is the CPU's side: in
+    `strict` coherence mode sync with rknn_mem_sync as on the board. In `check` mode, reading an output the NPU
+    wrote without a sync from device logs a W line.
+    """
+    record = handles.mems.lookup(mem)
+    struct = handles.as_mem_struct(mem)
+    dt = np.dtype(dtype)
+    avail = int(struct.size) - int(offset)
+    if offset < 0 or avail < 0:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"offset {offset} outside the {struct.size}-byte memory")
+    n = avail // dt.itemsize if count is None else int(count)
+    if n < 0 or n * dt.itemsize > avail:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{n} x {dt} at offset {offset} exceeds the {struct.size}-byte "
+                                                   f"memory")
+    if record.buffer.needs_sync_from_device:
+        log.warning(f"coherence: reading memory 0x{record.phys_addr:x} that the NPU wrote, without "
+                    f"rknn_mem_sync(..., RKNN_MEMORY_SYNC_FROM_DEVICE) first")
+    return record.buffer.cpu_view(dt, offset=record.data_offset + int(offset), nbytes=n * dt.itemsize)
+
+
+def addr_view(addr: int, nbytes: int, dtype: Any = np.uint8) -> np.ndarray:
+    """A numpy view of a raw CPU address handed out by the runtime (validated against the open devices'
+    mappings; NpuError INVALID_HANDLE for anything else)."""
+    for device in open_devices():
+        try:
+            return device.view_at(int(addr), int(nbytes), dtype)
+        except NpuError:
+            continue
+    raise NpuError(ErrorCode.INVALID_HANDLE, f"address 0x{int(addr):x} (+{nbytes}) is not runtime memory")
+
+
+def output_view(output: Any, dtype: Any = None) -> np.ndarray:
+    """A numpy view of `rknn_output.buf` after rknn_outputs_get (float32 when want_float, else uint8 unless
+    `dtype` says otherwise): the runtime memory the output was copied to, valid until rknn_outputs_release."""
+    out = struct_arg(output, rknn_output, "output")
+    if not out.buf:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "output.buf is NULL (call rknn_outputs_get first)")
+    dt = np.dtype(dtype if dtype is not None else (np.float32 if out.want_float else np.uint8))
+    return addr_view(out.buf, out.size - out.size % dt.itemsize, dt)
+
