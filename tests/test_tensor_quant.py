@@ -166,3 +166,7 @@ def test_bad_quant_arguments():
         quantize(x, 1.0, 0, out=np.empty(4, np.uint8))
     with pytest.raises(NpuError):
         dequantize(x, 1.0, 0)
+    with pytest.raises(NpuError):
+        dequantize(np.ones(4, np.int8), np.ones(3), 0)
+    with pytest.raises(NpuError):
+        dequantize(np.ones(4, np.int8), 1.0, 0, out=np.empty(4, np.float64))

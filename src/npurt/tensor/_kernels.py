@@ -3,7 +3,8 @@
 numpy copies one item per loop step, so a byte-wise transpose runs at ~1 byte per cycle. The kernels here move
 wider items instead: a transpose of 1-byte lanes is done as a transpose of 4-byte units (4 lanes each) into
 a scratch tile, followed by narrowing casts (uint32 -> uint8, SIMD in numpy) of the scratch read at byte
-offsets 0..3, which pick lane p of every unit (little-endian): 1.2-1.4x numpy's plain byte transpose. Packing has no such trick (see `pack_lanes`). Whole C2 groups move as single 4/8/16+-byte items.
+offsets 0..3, which pick lane p of every unit (little-endian): 1.2-1.4x numpy's plain byte transpose.
+Packing has no such trick (see `pack_lanes`). Whole C2 groups move as single 4/8/16+-byte items.
 """
 from __future__ import annotations
 

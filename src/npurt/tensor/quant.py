@@ -108,9 +108,13 @@ def dequantize(q: np.ndarray, scale: object, zero_point: object = 0, out: np.nda
     z = np.asarray(zero_point)
     if z.dtype.kind not in "iub" and not (z.dtype.kind == "f" and np.all(z == np.rint(z))):
         raise _bad(f"zero point must be an integer, got {zero_point!r}")
-    out = _out(out, np.broadcast_shapes(q.shape, s.shape, z.shape), fdt, "dequantize")
-    if out.shape != q.shape:
-        raise _bad(f"scale {s.shape} / zero point {z.shape} would change the shape of q {q.shape}")
+    try:
+        shape = np.broadcast_shapes(q.shape, s.shape, z.shape)
+    except ValueError:
+        shape = None
+    if shape != q.shape:
+        raise _bad(f"scale {s.shape} / zero point {z.shape} do not broadcast to q {q.shape}")
+    out = _out(out, q.shape, fdt, "dequantize")
     t = np.subtract(q, z.astype(work), dtype=work)
     np.multiply(t, s, out=out, casting="same_kind")
     return out
@@ -120,7 +124,8 @@ def choose_affine_params(min_value: float, max_value: float, dtype: DType | str 
     """(scale, zero_point) mapping [min, max] onto the full range of `dtype`.
 
     The range is first widened to include 0 (so 0.0 is exactly representable, as zero padding needs); an
-    empty range [0, 0] (or one too narrow for a normal float32 scale) gives scale 1.0. min > max or non-finite bounds raise INVALID_ARGUMENT.
+    empty range [0, 0] (or one too narrow for a normal float32 scale) gives scale 1.0. min > max or
+    non-finite bounds raise INVALID_ARGUMENT.
     """
     dt = _qtype(dtype)
     lo_f, hi_f = float(min_value), float(max_value)
