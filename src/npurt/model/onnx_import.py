@@ -286,11 +286,29 @@ def _without_big_initializers(proto: onnx.ModelProto, limit: int = 4096) -> onnx
     return light
 
 
+def sort_proto_nodes(proto: onnx.ModelProto) -> None:
+    """Reorder the graph's nodes topologically in place (ONNX requires it; some exporters do not comply)."""
+    g = proto.graph
+    stubs = [Node(str(i), n.op_type, list(n.input), list(n.output)) for i, n in enumerate(g.node)]
+    available = {i.name for i in g.input} | {i.name for i in g.initializer}
+    order = [int(n.name) for n in topo_sort(stubs, available)]
+    if order != list(range(len(order))):
+        nodes = [g.node[i] for i in order]
+        copies = []
+        for n in nodes:
+            c = onnx.NodeProto()
+            c.CopyFrom(n)
+            copies.append(c)
+        del g.node[:]
+        g.node.extend(copies)
+
+
 def import_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto",
                 input_shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
     """Load, validate, fix input shapes, infer shapes and build the IR (no optimisation passes yet)."""
     proto = load_onnx(model)
     fix_input_shapes(proto, input_shapes)
+    sort_proto_nodes(proto)
     light = _without_big_initializers(proto)
     _validate(light)
     inferred = infer_shapes(light)
