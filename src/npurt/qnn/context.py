@@ -52,7 +52,6 @@ class Context:
         self._mapping: HostMapping | None = None
         self._vtcm_taken = False
         self.external: dict[str, MemRecord] = {}
-        self.vtcm_image_saved = False
         self.handle = new_handle(self)
         backend.contexts.append(self)
 

@@ -258,8 +258,10 @@ class Graph:
 
 
 def _vtcm_handover(ctx: "Context", core) -> None:
-    """The VTCM passes to `ctx`: the previous owner's VTCM image goes to its VTCM backup buffer (if it has one),
-    and `ctx`'s image comes back from its own backup buffer (if one was saved). Runs under the HTP lock."""
+    """The VTCM passes to `ctx`: the previous owner's VTCM image is backed up into its VTCM backup buffer when it
+    registered one. Runs under the HTP lock. npurt runs a graph to completion before the next one starts (one
+    graph at a time per HTP), so an image is never restored: no graph resumes mid-run. The backup is the real
+    write the HTP makes when another context takes the VTCM."""
     prev = core.vtcm_owner
     if prev is ctx:
         return
@@ -267,9 +269,4 @@ def _vtcm_handover(ctx: "Context", core) -> None:
         src = prev.vtcm_view()
         if src is not None:
             prev.external[VTCMBACKUP].view()[:src.size] = src
-            prev.vtcm_image_saved = True
-    if ctx.vtcm_image_saved and VTCMBACKUP in ctx.external:
-        dst = ctx.vtcm_view()
-        if dst is not None:
-            dst[:] = ctx.external[VTCMBACKUP].view()[:dst.size]
     core.vtcm_owner = ctx
