@@ -377,7 +377,7 @@ def light_model(name: str, seed: int = 0) -> onnx.ModelProto:
             if op == "Gemm" and not any(a.name == "transB" and a.i for a in cnode.attribute):
                 fan_in = shape[0]
             gain = 1.0 if op != "Conv" or followed_by_bn(cnode) else 2.0
-            arr = rng.normal(0, np.sqrt(gain / fan_in), shape)
+            arr = rng.standard_normal(shape, dtype=np.float32) * np.float32(np.sqrt(gain / fan_in))
         elif op == "BatchNormalization":
             arr = {1: rng.uniform(0.3, 0.6, shape), 2: rng.normal(0, 0.05, shape),
                    3: rng.normal(0, 0.05, shape), 4: rng.uniform(0.5, 1.5, shape)}[k]
