@@ -105,6 +105,7 @@ class Context:
         self._lock = threading.Lock()
         self.destroyed = False
         self._weights: WeightStore | None = None
+        self._owns_weights = False       # this context created the weight store (counts it in its DMA total)
         self._internal_buf = None
         self._internal_ref: MemRef | None = None
         self._model_buffer = model_buffer
@@ -156,6 +157,7 @@ class Context:
                                "cannot share weight memory: the model differs from the source context's model")
             self._weights = store.acquire()
         else:
+            self._owns_weights = True
             zero_copy_weights = None
             if model_view is not None and self.compiled.plan.weight_size and \
                     np.shares_memory(self.compiled.weight_blob, model_view):
@@ -263,7 +265,7 @@ class Context:
         self._require_live()
         stats = self.device.stats()
         dma = sum(b.capacity for b in self._owned_buffers())
-        if self._weights is not None and self._weights.holders and self._weights.buffer is not None:
+        if self._weights is not None and self._owns_weights:
             dma += self._weights.dma_bytes
         sram_used = self._internal_buf.sram_size if self._internal_buf is not None and self._internal_buf.alive else 0
         return MemSize(int(self.initial.plan.weight_size), int(self.internal_capacity), int(dma),
@@ -274,6 +276,11 @@ class Context:
         bufs = [self._internal_buf] + self._gen_in + self._gen_out
         bufs += [b.staging for b in self._in_bind + self._out_bind if b is not None]
         return [b for b in bufs if b is not None and b.alive]
+
+    @property
+    def executor(self) -> Any:
+        """The executor bound by the last run (None before the first run): for inspection (e.g. `tensor_view`)."""
+        return getattr(self, "_bound_to", None)
 
     def custom_string(self) -> str:
         return str((self.compiled.meta or {}).get("custom_string", ""))

@@ -107,7 +107,7 @@ class ModelFamily:
         self.compile_args = compile_args or {}
         self._by_shapes: dict[tuple, Any] = {}
         self.current = compiled
-        if shape_sets:
+        if shape_sets and compiled is not None:
             self._by_shapes[self.key(self.shapes_of(compiled))] = compiled
 
     @property
