@@ -30,6 +30,9 @@ CONV_CASES = {
     "depthwise_s2": dict(c=16, m=16, k=3, group=16, pads=[1, 1, 1, 1], strides=[2, 2]),
     "depthwise_mult2": dict(c=8, m=16, k=3, group=8, pads=[1, 1, 1, 1]),
     "depthwise_dil2": dict(c=8, m=8, k=3, group=8, dilations=[2, 2], pads=[2, 2, 2, 2]),
+    # > 4096 output pixels: the tap-loop path in channel blocks instead of im2col
+    "depthwise_large": dict(c=24, m=24, k=3, group=24, pads=[1, 1, 1, 1], hw=(70, 66)),
+    "depthwise_large_mult2": dict(c=4, m=8, k=3, group=4, pads=[1, 1, 1, 1], hw=(70, 66)),
     "same_upper_s2": dict(c=4, m=4, k=3, auto_pad="SAME_UPPER", strides=[2, 2]),
     "same_lower_s2": dict(c=4, m=4, k=4, auto_pad="SAME_LOWER", strides=[2, 2]),
     "valid": dict(c=4, m=4, k=3, auto_pad="VALID"),
@@ -43,7 +46,7 @@ def test_conv2d(single_node, run_ort, name, bias):
     p = dict(CONV_CASES[name])
     c, m, k = p.pop("c"), p.pop("m"), p.pop("k")
     kh, kw = (k, k) if isinstance(k, int) else k
-    x = rng.standard_normal((2, c, 13, 11), dtype=np.float32)
+    x = rng.standard_normal((2, c) + p.pop("hw", (13, 11)), dtype=np.float32)
     w = rng.standard_normal((m, c // p.get("group", 1), kh, kw), dtype=np.float32)
     b = rng.standard_normal(m, dtype=np.float32) if bias else None
     _check(single_node, run_ort, "Conv", x, w, b, **p)

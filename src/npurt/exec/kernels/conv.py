@@ -119,6 +119,7 @@ def conv(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     return [_finish(y.reshape((n, m) + tuple(out)), b, attrs)]
 
 
+_SMALL = 4096  # output pixels up to which depthwise uses im2col + batched matmul
 _BLOCK = 1 << 17  # floats per depthwise channel block (512 KiB): the accumulator stays in L2
 
 
@@ -131,6 +132,13 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, offsets, dil, strides, out) -> np.
     k_size = len(offsets)
     nd = len(out)
     wk = w.reshape(c, mult, k_size)
+    n_out = int(np.prod(out))
+    if n_out <= _SMALL:  # small maps: per-channel im2col + one batched matmul beats tap loops
+        cols = _scratch(n * c * k_size * n_out).reshape((n, c, k_size) + tuple(out))
+        for t, off in enumerate(offsets):
+            cols[:, :, t] = _window(xp, off, dil, strides, out)
+        y = np.matmul(wk, cols.reshape(n, c, k_size, n_out))
+        return y.reshape((n, m) + tuple(out))
     y = np.empty((n, c, mult) + tuple(out), np.float32)
     cb = max(1, _BLOCK // max(1, n * mult * int(np.prod(out))))
     tmp = np.empty((n, min(cb, c), mult) + tuple(out), np.float32)
