@@ -153,6 +153,7 @@ from npurt.exec.kernels import (  # noqa: E402,F401
     elementwise,
     gemm,
     normalization,
+    quant,
     pool,
     reduce,
     resize,

@@ -282,3 +282,51 @@ kernel("Min")(_variadic(np.minimum))
 def mean(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     y = _variadic(np.add)(inputs, attrs)[0]
     return [y / np.float32(len(inputs))]
+
+
+@kernel("IsInf")
+def isinf(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x = inputs[0]
+    pos, neg = attrs.get("detect_positive", 1), attrs.get("detect_negative", 1)
+    return [(np.isposinf(x) & bool(pos)) | (np.isneginf(x) & bool(neg))]
+
+
+@kernel("Celu")
+def celu(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x = as_f32(inputs[0])
+    alpha = np.float32(attrs.get("alpha", 1.0))
+    return [np.maximum(x, 0) + np.minimum(0, alpha * np.expm1(x / alpha))]
+
+
+@kernel("ThresholdedRelu")
+def thresholded_relu(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x = as_f32(inputs[0])
+    return [np.where(x > np.float32(attrs.get("alpha", 1.0)), x, np.float32(0))]
+
+
+@kernel("Shrink")
+def shrink(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x = inputs[0]
+    lambd, bias = attrs.get("lambd", 0.5), attrs.get("bias", 0.0)
+    xf = x.astype(np.float64)
+    y = np.where(xf < -lambd, xf + bias, np.where(xf > lambd, xf - bias, 0))
+    return [y.astype(x.dtype if x.dtype.kind != "f" else np.float32)]
+
+
+@kernel("Swish")
+def swish(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x = as_f32(inputs[0])
+    alpha = np.float32(attrs.get("alpha", 1.0))
+    return [x * _sigmoid_inplace(x * alpha)]
+
+
+@kernel("BitShift")
+def bit_shift(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x, s = inputs
+    fn = np.left_shift if attrs["direction"] == "LEFT" else np.right_shift
+    return [fn(x, s.astype(x.dtype)).astype(x.dtype)]
+
+
+@kernel("Det")
+def det(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    return [np.linalg.det(inputs[0].astype(np.float64)).astype(np.float32)]

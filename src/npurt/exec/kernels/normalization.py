@@ -117,3 +117,38 @@ def mean_variance_normalization(inputs: list, attrs: dict[str, Any]) -> list[np.
     mean = x.mean(axis=axes, keepdims=True)
     std = np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True))
     return [((x - mean) / (std + np.float32(1e-9))).astype(np.float32)]
+
+
+@kernel("LpNormalization")
+def lp_normalization(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x = as_f32(inputs[0])
+    axis, p = int(attrs.get("axis", -1)), int(attrs.get("p", 2))
+    norm = np.sum(np.abs(x) ** p, axis=axis, keepdims=True) ** (1.0 / p)
+    return [np.where(norm == 0, 0, x / np.where(norm == 0, 1, norm)).astype(np.float32)]
+
+
+@kernel("RMSNormalization")
+def rms_normalization(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * scale (opset 23)."""
+    x = as_f32(inputs[0])
+    axis = int(attrs.get("axis", -1)) % x.ndim
+    ms = np.mean(x * x, axis=tuple(range(axis, x.ndim)), keepdims=True)
+    return [(x / np.sqrt(ms + np.float32(attrs.get("epsilon", 1e-5))) * as_f32(inputs[1])).astype(np.float32)]
+
+
+@kernel("GroupNormalization")
+def group_normalization(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Normalise per (N, group) over channels-in-group and spatial dims; scale/bias per channel
+    (opset 21; opset 18's per-group scale is broadcast the same way when sizes match)."""
+    x, scale, bias = as_f32(inputs[0]), as_f32(inputs[1]), as_f32(inputs[2])
+    g = int(attrs["num_groups"])
+    n, c = x.shape[:2]
+    v = x.reshape(n, g, -1)
+    mean = v.mean(axis=2, keepdims=True)
+    var = v.var(axis=2, keepdims=True)
+    y = ((v - mean) / np.sqrt(var + np.float32(attrs.get("epsilon", 1e-5)))).reshape(x.shape)
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    if scale.size == g and g != c:
+        scale = np.repeat(scale, c // g)
+        bias = np.repeat(bias, c // g)
+    return [(y * scale.reshape(shape) + bias.reshape(shape)).astype(np.float32)]

@@ -232,3 +232,122 @@ def space_to_depth(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     else:
         y = y.transpose(0, 3, 5, 1, 2, 4)
     return [y.reshape(n, c * b * b, h // b, w // b)]
+
+
+@kernel("Trilu")
+def trilu(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x = inputs[0]
+    k = int(inputs[1]) if len(inputs) > 1 and inputs[1] is not None else 0
+    return [np.triu(x, k) if attrs.get("upper", 1) else np.tril(x, k)]
+
+
+@kernel("CumSum")
+def cumsum(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Cumulative sum along `axis`; `exclusive` shifts by one, `reverse` runs backwards."""
+    x, axis = inputs[0], int(np.asarray(inputs[1]).reshape(-1)[0])
+    if attrs.get("reverse", 0):
+        x = np.flip(x, axis)
+    y = np.cumsum(x, axis=axis, dtype=x.dtype)
+    if attrs.get("exclusive", 0):
+        y = np.concatenate([np.zeros_like(np.take(y, [0], axis=axis)), np.take(y, np.arange(y.shape[axis] - 1), axis=axis)], axis=axis)
+    if attrs.get("reverse", 0):
+        y = np.flip(y, axis)
+    return [np.ascontiguousarray(y)]
+
+
+@kernel("TopK")
+def topk(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """The k largest (or smallest) along `axis`, ties broken by the lower index (stable sort)."""
+    x, k = inputs[0], int(np.asarray(inputs[1]).reshape(-1)[0])
+    axis = int(attrs.get("axis", -1))
+    largest = attrs.get("largest", 1)
+    key = x if not largest else (np.iinfo(x.dtype).max - x if x.dtype.kind == "u" else -x)
+    order = np.argsort(key, axis=axis, kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)]
+
+
+@kernel("OneHot")
+def one_hot(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    indices, depth, values = inputs
+    depth = int(np.asarray(depth).reshape(-1)[0])
+    axis = int(attrs.get("axis", -1))
+    idx = np.asarray(indices).astype(np.int64)
+    idx = np.where(idx < 0, idx + depth, idx)
+    hot = idx[..., None] == np.arange(depth)
+    y = np.where(hot, values[1], values[0]).astype(values.dtype)
+    return [np.moveaxis(y, -1, axis if axis >= 0 else y.ndim + axis)]
+
+
+@kernel("GatherND")
+def gather_nd(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x, idx = inputs
+    b = int(attrs.get("batch_dims", 0))
+    batch = x.shape[:b]
+    xb = x.reshape((-1,) + x.shape[b:])
+    ib = idx.reshape((-1,) + idx.shape[b:])
+    out = []
+    for xi, ii in zip(xb, ib):
+        k = ii.shape[-1]
+        flat = ii.reshape(-1, k)
+        out.append(np.stack([xi[tuple(t)] for t in flat]).reshape(ii.shape[:-1] + xi.shape[k:]))
+    return [np.stack(out).reshape(batch + out[0].shape)]
+
+
+def _scatter_reduce(reduction: str):
+    return {"none": None, "add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[reduction]
+
+
+@kernel("ScatterND")
+def scatter_nd(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x, idx, upd = inputs
+    y = x.copy()
+    red = _scatter_reduce(attrs.get("reduction", "none"))
+    k = idx.shape[-1]
+    for t, u in zip(idx.reshape(-1, k), upd.reshape((-1,) + x.shape[k:])):
+        key = tuple(t)
+        y[key] = u if red is None else red(y[key], u)
+    return [y]
+
+
+@kernel("ScatterElements", "Scatter")
+def scatter_elements(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x, idx, upd = inputs
+    axis = int(attrs.get("axis", 0)) % x.ndim
+    idx = np.where(idx < 0, idx + x.shape[axis], idx)
+    y = x.copy()
+    red = _scatter_reduce(attrs.get("reduction", "none"))
+    coords = list(np.indices(idx.shape))
+    coords[axis] = idx
+    key = tuple(coords)
+    if red is None:
+        y[key] = upd
+    else:
+        red.at(y, key, upd)
+    return [y]
+
+
+@kernel("Compress")
+def compress(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x, cond = inputs
+    axis = attrs.get("axis")
+    return [np.compress(cond.astype(bool), x, axis=axis)]
+
+
+@kernel("EyeLike")
+def eye_like(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    from onnx import helper
+
+    x = inputs[0]
+    dtype = helper.tensor_dtype_to_np_dtype(attrs["dtype"]) if "dtype" in attrs else x.dtype
+    return [np.eye(x.shape[0], x.shape[1], k=int(attrs.get("k", 0)), dtype=dtype)]
+
+
+@kernel("NonZero")
+def non_zero(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    return [np.array(np.nonzero(inputs[0]), dtype=np.int64).reshape(inputs[0].ndim, -1)]
+
+
+@kernel("Einsum")
+def einsum(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    return [np.asarray(np.einsum(attrs["equation"], *inputs, optimize=True))]
