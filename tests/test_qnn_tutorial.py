@@ -12,13 +12,14 @@ import ctypes
 import threading
 
 import numpy as np
+import pytest
 
+import npurt
 import npurt.qnn as q
 from npurt.qnn import device as htp_device
 from npurt.qnn.mem_registry import REGISTRY
 from test_qnn_support import (SMALL, SPILL, Htp, binary, custom_descriptor, defer_config, fd_count, get_property,  # noqa: F401
-                              htp, native,
-                              ok, raw_tensors, register_ion, sample)
+                              htp, native, ok, onnx_model, raw_tensors, register_ion, sample)
 
 TOL = 1e-4
 
@@ -242,6 +243,33 @@ def test_native_concurrent_spillfill_and_vtcm_backup_sharing(native):
     finally:
         q.qurt_free(spill_qurt_va)
         q.qurt_free(vtcm_qurt_va)
+
+
+@pytest.mark.parametrize("precision,tol", [("fp16", 2e-3), ("int8", 2e-2)])
+def test_ion_flow_with_quantized_and_half_binaries(htp, precision, tol):
+    """The ION example with an fp16 and an int8 context binary: I/O tensors are FLOAT_16 / SFIXED_POINT_8 (with
+    QNN scale/offset) and the outputs match onnxruntime within the precision's tolerance."""
+    x, ref = sample(SMALL)
+    calib = [np.random.default_rng(i).normal(size=x.shape).astype(np.float32) for i in range(4)] + [x]
+    model = npurt.compile(onnx_model(SMALL), soc="rk3588", precision=precision, progress=False,
+                          **({"quantize": calib} if precision == "int8" else {}))
+    context = htp.context(model)
+    graph = q.Qnn_GraphHandle_t()
+    ok(htp.qi.graphRetrieve(context, model.graph.name, graph))
+    inputs, outputs = q.io_tensors(model)
+    in_spec, out_spec = q.tensor_specs(model)
+    want = q.QNN_DATATYPE_FLOAT_16 if precision == "fp16" else q.QNN_DATATYPE_SFIXED_POINT_8
+    assert inputs[0].v1.dataType == want and outputs[0].v1.dataType == want
+    if precision == "int8":
+        qp = outputs[0].v1.quantizeParams
+        assert qp.quantizationEncoding == q.QNN_QUANTIZATION_ENCODING_SCALE_OFFSET
+        assert qp.scaleOffsetEncoding.scale == pytest.approx(out_spec[0].scale)
+    in_ptr = register_ion(htp, context, inputs[0], in_spec[0].nbytes)
+    out_ptr = register_ion(htp, context, outputs[0], out_spec[0].nbytes)
+    in_spec[0].pack(x, q.rpcmem_view(in_ptr, in_spec[0].nbytes))
+    ok(htp.qi.graphExecute(graph, inputs, 1, outputs, 1, None, None))
+    assert np.abs(out_spec[0].unpack(q.rpcmem_view(out_ptr, out_spec[0].nbytes)) - ref).max() < tol
+    ok(htp.qi.contextFree(context, None))
 
 
 def test_everything_released_after_the_flows():
