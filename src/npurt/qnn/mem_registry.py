@@ -136,6 +136,8 @@ class MemRegistry:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._records: dict[int, MemRecord] = {}
+        self._by_memory: dict[tuple, dict[int, MemRecord]] = {}        # memory key -> its records
+        self._by_context: dict[int, dict[int, MemRecord]] = {}         # id(context) -> its records
         self._next = 0x5100
 
     # -- queries ---------------------------------------------------------------------------------------
@@ -145,14 +147,14 @@ class MemRegistry:
 
     def of_context(self, ctx: "Context") -> list[MemRecord]:
         with self._lock:
-            return [r for r in self._records.values() if r.context is ctx]
+            return list(self._by_context.get(id(ctx), {}).values())
 
     def count(self) -> int:
         with self._lock:
             return len(self._records)
 
     def _by_key(self, key: tuple) -> list[MemRecord]:
-        return [r for r in self._records.values() if r.key == key]
+        return list(self._by_memory.get(key, {}).values())
 
     # -- register --------------------------------------------------------------------------------------
     def register(self, ctx: "Context", descriptors: Sequence[Qnn_MemDescriptor_t]) -> list[int]:
@@ -174,6 +176,8 @@ class MemRegistry:
                 rec = MemRecord(self._next, ctx, p.kind, p.key, p.offset, p.nbytes, p.buffer, p.buf_offset,
                                 p.fd_part, p.data_type, p.dims, p.owned_import, p.owned_fd)
                 self._records[rec.handle] = rec
+                self._by_memory.setdefault(rec.key, {})[rec.handle] = rec
+                self._by_context.setdefault(id(ctx), {})[rec.handle] = rec
                 handles.append(rec.handle)
             return handles
 
@@ -327,8 +331,7 @@ class MemRegistry:
                 raise QnnError(C.QNN_MEM_ERROR_ALREADY_REGISTERED,
                                f"descriptor {i}: this {p.kind} buffer is already registered in this context")
         if p.kind in CONTEXT_BUFFERS:
-            mine = [r for r in self._records.values() if r.context is ctx and r.kind == p.kind] + \
-                   [q for q in earlier if q.kind == p.kind]
+            mine = [r for r in self.of_context(ctx) if r.kind == p.kind] + [q for q in earlier if q.kind == p.kind]
             if mine:
                 raise QnnError(C.QNN_MEM_ERROR_ALREADY_REGISTERED,
                                f"descriptor {i}: the context already has a {p.kind} buffer (one per context)")
@@ -358,11 +361,16 @@ class MemRegistry:
     def release_context(self, ctx: "Context") -> None:
         """contextFree: deregister every handle of `ctx` (context buffers included: automatic deregistration)."""
         with self._lock:
-            for rec in [r for r in self._records.values() if r.context is ctx]:
+            for rec in self.of_context(ctx):
                 self._remove(rec)
 
     def _remove(self, rec: MemRecord) -> None:
         del self._records[rec.handle]
+        for table, key in ((self._by_memory, rec.key), (self._by_context, id(rec.context))):
+            group = table[key]
+            del group[rec.handle]
+            if not group:
+                del table[key]
         self._drop_owned(rec.owned_import, rec.owned_fd)
         rec.owned_import, rec.owned_fd = None, -1
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer, Device
+from npurt.memory.address_space import RangeMap
 from npurt.memory.mapping import typed_view
 from npurt.qnn import device as htp_device
 
@@ -23,6 +24,7 @@ log = logging.getLogger("npurt.qnn")
 
 _lock = threading.Lock()
 _blocks: dict[int, tuple[Buffer, Device]] = {}
+_ranges = RangeMap()                    # [addr, addr + size) -> buffer, for qurt_view
 
 
 def qurt_malloc(size: int, *, soc: str | None = None) -> int:
@@ -43,6 +45,7 @@ def qurt_malloc(size: int, *, soc: str | None = None) -> int:
         return 0
     with _lock:
         _blocks[buf.dev_addr] = (buf, device)
+        _ranges.insert(buf.dev_addr, buf.dev_addr + buf.size, buf)
     return buf.dev_addr
 
 
@@ -50,6 +53,8 @@ def qurt_free(addr: int) -> None:
     """Free a `qurt_malloc` buffer by its address; anything else is ignored (and logged)."""
     with _lock:
         entry = _blocks.pop(int(addr or 0), None)
+        if entry is not None:
+            _ranges.remove(int(addr))
     if entry is None:
         log.error("<E> qurt_free(0x%x): not a qurt_malloc address, ignored", int(addr or 0))
         return
@@ -62,11 +67,11 @@ def qurt_free(addr: int) -> None:
 def qurt_view(addr: int, nbytes: int | None = None, dtype=np.uint8, shape=None) -> np.ndarray:
     """A numpy view of DSP memory at `addr` (inside one live `qurt_malloc` buffer; INVALID_HANDLE otherwise)."""
     with _lock:
-        for base, (buf, _) in _blocks.items():
-            if base <= int(addr) < base + buf.size:
-                off = int(addr) - base
-                try:
-                    return typed_view(buf.device_view(), dtype, shape, off, nbytes)
-                except ValueError as exc:
-                    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"qurt_view: {exc}") from None
-    raise NpuError(ErrorCode.INVALID_HANDLE, f"0x{int(addr):x} is not inside a qurt_malloc buffer")
+        hit = _ranges.find(int(addr), 1)
+    if hit is None:
+        raise NpuError(ErrorCode.INVALID_HANDLE, f"0x{int(addr):x} is not inside a qurt_malloc buffer")
+    start, _, buf = hit
+    try:
+        return typed_view(buf.device_view(), dtype, shape, int(addr) - start, nbytes)
+    except (ValueError, NpuError) as exc:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"qurt_view: {exc}") from None

@@ -27,6 +27,7 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer, Device
+from npurt.memory.address_space import RangeMap
 from npurt.memory.mapping import new_memfd, page_round, typed_view
 from npurt.qnn import device as htp_device
 from npurt.qnn.constants import (RPCMEM_DEFAULT_HEAP, RPCMEM_HEAP_ID_CONTIG, RPCMEM_HEAP_ID_SECURE,
@@ -57,6 +58,7 @@ class RpcAllocation:
 _lock = threading.RLock()
 _by_base: dict[int, RpcAllocation] = {}
 _by_fd: dict[int, RpcAllocation] = {}
+_ranges = RangeMap()                    # [base, base + size) -> allocation, for interior-pointer lookups
 
 
 def _alloc(heapid: int, flags: int, size: int, soc: str | None) -> int:
@@ -89,6 +91,7 @@ def _alloc(heapid: int, flags: int, size: int, soc: str | None) -> int:
         rec = RpcAllocation(fd, buf, device, int(heapid), int(flags), int(size))
         _by_base[rec.base] = rec
         _by_fd[fd] = rec
+        _ranges.insert(rec.base, rec.base + rec.size, rec)
         return rec.base
 
 
@@ -135,6 +138,7 @@ def rpcmem_free(po: object) -> None:
             log.debug("rpcmem_free(0x%x): not an rpcmem base address, ignored", _ptr(po))
             return
         del _by_fd[rec.fd]
+        _ranges.remove(rec.base)
     try:
         if rec.buffer.alive:
             rec.device.free(rec.buffer)
@@ -152,10 +156,10 @@ def lookup_fd(fd: int) -> RpcAllocation | None:
 def lookup_ptr(ptr: int, nbytes: int = 1) -> tuple[RpcAllocation, int] | None:
     """(allocation, offset) of the live allocation holding [ptr, ptr + nbytes), or None."""
     with _lock:
-        for rec in _by_base.values():
-            if rec.base <= ptr and ptr + max(nbytes, 1) <= rec.base + rec.size:
-                return rec, ptr - rec.base
-    return None
+        hit = _ranges.find(int(ptr), max(int(nbytes), 1)) if nbytes >= 0 else None
+    if hit is None:
+        return None
+    return hit[2], int(ptr) - hit[0]
 
 
 def rpcmem_view(po: object, nbytes: int | None = None, dtype=np.uint8, shape=None, offset: int = 0) -> np.ndarray:
