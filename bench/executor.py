@@ -1,0 +1,122 @@
+"""Executor latency against onnxruntime, batch 1, same thread count, measured in the same run.
+
+Rows: mobilenet_v2_like (224) and yolov8n_like (320) in npurt fp16 and int8 (activations in native layout and
+type in a bound arena; `Executor.run()` only, inputs already packed) against onnxruntime float32
+(`InferenceSession.run`). ORT's intra_op_num_threads is set to the thread count numpy's BLAS uses
+(threadpoolctl if installed, else os.cpu_count()). ratio = npurt / onnxruntime (goal: fp16 <= 2).
+Also reported: the share of npurt time spent in pack/unpack (slot conversions) vs kernels.
+Run: python bench/executor.py [--quick]
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+
+def blas_threads() -> int:
+    """Threads numpy's BLAS uses: threadpoolctl when installed, else os.cpu_count()."""
+    try:
+        from threadpoolctl import threadpool_info
+        counts = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
+        if counts:
+            return int(max(counts))
+    except ImportError:
+        pass
+    return os.cpu_count() or 1
+
+
+def _median_pair(fa, fb, repeats: int) -> tuple[float, float]:
+    """Median seconds of fa and fb, timed alternately so both see the same machine load."""
+    fa(), fb()
+    ta, tb = [], []
+    for _ in range(repeats):
+        for f, ts in ((fa, ta), (fb, tb)):
+            t0 = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t0)
+    return statistics.median(ta), statistics.median(tb)
+
+
+def _conversion_share(ex, repeats: int = 3) -> float:
+    """Fraction of one run spent in slot reads/writes (conversions), measured by timing them separately."""
+    steps = ex._steps
+    t_conv = t_all = 0.0
+    for _ in range(repeats):
+        for fn, attrs, readers, writers, node in steps:
+            t0 = time.perf_counter()
+            args = [r() for r in readers]
+            t1 = time.perf_counter()
+            ys = fn(args, attrs)
+            t2 = time.perf_counter()
+            for w, y in zip(writers, ys):
+                if w is not None:
+                    w(y)
+            t3 = time.perf_counter()
+            t_conv += (t1 - t0) + (t3 - t2)
+            t_all += t3 - t0
+    return t_conv / t_all if t_all else 0.0
+
+
+def run(quick: bool = False) -> list[dict]:
+    """One row per (model, precision): npurt and ORT median latency (ms) and their ratio."""
+    import onnxruntime as ort
+
+    import npurt
+    from npurt.exec.bind import pack_input
+    from npurt.exec.executor import Executor, allocate
+    from npurt.model import zoo
+
+    threads = blas_threads()
+    repeats = 5 if quick else 20
+    models = [("mobilenet_v2_like", zoo.mobilenet_v2_like(size=224)), ("yolov8n_like", zoo.yolov8n_like(size=320))]
+    if quick:
+        models = [("mobilenet_v2_like", zoo.mobilenet_v2_like(size=96)), ("yolov8n_like", zoo.yolov8n_like(size=160))]
+    rows = []
+    for name, model in models:
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        sess = ort.InferenceSession(model.SerializeToString(), so)
+        iname = sess.get_inputs()[0].name
+        shape = [d if isinstance(d, int) else 1 for d in sess.get_inputs()[0].shape]
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=shape).astype(np.float32)
+        for precision in ("fp16", "int8"):
+            kw = {"quantize": [x] + [rng.normal(size=shape).astype(np.float32) for _ in range(3)],
+                  "progress": False} if precision == "int8" else {"precision": precision}
+            cm = npurt.compile(model, **kw)
+            w, a, ins, outs = allocate(cm)
+            ex = Executor(cm)
+            ex.bind(w, a, ins, outs)
+            pack_input(cm.native_input_attrs[0], x, ins[0])
+            t_np, t_ort = _median_pair(ex.run, lambda: sess.run(None, {iname: x}), repeats)
+            rows.append({"model": name, "precision": precision, "threads": threads,
+                         "npurt_ms": t_np * 1e3, "ort_ms": t_ort * 1e3, "ratio": t_np / t_ort,
+                         "conversion_share": _conversion_share(ex, 1 if quick else 3),
+                         "arena_bytes": cm.internal_size, "weight_bytes": cm.weight_size})
+    return rows
+
+
+def main() -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    quick = "--quick" in sys.argv
+    rows = run(quick=quick)
+    console = Console(width=140)
+    console.print(f"threads (numpy BLAS = onnxruntime intra_op): {rows[0]['threads'] if rows else blas_threads()}")
+    table = Table(title="npurt executor vs onnxruntime (batch 1, median)")
+    for col in ("model", "precision", "npurt ms", "ORT fp32 ms", "ratio", "in conversions", "arena", "weights"):
+        table.add_column(col, justify="right" if col not in ("model", "precision") else "left")
+    for r in rows:
+        table.add_row(r["model"], r["precision"], f"{r['npurt_ms']:.2f}", f"{r['ort_ms']:.2f}", f"{r['ratio']:.2f}x",
+                      f"{r['conversion_share'] * 100:.0f}%", f"{r['arena_bytes'] / 2**20:.2f} MiB",
+                      f"{r['weight_bytes'] / 2**20:.2f} MiB")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
