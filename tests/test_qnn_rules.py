@@ -590,3 +590,39 @@ def _all_released():
     yield
     assert REGISTRY.count() == 0
     assert q.rpcmem_leaks() == []
+
+
+def test_onnx_as_context_binary_and_bad_binaries(htp):
+    """The loader also takes ONNX (compiled on the fly, fp16); corrupt .npurt bytes are CREATE_FROM_BINARY."""
+    from test_qnn_support import onnx_model
+    x, ref = sample(SMALL)
+    ctx = q.Qnn_ContextHandle_t()
+    data = onnx_model(SMALL).SerializeToString()
+    ok(htp.qi.contextCreateFromBinary(htp.backend, None, None, data, len(data), ctx, None))
+    c = lookup(ctx, Context)
+    ins, outs, yout = raw_tensors(c.compiled, x)
+    g = q.Qnn_GraphHandle_t()
+    ok(htp.qi.graphRetrieve(ctx, c.compiled.graph.name, g))
+    ok(htp.qi.graphExecute(g, ins, 1, outs, 1, None, None))
+    assert np.abs(q.tensor_specs(c.compiled)[1][0].unpack(yout) - ref).max() < 2e-3
+    blob = bytearray(binary().to_bytes())
+    blob[-10] ^= 0xFF                                         # checksum mismatch
+    other = q.Qnn_ContextHandle_t()
+    assert code(htp.qi.contextCreateFromBinary(htp.backend, None, None, blob, len(blob), other, None)) == \
+        q.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY
+    assert code(htp.qi.contextCreateFromBinary(htp.backend, None, None, bytes(blob), len(blob) + 5, other,
+                                               None)) == q.QNN_CONTEXT_ERROR_INVALID_ARGUMENT
+    assert other.value is None
+
+
+def test_arguments_of_the_wrong_type_give_invalid_argument(htp):
+    ctx, graph, ins, outs, _, _ = ion_case(htp)
+    before = state()
+    assert code(htp.qi.memRegister(ctx, "descriptor", 1, q.Qnn_MemHandle_t())) == q.QNN_MEM_ERROR_INVALID_ARGUMENT
+    assert code(htp.qi.memDeRegister("handles", 1)) == q.QNN_MEM_ERROR_INVALID_ARGUMENT
+    assert code(htp.qi.graphExecute(graph, ["x"], 1, outs, 1, None, None)) == q.QNN_GRAPH_ERROR_INVALID_TENSOR
+    assert code(htp.qi.graphExecute(graph, ins, None, outs, 1, None, None)) == q.QNN_GRAPH_ERROR_INVALID_ARGUMENT
+    assert code(htp.qi.contextGetProperty(ctx, [42, None])) == q.QNN_CONTEXT_ERROR_INVALID_ARGUMENT
+    assert code(htp.qi.contextCreateFromBinary(htp.backend, None, [7, None], binary(), 0, q.Qnn_ContextHandle_t(),
+                                               None)) == q.QNN_CONTEXT_ERROR_INVALID_CONFIG
+    assert state() == before

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.model.compiled import CompiledModel, load_compiled
+from npurt.model.file_format import MAGIC
 from npurt.qnn import constants as C
 from npurt.qnn._ptr import pointer_value, read_struct, safe_read, safe_write
 from npurt.qnn.backend import Backend, QnnDevice, lookup
@@ -110,8 +111,9 @@ def _items(seq: Any) -> list[Any]:
     return out
 
 
-def _qnn_call(name: str) -> Callable:
-    """Turn QnnError / NpuError / unexpected exceptions into the function's QNN return code and a log line."""
+def _qnn_call(name: str, invalid: int = C.QNN_COMMON_ERROR_INVALID_ARGUMENT) -> Callable:
+    """Turn QnnError / NpuError into the function's QNN return code and a log line; arguments of the wrong Python
+    type (what would not compile in C) give the function family's INVALID_ARGUMENT code `invalid`."""
     def wrap(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def call(*args, **kwargs) -> int:
@@ -123,6 +125,9 @@ def _qnn_call(name: str) -> Callable:
             except NpuError as exc:
                 log.error("<E> %s: %s", name, exc)
                 return C.QNN_COMMON_ERROR_GENERAL
+            except (TypeError, ValueError, AttributeError, OverflowError, ctypes.ArgumentError) as exc:
+                log.error("<E> %s: bad argument: %s (%s)", name, exc, C.error_string(invalid))
+                return invalid
         return call
     return wrap
 
@@ -188,7 +193,7 @@ class QnnInterfaceTable:
         return C.QNN_SUCCESS
 
     # -- context ---------------------------------------------------------------------------------------
-    @_qnn_call("contextCreateFromBinary")
+    @_qnn_call("contextCreateFromBinary", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
     def contextCreateFromBinary(self, backend: Any, device: Any, config: Any, binaryBuffer: Any,
                                 binaryBufferSize: int, context: Any, profile: Any = None) -> int:
         """QnnContext_createFromBinary: load a context binary (a `CompiledModel`, `.npurt` bytes, or a pointer to
@@ -215,7 +220,7 @@ class QnnInterfaceTable:
         _set_handle(context, ctx.handle)
         return C.QNN_SUCCESS
 
-    @_qnn_call("contextGetProperty")
+    @_qnn_call("contextGetProperty", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
     def contextGetProperty(self, contextHandle: Any, properties: Any) -> int:
         """QnnContext_getProperty(ctx, properties): HTP custom properties (alignment, spill-fill, weights and —
         Non-RPC only — VTCM backup sizes), written into each QnnHtpContext_CustomProperty_t. Only contexts
@@ -240,7 +245,7 @@ class QnnInterfaceTable:
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "customProperty is not writable")
         return C.QNN_SUCCESS
 
-    @_qnn_call("contextFinalize")
+    @_qnn_call("contextFinalize", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
     def contextFinalize(self, context: Any, profile: Any = None) -> int:
         """QnnContext_finalize(ctx, profile): deserialise a DEFER_GRAPH_INIT context (weights copied into the
         registered weights buffer, graphs bound to the registered spill-fill buffer)."""
@@ -252,7 +257,7 @@ class QnnInterfaceTable:
             ctx.finalize()
         return C.QNN_SUCCESS
 
-    @_qnn_call("contextFree")
+    @_qnn_call("contextFree", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
     def contextFree(self, context: Any, profile: Any = None) -> int:
         """QnnContext_free(ctx, profile): frees graphs, deregisters every handle of the context, frees memory."""
         ctx = _context(context)
@@ -260,7 +265,7 @@ class QnnInterfaceTable:
         return C.QNN_CONTEXT_NO_ERROR
 
     # -- graph -----------------------------------------------------------------------------------------
-    @_qnn_call("graphRetrieve")
+    @_qnn_call("graphRetrieve", C.QNN_GRAPH_ERROR_INVALID_ARGUMENT)
     def graphRetrieve(self, contextHandle: Any, graphName: Any, graphHandle: Any) -> int:
         """QnnGraph_retrieve(ctx, name, &graph)."""
         ctx = _context(contextHandle, C.QNN_GRAPH_ERROR_INVALID_CONTEXT)
@@ -276,7 +281,7 @@ class QnnInterfaceTable:
         _set_handle(graphHandle, graph.handle)
         return C.QNN_SUCCESS
 
-    @_qnn_call("graphExecute")
+    @_qnn_call("graphExecute", C.QNN_GRAPH_ERROR_INVALID_ARGUMENT)
     def graphExecute(self, graphHandle: Any, inputs: Any, numInputs: int, outputs: Any, numOutputs: int,
                      profileHandle: Any = None, signalHandle: Any = None) -> int:
         """QnnGraph_execute(graph, inputs, n, outputs, n, profile, signal): run with RAW or MEMHANDLE tensors."""
@@ -288,7 +293,7 @@ class QnnInterfaceTable:
         return C.QNN_GRAPH_NO_ERROR
 
     # -- memory ----------------------------------------------------------------------------------------
-    @_qnn_call("memRegister")
+    @_qnn_call("memRegister", C.QNN_MEM_ERROR_INVALID_ARGUMENT)
     def memRegister(self, context: Any, memDescriptors: Any, numDescriptors: int, memHandles: Any) -> int:
         """QnnMem_register(ctx, descriptors, n, handles): all-or-nothing; handles stay NULL on failure."""
         n = int(numDescriptors)
@@ -307,7 +312,7 @@ class QnnInterfaceTable:
         _set_handles(memHandles, handles, n)
         return C.QNN_SUCCESS
 
-    @_qnn_call("memDeRegister")
+    @_qnn_call("memDeRegister", C.QNN_MEM_ERROR_INVALID_ARGUMENT)
     def memDeRegister(self, memHandles: Any, numHandles: int) -> int:
         """QnnMem_deRegister(handles, n): removes every valid handle, even when it reports an error. Context
         buffers of a finalized context are in use and stay (8000); contextFree deregisters them."""
@@ -337,8 +342,13 @@ def _tensor_list(tensors: Any, count: int) -> list[Any]:
 
 
 def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
+    """The context binary: a CompiledModel, `.npurt` bytes, ONNX bytes / ModelProto (compiled on the fly with the
+    defaults), or a pointer to such bytes."""
+    import onnx
     if isinstance(binary, CompiledModel):
         compiled = binary
+    elif isinstance(binary, onnx.ModelProto):
+        compiled = _compile_onnx(binary)
     else:
         if binary is None or not size or int(size) <= 0:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "binaryBuffer is NULL or binaryBufferSize is 0")
@@ -351,14 +361,29 @@ def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
             data = safe_read(pointer_value(binary), int(size))
             if data is None:
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "binaryBuffer is not readable")
-        try:
-            compiled = load_compiled(data)
-        except NpuError as exc:
-            raise QnnError(C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY, f"not a context binary: {exc.message}") from None
+        if data[:len(MAGIC)] == MAGIC:
+            try:
+                compiled = load_compiled(data)
+            except NpuError as exc:
+                raise QnnError(C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY, f"corrupt context binary: {exc.message}") \
+                    from None
+        else:
+            compiled = _compile_onnx(data)
     if is_htp_soc(compiled.soc) and get_htp_profile(compiled.soc).name != backend.profile.name:
         raise QnnError(C.QNN_CONTEXT_ERROR_BINARY_CONFIGURATION,
                        f"context binary was prepared for {compiled.soc}, the backend is {backend.profile.name}")
     return compiled
+
+
+def _compile_onnx(model: Any) -> CompiledModel:
+    """An ONNX model compiled with the defaults (fp16). The compiler knows only the RKNN SoC profiles, so the
+    layout rules of npurt's default SoC are used; the HTP backend runs the result on its own VTCM plan."""
+    from npurt.model.compiler import compile_model
+    from npurt.soc import DEFAULT_SOC
+    try:
+        return compile_model(model, soc=DEFAULT_SOC, progress=False)
+    except NpuError as exc:
+        raise QnnError(C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY, f"not a context binary: {exc.message}") from None
 
 
 def _context_options(config: Any, backend: Backend) -> dict:
