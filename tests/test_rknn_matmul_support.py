@@ -10,28 +10,10 @@ import ctypes
 import numpy as np
 
 from npurt.rknn import constants as c
-from npurt.rknn import handles
 from npurt.rknn import matmul_math as mm
+from npurt.rknn.api import rknn_create_mem, rknn_destroy_mem  # noqa: F401 - re-exported for the tests
 from npurt.rknn.structs import rknn_quant_params, rknn_tensor_mem
 from npurt.tensor.dtypes import DType
-
-try:                                    # the RKNN runtime mirror's allocator (same handle table as matmul contexts)
-    from npurt.rknn.api import rknn_create_mem, rknn_destroy_mem
-except ImportError:                     # pragma: no cover - until npurt.rknn.api lands: issue mems the same way
-    def rknn_create_mem(ctx, size):
-        obj = handles.contexts.get(ctx)
-        if obj is None or size <= 0:
-            return None
-        buf = obj.device.alloc(size, owner="rknn")
-        mem = rknn_tensor_mem()
-        handles.mems.issue(mem, buffer=buf, data_offset=0, size=size, owns_buffer=True,
-                           kind=c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE, ctx=getattr(ctx, "value", ctx),
-                           virt_addr=buf.virt_addr, phys_addr=buf.phys_addr, fd=buf.fd, offset=0)
-        return mem
-
-    def rknn_destroy_mem(ctx, mem):
-        handles.mems.release(handles.mems.lookup(mem))
-        return 0
 
 
 def write(mem: rknn_tensor_mem, data: np.ndarray) -> None:

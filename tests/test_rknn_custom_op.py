@@ -1,0 +1,332 @@
+"""Custom operators through the mirror: the vendor's CPU custom-op demo flow written in Python (rknn_init ->
+rknn_register_custom_ops -> inputs_set -> run -> outputs_get), callbacks and their tensors in device memory,
+op attributes, RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE, teardown, and every registration error."""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from npurt.memory import open_device
+from npurt.rknn import constants as c
+from npurt.rknn import handles
+from npurt.rknn.api import (addr_view, output_view, rknn_destroy, rknn_init, rknn_inputs_set, rknn_outputs_get,
+                            rknn_outputs_release, rknn_run)
+from npurt.rknn.custom_op import rknn_custom_op_get_op_attr, rknn_register_custom_ops
+from npurt.rknn.structs import (RKNN_CUSTOM_OP_CALLBACK, RKNN_CUSTOM_OP_DESTROY_CALLBACK, rknn_context,
+                                rknn_custom_op, rknn_custom_op_attr, rknn_input, rknn_output)
+
+SHAPE = (1, 3, 4, 4)
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    monkeypatch.setenv("NPURT_SOC", "rk3588")
+    monkeypatch.delenv("RKNN_LOG_LEVEL", raising=False)
+    dev = open_device("rk3588")
+    base = dev.stats().buffers
+    n_ctx, n_mem = len(handles.contexts), len(handles.mems)
+    yield
+    assert len(handles.contexts) == n_ctx and len(handles.mems) == n_mem, "test leaked contexts or mems"
+    assert dev.stats().buffers == base
+    dev.close()
+
+
+def model(op_type: str = "cstSigmoid", domain: str = "rknn.custom", declare: bool = True) -> bytes:
+    """x -> Relu -> <op> -> + x -> y; a custom-domain op carries attrs alpha, axis, mode, ks."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(SHAPE))
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, list(SHAPE))
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node(op_type, ["r"], ["m"], name="cst0", domain=domain,
+                              **(dict(alpha=2.0, axis=1, mode="fast", ks=[3, 3]) if domain else {})),
+             helper.make_node("Add", ["m", "x"], ["y"], name="add")]
+    info = [helper.make_tensor_value_info("m", TensorProto.FLOAT, list(SHAPE))] if declare else []
+    g = helper.make_graph(nodes, "custom", [x], [y], value_info=info)
+    opsets = [helper.make_opsetid("", 13)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    return helper.make_model(g, opset_imports=opsets).SerializeToString()
+
+
+def init(data: bytes) -> rknn_context:
+    ctx = rknn_context()
+    assert rknn_init(ctx, data, len(data), 0, None) == c.RKNN_SUCC
+    return ctx
+
+
+def run(ctx, x: np.ndarray) -> tuple[int, np.ndarray | None]:
+    """The general API: rknn_inputs_set (FLOAT32 NCHW) -> rknn_run -> rknn_outputs_get (float) -> release."""
+    inp = rknn_input(index=0, buf=x.ctypes.data, size=x.nbytes, type=c.RKNN_TENSOR_FLOAT32, fmt=c.RKNN_TENSOR_NCHW)
+    assert rknn_inputs_set(ctx, 1, [inp]) == c.RKNN_SUCC
+    ret = rknn_run(ctx, None)
+    if ret != c.RKNN_SUCC:
+        return ret, None
+    out = (rknn_output * 1)()
+    out[0].index, out[0].want_float = 0, 1
+    assert rknn_outputs_get(ctx, 1, out, None) == c.RKNN_SUCC
+    y = output_view(out[0]).copy().reshape(SHAPE)
+    assert rknn_outputs_release(ctx, 1, out) == c.RKNN_SUCC
+    return ret, y
+
+
+def tensor_view(t) -> np.ndarray:
+    """(float*)(t.mem.virt_addr + t.mem.offset), t.attr.n_elems floats — what the C demo reads and writes."""
+    return addr_view(t.mem.virt_addr + t.mem.offset, t.attr.size, np.float32)
+
+
+def cpu_op(op_type: str = "cstSigmoid", **callbacks) -> tuple:
+    """A CPU rknn_custom_op array of one, with Python callbacks (kept alive in the returned tuple)."""
+    ops = (rknn_custom_op * 1)()
+    ops[0].op_type = op_type.encode()
+    ops[0].version = 1
+    ops[0].target = c.RKNN_TARGET_TYPE_CPU
+    keep = []
+    for name, fn in callbacks.items():
+        ptr = (RKNN_CUSTOM_OP_DESTROY_CALLBACK if name == "destroy" else RKNN_CUSTOM_OP_CALLBACK)(fn)
+        keep.append(ptr)
+        setattr(ops[0], name, ptr)
+    return ops, keep
+
+
+def sigmoid_compute(op_ctx, inputs, n_inputs, outputs, n_outputs):
+    x, y = tensor_view(inputs[0]), tensor_view(outputs[0])
+    y[:] = 1 / (1 + np.exp(-x))
+    return 0
+
+
+def reference(x: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-np.maximum(x, 0))) + x
+
+
+X = np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)
+
+
+def test_vendor_cpu_custom_op_demo_flow():
+    ctx = init(model())
+    ops, keep = cpu_op(compute=sigmoid_compute)
+    assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
+    for _ in range(2):
+        ret, y = run(ctx, X)
+        assert ret == c.RKNN_SUCC
+        np.testing.assert_allclose(y, reference(X), atol=2e-3)
+    assert rknn_destroy(ctx) == c.RKNN_SUCC
+
+
+def test_callback_tensors_live_in_device_memory():
+    seen = {}
+
+    def compute(op_ctx, inputs, n_inputs, outputs, n_outputs):
+        seen["n"] = (n_inputs, n_outputs)
+        for kind, t in (("in", inputs[0]), ("out", outputs[0])):
+            record = handles.mems.lookup(t.mem)                          # an issued rknn_tensor_mem
+            seen[kind] = (list(t.attr.dims[:t.attr.n_dims]), t.attr.fmt, t.attr.type, t.attr.size,
+                          t.mem.fd, record.buffer.placement, t.attr.name)
+            assert t.mem.fd >= 0 and t.mem.phys_addr and t.mem.size >= t.attr.size
+        np.testing.assert_allclose(tensor_view(inputs[0]).reshape(SHAPE), np.maximum(X, 0), atol=2e-3)
+        return sigmoid_compute(op_ctx, inputs, n_inputs, outputs, n_outputs)
+
+    ctx = init(model())
+    ops, keep = cpu_op(compute=compute)
+    assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
+    assert run(ctx, X)[0] == c.RKNN_SUCC
+    assert seen["n"] == (1, 1)
+    assert seen["in"][:4] == ([1, 3, 4, 4], c.RKNN_TENSOR_NCHW, c.RKNN_TENSOR_FLOAT32, 4 * 48)
+    assert seen["in"][5] == "ddr" and seen["in"][6] == b"r" and seen["out"][6] == b"m"
+    assert rknn_destroy(ctx) == c.RKNN_SUCC
+
+
+def test_lifecycle_priv_data_and_op_attrs():
+    calls = []
+    attrs = {}
+
+    def get(op_ctx, name):
+        a = rknn_custom_op_attr()
+        rknn_custom_op_get_op_attr(op_ctx, name, ctypes.byref(a))
+        return a
+
+    def init_cb(op_ctx, inputs, n_in, outputs, n_out):
+        calls.append("init")
+        op_ctx.contents.priv_data = 0xBEEF
+        alpha, axis, mode, ks, missing = (get(op_ctx, n) for n in (b"alpha", b"axis", b"mode", b"ks", b"nope"))
+        attrs["alpha"] = (alpha.dtype, alpha.n_elems, ctypes.cast(alpha.data, ctypes.POINTER(ctypes.c_float))[0])
+        attrs["axis"] = (axis.dtype, axis.n_elems, ctypes.cast(axis.data, ctypes.POINTER(ctypes.c_int64))[0])
+        attrs["mode"] = (mode.dtype, mode.n_elems, ctypes.string_at(mode.data, mode.n_elems))
+        attrs["ks"] = (ks.dtype, list(ctypes.cast(ks.data, ctypes.POINTER(ctypes.c_int64))[:ks.n_elems]))
+        attrs["nope"] = (missing.n_elems, missing.data)
+        attrs["tensor"] = (n_in, n_out, list(inputs[0].attr.dims[:4]))
+        return 0
+
+    def prepare_cb(op_ctx, inputs, n_in, outputs, n_out):
+        calls.append("prepare")
+        assert op_ctx.contents.priv_data == 0xBEEF
+        return 0
+
+    def compute_cb(op_ctx, inputs, n_in, outputs, n_out):
+        calls.append("compute")
+        assert op_ctx.contents.target == c.RKNN_TARGET_TYPE_CPU
+        return sigmoid_compute(op_ctx, inputs, n_in, outputs, n_out)
+
+    def destroy_cb(op_ctx):
+        calls.append(("destroy", op_ctx.contents.priv_data))
+        return 0
+
+    ctx = init(model())
+    ops, keep = cpu_op(init=init_cb, prepare=prepare_cb, compute=compute_cb, destroy=destroy_cb)
+    assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
+    assert calls == ["init"]                                            # init at registration
+    assert run(ctx, X)[0] == c.RKNN_SUCC
+    assert run(ctx, X)[0] == c.RKNN_SUCC
+    assert calls == ["init", "prepare", "compute", "prepare", "compute"]
+    assert attrs["alpha"] == (c.RKNN_TENSOR_FLOAT32, 1, 2.0)
+    assert attrs["axis"] == (c.RKNN_TENSOR_INT64, 1, 1)
+    assert attrs["mode"] == (c.RKNN_TENSOR_UINT8, 4, b"fast")
+    assert attrs["ks"] == (c.RKNN_TENSOR_INT64, [3, 3])
+    assert attrs["nope"] == (0, None)
+    assert attrs["tensor"] == (1, 1, [1, 3, 4, 4])
+    assert rknn_destroy(ctx) == c.RKNN_SUCC
+    assert calls[-1] == ("destroy", 0xBEEF)                              # once, with the callbacks' priv_data
+
+
+def test_unregistered_custom_op_fails_the_run(capfd):
+    ctx = init(model())
+    capfd.readouterr()
+    ret, _ = run(ctx, X)
+    assert ret == c.RKNN_ERR_FAIL
+    err = capfd.readouterr().err
+    assert "E RKNN:" in err and "cstSigmoid" in err and "rknn_register_custom_ops" in err
+    assert rknn_destroy(ctx) == c.RKNN_SUCC
+
+
+def test_custom_op_overrides_a_builtin_and_skip_keeps_it():
+    data = model("Sigmoid", domain="")                                  # a standard Sigmoid node
+    doubled = lambda o, i, ni, out, no: (tensor_view(out[0]).__setitem__(slice(None), 2 * tensor_view(i[0])), 0)[1]
+    ctx = init(data)
+    ops, keep = cpu_op("Sigmoid", compute=doubled)
+    assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
+    ret, y = run(ctx, X)
+    np.testing.assert_allclose(y, 2 * np.maximum(X, 0) + X, atol=3e-3)    # the custom op ran
+    assert rknn_destroy(ctx) == c.RKNN_SUCC
+
+    skip = lambda o, i, ni, out, no: c.RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE
+    ctx = init(data)
+    ops, keep = cpu_op("Sigmoid", init=skip, compute=doubled)
+    assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
+    ret, y = run(ctx, X)
+    np.testing.assert_allclose(y, reference(X), atol=2e-3)             # the built-in Sigmoid ran
+    assert rknn_destroy(ctx) == c.RKNN_SUCC
+
+
+def test_skip_without_builtin_is_not_supported(capfd):
+    ctx = init(model())
+    ops, keep = cpu_op(init=lambda o, i, ni, out, no: c.RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE,
+                       compute=sigmoid_compute)
+    assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
+    capfd.readouterr()
+    assert run(ctx, X)[0] == c.RKNN_ERR_FAIL
+    assert "no built-in cstSigmoid" in capfd.readouterr().err
+    assert rknn_destroy(ctx) == c.RKNN_SUCC
+
+
+@pytest.mark.parametrize("behaviour,words", [
+    ("return", "compute returned -1"),
+    ("raise", "compute raised ZeroDivisionError"),
+])
+def test_failing_compute_fails_the_run(capfd, behaviour, words):
+    def compute(op_ctx, inputs, n_in, outputs, n_out):
+        if behaviour == "raise":
+            return 1 // 0
+        return -1
+
+    ctx = init(model())
+    ops, keep = cpu_op(compute=compute)
+    assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
+    capfd.readouterr()
+    assert run(ctx, X)[0] == c.RKNN_ERR_FAIL
+    err = capfd.readouterr().err
+    assert "E RKNN:" in err and words in err and "cst0" in err
+    assert rknn_destroy(ctx) == c.RKNN_SUCC
+
+
+def test_registration_errors(capfd):
+    ctx = init(model())
+    try:
+        capfd.readouterr()
+
+        def expect(status, words, *args):
+            assert rknn_register_custom_ops(*args) == status
+            err = capfd.readouterr().err
+            assert err.startswith("E RKNN:") and "rknn_register_custom_ops" in err and words in err, err
+
+        ops, keep = cpu_op(compute=sigmoid_compute)
+        gpu, keep2 = cpu_op(compute=sigmoid_compute)
+        gpu[0].target = c.RKNN_TARGET_TYPE_GPU
+        expect(c.RKNN_ERR_FAIL, "GPU (OpenCL) custom ops are not supported", ctx, gpu, 1)
+        bad, keep3 = cpu_op(compute=sigmoid_compute)
+        bad[0].target = 7
+        expect(c.RKNN_ERR_PARAM_INVALID, "invalid target 7", ctx, bad, 1)
+        nocompute, keep4 = cpu_op()
+        expect(c.RKNN_ERR_PARAM_INVALID, "compute callback is required", ctx, nocompute, 1)
+        noname, keep5 = cpu_op("", compute=sigmoid_compute)
+        expect(c.RKNN_ERR_PARAM_INVALID, "op_type is empty", ctx, noname, 1)
+        twice = (rknn_custom_op * 2)(ops[0], ops[0])
+        expect(c.RKNN_ERR_PARAM_INVALID, "already registered", ctx, twice, 2)
+        expect(c.RKNN_ERR_PARAM_INVALID, "custom_op_num", ctx, ops, 0)
+        expect(c.RKNN_ERR_PARAM_INVALID, "n=2", ctx, ops, 2)
+        expect(c.RKNN_ERR_PARAM_INVALID, "NULL", ctx, None, 1)
+        expect(c.RKNN_ERR_CTX_INVALID, "invalid context", rknn_context(12345), ops, 1)
+        failing, keep6 = cpu_op(init=lambda o, i, ni, out, no: -3, compute=sigmoid_compute)
+        expect(c.RKNN_ERR_FAIL, "init returned -3", ctx, failing, 1)
+        assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC     # nothing above took effect
+        expect(c.RKNN_ERR_PARAM_INVALID, "already registered", ctx, ops, 1)
+        assert run(ctx, X)[0] == c.RKNN_SUCC
+        other, keep7 = cpu_op("cstOther", compute=sigmoid_compute)
+        expect(c.RKNN_ERR_PARAM_INVALID, "before the first rknn_run", ctx, other, 1)
+    finally:
+        assert rknn_destroy(ctx) == c.RKNN_SUCC
+    ops, keep = cpu_op(compute=sigmoid_compute)
+    expect(c.RKNN_ERR_CTX_INVALID, "invalid context", ctx, ops, 1)      # destroyed
+
+
+def test_unknown_type_only_warns(monkeypatch, capfd):
+    monkeypatch.setenv("RKNN_LOG_LEVEL", "2")
+    ctx = init(model())
+    ops, keep = cpu_op("cstNotInModel", compute=sigmoid_compute)
+    capfd.readouterr()
+    assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
+    assert "W RKNN:" in capfd.readouterr().err
+    assert rknn_destroy(ctx) == c.RKNN_SUCC
+
+
+def test_not_supported_on_rv1106(monkeypatch, capfd):
+    monkeypatch.setenv("NPURT_SOC", "rv1106")
+    ctx = init(model())
+    ops, keep = cpu_op(compute=sigmoid_compute)
+    capfd.readouterr()
+    assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_ERR_FAIL
+    assert "not supported on rv1106" in capfd.readouterr().err
+    assert rknn_destroy(ctx) == c.RKNN_SUCC
+
+
+def test_custom_op_needs_declared_output_shapes(capfd):
+    data = model(declare=False)
+    ctx = rknn_context()
+    capfd.readouterr()
+    assert rknn_init(ctx, data, len(data), 0, None) != c.RKNN_SUCC
+    assert "needs its output shapes declared" in capfd.readouterr().err
+
+
+def test_get_op_attr_with_a_bad_context(capfd):
+    a = rknn_custom_op_attr(n_elems=7)
+    from npurt.rknn.structs import rknn_custom_op_context
+    capfd.readouterr()
+    rknn_custom_op_get_op_attr(rknn_custom_op_context(internal_ctx=1), b"alpha", a)
+    assert "E RKNN:" in capfd.readouterr().err and a.n_elems == 7      # left alone
+
+
+def test_compiled_model_keeps_the_custom_domain(tmp_path):
+    import npurt
+    cm = npurt.compile(onnx.load_from_string(model()), progress=False)
+    again = npurt.load_compiled(cm.to_bytes()) if hasattr(npurt, "load_compiled") else None
+    nodes = [n for n in (again or cm).graph.nodes if n.op_type == "cstSigmoid"]
+    assert nodes and nodes[0].domain == "rknn.custom"
