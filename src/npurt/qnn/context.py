@@ -151,8 +151,9 @@ class Context:
             self.backend.core.give_vtcm(self)
 
     def free(self) -> None:
-        """contextFree: graphs, registered handles, internal memory, VTCM reference, handle."""
-        with self.lock:
+        """contextFree: graphs, registered handles, internal memory, VTCM reference, handle. Waits for a graph
+        running on the HTP (whatever its context) to finish: the VTCM is shared."""
+        with self.lock, self.backend.core.exec_lock:
             if self.freed:
                 return
             self.freed = True

@@ -265,8 +265,9 @@ def _vtcm_handover(ctx: "Context", core) -> None:
     prev = core.vtcm_owner
     if prev is ctx:
         return
-    if prev is not None and not prev.freed and VTCMBACKUP in prev.external:
+    backup = prev.external.get(VTCMBACKUP) if prev is not None and not prev.freed else None
+    if backup is not None and backup.alive():
         src = prev.vtcm_view()
         if src is not None:
-            prev.external[VTCMBACKUP].view()[:src.size] = src
+            backup.view()[:src.size] = src
     core.vtcm_owner = ctx
