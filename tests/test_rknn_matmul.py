@@ -353,3 +353,75 @@ def test_core_mask_rk3576_has_two_cores(monkeypatch):
         assert rknn_matmul_set_core_mask(ctx, c.RKNN_NPU_CORE_0_1) == c.RKNN_ERR_FAIL
     finally:
         assert rknn_matmul_destroy(ctx) == 0
+
+
+def test_imported_memory_with_offsets(monkeypatch):
+    """All three operands in one user DMA buffer (rknn_create_mem_from_fd at offsets): the run reads and writes
+    at mem->virt_addr + mem->offset; imported memory is the user's to sync (coherent device here)."""
+    from npurt.memory import dma_alloc
+    from npurt.rknn.api import rknn_create_mem_from_fd
+    M, K, N = 4, 64, 32
+    spec = mm.MATMUL_TYPES[c.RKNN_INT8_MM_INT8_TO_INT32]
+    ctx, info, io = _context(monkeypatch, "rk3588", M=M, K=K, N=N, type=spec.value)
+    device = handles.contexts.get(ctx).device
+    dma = dma_alloc(3 * 4096, device=device)
+    try:
+        rng = np.random.default_rng(9)
+        a, b = operands(spec, M, K, N, rng)
+        offsets = {"A": 0, "B": 4096, "C": 8192 + 64}
+        mems = {n: rknn_create_mem_from_fd(ctx, dma.fd, dma.virt_addr, getattr(io, n).size, off)
+                for n, off in offsets.items()}
+        dma.view()[offsets["A"]:offsets["A"] + a.nbytes] = a.view(np.uint8).reshape(-1)
+        dma.view()[offsets["B"]:offsets["B"] + b.nbytes] = b.view(np.uint8).reshape(-1)
+        for n, mem in mems.items():
+            assert mem.offset == offsets[n]
+            assert rknn_matmul_set_io_mem(ctx, mem, getattr(io, n)) == 0
+        assert rknn_matmul_run(ctx) == 0
+        got = dma.view(np.int32, offset=offsets["C"])[: M * N].reshape(M, N)
+        np.testing.assert_array_equal(got, a.astype(np.int64) @ b.astype(np.int64))
+        for mem in mems.values():
+            assert rknn_destroy_mem(ctx, mem) == 0
+    finally:
+        assert rknn_matmul_destroy(ctx) == 0
+        dma.close()
+
+
+def test_dynamic_shapes_may_differ_in_k_and_n(monkeypatch):
+    monkeypatch.setenv("NPURT_SOC", "rk3576")
+    mtype = c.RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32
+    spec = mm.MATMUL_TYPES[mtype]
+    dims = [(2, 32, 16), (3, 64, 32)]
+    shapes = (rknn_matmul_shape * 2)(*[rknn_matmul_shape(*d) for d in dims])
+    ios = (rknn_matmul_io_attr * 2)()
+    ctx = rknn_matmul_ctx()
+    assert rknn_matmul_create_dynamic_shape(ctx, ctypes.byref(rknn_matmul_info(type=mtype)), 2, shapes, ios) == 0
+    try:
+        mems = [rknn_create_mem(ctx, max(getattr(io, n).size for io in ios)) for n in "ABC"]
+        rng = np.random.default_rng(6)
+        for i, (M, K, N) in enumerate(dims):
+            assert rknn_matmul_set_dynamic_shape(ctx, shapes[i]) == 0
+            a, b = operands(spec, M, K, N, rng)
+            write(mems[0], a)
+            write(mems[1], b)
+            for name, mem in zip("ABC", mems):
+                assert rknn_matmul_set_io_mem(ctx, mem, getattr(ios[i], name)) == 0
+            assert rknn_matmul_run(ctx) == 0
+            got = read(mems[2], ios[i].C.size, np.float32).reshape(M, N)
+            np.testing.assert_allclose(got, reference(a, b, spec), atol=1e-4)
+        for mem in mems:
+            assert rknn_destroy_mem(ctx, mem) == 0
+    finally:
+        assert rknn_matmul_destroy(ctx) == 0
+
+
+def test_pointer_and_byref_arguments(monkeypatch):
+    """C passes &ctx, &info, &io_attr: ctypes.byref / pointer work as well as the structs themselves."""
+    monkeypatch.setenv("NPURT_SOC", "rk3588")
+    ctx, info, io = rknn_matmul_ctx(), rknn_matmul_info(M=1, K=32, N=32, type=c.RKNN_INT8_MM_INT8_TO_INT32), \
+        rknn_matmul_io_attr()
+    assert rknn_matmul_create(ctypes.byref(ctx), ctypes.pointer(info), ctypes.byref(io)) == 0
+    try:
+        assert ctx.value and io.C.size == 32 * 4
+        assert rknn_matmul_set_core_mask(ctx.value, c.RKNN_NPU_CORE_0) == 0          # a plain int handle too
+    finally:
+        assert rknn_matmul_destroy(ctx) == 0
