@@ -14,7 +14,7 @@ weight memory) or on every run (`cache_weights=False`).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, MutableMapping
 
 import numpy as np
 
@@ -37,6 +37,18 @@ def _kernel_for(op_type: str) -> Callable[[list, dict], list]:
     if op_type == "Identity":
         return _identity
     raise NpuError(ErrorCode.NOT_SUPPORTED, f"op {op_type!r} is not supported")
+
+
+def _custom_kernel(custom_ops: MutableMapping[str, Callable], node: Any) -> Callable[[list, dict], list]:
+    """A kernel that runs `node` through the custom op registered for its type, looked up when it runs (so a
+    registration after the executor was built counts). Custom-op callables take (node, inputs, attrs)."""
+    def run(inputs: list, attrs: dict) -> list:
+        fn = custom_ops.get(node.op_type)
+        if fn is None:
+            raise NpuError(ErrorCode.NOT_SUPPORTED, f"node {node.name!r}: custom op {node.op_type!r} is not "
+                                                    f"registered (rknn_register_custom_ops)")
+        return fn(node, inputs, attrs)
+    return run
 
 
 class _WeightReader:
@@ -71,12 +83,18 @@ def _as_u8(name: str, view: Any) -> np.ndarray:
 class Executor:
     """Runs `compiled` over bound memory laid out by `plan` (default: the compiled model's own plan)."""
 
-    def __init__(self, compiled: CompiledModel, plan: MemoryPlan | None = None, cache_weights: bool = True) -> None:
+    def __init__(self, compiled: CompiledModel, plan: MemoryPlan | None = None, cache_weights: bool = True,
+                 custom_ops: MutableMapping[str, Callable] | None = None) -> None:
+        """custom_ops: op type -> callable(node, inputs, attrs) (the context's registered custom ops; the mapping
+        is kept, not copied). A registered type overrides the built-in kernel; custom-domain nodes always go
+        through it."""
         self.model = compiled
         self.plan = plan or compiled.plan
         self.cache_weights = cache_weights
+        self.custom_ops = custom_ops if custom_ops is not None else {}
         g = compiled.graph
-        self._kernels = [(_kernel_for(n.op_type), kernel_attrs(n, g.opset)) for n in g.nodes]
+        self._kernels = [(_custom_kernel(self.custom_ops, n) if n.domain or n.op_type in self.custom_ops
+                          else _kernel_for(n.op_type), kernel_attrs(n, g.opset)) for n in g.nodes]
         self._steps: list[tuple] = []
         self._views: dict[str, tuple[np.ndarray, int]] = {}
         self._bound = False
@@ -149,6 +167,8 @@ class Executor:
         self._scratch = np.empty(max(need, 1), np.float32)
         out_max = max([math.prod(m.storage[t].shape) for n in g.nodes for t in n.outputs if t] + [1])
         self._half = np.empty(out_max, np.float16) if m.precision == "fp16" else None
+        in_max = max([math.prod(s.dims) for s in m.storage.values()] + [1])
+        self._stage = np.empty(in_max, np.int8) if m.precision == "int8" else None
         weights = {name: self._weight_reader(name, w) for name in g.constants}
         steps = []
         for node, (fn, attrs) in zip(g.nodes, self._kernels):
@@ -163,7 +183,7 @@ class Executor:
                     st = m.storage[t]
                     k = SlotReader.needs_scratch(st)
                     raw, off = views[t]
-                    readers.append(SlotReader(st, raw, off, self._scratch[cursor:cursor + k] if k else None))
+                    readers.append(SlotReader(st, raw, off, self._scratch[cursor:cursor + k] if k else None, self._stage))
                     cursor += k
             writers = []
             for t in node.outputs:
