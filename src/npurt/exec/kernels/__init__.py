@@ -135,11 +135,16 @@ def _leaky(y: np.ndarray, alpha: np.float32) -> np.ndarray:
 
 
 def _sigmoid_inplace(y: np.ndarray) -> np.ndarray:
-    """Numerically stable logistic, in place: 1/(1+exp(-y)) computed as 0.5*(1+tanh(y/2))."""
+    """Numerically stable logistic, in place: 1/(1+exp(-y)) computed as 0.5*tanh(y/2)+0.5."""
     np.multiply(y, np.float32(0.5), out=y)
-    np.tanh(y, out=y)
-    np.add(y, np.float32(1.0), out=y)
-    return np.multiply(y, np.float32(0.5), out=y)
+    return _half_tanh_plus_half(y)
+
+
+def _half_tanh_plus_half(h: np.ndarray) -> np.ndarray:
+    """In place: 0.5 * tanh(h) + 0.5 (the tail of the logistic; float32 tanh is SIMD in numpy)."""
+    np.tanh(h, out=h)
+    np.multiply(h, np.float32(0.5), out=h)
+    return np.add(h, np.float32(0.5), out=h)
 
 
 def as_f32(x: np.ndarray) -> np.ndarray:

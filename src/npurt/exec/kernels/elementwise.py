@@ -9,7 +9,14 @@ from typing import Any
 import numpy as np
 from onnx import helper
 
-from npurt.exec.kernels import _hard_sigmoid, _sigmoid_inplace, apply_activation, as_f32, kernel
+from npurt.exec.kernels import (
+    _half_tanh_plus_half,
+    _hard_sigmoid,
+    _sigmoid_inplace,
+    apply_activation,
+    as_f32,
+    kernel,
+)
 
 _BINARY = {
     "Sub": np.subtract,
@@ -199,7 +206,7 @@ def clip(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
 
 @kernel("Sigmoid")
 def sigmoid(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
-    return [_sigmoid_inplace(np.array(inputs[0], dtype=np.float32))]
+    return [_half_tanh_plus_half(np.multiply(as_f32(inputs[0]), np.float32(0.5)))]
 
 
 @kernel("HardSigmoid")
