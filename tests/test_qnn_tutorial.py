@@ -31,8 +31,23 @@ def test_ion_input_and_output(htp):
     graph = htp.graph(context)
     inputs, outputs = q.io_tensors(model)
     in_spec, out_spec = q.tensor_specs(model)
-    # lines 7-46 for the input, and again for the output
-    in_ptr = register_ion(htp, context, inputs[0], in_spec[0].nbytes)
+    # lines 7-46 for the input, line by line
+    mem_pointer = q.rpcmem_alloc(q.RPCMEM_HEAP_ID_SYSTEM, q.RPCMEM_DEFAULT_FLAGS, in_spec[0].nbytes)
+    assert mem_pointer
+    htp.rpc.append(mem_pointer)
+    mem_fd = q.rpcmem_to_fd(mem_pointer)
+    assert mem_fd != -1
+    mem_descriptor = q.Qnn_MemDescriptor_t()
+    mem_descriptor.memShape.numDim = inputs[0].v1.rank
+    mem_descriptor.memShape.dimSize = inputs[0].v1.dimensions
+    mem_descriptor.dataType = inputs[0].v1.dataType
+    mem_descriptor.memType = q.QNN_MEM_TYPE_ION
+    mem_descriptor.ionInfo.fd = mem_fd
+    inputs[0].v1.memType = q.QNN_TENSORMEMTYPE_MEMHANDLE
+    inputs[0].v1.memHandle = None
+    ok(htp.qi.memRegister(context, mem_descriptor, 1, q.field_ref(inputs[0].v1, "memHandle")))
+    in_ptr = mem_pointer
+    # and the same for the output
     out_ptr = register_ion(htp, context, outputs[0], out_spec[0].nbytes)
     assert inputs[0].v1.memType == q.QNN_TENSORMEMTYPE_MEMHANDLE and inputs[0].v1.memHandle
     # "Load the input data to memPointer"
