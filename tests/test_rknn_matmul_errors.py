@@ -246,3 +246,18 @@ def test_log_level_zero_silences_errors(monkeypatch, capfd):
     ret, ctx, io = _create(M=4, K=64, N=32, type=0)
     assert ret == PARAM
     assert capfd.readouterr().err == ""
+
+
+def test_live_context_is_gated_by_its_own_soc(monkeypatch):
+    """A context keeps its SoC: changing $NPURT_SOC afterwards does not change what the context may do."""
+    ret, ctx, io = _create(M=1, K=32, N=32, type=I8_I32)
+    assert ret == 0
+    try:
+        monkeypatch.setenv("NPURT_SOC", "rv1106")
+        mems = [rknn_create_mem(ctx, getattr(io, n).size) for n in "ABC"]
+        for n, mem in zip("ABC", mems):
+            assert rknn_matmul_set_io_mem(ctx, mem, getattr(io, n)) == 0
+        assert rknn_matmul_run(ctx) == 0
+        assert rknn_matmul_set_core_mask(ctx, c.RKNN_NPU_CORE_2) == 0
+    finally:
+        assert rknn_matmul_destroy(ctx) == 0

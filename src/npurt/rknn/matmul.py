@@ -161,10 +161,15 @@ class MatmulContext:
         return self.shapes[self.current if self.current is not None else 0]
 
 
-def _get_ctx(ctx: Any) -> MatmulContext:
+def _get_ctx(ctx: Any, func: str) -> MatmulContext:
+    """The live matmul context of `ctx`, on a SoC where `func` exists; CTX_INVALID / NOT_SUPPORTED otherwise.
+    (A live context is gated by its own SoC; an unknown handle by the board's.)"""
     obj = handles.contexts.get(ctx, "matmul")
     if obj is None:
+        _require_api(func)
         raise NpuError(ErrorCode.INVALID_CONTEXT, f"invalid matmul context: {getattr(ctx, 'value', ctx)!r}")
+    if not obj.device.profile.supports(func):
+        raise NpuError(ErrorCode.NOT_SUPPORTED, f"not supported on {obj.soc} (seed table 3-1)")
     return obj
 
 
@@ -265,8 +270,7 @@ def rknn_matmul_create_dynamic_shape(ctx: Any, info: Any, shape_num: int, dynami
 @_mirror("rknn_matmul_destroy")
 def rknn_matmul_destroy(ctx: Any) -> int:
     """Destroy the context (and any rknn_tensor_mem still created with it). The handle is never valid again."""
-    _require_api("rknn_matmul_destroy")
-    obj = _get_ctx(ctx)
+    obj = _get_ctx(ctx, "rknn_matmul_destroy")
     if handles.contexts.remove(obj.handle) is not obj:
         raise NpuError(ErrorCode.INVALID_CONTEXT, "matmul context already destroyed")
     obj.bindings.clear()
@@ -282,8 +286,7 @@ def rknn_matmul_destroy(ctx: Any) -> int:
 @_mirror("rknn_matmul_set_dynamic_shape")
 def rknn_matmul_set_dynamic_shape(ctx: Any, shape: Any) -> int:
     """Choose the shape the next runs use: one of those given to rknn_matmul_create_dynamic_shape."""
-    _require_api("rknn_matmul_set_dynamic_shape")
-    obj = _get_ctx(ctx)
+    obj = _get_ctx(ctx, "rknn_matmul_set_dynamic_shape")
     if shape is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "shape must not be NULL")
     s = _struct(shape, rknn_matmul_shape, "shape")
@@ -301,8 +304,7 @@ def rknn_matmul_set_dynamic_shape(ctx: Any, shape: Any) -> int:
 @_mirror("rknn_matmul_set_core_mask")
 def rknn_matmul_set_core_mask(ctx: Any, core_mask: int) -> int:
     """Pin the matmul to one NPU core (RK3576/RK3588). Multi-core masks are refused (see the module doc)."""
-    _require_api("rknn_matmul_set_core_mask")
-    obj = _get_ctx(ctx)
+    obj = _get_ctx(ctx, "rknn_matmul_set_core_mask")
     mask = int(core_mask)
     cores = obj.device.profile.npu_cores
     if mask == c.RKNN_NPU_CORE_AUTO or (mask in _SINGLE_CORES and mask < (1 << cores)):
@@ -327,8 +329,7 @@ def _array(ptr: Any, length: int, ctype: Any, what: str) -> np.ndarray:
 @_mirror("rknn_matmul_set_quant_params")
 def rknn_matmul_set_quant_params(ctx: Any, params: Any) -> int:
     """Set scale / zero point of tensor `params.name` ("A", "B" or "C"); lengths follow B_quant_type for B."""
-    _require_api("rknn_matmul_set_quant_params")
-    obj = _get_ctx(ctx)
+    obj = _get_ctx(ctx, "rknn_matmul_set_quant_params")
     if params is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "params must not be NULL")
     p = _struct(params, rknn_quant_params, "params")
@@ -363,8 +364,7 @@ def _store_float(out: Any, value: float) -> None:
 @_mirror("rknn_matmul_get_quant_params")
 def rknn_matmul_get_quant_params(ctx: Any, params: Any, scale: Any) -> int:
     """B's quantisation parameters and its normalised scale (RKNN_INT8_MM_INT8_TO_INT32 only)."""
-    _require_api("rknn_matmul_get_quant_params")
-    obj = _get_ctx(ctx)
+    obj = _get_ctx(ctx, "rknn_matmul_get_quant_params")
     if params is None or scale is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "params and scale must not be NULL")
     if obj.spec.value != c.RKNN_INT8_MM_INT8_TO_INT32:
@@ -388,8 +388,7 @@ def rknn_matmul_get_quant_params(ctx: Any, params: Any, scale: Any) -> int:
 @_mirror("rknn_matmul_set_io_mem")
 def rknn_matmul_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
     """Bind `mem` (from rknn_create_mem*, any context of this device) as operand `attr.name` ("A", "B", "C")."""
-    _require_api("rknn_matmul_set_io_mem")
-    obj = _get_ctx(ctx)
+    obj = _get_ctx(ctx, "rknn_matmul_set_io_mem")
     if mem is None or attr is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "mem and attr must not be NULL")
     a = _struct(attr, rknn_matmul_tensor_attr, "attr")
@@ -436,8 +435,7 @@ def _runtime_owned(record: handles.MemRecord) -> bool:
 @_mirror("rknn_matmul_run")
 def rknn_matmul_run(ctx: Any) -> int:
     """C = A · B for the current shape, from and into the bound memory (blocking)."""
-    _require_api("rknn_matmul_run")
-    obj = _get_ctx(ctx)
+    obj = _get_ctx(ctx, "rknn_matmul_run")
     shape = obj.shape
     if shape is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "no shape set: call rknn_matmul_set_dynamic_shape first")
