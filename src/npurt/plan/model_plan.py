@@ -86,6 +86,22 @@ def tensor_lifetimes(steps: Sequence[tuple[Sequence[str], Sequence[str]]],
     return {t: (start[t], end[t]) for t in start}
 
 
+def _valid(offsets: dict[str, int], lifetimes: dict[str, tuple[int, int]], sizes: dict[str, int]) -> bool:
+    """True when offsets are aligned and no two tensors live at the same time share bytes (sweep by start)."""
+    if any(off % INTERNAL_ALIGN or off < 0 for off in offsets.values()):
+        return False
+    events = sorted(lifetimes, key=lambda n: lifetimes[n][0])
+    live: list[str] = []
+    for name in events:
+        start = lifetimes[name][0]
+        live = [u for u in live if lifetimes[u][1] > start]
+        lo, hi = offsets[name], offsets[name] + sizes[name]
+        if any(offsets[u] < hi and lo < offsets[u] + sizes[u] for u in live):
+            return False
+        live.append(name)
+    return True
+
+
 def _place(lifetimes: dict[str, tuple[int, int]], sizes: dict[str, int],
            time_limit: float) -> tuple[dict[str, int], int, int, str]:
     """(offsets, arena, lower bound, method) using the planner package when it is there."""
@@ -107,16 +123,17 @@ def _place(lifetimes: dict[str, tuple[int, int]], sizes: dict[str, int],
                 from npurt.plan.solver import solve as solver  # type: ignore[no-redef]
             except ImportError:
                 solver = None
-        try:
-            if solver is not None:
-                sol = solver(problem, time_limit=time_limit)
-            else:
-                from npurt.plan.greedy import greedy_by_size
-                sol = greedy_by_size(problem)
-            offsets = {n: int(sol.offsets[n]) for n in names}
-            return offsets, _align(int(sol.arena)), int(sol.lower_bound), str(sol.method)
-        except ImportError:
-            pass
+        from npurt.plan.greedy import greedy_by_size
+        attempts = ([lambda: solver(problem, time_limit=time_limit)] if solver is not None else []) + \
+            [lambda: greedy_by_size(problem)]
+        for attempt in attempts:
+            try:
+                sol = attempt()
+                offsets = {n: int(sol.offsets[n]) for n in names}
+            except Exception:       # a planner bug must not break compilation: fall back to the next one
+                continue
+            if _valid(offsets, lifetimes, sizes):
+                return offsets, _align(int(sol.arena)), int(sol.lower_bound), str(sol.method)
     offsets, cursor = {}, 0
     for n in names:
         offsets[n] = cursor
@@ -126,7 +143,7 @@ def _place(lifetimes: dict[str, tuple[int, int]], sizes: dict[str, int],
 
 def plan_model(steps: Sequence[tuple[Sequence[str], Sequence[str]]], internal_sizes: Mapping[str, int],
                weight_sizes: Mapping[str, tuple[int, int]], weight_total: int,
-               time_limit: float = 1.0) -> MemoryPlan:
+               time_limit: float = 0.5) -> MemoryPlan:
     """The MemoryPlan for a schedule `steps` = [(input names, output names)] with the given internal tensor
     sizes (bytes, rounded to 1 KiB here) and the weight layout {entry: (offset, nbytes)}."""
     sizes = {n: _align(max(int(s), 1)) for n, s in internal_sizes.items()}
