@@ -626,3 +626,31 @@ def test_arguments_of_the_wrong_type_give_invalid_argument(htp):
     assert code(htp.qi.contextCreateFromBinary(htp.backend, None, [7, None], binary(), 0, q.Qnn_ContextHandle_t(),
                                                None)) == q.QNN_CONTEXT_ERROR_INVALID_CONFIG
     assert state() == before
+
+
+def test_threads_execute_while_a_context_is_freed(htp):
+    """Several threads execute graphs of two contexts (queued on the one HTP) while one context is freed: every
+    call returns success or INVALID_CONTEXT, outputs of successful runs are right, nothing leaks."""
+    x, ref = sample(SMALL)
+    ctxs = [htp.context(binary(SMALL)) for _ in range(2)]
+    graphs = [htp.graph(c) for c in ctxs]
+    spec = q.tensor_specs(binary(SMALL))[1][0]
+    results: list[tuple[int, bool]] = []
+    lock = threading.Lock()
+
+    def worker(k):
+        for _ in range(6):
+            ins, outs, yout = raw_tensors(binary(SMALL), x)
+            c = code(htp.qi.graphExecute(graphs[k % 2], ins, 1, outs, 1, None, None))
+            with lock:
+                results.append((c, c == 0 and np.abs(spec.unpack(yout) - ref).max() < 1e-4))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    ok(htp.qi.contextFree(ctxs[0], None))
+    for t in threads:
+        t.join()
+    assert {c for c, _ in results} <= {0, q.QNN_GRAPH_ERROR_INVALID_CONTEXT}
+    assert all(good for c, good in results if c == 0)
+    assert sum(c == 0 for c, _ in results) >= 12              # the other context's graph always ran
