@@ -1,0 +1,251 @@
+"""Random sequences of RKNN mirror calls — right and wrong ones (destroyed contexts, stale mems, wrong sizes,
+double destroys, mixed I/O paths) — must never raise, must return the documented status, must not leak an fd,
+and must bring the device's accounting back to where it was once everything is destroyed."""
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
+
+from npurt.memory import open_device
+from npurt.rknn import *  # noqa: F403
+from npurt.rknn import handles
+from test_runtime_models import convnet, image
+
+MODEL = convnet()
+X = image(seed=99)
+FLAGS = [0, RKNN_FLAG_COLLECT_PERF_MASK, RKNN_FLAG_MEM_ALLOC_OUTSIDE, RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE,
+         RKNN_FLAG_ENABLE_SRAM, RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE]
+STATUSES = {RKNN_SUCC, RKNN_ERR_FAIL, RKNN_ERR_PARAM_INVALID, RKNN_ERR_CTX_INVALID, RKNN_ERR_INPUT_INVALID,
+            RKNN_ERR_OUTPUT_INVALID, RKNN_ERR_MODEL_INVALID}
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@dataclass
+class Ctx:
+    handle: rknn_context
+    flag: int
+    live: bool = True
+
+
+@dataclass
+class Mem:
+    struct: rknn_tensor_mem
+    owner: Ctx | None          # None: RKNN_MEM_FLAG_ALLOC_NO_CONTEXT
+    live: bool = True
+    parent: "Mem | None" = None  # the memory a from_phys wrapper wraps
+
+    @property
+    def memory_alive(self) -> bool:
+        return self.live and (self.parent is None or self.parent.memory_alive)
+
+
+class MirrorMachine(RuleBasedStateMachine):
+    ctxs = Bundle("ctxs")
+    mems = Bundle("mems")
+
+    @initialize()
+    def setup(self):
+        os.environ.pop("NPURT_SOC", None)
+        self.dev = open_device()
+        self.base = (self.dev.stats().buffers, self.dev.stats().sram_bytes, len(handles.contexts), len(handles.mems))
+        self.fds = _fds()
+        self.all_ctx: list[Ctx] = []
+        self.all_mem: list[Mem] = []
+
+    # --- contexts ---------------------------------------------------------------------------------------------
+    @rule(target=ctxs, flag=st.sampled_from(FLAGS))
+    def init(self, flag):
+        h = rknn_context()
+        assert rknn_init(h, MODEL, len(MODEL), flag, None) == RKNN_SUCC
+        c = Ctx(h, flag)
+        self.all_ctx.append(c)
+        return c
+
+    @rule(target=ctxs, src=ctxs)
+    def dup(self, src):
+        h = rknn_context()
+        ret = rknn_dup_context(src.handle, h)
+        assert ret == (RKNN_SUCC if src.live else RKNN_ERR_CTX_INVALID)
+        c = Ctx(h, src.flag, live=ret == RKNN_SUCC)
+        self.all_ctx.append(c)
+        return c
+
+    @rule(c=ctxs)
+    def destroy(self, c):
+        assert rknn_destroy(c.handle) == (RKNN_SUCC if c.live else RKNN_ERR_CTX_INVALID)
+        if c.live:
+            c.live = False
+            for m in self.all_mem:
+                if m.owner is c:
+                    m.live = False          # released with its context
+
+    # --- memory -------------------------------------------------------------------------------------------------
+    @rule(target=mems, c=ctxs, size=st.one_of(st.integers(-2, 3000), st.sampled_from([768, 1280, 4096, 1 << 33])))
+    def create(self, c, size):
+        mem = rknn_create_mem(c.handle, size)
+        ok = c.live and 0 < size <= 0xFFFFFFFF
+        assert (mem is not None) == ok
+        m = Mem(mem if mem is not None else rknn_tensor_mem(), c, live=ok)
+        self.all_mem.append(m)
+        return m
+
+    @rule(target=mems, size=st.integers(1, 9000), sram=st.booleans())
+    def create_no_context(self, size, sram):
+        flags = RKNN_MEM_FLAG_ALLOC_NO_CONTEXT | (RKNN_FLAG_MEMORY_TRY_ALLOC_SRAM if sram else 0)
+        mem = rknn_create_mem2(0, size, flags)
+        assert mem is not None
+        m = Mem(mem, None)
+        self.all_mem.append(m)
+        return m
+
+    @rule(target=mems, c=ctxs, src=mems)
+    def wrap_phys(self, c, src):
+        mem = rknn_create_mem_from_phys(c.handle, src.struct.phys_addr or 4096, src.struct.virt_addr, 16)
+        ok = c.live and src.memory_alive
+        if c.live and not src.memory_alive:
+            ok = mem is not None        # a freed device address may since belong to another live buffer
+        assert (mem is not None) == ok
+        m = Mem(mem if mem is not None else rknn_tensor_mem(), c, live=ok, parent=src if ok else None)
+        self.all_mem.append(m)
+        return m
+
+    @rule(c=ctxs, m=mems)
+    def destroy_mem(self, c, m):
+        ret = rknn_destroy_mem(c.handle, m.struct)
+        if m.live and m.owner is None:
+            expect = RKNN_SUCC
+        elif not c.live:
+            expect = RKNN_ERR_CTX_INVALID
+        else:
+            expect = RKNN_SUCC if m.live else RKNN_ERR_PARAM_INVALID
+        assert ret == expect
+        if ret == RKNN_SUCC:
+            m.live = False
+
+    @rule(m=mems, mode=st.sampled_from([1, 2, 3, 0, 9]))
+    def sync(self, m, mode):
+        ret = rknn_mem_sync(0, m.struct, mode)
+        if mode not in (1, 2, 3):
+            assert ret == RKNN_ERR_PARAM_INVALID
+        else:
+            assert ret in (RKNN_SUCC, RKNN_ERR_PARAM_INVALID)
+            if ret == RKNN_SUCC:
+                assert m.live
+
+    @rule(m=mems)
+    def view(self, m):
+        try:
+            v = mem_view(m.struct)
+            v[:1] = 1
+            assert m.live
+        except Exception:
+            assert True                     # a stale struct is refused (an exception by design of the helper)
+
+    # --- binding and running ------------------------------------------------------------------------------------------
+    @rule(c=ctxs, cmd=st.sampled_from([RKNN_QUERY_INPUT_ATTR, RKNN_QUERY_NATIVE_OUTPUT_ATTR, RKNN_QUERY_MEM_SIZE]),
+          index=st.integers(0, 2), short=st.booleans())
+    def query(self, c, cmd, index, short):
+        info = rknn_mem_size() if cmd == RKNN_QUERY_MEM_SIZE else rknn_tensor_attr(index=index)
+        size = ctypes.sizeof(info) - (1 if short else 0)
+        ret = rknn_query(c.handle, cmd, info, size)
+        if not c.live:
+            assert ret == RKNN_ERR_CTX_INVALID
+        elif short or (cmd != RKNN_QUERY_MEM_SIZE and index > 0):
+            assert ret == RKNN_ERR_PARAM_INVALID
+        else:
+            assert ret == RKNN_SUCC
+
+    @rule(c=ctxs, m=mems, output=st.booleans())
+    def set_io(self, c, m, output):
+        attr = rknn_tensor_attr(index=0)
+        cmd = RKNN_QUERY_NATIVE_OUTPUT_ATTR if output else RKNN_QUERY_NATIVE_INPUT_ATTR
+        if c.live:
+            assert rknn_query(c.handle, cmd, attr, ctypes.sizeof(attr)) == RKNN_SUCC
+        ret = rknn_set_io_mem(c.handle, m.struct, attr)
+        if not c.live:
+            assert ret == RKNN_ERR_CTX_INVALID
+        else:
+            assert ret in (RKNN_SUCC, RKNN_ERR_PARAM_INVALID)
+            if ret == RKNN_SUCC:
+                assert m.live and m.struct.size >= attr.size_with_stride
+
+    @rule(c=ctxs, m=mems)
+    def set_internal(self, c, m):
+        ret = rknn_set_internal_mem(c.handle, m.struct)
+        if not c.live:
+            assert ret == RKNN_ERR_CTX_INVALID
+        else:
+            assert ret in (RKNN_SUCC, RKNN_ERR_PARAM_INVALID)
+            if ret == RKNN_SUCC:
+                assert m.live and c.flag & (RKNN_FLAG_MEM_ALLOC_OUTSIDE | RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE)
+
+    @rule(c=ctxs, short=st.booleans())
+    def inputs_set(self, c, short):
+        inp = rknn_input(index=0, buf=X.ctypes.data, size=X.nbytes // (2 if short else 1), type=RKNN_TENSOR_FLOAT32,
+                         fmt=RKNN_TENSOR_NCHW)
+        ret = rknn_inputs_set(c.handle, 1, [inp])
+        if not c.live:
+            assert ret == RKNN_ERR_CTX_INVALID
+        elif short:
+            assert ret in (RKNN_ERR_INPUT_INVALID, RKNN_ERR_PARAM_INVALID)
+        else:
+            assert ret in (RKNN_SUCC, RKNN_ERR_PARAM_INVALID)
+
+    @rule(c=ctxs)
+    def run(self, c):
+        ret = rknn_run(c.handle, None)
+        if not c.live:
+            assert ret == RKNN_ERR_CTX_INVALID
+        else:
+            assert ret in STATUSES - {RKNN_ERR_CTX_INVALID}
+
+    @rule(c=ctxs)
+    def outputs(self, c):
+        out = (rknn_output * 1)()
+        out[0].want_float = 1
+        ret = rknn_outputs_get(c.handle, 1, out, None)
+        if not c.live:
+            assert ret == RKNN_ERR_CTX_INVALID
+            return
+        assert ret in (RKNN_SUCC, RKNN_ERR_OUTPUT_INVALID, RKNN_ERR_PARAM_INVALID)
+        if ret == RKNN_SUCC:
+            assert output_view(out[0]).size == 320 and np.isfinite(output_view(out[0])).all()
+            assert rknn_outputs_release(c.handle, 1, out) == RKNN_SUCC
+            assert rknn_outputs_release(c.handle, 1, out) == RKNN_SUCC       # harmless twice
+
+    @invariant()
+    def registries_match(self):
+        if not hasattr(self, "all_ctx"):
+            return
+        live = sum(1 for c in self.all_ctx if c.live)
+        assert len(handles.contexts) == self.base[2] + live
+        assert len(handles.mems) == self.base[3] + sum(1 for m in self.all_mem if m.live)
+
+    def teardown(self):
+        if not hasattr(self, "all_ctx"):
+            return
+        for m in self.all_mem:
+            if m.live and m.owner is None:
+                assert rknn_destroy_mem(0, m.struct) == RKNN_SUCC
+        for c in self.all_ctx:
+            if c.live:
+                assert rknn_destroy(c.handle) == RKNN_SUCC
+        stats = self.dev.stats()
+        assert (stats.buffers, stats.sram_bytes, len(handles.contexts), len(handles.mems)) == self.base
+        assert _fds() == self.fds, "fd leak"
+        self.dev.close()
+
+
+MirrorMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=30, deadline=None,
+                                           suppress_health_check=list(HealthCheck))
+TestMirrorMachine = MirrorMachine.TestCase
