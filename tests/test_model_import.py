@@ -149,13 +149,7 @@ def test_unsupported_op_is_named():
         npurt.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
     assert e.value.code is ErrorCode.NOT_SUPPORTED
     assert "Det" in str(e.value) and "the_det" in str(e.value)
-    g = helper.make_graph([helper.make_node("Foo", ["x"], ["y"], domain="my.custom", name="foo1")], "c",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.custom", 1)])
-    with pytest.raises(NpuError) as e:
-        npurt.compile(m)
-    assert e.value.code is ErrorCode.NOT_SUPPORTED and "foo1" in str(e.value)
+    # custom-domain ops are the custom-op mirror's business (rknn_register_custom_ops), not tested here
 
 
 def test_supported_ops_lists_kernels():
