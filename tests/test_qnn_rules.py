@@ -654,3 +654,19 @@ def test_threads_execute_while_a_context_is_freed(htp):
     assert {c for c, _ in results} <= {0, q.QNN_GRAPH_ERROR_INVALID_CONTEXT}
     assert all(good for c, good in results if c == 0)
     assert sum(c == 0 for c, _ in results) >= 12              # the other context's graph always ran
+
+
+def test_native_cannot_register_the_vtcm_or_qnn_internal_memory(native):
+    ctx = native.context(binary(SPILL), defer_config())
+    size = deferred_sizes(native, ctx)[q.QNN_HTP_CONTEXT_GET_PROP_MAX_SPILLFILL_BUFFER_SIZE]
+    plain = native.context(binary(SPILL))                      # finalized: takes the VTCM, owns internal buffers
+    core = core_of(native.qi.soc)
+    internal = [b for b in core.device.buffers() if b.owner.startswith("qnn-") and b.size >= size]
+    before = state()
+    assert one_handle(native.qi, ctx, custom_descriptor(SF, size, qurt=core.vtcm.dev_addr))[0] == \
+        q.QNN_MEM_ERROR_MAPPING
+    for buf in internal:
+        assert one_handle(native.qi, ctx, custom_descriptor(SF, size, qurt=buf.dev_addr))[0] == \
+            q.QNN_MEM_ERROR_MAPPING
+    assert state() == before
+    del plain

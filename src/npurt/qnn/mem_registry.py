@@ -272,8 +272,9 @@ class MemRegistry:
                 raise QnnError(C.QNN_MEM_ERROR_MAPPING,
                                f"descriptor {i}: QuRT address 0x{addr:x} (+{size}) is not DSP memory") from None
             fd, file_off, _ = buf.fd_parts[0] if len(buf.fd_parts) == 1 else (-1, 0, 0)
-            if fd < 0:
-                raise QnnError(C.QNN_MEM_ERROR_MAPPING, f"descriptor {i}: 0x{addr:x} is not a DDR buffer")
+            if fd < 0 or buf.placement != "ddr" or buf.owner.startswith("qnn-"):
+                raise QnnError(C.QNN_MEM_ERROR_MAPPING, f"descriptor {i}: 0x{addr:x} is not application DDR memory "
+                                                        f"(VTCM and QNN's own buffers cannot be registered)")
             return _Parsed(kind, ("dsp", buf.device.soc, buf.handle), off, size, buf, off,
                            (fd, file_off + off, size), C.QNN_DATATYPE_UINT_8, (size,))
         cfg = htp.weightsBufferConfig if kind == WEIGHTS else htp.sharedSpillfillBufferConfig
