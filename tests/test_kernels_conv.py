@@ -37,6 +37,9 @@ CONV_CASES = {
     "same_lower_s2": dict(c=4, m=4, k=4, auto_pad="SAME_LOWER", strides=[2, 2]),
     "valid": dict(c=4, m=4, k=3, auto_pad="VALID"),
     "rect_kernel": dict(c=4, m=4, k=(1, 7), pads=[0, 3, 0, 3]),
+    # pads wider than the kernel: some taps see only padding for whole rows / columns
+    "pads_wider_than_kernel": dict(c=2, m=3, k=2, pads=[3, 4, 5, 3], strides=[3, 2]),
+    "dilated_strided_pads": dict(c=3, m=4, k=3, pads=[2, 0, 1, 3], strides=[2, 3], dilations=[3, 2]),
 }
 
 

@@ -75,6 +75,28 @@ def _window(xp: np.ndarray, offset: Sequence[int], dil, strides, out) -> np.ndar
     return xp[(Ellipsis,) + idx]
 
 
+def _fill_tap(dst: np.ndarray, x: np.ndarray, off, dil, strides, pb) -> None:
+    """dst[..., o] = x[..., o * stride + off * dil - pad_begin] (zero where that is outside x):
+    the im2col rows of one kernel tap, copied from the unpadded input with only the border
+    strips zeroed."""
+    src, dst_in, lo_hi = [], [], []
+    for o_n, n, o, d, s, p in zip(dst.shape[2:], x.shape[2:], off, dil, strides, pb):
+        start = o * d - p                      # input index of output 0
+        lo = min(o_n, max(0, -(start // s) if start < 0 else 0))
+        hi = max(lo, min(o_n, (n - 1 - start) // s + 1)) if n - 1 - start >= 0 else lo
+        lo_hi.append((lo, hi))
+        dst_in.append(slice(lo, hi))
+        src.append(slice(start + lo * s, start + (hi - 1) * s + 1, s) if hi > lo else slice(0, 0))
+    dst[(Ellipsis,) + tuple(dst_in)] = x[(Ellipsis,) + tuple(src)]
+    lead = (slice(None),) * (dst.ndim - len(lo_hi))
+    for axis, (lo, hi) in enumerate(lo_hi):  # zero the strips before lo and after hi on each axis,
+        pre = lead + tuple(dst_in[:axis])      # within the valid range of the axes before it
+        if lo > 0:
+            dst[pre + (slice(0, lo),)] = 0
+        if hi < dst.shape[len(lead) + axis]:
+            dst[pre + (slice(hi, None),)] = 0
+
+
 def _finish(y: np.ndarray, b: np.ndarray | None, attrs: dict[str, Any]) -> np.ndarray:
     """Add the bias along axis 1 and apply the fused activation, in place."""
     if b is not None:
@@ -102,16 +124,14 @@ def conv(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
         y = np.matmul(w.reshape(group, mg, cg), xs).reshape((n, m) + tuple(out))
         return [_finish(y, b, attrs)]
 
-    xp = pad_spatial(x, pb, pe)
     offsets = list(itertools.product(*(range(k) for k in k_shape)))
-
     if group == c and cg == 1 and group > 1:  # depthwise: shifted slices times per-channel weights
-        return [_finish(_depthwise(xp, w, offsets, dil, strides, out), b, attrs)]
+        return [_finish(_depthwise(pad_spatial(x, pb, pe), w, offsets, dil, strides, out), b, attrs)]
 
-    # im2col: cols[n, g, cg, tap, pixels], then one batched matmul.
+    # im2col: cols[n, c, tap, pixels] straight from the unpadded input, then one GEMM.
     cols = _scratch(n * c * k_size * n_out).reshape((n, c, k_size) + tuple(out))
     for t, off in enumerate(offsets):
-        cols[:, :, t] = _window(xp, off, dil, strides, out)
+        _fill_tap(cols[:, :, t], x, off, dil, strides, pb)
     if n == 1 and group == 1:  # the common case: one plain 2-D GEMM
         y = np.matmul(w.reshape(m, c * k_size), cols.reshape(c * k_size, n_out))
     else:

@@ -196,9 +196,9 @@ def clip(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     else:
         lo = inputs[1] if len(inputs) > 1 else None
         hi = inputs[2] if len(inputs) > 2 else None
-    y = x.copy()
-    if lo is not None:
-        np.maximum(y, np.asarray(lo).astype(x.dtype), out=y)
+    if lo is None and hi is None:
+        return [x.copy()]
+    y = np.maximum(x, np.asarray(lo).astype(x.dtype)) if lo is not None else x.copy()
     if hi is not None:
         np.minimum(y, np.asarray(hi).astype(x.dtype), out=y)
     return [y]

@@ -78,9 +78,10 @@ def batch_normalization(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]
         y = (x - bmean.reshape(shape)) / np.sqrt(bvar.reshape(shape) + eps) * scale.reshape(shape) + b.reshape(shape)
         return [y.astype(np.float32), (mean * mom + bmean * (1 - mom)).astype(np.float32),
                 (var * mom + bvar * (1 - mom)).astype(np.float32)]
-    k = scale / np.sqrt(var + eps)
-    y = x * k.reshape(shape) + (b - mean * k).reshape(shape)
-    return [y.astype(np.float32, copy=False)]
+    k = (scale / np.sqrt(var + eps)).astype(np.float32)
+    y = np.multiply(x, k.reshape(shape))
+    y += (b - mean * k).astype(np.float32).reshape(shape)
+    return [y]
 
 
 @kernel("InstanceNormalization")
