@@ -21,7 +21,8 @@ def _softmax_axis(x: np.ndarray, attrs: dict[str, Any]) -> tuple[np.ndarray, int
 def softmax(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     x = as_f32(inputs[0])
     v, axis = _softmax_axis(x, attrs)
-    e = np.exp(v - v.max(axis=axis, keepdims=True))
+    e = np.subtract(v, v.max(axis=axis, keepdims=True))
+    np.exp(e, out=e)
     e /= e.sum(axis=axis, keepdims=True)
     return [e.reshape(x.shape)]
 
