@@ -15,6 +15,8 @@ _LAZY = {
     "load_compiled": ("npurt.model.compiled", "load_compiled"),
     "supported_ops": ("npurt.model.compiler", "supported_ops"),
     "CompiledModel": ("npurt.model.compiled", "CompiledModel"),
+    "Session": ("npurt.api.session", "Session"),
+    "DeviceTensor": ("npurt.api.tensor", "DeviceTensor"),
 }
 
 
