@@ -39,6 +39,7 @@ CONV_CASES = {
     "rect_kernel": dict(c=4, m=4, k=(1, 7), pads=[0, 3, 0, 3]),
     # pads wider than the kernel: some taps see only padding for whole rows / columns
     "pads_wider_than_kernel": dict(c=2, m=3, k=2, pads=[3, 4, 5, 3], strides=[3, 2]),
+    "depthwise_pads_wider_than_kernel": dict(c=6, m=6, k=2, group=6, pads=[3, 1, 0, 4], strides=[2, 3]),
     "dilated_strided_pads": dict(c=3, m=4, k=3, pads=[2, 0, 1, 3], strides=[2, 3], dilations=[3, 2]),
 }
 

@@ -81,9 +81,9 @@ def _fill_tap(dst: np.ndarray, x: np.ndarray, off, dil, strides, pb) -> None:
     strips zeroed."""
     src, dst_in, lo_hi = [], [], []
     for o_n, n, o, d, s, p in zip(dst.shape[2:], x.shape[2:], off, dil, strides, pb):
-        start = o * d - p                      # input index of output 0
-        lo = min(o_n, max(0, -(start // s) if start < 0 else 0))
-        hi = max(lo, min(o_n, (n - 1 - start) // s + 1)) if n - 1 - start >= 0 else lo
+        start = o * d - p                      # input index seen by output 0
+        lo = min(o_n, (-start + s - 1) // s) if start < 0 else 0        # first output inside x
+        hi = max(lo, min(o_n, (n - 1 - start) // s + 1)) if start <= n - 1 else lo  # one past the last
         lo_hi.append((lo, hi))
         dst_in.append(slice(lo, hi))
         src.append(slice(start + lo * s, start + (hi - 1) * s + 1, s) if hi > lo else slice(0, 0))
@@ -126,7 +126,7 @@ def conv(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
 
     offsets = list(itertools.product(*(range(k) for k in k_shape)))
     if group == c and cg == 1 and group > 1:  # depthwise: shifted slices times per-channel weights
-        return [_finish(_depthwise(pad_spatial(x, pb, pe), w, offsets, dil, strides, out), b, attrs)]
+        return [_finish(_depthwise(x, w, offsets, dil, strides, pb, pe, out), b, attrs)]
 
     # im2col: cols[n, c, tap, pixels] straight from the unpadded input, then one GEMM.
     cols = _scratch(n * c * k_size * n_out).reshape((n, c, k_size) + tuple(out))
@@ -143,10 +143,11 @@ _SMALL = 4096  # output pixels up to which depthwise uses im2col + batched matmu
 _BLOCK = 1 << 17  # floats per depthwise channel block (512 KiB): the accumulator stays in L2
 
 
-def _depthwise(xp: np.ndarray, w: np.ndarray, offsets, dil, strides, out) -> np.ndarray:
-    """Depthwise conv (group == C, channel multiplier M/C) of padded `xp`: for each block of
-    channels that fits in L2, accumulate tap-by-tap `window * weight[c, tap]`."""
-    n, c = xp.shape[:2]
+def _depthwise(x: np.ndarray, w: np.ndarray, offsets, dil, strides, pb, pe, out) -> np.ndarray:
+    """Depthwise conv (group == C, channel multiplier M/C). Small maps: per-channel im2col and one
+    batched matmul. Large maps: for each block of channels that fits in L2, accumulate
+    tap-by-tap `window * weight[c, tap]` over the padded input."""
+    n, c = x.shape[:2]
     m = w.shape[0]
     mult = m // c
     k_size = len(offsets)
@@ -156,9 +157,10 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, offsets, dil, strides, out) -> np.
     if n_out <= _SMALL:  # small maps: per-channel im2col + one batched matmul beats tap loops
         cols = _scratch(n * c * k_size * n_out).reshape((n, c, k_size) + tuple(out))
         for t, off in enumerate(offsets):
-            cols[:, :, t] = _window(xp, off, dil, strides, out)
+            _fill_tap(cols[:, :, t], x, off, dil, strides, pb)
         y = np.matmul(wk, cols.reshape(n, c, k_size, n_out))
         return y.reshape((n, m) + tuple(out))
+    xp = pad_spatial(x, pb, pe)
     y = np.empty((n, c, mult) + tuple(out), np.float32)
     cb = max(1, _BLOCK // max(1, n * mult * int(np.prod(out))))
     tmp = np.empty((n, min(cb, c), mult) + tuple(out), np.float32)
