@@ -1,0 +1,266 @@
+"""`RKNNLite`: a drop-in for the vendor's `rknnlite.api.RKNNLite` (rknn-toolkit-lite2 2.3.2, reference §7), so that
+existing Lite programs run unchanged off the board — on `.npurt` files or plain `.onnx` models.
+
+    from npurt.rknn.lite import RKNNLite          # instead of: from rknnlite.api import RKNNLite
+    rknn = RKNNLite()
+    rknn.load_rknn("model.npurt")                 # or "model.onnx" (compiled on the fly, fp16)
+    rknn.init_runtime(core_mask=RKNNLite.NPU_CORE_0)
+    outputs = rknn.inference(inputs=[img])        # img: uint8 NHWC (the Lite default); float32 outputs
+    rknn.release()
+
+Behaviour as the vendor's: every call returns 0 / -1 (`inference` the list of outputs or None) and logs an
+`E <call>: ...` line on failure; outputs are dequantised float32 in the model's logical (ONNX) layout; 4-D
+inputs are NHWC unless `data_format` says 'nchw'; `data_type` defaults to the array's own dtype (uint8 images,
+float32 tensors); a dynamic-shape model takes its shape from the input arrays (no set-shape call);
+`core_mask` takes only the NPU_CORE_* values, and only on multi-core SoCs (others warn and ignore it).
+
+Built on the runtime `Context` general path (`set_inputs` / `run` / `get_outputs`), not a second runtime. Unlike
+the vendor's (pain point #1 of reference §8), `inference()` keeps no per-call state: memory does not grow with
+the number of inferences, and `release()` (or garbage collection of the object) frees everything.
+
+npurt's choices where the vendor is silent: `target=None` means the SoC a `.npurt` file was compiled for (an
+ONNX model: `$NPURT_SOC`, else rk3588); `async_mode=True` is accepted and runs synchronously (a warning says so);
+`get_frame_id=True` returns `(outputs, frame_id)` with frame ids counting inferences from 1.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from npurt.errors import NpuError
+
+_MAGIC = b"NPURTMDL"
+_DTYPES = {"int8": "int8", "uint8": "uint8", "int16": "int16", "float16": "float16", "float32": "float32"}
+
+
+class RKNNLite:
+    """The vendor Lite class's API over an npurt runtime Context (see the module doc)."""
+
+    NPU_CORE_AUTO = 0x0
+    NPU_CORE_0 = 0x1
+    NPU_CORE_1 = 0x2
+    NPU_CORE_2 = 0x4
+    NPU_CORE_0_1 = 0x3
+    NPU_CORE_0_1_2 = 0x7
+    NPU_CORE_ALL = 0xFFFF
+    _CORE_MASKS = (0x0, 0x1, 0x2, 0x4, 0x3, 0x7, 0xFFFF)
+
+    def __init__(self, verbose: bool = False, verbose_file: str | None = None) -> None:
+        self.verbose = bool(verbose)
+        self.verbose_file = verbose_file
+        self._model: bytes | None = None
+        self._model_path: str | None = None
+        self._ctx: Any = None
+        self._frame_id = 0
+        self._async = False
+
+    # --- logging ----------------------------------------------------------------------------------------------------
+    def _log(self, level: str, where: str, message: str) -> None:
+        line = f"{level} {where}: {message}"
+        if level in ("E", "W") or self.verbose:
+            print(line, file=sys.stderr)
+        if self.verbose_file:
+            try:
+                with open(self.verbose_file, "a", encoding="utf-8") as f:
+                    f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}\n")
+            except OSError:
+                pass
+
+    def _runtime_sink(self, level: str, message: str) -> None:
+        self._log({"error": "E", "warning": "W"}.get(level, "I"), "RKNN", message)
+
+    # --- model and runtime ---------------------------------------------------------------------------------------
+    def load_rknn(self, path: str) -> int:
+        """Read the model file (`.npurt` or `.onnx`; a vendor `.rknn` is not readable off the board). 0 / -1."""
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except (OSError, TypeError) as exc:
+            self._log("E", "load_rknn", f"Catch exception when loading RKNN model [{path}]: {exc}")
+            return -1
+        if not data:
+            self._log("E", "load_rknn", f"The RKNN model [{path}] is empty")
+            return -1
+        self._model, self._model_path = data, os.fspath(path)
+        self._log("I", "load_rknn", f"Load RKNN model {path} done ({len(data)} bytes)")
+        return 0
+
+    def _target_soc(self, target: str | None) -> str | None:
+        if target is not None:
+            from npurt.soc import get_profile
+            return get_profile(str(target).lower()).name
+        if self._model is not None and self._model[:len(_MAGIC)] == _MAGIC:
+            from npurt.model.compiled import load_compiled
+            return load_compiled(self._model).soc
+        return None
+
+    def init_runtime(self, target: str | None = None, device_id: str | None = None, async_mode: bool = False,
+                     core_mask: int = NPU_CORE_AUTO) -> int:
+        """Create the runtime for the loaded model on `target` (default: see the module doc); 0 / -1."""
+        if self._model is None:
+            self._log("E", "init_runtime", "Model is not loaded yet, this interface should be called after "
+                                           "load_rknn!")
+            return -1
+        if isinstance(core_mask, bool) or not isinstance(core_mask, int) or core_mask not in self._CORE_MASKS:
+            self._log("E", "init_runtime", f"Not support core mask: {core_mask!r}; use one of the "
+                                           f"RKNNLite.NPU_CORE_* values")
+            return -1
+        self.release()
+        from npurt.runtime import Context
+        try:
+            soc = self._target_soc(target)
+            ctx = Context(self._model, soc=soc, log=self._runtime_sink, name="rknnlite")
+        except NpuError as exc:
+            self._log("E", "init_runtime", f"RKNN Runtime init failed: {exc}")
+            return -1
+        if device_id is not None:
+            self._log("I", "init_runtime", f"device_id {device_id!r} ignored: npurt runs on the host")
+        try:
+            if core_mask != self.NPU_CORE_AUTO:
+                if ctx.profile.npu_cores < 2:
+                    self._log("W", "init_runtime", f"core_mask is only valid on multi-core NPUs (RK3588/RK3576); "
+                                                   f"{ctx.profile.name} ignores it")
+                else:
+                    ctx.set_core_mask(core_mask)
+        except NpuError as exc:
+            ctx.destroy()
+            self._log("E", "init_runtime", f"set core mask failed: {exc}")
+            return -1
+        if async_mode:
+            self._log("W", "init_runtime", "async_mode is accepted but npurt runs inference synchronously")
+        self._ctx, self._async, self._frame_id = ctx, bool(async_mode), 0
+        self._log("I", "init_runtime", f"RKNN Runtime ready on {ctx.profile.name} (npurt)")
+        return 0
+
+    # --- inference ----------------------------------------------------------------------------------------------
+    @staticmethod
+    def _per_input(value: Any, n: int, what: str) -> list[Any]:
+        if value is None or isinstance(value, (str, bool, int)):
+            return [value] * n
+        values = list(value)
+        if len(values) != n:
+            raise ValueError(f"{what} has {len(values)} entries, the model has {n} inputs")
+        return values
+
+    def _input_format(self, arr: np.ndarray, fmt: str | None, index: int) -> str:
+        """'nhwc' / 'nchw' for 4-D inputs (the Lite default NHWC; an array that only fits NCHW is NCHW)."""
+        if arr.ndim != 4:
+            return "undefined"
+        if fmt is not None:
+            fmt = str(fmt).lower()
+            if fmt not in ("nhwc", "nchw"):
+                raise ValueError(f"data_format must be 'nhwc' or 'nchw', got {fmt!r}")
+            return fmt
+        c = self._ctx.input_shape(index)[1]
+        if arr.shape[1] == c and arr.shape[3] != c:
+            return "nchw"
+        return "nhwc"
+
+    def inference(self, inputs: Any, data_type: Any = None, data_format: Any = None,
+                  inputs_pass_through: Any = None, get_frame_id: bool = False) -> Any:
+        """Run the model on `inputs` (a list of arrays, one per model input): the outputs as float32 arrays in
+        the model's logical layout, or None on failure (an `E inference:` line says why)."""
+        if self._ctx is None:
+            self._log("E", "inference", "Runtime environment is not inited, please call init_runtime to init it "
+                                        "first!")
+            return None
+        from npurt.runtime import InputData
+        from npurt.tensor import DType, Layout
+        ctx = self._ctx
+        try:
+            arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
+            n = ctx.n_inputs
+            if len(arrays) != n:
+                raise ValueError(f"{len(arrays)} inputs given, the model has {n}")
+            types = self._per_input(data_type, n, "data_type")
+            fmts = self._per_input(data_format, n, "data_format")
+            through = self._per_input(inputs_pass_through, n, "inputs_pass_through")
+            items, shapes = [], []
+            for i, (arr, dt, fmt, pt) in enumerate(zip(arrays, types, fmts, through)):
+                arr = np.asarray(arr)
+                if dt is None:
+                    if arr.dtype == np.float64:
+                        arr = arr.astype(np.float32)
+                    dt = arr.dtype.name
+                dt = _DTYPES.get(str(dt).lower(), str(dt).lower())
+                layout = self._input_format(arr, fmt, i)
+                if layout == "nhwc":
+                    shapes.append((arr.shape[0], arr.shape[3], arr.shape[1], arr.shape[2]))
+                else:
+                    shapes.append(tuple(arr.shape))
+                lay = {"nhwc": Layout.NHWC, "nchw": Layout.NCHW}.get(layout, Layout.UNDEFINED)
+                items.append(InputData(i, arr, DType.parse(dt), lay, pass_through=bool(pt)))
+            if ctx.family.dynamic and not any(it.pass_through for it in items):
+                current = [tuple(ctx.input_shape(i)) for i in range(n)]
+                if [tuple(map(int, s)) for s in shapes] != current:
+                    ctx.set_input_shapes(shapes)
+            ctx.set_inputs(items)
+            ctx.run()
+            outputs = ctx.get_outputs(want_float=True)
+        except (NpuError, ValueError, TypeError) as exc:
+            self._log("E", "inference", str(exc))
+            return None
+        self._frame_id += 1
+        if get_frame_id:
+            return outputs, self._frame_id
+        return outputs
+
+    # --- information ------------------------------------------------------------------------------------------------
+    def get_sdk_version(self) -> str | None:
+        """The runtime and driver versions, in the vendor's text layout (None before init_runtime)."""
+        if self._ctx is None:
+            self._log("E", "get_sdk_version", "Runtime environment is not inited, please call init_runtime first!")
+            return None
+        from npurt.rknn.api_query import API_VERSION, DRV_VERSION
+        return (f"RKNN VERSION:\n  API: {API_VERSION}\n"
+                f"  DRV: rknn_server: none (npurt runs on the host), rknnrt: {API_VERSION}, driver: {DRV_VERSION}\n"
+                f"  TARGET: {self._ctx.profile.name}")
+
+    def list_support_target_platform(self, rknn_model: str | None = None) -> dict[str, list[str]]:
+        """The SoCs npurt emulates; with `rknn_model` (a `.npurt` file) also the one it was compiled for."""
+        from npurt.soc import PROFILES
+        result = {"support_target_platform": sorted(PROFILES)}
+        if rknn_model is not None:
+            try:
+                with open(rknn_model, "rb") as f:
+                    head = f.read()
+                if head[:len(_MAGIC)] == _MAGIC:
+                    from npurt.model.compiled import load_compiled
+                    result["filled_target_platform"] = [load_compiled(head).soc]
+                else:
+                    result["filled_target_platform"] = sorted(PROFILES)       # ONNX: compiled for any of them
+            except (OSError, NpuError) as exc:
+                self._log("E", "list_support_target_platform", f"cannot read {rknn_model!r}: {exc}")
+        print("Target platforms supported by this model:" if rknn_model else "Supported target platforms:")
+        for key, value in result.items():
+            print(f"  {key}: {', '.join(value)}")
+        return result
+
+    def list_devices(self) -> list[str]:
+        """Devices to run on: npurt's emulated device (the host), named after the default SoC."""
+        from npurt.soc import get_profile
+        devices = [f"npurt-{get_profile(None).name}"]
+        print("*" * 25)
+        print("all device(s):")
+        for d in devices:
+            print(f"{d}  (npurt, host CPU)")
+        print("*" * 25)
+        return devices
+
+    # --- teardown ---------------------------------------------------------------------------------------------
+    def release(self) -> None:
+        """Free the runtime (context, weights, internal and I/O memory). Safe to call twice."""
+        ctx, self._ctx = self._ctx, None
+        if ctx is not None and not ctx.destroyed:
+            ctx.destroy()
+
+    def __del__(self) -> None:
+        try:
+            self.release()
+        except Exception:
+            pass
