@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from plan_seed import BENCH, require
+from test_plan_fixtures import BENCH, require
 
 from npurt.plan import PlanBuffer, Problem, Solution, check, read_csv
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from plan_seed import seed_table
+from test_plan_fixtures import seed_table
 
 from npurt.errors import NpuError
 from npurt.plan import PlanBuffer, Problem, Solution, check, place_with_fast_memory, solve

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from plan_seed import seed_table
+from test_plan_fixtures import seed_table
 
 from npurt.plan import (MemoryRow, PlanBuffer, Problem, compute_totals, format_memory_table, greedy_by_size,
                         memory_table_dict, plot_plan, sram_hit)

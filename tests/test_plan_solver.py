@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from plan_seed import BENCH, require
+from test_plan_fixtures import BENCH, require
 
 from npurt.errors import NpuError
 from npurt.plan import PlanBuffer, Problem, check, greedy_by_size, lower_bound, read_csv, solve

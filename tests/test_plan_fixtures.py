@@ -37,3 +37,10 @@ def seed_table() -> tuple[list[str], list[tuple], dict[str, int]]:
         if m:
             totals[m.group(1)] = int(m.group(2))
     return rows, parsed, totals
+
+
+def test_fixtures_present():
+    require(BENCH / "challenging")
+    require(BENCH / "real")
+    rows, parsed, totals = seed_table()
+    assert len(rows) == len(parsed) == 31 and len(totals) == 5
