@@ -56,7 +56,7 @@ __all__ = [
     "rknn_outputs_get", "rknn_outputs_release", "rknn_create_mem", "rknn_create_mem2", "rknn_create_mem_from_fd",
     "rknn_create_mem_from_phys", "rknn_create_mem_from_mb_blk", "rknn_destroy_mem", "rknn_set_weight_mem",
     "rknn_set_internal_mem", "rknn_set_io_mem", "rknn_mem_sync", "rknn_set_input_shapes", "rknn_set_core_mask",
-    "rknn_set_batch_core_num", "mem_view", "output_view", "addr_view", "context_of",
+    "rknn_set_batch_core_num", "mem_view", "output_view", "addr_view", "context_of", "memory_table",
 ]
 
 _KNOWN_FLAGS = (c.RKNN_FLAG_PRIOR_MEDIUM | c.RKNN_FLAG_PRIOR_LOW | c.RKNN_FLAG_ASYNC_MASK
@@ -171,44 +171,64 @@ def _register(context: Context, flag: int) -> RknnContext:
 
 
 def _memory_report(obj: RknnContext) -> None:
-    """At RKNN_LOG_LEVEL >= 3: the seed's memory table for the context (the planner's formatter when present)."""
+    """At RKNN_LOG_LEVEL >= 3: the seed's internal-memory table and totals for the context (rows and totals
+    rendered by the planner's `npurt.plan.report`)."""
     if not log.enabled(log.INFO):
         return
-    context = obj.context
-    text = None
     try:
-        from npurt.plan import report  # type: ignore[attr-defined]
-        fmt = getattr(report, "format_memory_report", None) or getattr(report, "format_report", None)
-        if fmt is not None:
-            text = fmt(context.compiled, context)
-    except Exception:
-        text = None
-    if text is None:
-        text = _fallback_report(context)
+        text = memory_table(obj.context)
+    except Exception as exc:          # a report must never fail an init
+        text = f"memory table unavailable: {type(exc).__name__}: {exc}"
     log.info(text)
 
 
-def _fallback_report(context: Context) -> str:
-    m = context.mem_size()
-    internal = context._internal_buf
-    lines = []
-    if internal is not None and internal.sram_size:
+def memory_table(context: Context) -> str:
+    """The RKNN_LOG_LEVEL=3 table of a context: one row per input (User = its first consumer), internal tensor
+    (User = its producer; device address = internal arena + planned offset, SramHit = bytes in SRAM) and output
+    ("OutputOperator"), then the totals. Inputs/outputs not bound yet show address 0."""
+    from npurt.plan.report import MemoryRow, compute_totals, format_memory_table, sram_hit
+    compiled = context.compiled
+    plan, graph, storage = compiled.plan, compiled.graph, compiled.storage
+    internal = context._internal_buf if context._internal_buf is not None and context._internal_buf.alive else None
+    ref = context._internal_ref
+    base = ref.buffer.dev_addr + ref.offset if ref is not None and ref.alive else 0
+    sram_size = internal.sram_size if internal is not None else 0
+    sram = None
+    if sram_size:
         base = context.device.sram_addr(internal)
-        lines += ["-" * 75, f"Total allocated Internal SRAM Size: {internal.sram_size}, "
-                            f"Addr: [0x{base:08x}, 0x{base + internal.sram_size:08x})", "-" * 75]
-    plan = context.compiled.plan
-    lines.append(f"{'ID':<4}{'User':<16}{'Tensor':<16}{'DataType':<10}{'OrigShape':<20}{'NativeShape':<22}| "
-                 f"{'[Start':<12}{'End)':<12}{'Size':<12}")
-    storage = context.compiled.storage
-    for i, (name, off) in enumerate(sorted(plan.offsets.items(), key=lambda kv: plan.lifetimes[kv[0]][0]), 1):
+        sram = (sram_size, base)
+    ins, outs = context.bindings()
+
+    def io_addr(b: Any) -> int:
+        return b.ref.buffer.dev_addr + b.ref.offset if b is not None and b.ref.alive else 0
+
+    def user(name: str, producer: bool) -> str:
+        info = graph.tensors.get(name)
+        if info is None:
+            return "-"
+        if producer and info.producer is not None:
+            return graph.nodes[info.producer].display_type
+        if not producer and info.consumers:
+            return graph.nodes[info.consumers[0]].display_type
+        return "InputOperator" if not producer else "-"
+
+    rows: list[MemoryRow] = []
+
+    def add(u: str, name: str, start: int, size: int, hit: int | None) -> None:
         st = storage[name]
-        shape = "(" + ",".join(map(str, st.shape)) + ")"
-        native = "(" + ",".join(map(str, st.dims)) + ")"
-        lines.append(f"{i:<4}{'':<16}{name[:15]:<16}{st.dtype.value.upper():<10}{shape:<20}{native:<22}| "
-                     f"0x{off:08x}  0x{off + plan.sizes[name]:08x}  0x{plan.sizes[name]:08x}")
-    lines += ["-" * 40, f"Total Weight Memory Size: {m.weight_size}", f"Total Internal Memory Size: {m.internal_size}",
-              "-" * 40]
-    return "\n".join(lines)
+        rows.append(MemoryRow(len(rows) + 1, u, name, st.dtype.value.upper(), tuple(st.shape), tuple(st.dims),
+                              start, start + size, size, hit))
+
+    for i, name in enumerate(graph.inputs):
+        add(user(name, False), name, io_addr(ins[i] if i < len(ins) else None), storage[name].nbytes, None)
+    for name in sorted(plan.offsets, key=lambda n: (plan.lifetimes[n][0], n)):
+        start = base + plan.offsets[name]
+        size = plan.sizes[name]
+        add(user(name, True), name, start, size, sram_hit(start, start + size, base, sram_size) if sram else 0)
+    for i, name in enumerate(graph.outputs):
+        add("OutputOperator", name, io_addr(outs[i] if i < len(outs) else None), storage[name].nbytes, None)
+    totals = compute_totals(rows, plan.weight_size, plan.weight_size, internal_base=base)
+    return format_memory_table(rows, totals, sram)
 
 
 @mirror("rknn_init")
