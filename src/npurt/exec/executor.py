@@ -14,6 +14,7 @@ weight memory) or on every run (`cache_weights=False`).
 from __future__ import annotations
 
 import math
+import time
 from typing import Any, Callable, MutableMapping
 
 import numpy as np
@@ -93,11 +94,17 @@ class Executor:
         self.cache_weights = cache_weights
         self.custom_ops = custom_ops if custom_ops is not None else {}
         g = compiled.graph
-        self._kernels = [(_custom_kernel(self.custom_ops, n) if n.domain or n.op_type in self.custom_ops
-                          else _kernel_for(n.op_type), kernel_attrs(n, g.opset)) for n in g.nodes]
+        self._kernels = [(self._resolve(n), kernel_attrs(n, g.opset)) for n in g.nodes]
         self._steps: list[tuple] = []
         self._views: dict[str, tuple[np.ndarray, int]] = {}
         self._bound = False
+
+    def _resolve(self, node: Any) -> Callable[[list, dict], list]:
+        """The kernel of `node`: a registered custom op of its type, or (custom-domain nodes) one looked up when it
+        runs; otherwise the kernel registry."""
+        if getattr(node, "domain", "") or node.op_type in self.custom_ops:
+            return _custom_kernel(self.custom_ops, node)
+        return _kernel_for(node.op_type)
 
     # --- sizes -----------------------------------------------------------------------------------
 
@@ -213,6 +220,26 @@ class Executor:
             for write, y in zip(writers, results):
                 if write is not None:
                     write(y)
+
+    def run_profiled(self) -> list[tuple[int, Any]]:
+        """Execute once like `run`, returning [(microseconds, node)] per step (conversions included)."""
+        if not self._bound:
+            raise NpuError(ErrorCode.INVALID_CONTEXT, "executor is not bound to memory; call bind() first")
+        clock = time.perf_counter_ns
+        timings = []
+        for fn, attrs, readers, writers, node in self._steps:
+            t0 = clock()
+            try:
+                results = fn([r() for r in readers], attrs)
+            except NpuError:
+                raise
+            except Exception as exc:
+                raise NpuError(ErrorCode.FAIL, f"node {node.name!r} ({node.display_type}) failed: {exc}") from exc
+            for write, y in zip(writers, results):
+                if write is not None:
+                    write(y)
+            timings.append(((clock() - t0) // 1000, node))
+        return timings
 
     # --- inspection ------------------------------------------------------------------------------
 
