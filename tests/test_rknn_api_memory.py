@@ -356,3 +356,40 @@ def test_mem_view_helper(ctx):
     with pytest.raises(Exception):
         addr_view(12345, 8)
     rknn_destroy_mem(ctx, mem)
+
+
+def test_check_mode_reports_missed_syncs(monkeypatch, capsys):
+    """check coherence: an external input written by the CPU and not synced is named at rknn_run; an output the
+    NPU wrote is flagged when read without a sync from device (DISABLE_FLUSH_OUTPUT_MEM_CACHE)."""
+    monkeypatch.setenv("NPURT_SOC", "rk3566")
+    monkeypatch.setenv("NPURT_COHERENCE", "check")
+    monkeypatch.setenv("RKNN_LOG_LEVEL", "2")
+    x = image(seed=4)
+    c = init(flag=RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE)
+    dev = context_of(c).device
+    assert dev.coherence == "check"
+    ia = rknn_tensor_attr(index=0)
+    query(c, RKNN_QUERY_NATIVE_INPUT_ATTR, ia)
+    ia.type, ia.w_stride = RKNN_TENSOR_FLOAT32, 10
+    oa = rknn_tensor_attr(index=0)
+    query(c, RKNN_QUERY_OUTPUT_ATTR, oa)
+    oa.type = RKNN_TENSOR_FLOAT32
+    with dma_alloc(960, device=dev) as dma:
+        imem = rknn_create_mem_from_fd(c, dma.fd, dma.virt_addr, 960, 0)
+        omem = rknn_create_mem(c, 1280)
+        rknn_set_io_mem(c, imem, ia), rknn_set_io_mem(c, omem, oa)
+        mem_view(imem, np.float32)[:] = x.transpose(0, 2, 3, 1).reshape(-1)
+        capsys.readouterr()
+        assert rknn_run(c, None) == RKNN_SUCC
+        err = capsys.readouterr().err
+        assert "W RKNN:" in err and "input(x) buffer fd" in err and "RKNN_MEMORY_SYNC_TO_DEVICE" in err
+        mem_view(omem, np.float32)
+        assert "without rknn_mem_sync(..., RKNN_MEMORY_SYNC_FROM_DEVICE)" in capsys.readouterr().err
+        assert rknn_mem_sync(c, imem, RKNN_MEMORY_SYNC_TO_DEVICE) == RKNN_SUCC
+        assert rknn_run(c, None) == RKNN_SUCC
+        assert rknn_mem_sync(c, omem, RKNN_MEMORY_SYNC_FROM_DEVICE) == RKNN_SUCC
+        y = mem_view(omem, np.float32).reshape(1, 4, 8, 10)
+        assert capsys.readouterr().err == ""                  # synced both ways: nothing to report
+        np.testing.assert_allclose(y, reference(convnet(), x)[0], atol=0.02)
+        rknn_destroy_mem(c, imem), rknn_destroy_mem(c, omem)
+    rknn_destroy(c)

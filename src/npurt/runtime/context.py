@@ -113,6 +113,8 @@ class Context:
         self._gen_out: list[Any] = []
         self._in_bind: list[IoBinding | None] = []
         self._out_bind: list[IoBinding | None] = []
+        # op type -> custom-op kernel (npurt.rknn.custom_op); executors consult it; `release()` runs at teardown
+        self.custom_ops: dict[str, Any] = {}
         self.device = open_device(device.soc) if device is not None else open_device(soc, coherence)
         try:
             self.profile = self.device.profile
@@ -276,6 +278,21 @@ class Context:
         bufs = [self._internal_buf] + self._gen_in + self._gen_out
         bufs += [b.staging for b in self._in_bind + self._out_bind if b is not None]
         return [b for b in bufs if b is not None and b.alive]
+
+    @property
+    def internal_memory(self) -> MemRef | None:
+        """Where the internal arena is: the context's own buffer or the user's memory (None until set)."""
+        return self._internal_ref
+
+    @property
+    def internal_buffer(self) -> Any:
+        """The internal arena buffer the context allocated itself (None with `internal_outside`)."""
+        return self._internal_buf
+
+    @property
+    def weight_store(self) -> WeightStore | None:
+        """The (possibly shared) weight memory of this context."""
+        return self._weights
 
     @property
     def executor(self) -> Any:
@@ -448,7 +465,7 @@ class Context:
         ex = self._executors.get(id(self.compiled))
         if ex is None:
             from npurt.exec.executor import Executor
-            ex = Executor(self.compiled)
+            ex = Executor(self.compiled, custom_ops=self.custom_ops)
             self._executors[id(self.compiled)] = ex
             self._dirty = True
         return ex
@@ -651,6 +668,9 @@ class Context:
             self._weights = None
         self._executors = {}
         self._bound_to = None
+        for op in list(getattr(self, "custom_ops", {}).values()):
+            getattr(op, "release", lambda: None)()       # custom ops free their device memory, call destroy
+        self.custom_ops = {}
         if getattr(self, "device", None) is not None:
             device, self.device_closed = self.device, True
             if not getattr(self, "_device_released", False):
