@@ -17,8 +17,6 @@ prints the SoC profiles and that example only.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import os
 import statistics
 import time
 from pathlib import Path
@@ -29,6 +27,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from npurt.cli._rknn_flow import Rknn, ZeroCopy, board_soc, general_frame, mem_size, random_frames
 from npurt.cli._output import human_bytes, make_console, ms, print_json, print_text, progress
 from npurt.errors import ErrorCode, NpuError
 from npurt.soc import PROFILES, get_profile
@@ -96,22 +95,6 @@ def _nc1hwc2_example(console: Console) -> None:
 
 
 # --- the main job --------------------------------------------------------------------------------------------------------
-class _Rknn:
-    """The handful of RKNN mirror calls the demo makes, each checked (a failing status becomes an NpuError)."""
-
-    def __init__(self) -> None:
-        import npurt.rknn as r
-        self.r = r
-
-    def check(self, what: str, status: int) -> None:
-        if status != self.r.RKNN_SUCC:
-            raise NpuError(ErrorCode.FAIL, f"{what} returned {status}")
-
-    def query(self, ctx: Any, cmd: int, info: Any) -> Any:
-        self.check(f"rknn_query({cmd})", self.r.rknn_query(ctx, cmd, info, ctypes.sizeof(info)))
-        return info
-
-
 def _prepare(args: argparse.Namespace, console: Console) -> tuple[Any, Path, dict]:
     """The compiled model, its source file, and what was cached (cold/warm)."""
     from npurt.cli import _models
@@ -128,92 +111,6 @@ def _prepare(args: argparse.Namespace, console: Console) -> tuple[Any, Path, dic
                                   progress=not args.json and console.is_terminal)
     t2 = time.perf_counter()
     return compiled, path, {"model_cached": warm, "model_seconds": t1 - t0, "compile_seconds": t2 - t1}
-
-
-def _mem_size(rk: _Rknn, ctx: Any) -> dict:
-    ms_ = rk.query(ctx, rk.r.RKNN_QUERY_MEM_SIZE, rk.r.rknn_mem_size())
-    return {f: int(getattr(ms_, f)) for f in ("total_weight_size", "total_internal_size", "total_dma_allocated_size",
-                                               "total_sram_size", "free_sram_size")}
-
-
-def _frames(compiled: Any, n: int) -> list[list[np.ndarray]]:
-    """`n` deterministic random frames (float inputs uniform in [0, 1), as the calibration set)."""
-    rng = np.random.default_rng(42)
-    frames = []
-    for _ in range(n):
-        frame = []
-        for name in compiled.graph.inputs:
-            st = compiled.storage[name]
-            dt = np.dtype(st.logical_dtype)
-            frame.append(rng.random(st.shape, dtype=np.float32).astype(dt) if dt.kind == "f"
-                         else rng.integers(0, 4, st.shape).astype(dt))
-        frames.append(frame)
-    return frames
-
-
-def _general_frame(rk: _Rknn, ctx: Any, frame: list[np.ndarray], n_out: int) -> tuple[list[np.ndarray], float]:
-    """rknn_inputs_set -> rknn_run -> rknn_outputs_get (float) -> copy -> release; returns outputs, run seconds."""
-    r = rk.r
-    inputs = (r.rknn_input * len(frame))()
-    for i, a in enumerate(frame):
-        a = np.ascontiguousarray(a, dtype=np.float32)
-        frame[i] = a
-        inputs[i].index, inputs[i].buf, inputs[i].size = i, a.ctypes.data, a.nbytes
-        inputs[i].type = r.RKNN_TENSOR_FLOAT32
-        inputs[i].fmt = r.RKNN_TENSOR_NCHW if a.ndim == 4 else r.RKNN_TENSOR_UNDEFINED
-    rk.check("rknn_inputs_set", r.rknn_inputs_set(ctx, len(frame), inputs))
-    t = time.perf_counter()
-    rk.check("rknn_run", r.rknn_run(ctx, None))
-    run_s = time.perf_counter() - t
-    outputs = (r.rknn_output * n_out)()
-    for i in range(n_out):
-        outputs[i].index, outputs[i].want_float = i, 1
-    rk.check("rknn_outputs_get", r.rknn_outputs_get(ctx, n_out, outputs, None))
-    res = [r.output_view(o).copy() for o in outputs]
-    rk.check("rknn_outputs_release", r.rknn_outputs_release(ctx, n_out, outputs))
-    return res, run_s
-
-
-class _ZeroCopy:
-    """Native-format input and output buffers from rknn_create_mem, bound with rknn_set_io_mem: the app packs
-    each frame straight into device memory and reads outputs from it; the executor uses the same bytes."""
-
-    def __init__(self, rk: _Rknn, ctx: Any, compiled: Any) -> None:
-        from npurt.rknn.api_common import read_attr
-        r = rk.r
-        self.rk, self.ctx, self.compiled = rk, ctx, compiled
-        self.ins, self.outs = [], []
-        for i in range(compiled.n_inputs):
-            a = rk.query(ctx, r.RKNN_QUERY_NATIVE_INPUT_ATTR, r.rknn_tensor_attr(index=i))
-            mem = r.rknn_create_mem(ctx, a.size_with_stride)
-            rk.check("rknn_set_io_mem(input)", r.rknn_set_io_mem(ctx, mem, a))
-            self.ins.append((mem, read_attr(a)))
-        for i in range(compiled.n_outputs):
-            a = rk.query(ctx, r.RKNN_QUERY_NATIVE_OUTPUT_ATTR, r.rknn_tensor_attr(index=i))
-            mem = r.rknn_create_mem(ctx, a.size_with_stride)
-            rk.check("rknn_set_io_mem(output)", r.rknn_set_io_mem(ctx, mem, a))
-            self.outs.append((mem, read_attr(a)))
-
-    def frame(self, frame: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
-        from npurt.exec.bind import pack_input, unpack_output
-        r, c = self.rk.r, self.compiled
-        for i, ((mem, attr), x) in enumerate(zip(self.ins, frame)):
-            pack_input(attr, x, r.mem_view(mem), c.mean[i] if c.mean else None, c.std[i] if c.std else None,
-                       shape=x.shape)
-        t = time.perf_counter()
-        self.rk.check("rknn_run", r.rknn_run(self.ctx, None))
-        run_s = time.perf_counter() - t
-        outs = [unpack_output(attr, r.mem_view(mem), shape=c.storage[c.graph.outputs[k]].shape)
-                for k, (mem, attr) in enumerate(self.outs)]
-        return outs, run_s
-
-    def addresses(self) -> dict[str, int]:
-        names = list(self.compiled.graph.inputs) + list(self.compiled.graph.outputs)
-        return {n: int(m.phys_addr) for n, (m, _) in zip(names, self.ins + self.outs)}
-
-    def destroy(self) -> None:
-        for mem, _ in self.ins + self.outs:
-            self.rk.r.rknn_destroy_mem(self.ctx, mem)
 
 
 def _reference(path: Path, frame: list[np.ndarray]) -> list[np.ndarray] | None:
@@ -260,14 +157,13 @@ def _main_job(args: argparse.Namespace) -> int:
     if args.runs < 1:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--runs must be >= 1, got {args.runs}")
     profile = get_profile(args.soc)
-    os.environ["NPURT_SOC"] = profile.name          # the "board" the RKNN mirror runs on
     t_start = time.perf_counter()
     console.rule(f"[bold]npurt demo[/bold]: {args.model} on an emulated {profile.name}")
     compiled, path, prep = _prepare(args, console)
     console.print(f"model {path.name}: {compiled.precision}, {sum(compiled.meta.get('op_counts', {}).values())} ops "
                   f"{compiled.meta.get('op_counts', '')}; model {'from the cache' if prep['model_cached'] else 'generated'}"
                   f" in {prep['model_seconds']:.2f} s, compiled in {prep['compile_seconds']:.2f} s")
-    rk = _Rknn()
+    rk = Rknn()
     r = rk.r
     device = open_device(profile.name)
     result: dict[str, Any] = {"soc": profile.name, "model": path.name, "precision": compiled.precision,
@@ -281,11 +177,11 @@ def _main_job(args: argparse.Namespace) -> int:
         ctx = r.rknn_context()
         rk.check("rknn_init", r.rknn_init(ctx, data, len(data), flag, None))
         dumps["while"] = device.sram_dump() if profile.sram_size else None
-        mem = _mem_size(rk, ctx)
+        mem = mem_size(rk, ctx)
         context = context_of(ctx)
         internal = context._internal_buf
         sram_used = int(internal.sram_size) if internal is not None else 0
-        zc = _ZeroCopy(rk, ctx, compiled)
+        zc = ZeroCopy(rk, ctx, compiled)
         gctx = r.rknn_context()
         rk.check("rknn_dup_context", r.rknn_dup_context(ctx, gctx))
         if profile.sram_size:
@@ -315,14 +211,14 @@ def _main_job(args: argparse.Namespace) -> int:
 
         # frames: general API and zero copy, alternated
         n_out = compiled.n_outputs
-        frames = _frames(compiled, args.runs + 1)
+        frames = random_frames(compiled, args.runs + 1)
         g_times, z_times = [], []
         agree = []
         with progress(console) as bar:
             task = bar.add_task("running frames", total=2 * len(frames))
             for k, frame in enumerate(frames):
                 t = time.perf_counter()
-                g_out, g_run = _general_frame(rk, gctx, [a.copy() for a in frame], n_out)
+                g_out, g_run = general_frame(rk, gctx, [a.copy() for a in frame], n_out)
                 g_total = time.perf_counter() - t
                 bar.advance(task)
                 t = time.perf_counter()
@@ -391,11 +287,5 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.json:                       # the short first part: how the table's native shapes are stored
         _nc1hwc2_example(make_console())
-    saved = os.environ.get("NPURT_SOC")
-    try:
+    with board_soc(get_profile(args.soc).name):
         return _main_job(args)
-    finally:                                 # the demo sets the board's SoC for its own calls only
-        if saved is None:
-            os.environ.pop("NPURT_SOC", None)
-        else:
-            os.environ["NPURT_SOC"] = saved

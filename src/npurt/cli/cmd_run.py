@@ -1,0 +1,114 @@
+"""`npurt run MODEL`: run a model once through the RKNN mirror and print (or save) its outputs.
+
+Inputs come from `--input x.npy` (one per model input, in the ONNX model's own layout and dtype) or are random
+(floats uniform in [0, 1), said so in the output). The general path (`rknn_inputs_set` / `rknn_outputs_get`) is
+the default; `--zero-copy` binds native-format buffers (`rknn_create_mem` + `rknn_set_io_mem`) and packs the inputs
+straight into them. ONNX models are compiled for `--soc` on the fly (fp16, or int8 with `--quantize`).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+from rich import box
+from rich.table import Table
+
+from npurt.cli._models import load_model, resolve_model
+from npurt.cli._output import make_console, ms, print_json
+from npurt.cli._rknn_flow import Rknn, ZeroCopy, board_soc, general_frame, random_frames
+from npurt.errors import ErrorCode, NpuError
+from npurt.soc import get_profile
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run a model (ONNX, .npurt or zoo name) on an emulated SoC and show its outputs")
+    p.add_argument("model", help="an .onnx or .npurt file, or a zoo name (e.g. mobilenet_v1)")
+    p.add_argument("--input", action="append", type=Path, default=[], metavar="X.npy",
+                   help="one .npy per model input, in order (default: random inputs)")
+    p.add_argument("--soc", default="rk3588", help="SoC to emulate (default rk3588)")
+    p.add_argument("--zero-copy", action="store_true", help="bind native-format I/O buffers (rknn_set_io_mem)")
+    p.add_argument("--quantize", metavar="DATASET", help="compile int8, calibrating on a dataset.txt (or 'random')")
+    p.add_argument("--sram", action="store_true", help="rknn_init with RKNN_FLAG_ENABLE_SRAM")
+    p.add_argument("--output", type=Path, metavar="OUT.npz", help="save the outputs, keyed by output name")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    p.set_defaults(func=run)
+
+
+def _read_inputs(paths: list[Path], compiled) -> list[np.ndarray]:
+    names = list(compiled.graph.inputs)
+    if len(paths) != len(names):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"the model has {len(names)} input(s) {names}, got {len(paths)} "
+                                                   f"--input file(s)")
+    arrays = []
+    for name, p in zip(names, paths):
+        try:
+            a = np.load(p, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"cannot read {p}: {exc}") from None
+        want = tuple(compiled.storage[name].shape)
+        if tuple(a.shape) != want:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{p}: shape {tuple(a.shape)} != input {name!r} shape {want}")
+        arrays.append(a)
+    return arrays
+
+
+def _summary(name: str, y: np.ndarray) -> dict:
+    flat = np.ravel(y).astype(np.float64)
+    d = {"name": name, "shape": list(y.shape), "dtype": str(y.dtype), "min": float(flat.min()) if flat.size else 0.0,
+         "max": float(flat.max()) if flat.size else 0.0, "mean": float(flat.mean()) if flat.size else 0.0}
+    if 1 < flat.size <= 100000:
+        top = np.argsort(-flat, kind="stable")[:5]
+        d["top5"] = [[int(i), float(flat[i])] for i in top]
+    return d
+
+
+def run(args: argparse.Namespace) -> int:
+    console = make_console(quiet=args.json)
+    profile = get_profile(args.soc)
+    path = resolve_model(args.model)
+    compiled = load_model(str(path), profile.name, quantize=args.quantize, progress=not args.json and
+                          console.is_terminal)
+    random = not args.input
+    frame = random_frames(compiled, 1)[0] if random else _read_inputs(args.input, compiled)
+    rk = Rknn()
+    r = rk.r
+    with board_soc(profile.name):
+        data = compiled.to_bytes()
+        ctx = r.rknn_context()
+        rk.check("rknn_init", r.rknn_init(ctx, data, len(data), r.RKNN_FLAG_ENABLE_SRAM if args.sram else 0, None))
+        zc = None
+        try:
+            if args.zero_copy:
+                zc = ZeroCopy(rk, ctx, compiled)
+                outs, run_s = zc.frame(frame)
+            else:
+                outs, run_s = general_frame(rk, ctx, [np.asarray(a) for a in frame], compiled.n_outputs)
+                outs = [o.reshape(compiled.storage[n].shape) for o, n in zip(outs, compiled.graph.outputs)]
+        finally:
+            if zc is not None:
+                zc.destroy()
+            r.rknn_destroy(ctx)
+    names = list(compiled.graph.outputs)
+    if args.output:
+        np.savez(args.output, **dict(zip(names, outs)))
+    result = {"model": path.name, "soc": profile.name, "precision": compiled.precision,
+              "path": "zero_copy" if args.zero_copy else "general", "random_inputs": random,
+              "run_seconds": run_s, "outputs": [_summary(n, y) for n, y in zip(names, outs)],
+              "saved": str(args.output) if args.output else None}
+    if args.json:
+        print_json(result)
+        return 0
+    console.print(f"{path.name} on {profile.name} ({compiled.precision}), {result['path']} path, "
+                  f"{'random inputs' if random else 'inputs from ' + ', '.join(map(str, args.input))}: "
+                  f"rknn_run {ms(run_s)}")
+    table = Table(box=box.SIMPLE_HEAD)
+    for col in ("output", "shape", "min", "max", "mean", "top-5 (index: value)"):
+        table.add_column(col, justify="left" if col in ("output", "top-5 (index: value)") else "right")
+    for d in result["outputs"]:
+        top = ", ".join(f"{i}: {v:.4g}" for i, v in d.get("top5", []))
+        table.add_row(d["name"], str(tuple(d["shape"])), f"{d['min']:.4g}", f"{d['max']:.4g}", f"{d['mean']:.4g}", top)
+    console.print(table)
+    if args.output:
+        console.print(f"outputs saved to {args.output}")
+    return 0
