@@ -117,3 +117,23 @@ def test_type_table_per_soc(soc, expected):
 def test_every_type_is_on_some_soc():
     covered = set().union(*mm.SOC_TYPES.values())
     assert covered == set(mm.MATMUL_TYPES)
+
+
+@pytest.mark.parametrize("mtype,K", [(c.RKNN_INT8_MM_INT8_TO_INT32, 8192 + 64), (c.RKNN_INT8_MM_INT4_TO_INT32, 4096),
+                                     (c.RKNN_INT4_MM_INT4_TO_INT16, 512)])
+def test_integer_accumulation_is_exact_at_the_extremes(mtype, K):
+    """Worst-case operands (every product at its maximum) over long K: the float32 K-chunked sums stay exact."""
+    spec = mm.MATMUL_TYPES[mtype]
+    M, N = 2, 64
+    lo_a, _ = spec.a.range()
+    lo_b, hi_b = spec.b.range()
+    a = np.full((M, K), lo_a, np.float32)
+    b = np.full((K, N), lo_b, np.float32)
+    b[:, 1::2] = hi_b
+    a[1, ::3] = 1
+    quant = {n: mm.Quant.default() for n in "ABC"}
+    got = mm.compute(a, b, spec, mm.Shape(M, K, N), quant, c.RKNN_QUANT_TYPE_PER_LAYER_SYM, 0)
+    want = a.astype(np.int64) @ b.astype(np.int64)
+    lo, hi = spec.c.range()
+    np.testing.assert_array_equal(got, np.clip(want, lo, hi))
+    assert got.dtype == spec.c.numpy_dtype

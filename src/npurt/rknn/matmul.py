@@ -453,8 +453,7 @@ def rknn_matmul_run(ctx: Any) -> int:
         if _runtime_owned(rec) and rec.buffer.cacheable:
             rec.buffer.sync("to_device")
     a = mm.read_a(raw_a, obj.spec, obj.tiles, shape, obj.AC_layout)
-    b_work = mm.work_dtype(obj.spec.a) if obj.spec.a.is_float else np.dtype(np.float64)
-    b = mm.read_b(raw_b, obj.spec, obj.tiles, shape, obj.B_layout, mm.k_segment(obj.soc), b_work)
+    b = mm.read_b(raw_b, obj.spec, obj.tiles, shape, obj.B_layout, mm.k_segment(obj.soc), mm.work_dtype(obj.spec.b))
     values = mm.compute(a, b, obj.spec, shape, obj.quant, obj.B_quant_type, obj.group_size)
     mm.write_c(raw_c, values, obj.spec, obj.tiles, shape, obj.AC_layout)
     rec_c.buffer.note_device_write()

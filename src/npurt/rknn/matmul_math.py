@@ -307,9 +307,9 @@ def c_perf_to_normal(perf: np.ndarray, M: int, N: int, sub_n: int) -> np.ndarray
 
 
 def work_dtype(dt: DType) -> np.dtype:
-    """Working dtype of an input: float32 for float16 (the NPU accumulates fp16 in fp32), float64 for integers
-    (exact: every accumulation here stays below 2**53)."""
-    return np.dtype(np.float32) if dt.is_float else np.dtype(np.float64)
+    """Working dtype of an input: float32 (float16 values are exact in it and the NPU accumulates fp16 in fp32;
+    int4/int8 values are exact too, and `compute` keeps integer sums exact by accumulating in bounded K-chunks)."""
+    return np.dtype(np.float32)
 
 
 def read_a(raw: np.ndarray, spec: TypeSpec, tiles: Tiles, shape: Shape, AC_layout: int) -> np.ndarray:
@@ -409,38 +409,59 @@ def _broadcast_b(values: np.ndarray, shape: Shape, B_quant_type: int, group_size
     return np.repeat(groups, group_size, axis=0)
 
 
+_EXACT_F32 = 1 << 24          # integers up to 2**24 are exact in float32
+
+
+def _exact_matmul(a: np.ndarray, b: np.ndarray, bound: int) -> np.ndarray:
+    """Exact A·B (float64) of integer-valued float32 operands whose products are at most `bound` in magnitude:
+    float32 BLAS over K-chunks short enough that every partial sum stays below 2**24, summed in float64."""
+    K = a.shape[1]
+    step = max(1, _EXACT_F32 // max(1, bound))
+    if step >= K:
+        return np.matmul(a, b).astype(np.float64)
+    acc = np.zeros((a.shape[0], b.shape[1]), dtype=np.float64)
+    for k0 in range(0, K, step):
+        acc += np.matmul(a[:, k0:k0 + step], b[k0:k0 + step])
+    return acc
+
+
+def _magnitude(dt: DType, zp: np.ndarray) -> int:
+    """Largest |q - zp| of an integer operand."""
+    lo, hi = dt.range()
+    z = int(np.abs(zp).max()) if zp.size else 0
+    return max(-lo, hi) + z
+
+
 def compute(a: np.ndarray, b: np.ndarray, spec: TypeSpec, shape: Shape, quant: dict[str, Quant],
             B_quant_type: int, group_size: int) -> np.ndarray:
-    """C values in C's numpy dtype from logical A [M, K] (stored dtype) and B [K, N] (working dtype).
+    """C values in C's numpy dtype from logical A [M, K] and B [K, N] (both float32, see `work_dtype`).
 
-    Integer accumulations run in float64, which is exact here (|acc| < 2**53). float16 inputs accumulate in
-    float32, like the NPU. Outputs are rounded half to even and saturated.
+    float16 inputs accumulate in float32, like the NPU. Integer accumulations are exact (`_exact_matmul`);
+    per-layer / per-channel scales are applied to the exact sums, per-group ones to B before a float64 product.
+    Outputs are rounded half to even and saturated.
     """
     qa, qb, qc = quant["A"], quant["B"], quant["C"]
     out_dt = spec.c.numpy_dtype
     if spec.a.is_float and spec.b.is_float:                         # fp16 x fp16, fp32 accumulation
-        return np.matmul(a, b.astype(np.float32, copy=False)).astype(out_dt)
-    work = a.dtype
-    a_work = a
-    if not spec.a.is_float and qa.zp.size and qa.zp[0]:
-        a_work = a - float(qa.zp[0])
-    zp_b = _broadcast_b(qb.zp_or_zero.astype(np.float64), shape, B_quant_type, group_size)
-    if np.any(zp_b):
-        b = b - zp_b.astype(b.dtype)
-    if spec.c.is_float:                                            # dequantised result
-        s_b = _broadcast_b(qb.scale.astype(np.float64), shape, B_quant_type, group_size)
-        b_real = (b * s_b).astype(work, copy=False)
-        acc = np.matmul(a_work.astype(work, copy=False), b_real)
-        if not spec.a.is_float:
-            acc = acc * float(qa.scale[0])
-        return acc.astype(out_dt)
-    acc = np.matmul(a_work, b.astype(np.float64, copy=False))      # exact integer accumulation
+        return np.matmul(a, b).astype(out_dt)
+    zp_a = float(qa.zp[0]) if not spec.a.is_float and qa.zp.size else 0.0
+    a_c = a - np.float32(zp_a) if zp_a else a
+    zp_b = _broadcast_b(qb.zp_or_zero.astype(np.float32), shape, B_quant_type, group_size)
+    b_c = b - zp_b if np.any(zp_b) else b
+    s_b = _broadcast_b(qb.scale.astype(np.float64), shape, B_quant_type, group_size)
+    if spec.a.is_float:                                             # fp16 x int8/int4: dequantised B
+        return np.matmul(a_c, (b_c * s_b).astype(np.float32)).astype(out_dt)
+    sa = float(qa.scale[0])
+    if s_b.shape[0] > 1:                                            # per-group B (float output only)
+        return (np.matmul(a_c.astype(np.float64), b_c * s_b) * sa).astype(out_dt)
+    acc = _exact_matmul(a_c, b_c, _magnitude(spec.a, qa.zp) * _magnitude(spec.b, qb.zp))
+    if spec.c.is_float:
+        return (acc * (sa * s_b)).astype(out_dt)
     if spec.c is _I8:
-        s_b = _broadcast_b(qb.scale.astype(np.float64), shape, B_quant_type, group_size)
-        real = acc * (float(qa.scale[0]) * s_b) / float(qc.scale[0])
+        real = acc * (sa * s_b) / float(qc.scale[0])
         q = np.rint(real) + float(qc.zp_or_zero[0])
         return np.clip(q, -128, 127).astype(np.int8)
-    if spec.c is _I32 and qb.scale.size > 1:
+    if spec.c is _I32 and qb.scale.size > 1:                        # per-channel scale normalisation
         s = qb.scale.astype(np.float64)
         acc = np.rint(acc * (s / s.max()).reshape(1, -1))
     lo, hi = spec.c.range()
