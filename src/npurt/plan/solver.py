@@ -7,8 +7,10 @@
 2. If the best arena is above the target (the capacity, or the lower bound when there is none) and
    the problem is small enough, the exact canonical search of `npurt.plan.search` looks for a plan
    at the target.
-3. Remaining time goes to a hill climb over placement orders: buffers that end at the arena top
-   are moved earlier in the order, and a move is kept when the arena does not grow.
+3. Remaining time improves the best plan: mirror it in address space and re-place every buffer
+   lowest-first in mirrored-offset order (never raises a buffer, so never worse) until that stalls,
+   then hill-climb over placement orders: a buffer that ends at the arena top moves earlier in the
+   order, and the move is kept when the arena does not grow.
 Every returned plan passes `check.violations`.
 """
 from __future__ import annotations
@@ -148,24 +150,21 @@ def _improve(a: Arrays, offsets: np.ndarray, order: np.ndarray, arena: int, targ
         if new < best_arena:
             best, best_arena, how = offsets, new, "compact"
     if best_arena > target and time.perf_counter() + 3 * last < deadline:
-        climbed, new = _hill_climb(a, order, best_arena, target, deadline, seed)
+        climbed, new = _hill_climb(a, order, target, deadline, seed)
         if new < best_arena:
             best, best_arena, how = climbed, new, "climb"
     return best, best_arena, how
 
 
-def _hill_climb(a: Arrays, order: np.ndarray, arena: int, target: int, deadline: float,
-                seed: int) -> tuple[np.ndarray, int]:
-    """Move a buffer that reaches the arena top to an earlier place in the order; keep the move when
-    the arena does not grow (plateaus are accepted, so the climb can drift)."""
+def _hill_climb(a: Arrays, order: np.ndarray, target: int, deadline: float, seed: int) -> tuple[np.ndarray, int]:
+    """Best-fit placement of `order`, then: move a buffer that reaches the arena top to an earlier
+    place in the order; keep the move when the arena does not grow (plateaus are accepted, so the
+    climb can drift). Returns the best offsets seen and their arena."""
     rng = random.Random(seed)
     order = order.copy()
-    best_order, best_arena = order.copy(), arena
     offsets = place_in_order(a, order)
     cur = int((offsets + a.size).max())
-    best_offsets = offsets
-    if cur < best_arena:
-        best_arena = cur
+    best_offsets, best_arena = offsets, cur
     last = 0.0
     while time.perf_counter() + last < deadline and best_arena > target:
         t_pass = time.perf_counter()
@@ -186,5 +185,5 @@ def _hill_climb(a: Arrays, order: np.ndarray, arena: int, target: int, deadline:
         if arena_t <= cur:
             order, offsets, cur = trial, offs, arena_t
             if arena_t < best_arena:
-                best_order, best_arena, best_offsets = trial.copy(), arena_t, offs
+                best_arena, best_offsets = arena_t, offs
     return best_offsets, best_arena
