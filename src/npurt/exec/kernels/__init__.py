@@ -155,11 +155,13 @@ def as_f32(x: np.ndarray) -> np.ndarray:
 # Import the op families last: they use `kernel` from this module.
 from npurt.exec.kernels import (  # noqa: E402,F401
     conv,
+    detection,
     elementwise,
     gemm,
     normalization,
-    quant,
     pool,
+    quant,
+    recurrent,
     reduce,
     resize,
     shape,
