@@ -330,3 +330,20 @@ def test_compiled_model_keeps_the_custom_domain(tmp_path):
     again = npurt.load_compiled(cm.to_bytes()) if hasattr(npurt, "load_compiled") else None
     nodes = [n for n in (again or cm).graph.nodes if n.op_type == "cstSigmoid"]
     assert nodes and nodes[0].domain == "rknn.custom"
+
+
+def test_registration_keeps_python_callbacks_alive():
+    """A C port drops its rknn_custom_op after registering (C function pointers are static); the runtime keeps the
+    Python callbacks alive, even if the caller re-assigns the field."""
+    import gc
+    ctx = init(model())
+    op = rknn_custom_op(op_type=b"cstSigmoid", version=1, target=c.RKNN_TARGET_TYPE_CPU)
+    op.compute = RKNN_CUSTOM_OP_CALLBACK(lambda *args: sigmoid_compute(*args))
+    assert rknn_register_custom_ops(ctx, op, 1) == c.RKNN_SUCC
+    op.compute = RKNN_CUSTOM_OP_CALLBACK(lambda *args: -1)
+    del op
+    gc.collect()
+    ret, y = run(ctx, X)
+    assert ret == c.RKNN_SUCC
+    np.testing.assert_allclose(y, reference(X), atol=2e-3)
+    assert rknn_destroy(ctx) == c.RKNN_SUCC

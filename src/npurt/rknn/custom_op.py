@@ -89,12 +89,33 @@ def _catch_callback_errors() -> Iterator[list]:
     previous = sys.unraisablehook
 
     def hook(unraisable: Any) -> None:
-        caught.append(unraisable.exc_value)
+        if "ctypes callback" in (unraisable.err_msg or ""):
+            caught.append(unraisable.exc_value)
+        else:
+            previous(unraisable)
     sys.unraisablehook = hook
     try:
         yield caught
     finally:
         sys.unraisablehook = previous
+
+
+def _referenced_objects(obj: Any) -> list:
+    """Every Python object a ctypes struct (or the array it lives in) keeps alive — its callbacks among them — so
+    a registration can hold them even if the caller drops or re-assigns its struct (C function pointers are
+    static; Python ones must be kept)."""
+    found: list = []
+    base = obj
+    while base is not None:
+        stack = [getattr(base, "_objects", None)]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, dict):
+                stack.extend(x.values())
+            elif x is not None:
+                found.append(x)
+        base = getattr(base, "_b_base_", None)
+    return found
 
 
 @dataclass
@@ -131,6 +152,7 @@ class CustomOpKernel:
     def __init__(self, op: rknn_custom_op, rknn_ctx: Any) -> None:
         self.op = rknn_custom_op()
         ctypes.pointer(self.op)[0] = op              # our own copy: the caller's struct may go away, as in C
+        self._keep = _referenced_objects(op)          # ... but the Python callbacks behind its pointers may not
         self.op_type = _text(op.op_type)
         self.rknn_ctx = rknn_ctx                      # npurt.rknn.api_common.RknnContext
         self.nodes: dict[str, _NodeState] = {}
