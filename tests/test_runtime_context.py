@@ -685,3 +685,37 @@ def test_shared_internal_memory_runs_one_after_the_other(monkeypatch):
     finally:
         a.destroy(), b.destroy()
         big.free()
+
+
+def test_zero_copy_output_as_float32_nc1hwc2_and_int8_requantised():
+    x = image(seed=91)
+    with Context(convnet()) as ctx:
+        oa = ctx.output_attr(0, "native")
+        f32 = dataclasses.replace(oa, type=DType.FLOAT32)
+        bi = ctx.device.alloc(960)
+        bo = ctx.device.alloc(int(np.prod(oa.dims)) * 4)
+        try:
+            ctx.bind(MemRef(bi), dataclasses.replace(ctx.input_attr(0, "native"), type=DType.FLOAT32, w_stride=10))
+            ctx.bind(MemRef(bo), f32)
+            bi.cpu_view(np.float32)[:] = x.transpose(0, 2, 3, 1).reshape(-1)
+            ctx.run()
+            y = nc1hwc2_to_nchw(bo.cpu_view(np.float32, shape=tuple(oa.dims)), 4)
+            np.testing.assert_allclose(y, reference(convnet(), x)[0], atol=ATOL)
+        finally:
+            ctx.destroy()
+            bi.free(), bo.free()
+    cm = int8_convnet()
+    with Context(cm) as ctx:
+        oa = ctx.output_attr(0, "logical")          # INT8 NCHW: the runtime unpacks NC1HWC2 and keeps int8
+        assert oa.type is DType.INT8
+        bi, bo = ctx.device.alloc(960), ctx.device.alloc(oa.n_elems)
+        try:
+            ctx.bind(MemRef(bi), dataclasses.replace(ctx.input_attr(0, "native"), type=DType.FLOAT32, w_stride=10))
+            ctx.bind(MemRef(bo), oa)
+            bi.cpu_view(np.float32)[:] = x.transpose(0, 2, 3, 1).reshape(-1)
+            ctx.run()
+            q = bo.cpu_view(np.int8, shape=Y_SHAPE).astype(np.float32)
+            np.testing.assert_allclose((q - oa.zp) * oa.scale, run_once(cm, [x])[0], atol=1e-5)
+        finally:
+            ctx.destroy()
+            bi.free(), bo.free()

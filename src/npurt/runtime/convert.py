@@ -40,9 +40,7 @@ def required_bytes(user: TensorAttr, native: TensorAttr, shape: Sequence[int], i
     if same_format(user, native) or user.pass_through:
         return native.size_with_stride
     n_elems = math.prod(shape)
-    if user.fmt is Layout.NC1HWC2:
-        if native.fmt is not Layout.NC1HWC2:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {native.name!r}: NC1HWC2 is not available for it")
+    if user.fmt is Layout.NC1HWC2:          # check_format allows it only where the native layout is NC1HWC2
         return user.type.nbytes(math.prod(native.dims))
     if is_input and user.fmt is Layout.NHWC and len(shape) == 4:
         n, c, h, w = shape
@@ -71,15 +69,15 @@ def check_format(user: TensorAttr, native: TensorAttr, shape: Sequence[int], is_
                        f"tensor type : {user.type.value.upper()} not supported for "
                        f"{'input' if is_input else 'output'} {native.name!r}")
     four_d = len(shape) == 4
+    if is_input and user.fmt is Layout.NC1HWC2:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                       f"input {native.name!r}: NC1HWC2 input needs pass_through=1 with the native type")
     if four_d:
         ok = (Layout.NCHW, Layout.NHWC) + ((Layout.NC1HWC2,) if not is_input and native.fmt is Layout.NC1HWC2 else ())
         if user.fmt not in ok and not (user.fmt is native.fmt):
             raise NpuError(ErrorCode.INVALID_ARGUMENT,
                            f"tensor layout : {user.fmt.value} not supported for {native.name!r} "
                            f"(use {', '.join(x.value for x in ok)})")
-        if is_input and user.fmt is Layout.NC1HWC2:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                           f"input {native.name!r}: NC1HWC2 input needs pass_through=1 with the native type")
     elif user.fmt not in (Layout.UNDEFINED, Layout.NCHW, native.fmt):
         raise NpuError(ErrorCode.INVALID_ARGUMENT,
                        f"tensor layout must be: {native.fmt.value}, but is: {user.fmt.value}")

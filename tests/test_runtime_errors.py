@@ -1,0 +1,143 @@
+"""Every documented Context error not covered by the flow tests: its code, its message, and that the context is
+unchanged and usable afterwards."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.memory import open_device
+from npurt.runtime import Context, ContextOptions, InputData, MemRef, load_family
+from npurt.runtime.loader import parse_shape_sets
+from npurt.tensor import DType, Layout
+from test_runtime_models import convnet, dynamic_convnet, image, reference, two_io
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    monkeypatch.delenv("NPURT_SOC", raising=False)
+    monkeypatch.delenv("NPURT_COHERENCE", raising=False)
+    dev = open_device()
+    base = dev.stats().buffers
+    yield
+    assert dev.stats().buffers == base
+    dev.close()
+
+
+def _raises(code: ErrorCode, words: str, call) -> None:
+    with pytest.raises(NpuError) as e:
+        call()
+    assert e.value.code is code, e.value
+    assert words in str(e.value), str(e.value)
+
+
+def test_query_errors():
+    with Context(two_io()) as ctx:
+        _raises(ErrorCode.INVALID_ARGUMENT, "attr kind must be one of", lambda: ctx.input_attr(0, "bogus"))
+        _raises(ErrorCode.INVALID_ARGUMENT, "input index 2 >= input_num 2", lambda: ctx.input_attr(2))
+        _raises(ErrorCode.INVALID_ARGUMENT, "output index 5 >= output_num 2", lambda: ctx.output_attr(5, "native"))
+        _raises(ErrorCode.INVALID_ARGUMENT, "input index -1", lambda: ctx.input_attr(-1))
+    with Context(dynamic_convnet()) as ctx:
+        _raises(ErrorCode.INVALID_ARGUMENT, "input index 1 >= input_num 1", lambda: ctx.dynamic_range(1))
+        _raises(ErrorCode.INVALID_ARGUMENT, "2 shapes given, the model has 1 inputs",
+                lambda: ctx.set_input_shapes([[1, 3, 8, 8], [1, 3, 8, 8]]))
+
+
+def test_option_and_model_errors():
+    _raises(ErrorCode.INVALID_ARGUMENT, "priority must be one of", lambda: Context(convnet(),
+                                                                                   options=ContextOptions(priority="x")))
+    _raises(ErrorCode.INVALID_MODEL, "not a model: dict", lambda: Context({"a": 1}))
+    _raises(ErrorCode.INVALID_MODEL, "empty model", lambda: load_family(memoryview(b""), "rk3588"))
+
+
+@pytest.mark.parametrize("value,words", [("nope", "list of shape sets"), ([], "one shape per input"),
+                                         ([[[1, 3, 8, 8]], [[1, 3, 8, 8], [1, 5]]], "one shape per input"),
+                                         ([[[1, 3, 0, 8]]], "non-positive")])
+def test_dynamic_input_declarations(value, words):
+    _raises(ErrorCode.INVALID_ARGUMENT, words, lambda: parse_shape_sets(value))
+
+
+def test_dynamic_input_given_to_the_context():
+    with Context(dynamic_convnet(with_metadata=False), dynamic_input=[[[1, 3, 8, 8]], [[1, 3, 4, 4]]]) as ctx:
+        assert ctx.family.dynamic and ctx.input_attr(0).dims == [1, 3, 8, 8]
+        x = image((1, 3, 4, 4))
+        ctx.set_input_shapes([[1, 3, 4, 4]])
+        ctx.set_inputs([InputData(0, x, DType.FLOAT32, Layout.NCHW)])
+        ctx.run()
+        np.testing.assert_allclose(ctx.get_outputs()[0], reference(dynamic_convnet(), x)[0], atol=0.02)
+    _raises(ErrorCode.INVALID_ARGUMENT, "shape sets have 2 shapes, the model has 1 inputs",
+            lambda: Context(dynamic_convnet(False), dynamic_input=[[[1, 3, 8, 8], [1, 3, 8, 8]]]))
+    _raises(ErrorCode.INVALID_ARGUMENT, "dynamic shape",
+            lambda: Context(dynamic_convnet(False)))                     # symbolic dims and no shape sets
+
+
+def test_int8_dynamic_models_are_refused():
+    from npurt.runtime.loader import _family_from_onnx
+    _raises(ErrorCode.NOT_SUPPORTED, "must be float", lambda: _family_from_onnx(
+        dynamic_convnet(False), "rk3588", [[(1, 3, 8, 8)]], precision="int8"))
+
+
+@pytest.mark.parametrize("edit,words", [
+    ({"fmt": Layout.NC1HWC2, "type": DType.FLOAT32}, "NC1HWC2 input needs pass_through=1"),
+    ({"fmt": Layout.UNDEFINED, "type": DType.FLOAT32}, "tensor layout : UNDEFINED not supported"),
+    ({"fmt": Layout.NCHW, "pass_through": 1}, "tensor layout must be: NHWC, but is: NCHW (pass_through == 1)"),
+    ({"type": DType.INT4}, "tensor type : INT4 not supported for input"),
+])
+def test_input_format_errors(edit, words):
+    with Context(convnet()) as ctx:
+        buf = ctx.device.alloc(1 << 14)
+        try:
+            _raises(ErrorCode.INVALID_ARGUMENT, words,
+                    lambda: ctx.bind(MemRef(buf), dataclasses.replace(ctx.input_attr(0, "native"), **edit)))
+            assert ctx.io_mode is None and ctx.bindings() == ([None], [None])
+        finally:
+            buf.free()
+
+
+def test_output_format_errors():
+    with Context(two_io()) as ctx:
+        buf = ctx.device.alloc(1 << 14)
+        try:
+            v = ctx.output_attr(1, "native")
+            _raises(ErrorCode.INVALID_ARGUMENT, "tensor layout must be: UNDEFINED, but is: NHWC",
+                    lambda: ctx.bind(MemRef(buf), dataclasses.replace(v, fmt=Layout.NHWC, type=DType.FLOAT32)))
+            _raises(ErrorCode.INVALID_ARGUMENT, "tensor layout must be: UNDEFINED, but is: NC1HWC2",
+                    lambda: ctx.bind(MemRef(buf), dataclasses.replace(v, fmt=Layout.NC1HWC2, type=DType.FLOAT32)))
+        finally:
+            buf.free()
+
+
+def test_general_path_errors():
+    with Context(convnet(), options=ContextOptions(internal_outside=True)) as ctx:
+        ctx.set_inputs([InputData(0, image(), DType.FLOAT32, Layout.NCHW)])
+        _raises(ErrorCode.INVALID_ARGUMENT, "you must call rknn_set_internal_mem before rknn_run", ctx.run)
+    with Context(convnet()) as ctx:
+        _raises(ErrorCode.INVALID_INPUT, "input size -1 is negative",
+                lambda: ctx.set_inputs([InputData(0, image(), DType.FLOAT32, Layout.NCHW, size=-1)]))
+        ctx.set_inputs([InputData(0, image(), DType.FLOAT32, Layout.NCHW)])
+        ctx.run()
+        _raises(ErrorCode.INVALID_OUTPUT, "output index 1 >= output_num 1", lambda: ctx.get_outputs(True, [1]))
+        assert ctx.get_outputs(True, [0])[0].shape == (1, 4, 8, 10)       # still usable
+
+
+def test_general_inputs_warn_when_fewer_than_the_model_has():
+    msgs = []
+    with Context(two_io(), log=lambda lvl, m: msgs.append((lvl, m))) as ctx:
+        ctx.set_inputs([InputData(0, image((1, 3, 6, 6)), DType.FLOAT32, Layout.NCHW)])
+        assert msgs and msgs[0][0] == "warning" and "1 inputs given, the model has 2" in msgs[0][1]
+        _raises(ErrorCode.INVALID_INPUT, "input(z) is not set", ctx.run)
+
+
+def test_destroy_while_another_context_shares_the_weights():
+    a = Context(convnet())
+    b = Context(convnet(), share_weights_with=a)
+    store = a.weight_store
+    a.destroy()
+    assert store.holders == 1 and store.buffer is not None and store.buffer.alive
+    b.set_inputs([InputData(0, image(), DType.FLOAT32, Layout.NCHW)])
+    b.run()
+    b.destroy()
+    assert store.holders == 0 and store.buffer is None
+    _raises(ErrorCode.INVALID_CONTEXT, "has been destroyed", lambda: Context(convnet(), share_weights_with=a))
