@@ -180,3 +180,18 @@ def test_pack_input_quantises_uint8_image_with_mean_std():
         np.array(std, np.float32).reshape(1, 3, 1, 1)
     expect = np.clip(np.rint(norm / attr.scale) + attr.zp, -128, 127).astype(np.int8).transpose(0, 2, 3, 1)
     assert np.array_equal(q, expect)
+
+
+def test_threaded_conversions_match(monkeypatch):
+    from npurt.exec.bind import pcopyto
+    monkeypatch.setenv("NPURT_EXEC_THREADS", "3")
+    src = np.random.default_rng(0).normal(size=(1, 13, 8, 64, 64)).astype(np.float32)
+    dst = np.empty((1, 13, 64, 64, 8), np.float16)
+    pcopyto(dst, src.transpose(0, 1, 3, 4, 2), casting="unsafe")
+    assert np.array_equal(dst, src.transpose(0, 1, 3, 4, 2).astype(np.float16))
+    cm = npurt.compile(mobilenet_v2_like(size=96), precision="fp16")
+    x = np.random.default_rng(1).normal(size=(1, 3, 96, 96)).astype(np.float32)
+    from npurt.exec.executor import run_once
+    threaded = run_once(cm, [x])[0]
+    monkeypatch.setenv("NPURT_EXEC_THREADS", "1")
+    assert np.array_equal(threaded, run_once(cm, [x])[0])
