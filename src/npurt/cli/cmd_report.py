@@ -1,0 +1,79 @@
+"""`npurt report MODEL`: the memory report librknnrt prints at RKNN_LOG_LEVEL=3, without running anything.
+
+The model is compiled for `--soc` (or loaded from `.npurt`), and its memory plan is shown as the seed's table
+(`seeds/rknn-npu-sram.txt`): one row per tensor with its native shape, its `[Start, End)` in the internal arena and
+its SramHit, then the five totals. SRAM is modelled as the runtime places it: the first `--sram` bytes of the
+internal arena (default: all the SRAM the SoC gives the NPU). Addresses are relative to the internal arena; model
+inputs and outputs live in their own buffers (SramHit `\\`). Formatting and totals are `npurt.plan.report`'s.
+`--plot` draws the plan (time x offset, SRAM band shaded).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from npurt.cli._memrows import memory_rows, report_dict
+from npurt.cli._models import load_model
+from npurt.cli._output import make_console, print_json, print_text
+from npurt.errors import ErrorCode, NpuError
+from npurt.memory import page_round
+from npurt.soc import get_profile
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="the RKNN_LOG_LEVEL=3 memory table (SramHit, totals) of a model's plan")
+    p.add_argument("model", help="an .onnx or .npurt file, or a zoo name")
+    p.add_argument("--soc", default="rk3588", help="target SoC (default rk3588)")
+    p.add_argument("--sram", type=int, default=None, metavar="BYTES",
+                   help="SRAM available to the model (default: the SoC's NPU SRAM; 0 for none)")
+    p.add_argument("--quantize", metavar="DATASET|random", help="int8 with this calibration set (default fp16)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--plot", type=Path, metavar="PLAN.png", help="save a time x offset picture of the plan")
+    p.set_defaults(func=run)
+
+
+def plan_problem(compiled):
+    """The compiled plan as the planner's Problem and Solution (for `plot_plan`)."""
+    from npurt.plan import PlanBuffer, Problem, Solution, lower_bound
+    plan = compiled.plan
+    bufs = [PlanBuffer(name, int(plan.lifetimes[name][0]), int(plan.lifetimes[name][1]), int(plan.sizes[name]))
+            for name in plan.offsets]
+    problem = Problem(bufs)
+    solution = Solution(offsets=dict(plan.offsets), arena=int(plan.internal_size), lower_bound=lower_bound(problem),
+                        seconds=0.0, method=plan.method, fits=None)
+    return problem, solution
+
+
+def sram_for(compiled, profile, sram: int | None) -> int:
+    """SRAM bytes the internal arena gets: `sram` (or the SoC's), at most the page-rounded arena."""
+    size = profile.sram_size if sram is None else sram
+    if size < 0:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--sram must be >= 0, got {size}")
+    return min(size, page_round(compiled.internal_size)) if compiled.internal_size else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    console = make_console(quiet=args.json)
+    profile = get_profile(args.soc)
+    compiled = load_model(args.model, profile.name, quantize=args.quantize,
+                          progress=not args.json and console.is_terminal)
+    sram = sram_for(compiled, profile, args.sram)
+    if args.plot:
+        from npurt.plan.report import plot_plan
+        problem, solution = plan_problem(compiled)
+        plot_plan(problem, solution, args.plot, fast_size=sram or None,
+                  title=f"{Path(args.model).name} on {profile.name} ({compiled.precision}): internal arena "
+                        f"{solution.arena:,} B, lower bound {solution.lower_bound:,} B, SRAM {sram:,} B")
+    if args.json:
+        d = report_dict(compiled, sram)
+        d["plot"] = str(args.plot) if args.plot else None
+        print_json(d)
+        return 0
+    from npurt.plan.report import format_memory_table
+    rows, totals = memory_rows(compiled, sram)
+    console.print(f"{args.model} on {profile.name} ({compiled.precision}); [Start End) relative to the internal "
+                  f"arena, whose first {sram:,} bytes are SRAM")
+    print_text(console, format_memory_table(rows, totals, (sram, 0) if sram else None))
+    if args.plot:
+        console.print(f"plan picture saved to {args.plot}")
+    return 0
