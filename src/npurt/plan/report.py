@@ -148,11 +148,11 @@ def plot_plan(problem, solution, path: str | Path, fast_size: int | None = None,
         lo = solution.offsets[b.id]
         hi = lo + b.size
         polys.append([(b.start, lo), (b.end, lo), (b.end, hi), (b.start, hi)])
-    ax.add_collection(PolyCollection(polys, facecolors="tab:blue", edgecolors="black", linewidths=0.2, alpha=0.7))
+    ax.add_collection(PolyCollection(polys, facecolors="tab:blue", edgecolors="black", linewidths=0.2, alpha=0.7, zorder=2))
     t0 = min((b.start for b in problem.buffers), default=0)
     t1 = max((b.end for b in problem.buffers), default=1)
     if fast_size:
-        ax.axhspan(0, fast_size, color="tab:orange", alpha=0.2, label=f"fast memory ({fast_size} B)")
+        ax.axhspan(0, fast_size, color="tab:orange", alpha=0.25, zorder=0, label=f"fast memory ({fast_size} B)")
         ax.legend(loc="upper right")
     ax.axhline(solution.arena, color="red", linewidth=0.8)
     if solution.lower_bound:
