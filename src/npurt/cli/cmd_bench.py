@@ -1,0 +1,142 @@
+"""`npurt bench [--quick] [--only NAME]`: run every benchmark in the repository's `bench/` and print one table.
+
+Each `bench/NAME.py` defines `run(quick: bool = False) -> list[dict]`; this command imports them by file path
+(they are scripts, not part of the installed package), runs them in name order, and prints one row per result
+with its ratio: what the ratio compares is the benchmark's own definition (listed under the table). `bench/` is
+looked for beside the package's source tree (`<repo>/bench`), then in the current directory, or at
+`$NPURT_BENCH_DIR`.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.table import Table
+
+from npurt.cli._output import make_console, print_json
+from npurt.errors import ErrorCode, NpuError
+
+# What each benchmark's ratio means (the key used, and how to read it).
+RATIO_KEYS = {"planner": "solve_ratio"}
+MEANING = {
+    "executor": "npurt time / onnxruntime time, same model and thread count (lower is better)",
+    "layout": "conversion GB/s / np.copyto GB/s of the same bytes (higher is better, 1 = memory bandwidth)",
+    "memory": "npurt time / the same syscalls or copy done directly (lower is better)",
+    "planner": "arena / lower bound (peak live bytes); 1 is optimal",
+    "zero_copy": "see bench/zero_copy.py",
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="run the benchmarks in bench/ and print one table of ratios")
+    p.add_argument("--quick", action="store_true", help="short runs (smaller sizes, fewer repeats)")
+    p.add_argument("--only", action="append", metavar="NAME", help="run only bench/NAME.py (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the rows as one JSON object")
+    p.set_defaults(func=run)
+
+
+def bench_dir() -> Path:
+    """The `bench/` folder: `$NPURT_BENCH_DIR`, beside the source tree, or in the current directory."""
+    env = os.environ.get("NPURT_BENCH_DIR")
+    candidates = [Path(env)] if env else []
+    candidates += [Path(__file__).resolve().parents[3] / "bench", Path.cwd() / "bench"]
+    for c in candidates:
+        if c.is_dir() and any(c.glob("*.py")):
+            return c
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, "no bench/ folder found (looked at "
+                   + ", ".join(str(c) for c in candidates) + "); run from a source checkout or set $NPURT_BENCH_DIR")
+
+
+def available(folder: Path) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+
+
+def load(folder: Path, name: str) -> Any:
+    """Import bench/NAME.py by path (with bench/ on sys.path for its own helpers)."""
+    path = folder / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"npurt_bench_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(folder))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(folder))
+    if not callable(getattr(module, "run", None)):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{path} defines no run(quick) function")
+    return module
+
+
+def case_name(row: dict) -> str:
+    """A readable name for one result row, whatever keys the benchmark uses."""
+    for key in ("name", "instance", "case"):
+        if key in row:
+            return str(row[key])
+    parts = [str(row[k]) for k in ("model", "precision", "mode", "path") if k in row]
+    return " ".join(parts) if parts else "-"
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def details(row: dict, skip: set[str]) -> str:
+    return ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()
+                     if k not in skip and k not in ("name", "instance", "case", "model", "precision"))
+
+
+def run(args: argparse.Namespace) -> int:
+    console = make_console(quiet=args.json)
+    folder = bench_dir()
+    names = available(folder)
+    if args.only:
+        unknown = [n for n in args.only if n not in names]
+        if unknown:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown benchmark(s) {', '.join(unknown)}; "
+                                                       f"available: {', '.join(names)}")
+        names = [n for n in names if n in args.only]
+    results: list[dict] = []
+    timings: dict[str, float] = {}
+    for name in names:
+        console.print(f"running bench/{name}.py{' (quick)' if args.quick else ''} ...")
+        t = time.perf_counter()
+        with console.status(f"bench/{name}.py", spinner="dots") if console.is_terminal else _null():
+            rows = load(folder, name).run(quick=args.quick)
+        timings[name] = time.perf_counter() - t
+        for row in rows:
+            results.append({"bench": name, **row})
+    if args.json:
+        print_json({"quick": args.quick, "seconds": timings, "rows": results})
+        return 0
+    table = Table(title=f"npurt bench{' --quick' if args.quick else ''}", box=box.SIMPLE_HEAD)
+    for col in ("bench", "case", "ratio", "details"):
+        table.add_column(col, justify="right" if col == "ratio" else "left", overflow="fold")
+    for row in results:
+        key = RATIO_KEYS.get(row["bench"], "ratio")
+        ratio = row.get(key)
+        table.add_row(row["bench"], case_name(row), "-" if ratio is None else f"{ratio:.3f}",
+                      details(row, {"bench", key}))
+    console.print(table)
+    for name in names:
+        console.print(f"  {name}: ratio = {MEANING.get(name, 'see bench/' + name + '.py')} "
+                      f"[{timings[name]:.1f} s]")
+    return 0
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
