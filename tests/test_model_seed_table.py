@@ -1,0 +1,54 @@
+"""The int8 MobileNet v1 of seeds/rknn-npu-sram.txt: npurt's native shapes and internal tensor sizes equal the
+vendor's memory table wherever the vendor uses C1 = ceil(C / C2) (the table also shows unexplained larger C1
+values — output4, output48, output50.. — which no documented rule produces; npurt does not imitate them)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import npurt
+from npurt.model.zoo import mobilenet_v1
+from npurt.tensor import DType, Layout
+
+# (tensor, logical shape, native shape, size) rows of the seed table with C1 = ceil(C/16)
+SEED_ROWS = [
+    ("output2", (1, 32, 112, 112), (1, 2, 112, 112, 16), 0x62000),
+    ("output6", (1, 64, 112, 112), (1, 4, 112, 112, 16), 0xC4000),
+    ("output8", (1, 64, 56, 56), (1, 4, 56, 56, 16), 0x31000),
+    ("output10", (1, 128, 56, 56), (1, 8, 56, 56, 16), 0x62000),
+    ("output16", (1, 128, 28, 28), (1, 8, 28, 28, 16), 0x18800),
+    ("output18", (1, 256, 28, 28), (1, 16, 28, 28, 16), 0x31000),
+    ("output24", (1, 256, 14, 14), (1, 16, 14, 14, 16), 0xC400),
+    ("output26", (1, 512, 14, 14), (1, 32, 14, 14, 16), 0x18800),
+]
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    x = np.random.default_rng(0).normal(size=(1, 3, 224, 224)).astype(np.float32)
+    return npurt.compile(mobilenet_v1(), soc="rk3588", quantize=[x], progress=False)
+
+
+@pytest.mark.parametrize("name,shape,native,size", SEED_ROWS)
+def test_internal_tensor_matches_seed_row(compiled, name, shape, native, size):
+    st = compiled.storage[name]
+    assert st.dtype is DType.INT8 and st.layout is Layout.NC1HWC2
+    assert st.shape == shape and st.dims == native
+    assert st.size == size and compiled.plan.sizes[name] == size
+    assert compiled.graph.nodes[compiled.graph.tensors[name].producer].display_type == "ConvRelu"
+
+
+def test_input_row_and_io_outside_arena(compiled):
+    attr = compiled.native_input_attrs[0]
+    assert attr.size_with_stride == 0x24C00               # seed: input0 (1,3,224,224) -> 0x24c00 bytes
+    assert attr.fmt is Layout.NHWC and attr.dims == [1, 224, 224, 3]
+    assert "input0" not in compiled.plan.offsets
+    for out in compiled.graph.outputs:
+        assert out not in compiled.plan.offsets
+
+
+def test_arena_is_at_most_the_vendors(compiled):
+    # the seed reports Total Internal Memory Size 2157568 for this network
+    assert compiled.internal_size <= 2157568
+    assert compiled.plan.internal_size >= compiled.plan.lower_bound
+    assert all(off % 1024 == 0 for off in compiled.plan.offsets.values())
