@@ -347,3 +347,27 @@ def test_registration_keeps_python_callbacks_alive():
     assert ret == c.RKNN_SUCC
     np.testing.assert_allclose(y, reference(X), atol=2e-3)
     assert rknn_destroy(ctx) == c.RKNN_SUCC
+
+
+def test_zero_copy_flow_with_a_custom_op():
+    """rknn_create_mem / rknn_set_io_mem (FLOAT32 NCHW input and output) around a model with a custom op."""
+    from npurt.rknn.api import mem_view, rknn_create_mem, rknn_destroy_mem, rknn_query, rknn_set_io_mem
+    from npurt.rknn.structs import rknn_tensor_attr
+    ctx = init(model())
+    ops, keep = cpu_op(compute=sigmoid_compute)
+    assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
+    attrs = []
+    for cmd in (c.RKNN_QUERY_INPUT_ATTR, c.RKNN_QUERY_OUTPUT_ATTR):
+        a = rknn_tensor_attr(index=0)
+        assert rknn_query(ctx, cmd, a, ctypes.sizeof(a)) == c.RKNN_SUCC
+        a.type, a.fmt = c.RKNN_TENSOR_FLOAT32, c.RKNN_TENSOR_NCHW
+        attrs.append(a)
+    mems = [rknn_create_mem(ctx, a.n_elems * 4) for a in attrs]
+    for mem, a in zip(mems, attrs):
+        assert rknn_set_io_mem(ctx, mem, a) == c.RKNN_SUCC
+    mem_view(mems[0], np.float32)[:] = X.reshape(-1)
+    assert rknn_run(ctx, None) == c.RKNN_SUCC
+    np.testing.assert_allclose(mem_view(mems[1], np.float32).reshape(SHAPE), reference(X), atol=2e-3)
+    for mem in mems:
+        assert rknn_destroy_mem(ctx, mem) == c.RKNN_SUCC
+    assert rknn_destroy(ctx) == c.RKNN_SUCC
