@@ -272,9 +272,9 @@ class CustomOpKernel:
             try:
                 builtin = get_kernel(node.op_type)
             except NpuError:
-                raise NpuError(ErrorCode.NOT_SUPPORTED,
-                               f"custom op {self.op_type} (node {node.name!r}): init returned "
-                               f"RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE but npurt has no built-in {node.op_type}") from None
+                raise NpuError(ErrorCode.NOT_SUPPORTED, f"custom op {self.op_type} (node {node.name!r}): init returned "
+                                                        f"RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE but npurt has no "
+                                                        f"built-in {node.op_type}") from None
             return builtin(inputs, attrs)
         present = [np.asarray(x) for x in inputs if x is not None]
         tensors = self._graph().tensors

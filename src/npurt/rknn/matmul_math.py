@@ -42,9 +42,10 @@ from npurt.rknn import constants as c
 from npurt.tensor.dtypes import DType
 
 __all__ = [
-    "TypeSpec", "MATMUL_TYPES", "SOC_TYPES", "Tiles", "Shape", "Quant", "tiles_for", "k_segment", "check_info",
-    "operand_attrs", "work_dtype", "normalised_b_scale", "pack_int4", "unpack_int4", "b_normal_to_native", "b_native_to_normal", "a_normal_to_perf",
-    "c_perf_to_normal", "read_a", "read_b", "write_c", "compute", "check_quant", "RKNN_TYPE",
+    "TypeSpec", "MATMUL_TYPES", "SOC_TYPES", "RKNN_TYPE", "Tiles", "Shape", "Quant", "tiles_for", "k_segment",
+    "check_info", "check_shape", "operand_attrs", "work_dtype", "pack_int4", "unpack_int4", "b_normal_to_native",
+    "b_native_to_normal", "a_normal_to_perf", "c_perf_to_normal", "read_a", "read_b", "write_c", "check_quant",
+    "compute", "normalised_b_scale",
 ]
 
 MAX_K_SINGLE_CORE = 10240      # header: "K max: k <= 10240" (RK3588/RK3576 go beyond it by K-segmentation)
