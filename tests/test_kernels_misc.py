@@ -64,3 +64,24 @@ def test_quantize_dequantize_roundtrip(single_node, run_ort, axis):
     np.testing.assert_array_equal(got_q, want_q)
     dq = single_node("DequantizeLinear", {"q": want_q}, {"s": np.asarray(scale), "z": np.asarray(zp)}, **kw)
     np.testing.assert_allclose(run_reference(dq, {"q": want_q})["y0"], run_ort(dq, {"q": want_q})[0], rtol=1e-6)
+
+
+def test_qlinear_conv_per_channel(single_node, run_ort):
+    x = rng.integers(0, 255, (1, 4, 9, 9)).astype(np.uint8)
+    w = rng.integers(-127, 127, (6, 4, 3, 3)).astype(np.int8)
+    consts = {"xs": np.array(0.02, np.float32), "xz": np.array(128, np.uint8), "w": w,
+              "ws": rng.uniform(0.001, 0.01, 6).astype(np.float32), "wz": np.zeros(6, np.int8),
+              "ys": np.array(0.05, np.float32), "yz": np.array(100, np.uint8),
+              "b": rng.integers(-500, 500, 6).astype(np.int32)}
+    model = single_node("QLinearConv", {"x": x}, consts, out_types=[TensorProto.UINT8], pads=[1, 1, 1, 1])
+    got = run_reference(model, {"x": x})["y0"]
+    want = run_ort(model, {"x": x})[0]
+    assert np.abs(got.astype(int) - want.astype(int)).max() <= 1  # ORT requantises in float32
+
+
+def test_conv_integer_exact(single_node, run_ort):
+    x = rng.integers(0, 255, (1, 3, 8, 8)).astype(np.uint8)
+    w = rng.integers(0, 255, (5, 3, 3, 3)).astype(np.uint8)
+    model = single_node("ConvInteger", {"x": x}, {"w": w, "xz": np.array(7, np.uint8), "wz": np.array(100, np.uint8)},
+                        out_types=[TensorProto.INT32])
+    np.testing.assert_array_equal(run_reference(model, {"x": x})["y0"], run_ort(model, {"x": x})[0])

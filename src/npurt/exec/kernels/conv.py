@@ -1,9 +1,11 @@
 """Conv and ConvTranspose (1-D, 2-D, 3-D; groups, depthwise, dilations, strides, pads, auto_pad).
 
-Conv is im2col into a reused per-thread scratch buffer plus one float32 ``np.matmul`` per
-group batch, so the work lands in BLAS. Two fast paths skip im2col: 1x1 convolutions are a plain
-matmul, depthwise convolutions are a sum of shifted slices times per-channel weights. The only
-Python loops run over kernel offsets (e.g. 9 for 3x3), never over pixels or channels.
+Conv is im2col (straight from the unpadded input) into a reused per-thread scratch buffer plus
+one float32 ``np.matmul``, so the work lands in BLAS. 1x1 convolutions skip im2col (a plain
+matmul); depthwise convolutions use per-channel im2col and a batched matmul in L2-sized channel
+blocks. The only Python loops run over kernel taps (e.g. 9 for 3x3) and channel blocks, never over
+pixels. `conv_nd` keeps its input dtype, so the integer ops (ConvInteger, QLinearConv) can run
+it in float64, which is exact for int8/uint8 products.
 """
 from __future__ import annotations
 
@@ -18,12 +20,15 @@ from npurt.exec.kernels import apply_activation, as_f32, kernel
 _tls = threading.local()
 
 
-def _scratch(n: int) -> np.ndarray:
-    """A float32 scratch vector of `n` elements, reused per thread (never returned to callers)."""
-    buf = getattr(_tls, "buf", None)
+def _scratch(n: int, dtype=np.float32) -> np.ndarray:
+    """A scratch vector of `n` elements, reused per thread and dtype (never returned to callers)."""
+    bufs = getattr(_tls, "bufs", None)
+    if bufs is None:
+        bufs = _tls.bufs = {}
+    dtype = np.dtype(dtype)
+    buf = bufs.get(dtype)
     if buf is None or buf.size < n:
-        buf = np.empty(max(n, 1), np.float32)
-        _tls.buf = buf
+        buf = bufs[dtype] = np.empty(max(n, 1), dtype)
     return buf[:n]
 
 
@@ -99,8 +104,12 @@ def _finish(y: np.ndarray, b: np.ndarray | None, attrs: dict[str, Any]) -> np.nd
 @kernel("Conv")
 def conv(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     """ONNX Conv (any number of spatial dims) with optional fused activation."""
-    x, w = as_f32(inputs[0]), as_f32(inputs[1])
     b = inputs[2] if len(inputs) > 2 else None
+    return [_finish(conv_nd(as_f32(inputs[0]), as_f32(inputs[1]), attrs), b, attrs)]
+
+
+def conv_nd(x: np.ndarray, w: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
+    """Convolution without bias of `x` (N, C, *spatial) by `w` (M, C/group, *kernel), in x's dtype."""
     k_shape = list(attrs.get("kernel_shape") or w.shape[2:])
     group = int(attrs.get("group", 1))
     strides, dil, pb, pe, out = _conv_geometry(x.shape, k_shape, attrs)
@@ -113,22 +122,21 @@ def conv(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     if k_size == 1 and not any(pb) and not any(pe):  # 1x1: plain matmul, no im2col
         xs = x[(Ellipsis,) + tuple(slice(None, None, s) for s in strides)] if any(s != 1 for s in strides) else x
         xs = xs.reshape(n, group, cg, n_out)
-        y = np.matmul(w.reshape(group, mg, cg), xs).reshape((n, m) + tuple(out))
-        return [_finish(y, b, attrs)]
+        return np.matmul(w.reshape(group, mg, cg), xs).reshape((n, m) + tuple(out))
 
     offsets = list(itertools.product(*(range(k) for k in k_shape)))
     if group == c and cg == 1 and group > 1:  # depthwise: shifted slices times per-channel weights
-        return [_finish(_depthwise(x, w, offsets, dil, strides, pb, out), b, attrs)]
+        return _depthwise(x, w, offsets, dil, strides, pb, out)
 
     # im2col: cols[n, c, tap, pixels] straight from the unpadded input, then one GEMM.
-    cols = _scratch(n * c * k_size * n_out).reshape((n, c, k_size) + tuple(out))
+    cols = _scratch(n * c * k_size * n_out, x.dtype).reshape((n, c, k_size) + tuple(out))
     for t, off in enumerate(offsets):
         _fill_tap(cols[:, :, t], x, off, dil, strides, pb)
     if n == 1 and group == 1:  # the common case: one plain 2-D GEMM
         y = np.matmul(w.reshape(m, c * k_size), cols.reshape(c * k_size, n_out))
     else:
         y = np.matmul(w.reshape(group, mg, cg * k_size), cols.reshape(n, group, cg * k_size, n_out))
-    return [_finish(y.reshape((n, m) + tuple(out)), b, attrs)]
+    return y.reshape((n, m) + tuple(out))
 
 
 _DW_BLOCK = 1 << 18  # floats of depthwise im2col per channel block (1 MiB): stays in L2
@@ -144,9 +152,9 @@ def _depthwise(x: np.ndarray, w: np.ndarray, offsets, dil, strides, pb, out) -> 
     k_size = len(offsets)
     n_out = int(np.prod(out))
     wk = w.reshape(c, mult, k_size)
-    y = np.empty((n, c, mult, n_out), np.float32)
+    y = np.empty((n, c, mult, n_out), x.dtype)
     cb = max(1, min(c, _DW_BLOCK // max(1, n * k_size * n_out)))
-    scratch = _scratch(n * cb * k_size * n_out)
+    scratch = _scratch(n * cb * k_size * n_out, x.dtype)
     for c0 in range(0, c, cb):
         c1 = min(c, c0 + cb)
         cols = scratch[: n * (c1 - c0) * k_size * n_out].reshape((n, c1 - c0, k_size) + tuple(out))
