@@ -53,7 +53,13 @@ class WeightStore:
                            f"weight memory size must be >= {self.size}, but is: {ref.size}")
         ref.require_alive("weight memory")
         if self.size:
-            np.copyto(ref.device_u8()[:self.size], self.blob.reshape(-1).view(np.uint8))
+            blob = self.blob.reshape(-1).view(np.uint8)
+            np.copyto(ref.device_u8()[:self.size], blob)
+            # The runtime writes the weights as the CPU would: the CPU's side holds them too (strict mode keeps a
+            # separate CPU view), so a user's cache flush of the weight memory (demo §4.6) does not clobber them.
+            cpu = ref.buffer.cpu_view(np.uint8, offset=ref.offset, nbytes=self.size)
+            if not np.shares_memory(cpu, ref.device_u8()):
+                np.copyto(cpu, blob)
         self.ref = ref
 
     def view(self) -> np.ndarray:
