@@ -261,3 +261,18 @@ def test_live_context_is_gated_by_its_own_soc(monkeypatch):
         assert rknn_matmul_set_core_mask(ctx, c.RKNN_NPU_CORE_2) == 0
     finally:
         assert rknn_matmul_destroy(ctx) == 0
+
+
+def test_get_quant_params_validates_scale_before_writing(capfd):
+    ret, ctx, io = _create(M=2, K=32, N=32, type=I8_I32)
+    try:
+        out = rknn_quant_params(name=b"untouched")
+        _expect_error(capfd, rknn_matmul_get_quant_params(ctx, out, "not a float*"), PARAM, "float*")
+        assert out.name == b"untouched" and out.scale_len == 0
+        arr = np.zeros(1, np.float32)
+        assert rknn_matmul_get_quant_params(ctx, out, arr) == 0 and arr[0] == 1.0      # default scale 1.0
+        first = out.scale
+        assert rknn_matmul_get_quant_params(ctx, rknn_quant_params(), ctypes.c_float()) == 0
+        assert first[0] == 1.0                                # earlier results stay valid
+    finally:
+        assert rknn_matmul_destroy(ctx) == 0

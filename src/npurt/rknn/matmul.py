@@ -345,20 +345,25 @@ def rknn_matmul_set_quant_params(ctx: Any, params: Any) -> int:
     return c.RKNN_SUCC
 
 
-def _store_float(out: Any, value: float) -> None:
-    """Write a float into a C `float*` out-parameter (c_float, pointer, byref, ctypes array or numpy array)."""
+def _float_target(out: Any) -> Any:
+    """Where a C `float*` out-parameter points: a ctypes float, array or numpy array to write element 0 of."""
     inner = getattr(out, "_obj", None)
     target = out if inner is None else inner
     if isinstance(target, ctypes._Pointer):
         target = target.contents
+    if isinstance(target, (ctypes.Array, ctypes.c_float, ctypes.c_double)) or \
+            (isinstance(target, np.ndarray) and target.size >= 1 and target.dtype.kind == "f"):
+        return target
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"scale must be a float*, got {type(out).__name__}")
+
+
+def _store_float(target: Any, value: float) -> None:
     if isinstance(target, ctypes.Array):
         target[0] = value
-    elif isinstance(target, np.ndarray) and target.size >= 1:
+    elif isinstance(target, np.ndarray):
         target.reshape(-1)[0] = value
-    elif hasattr(target, "value"):
-        target.value = value
     else:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"scale must be a float*, got {type(out).__name__}")
+        target.value = value
 
 
 @_mirror("rknn_matmul_get_quant_params")
@@ -371,16 +376,17 @@ def rknn_matmul_get_quant_params(ctx: Any, params: Any, scale: Any) -> int:
         raise NpuError(ErrorCode.INVALID_ARGUMENT,
                        f"only RKNN_INT8_MM_INT8_TO_INT32 is supported, the context is {obj.spec.name}")
     p = _struct(params, rknn_quant_params, "params")
+    out = _float_target(scale)                        # validated before anything is written
     q = obj.quant["B"]
     scales = (ctypes.c_float * q.scale.size)(*q.scale.tolist())
     zps = (ctypes.c_int32 * max(1, q.zp.size))(*(q.zp.tolist() or [0]))
-    obj._exported[:] = [scales, zps]
+    obj._exported += [scales, zps]                   # valid until the context is destroyed
     p.name = b"B"
     p.scale = ctypes.cast(scales, ctypes.POINTER(ctypes.c_float))
     p.scale_len = q.scale.size
     p.zp = ctypes.cast(zps, ctypes.POINTER(ctypes.c_int32))
     p.zp_len = q.zp.size
-    _store_float(scale, mm.normalised_b_scale(q))
+    _store_float(out, mm.normalised_b_scale(q))
     return c.RKNN_SUCC
 
 
