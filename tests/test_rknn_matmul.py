@@ -425,3 +425,35 @@ def test_pointer_and_byref_arguments(monkeypatch):
         assert rknn_matmul_set_core_mask(ctx.value, c.RKNN_NPU_CORE_0) == 0          # a plain int handle too
     finally:
         assert rknn_matmul_destroy(ctx) == 0
+
+
+def test_threads_running_contexts_concurrently(monkeypatch):
+    """Several threads run their own contexts and one shared context; every result stays exact."""
+    import threading
+    M, K, N = 4, 64, 32
+    spec = mm.MATMUL_TYPES[c.RKNN_INT8_MM_INT8_TO_INT32]
+    monkeypatch.setenv("NPURT_SOC", "rk3588")
+    rng = np.random.default_rng(12)
+    a, b = operands(spec, M, K, N, rng)
+    want = a.astype(np.int64) @ b.astype(np.int64)
+    contexts = []
+    for _ in range(3):
+        ctx, info, io = _context(monkeypatch, "rk3588", M=M, K=K, N=N, type=spec.value)
+        contexts.append((ctx, io, _bind(ctx, io, a, b)))
+    errors = []
+
+    def worker(ctx, io, mems):
+        for _ in range(20):
+            if rknn_matmul_run(ctx) != 0:
+                errors.append("run failed")
+            elif not np.array_equal(read(mems[2], io.C.size, np.int32).reshape(M, N), want):
+                errors.append("wrong result")
+
+    threads = [threading.Thread(target=worker, args=contexts[i % 3]) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for ctx, _, _ in contexts:
+        assert rknn_matmul_destroy(ctx) == 0
+    assert not errors

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -150,6 +151,7 @@ class MatmulContext:
     handle: int = 0
     runs: int = 0
     _exported: list = field(default_factory=list)   # ctypes arrays handed out by get_quant_params
+    lock: threading.Lock = field(default_factory=threading.Lock)   # one run at a time; destroy waits for it
 
     @property
     def shape(self) -> mm.Shape | None:
@@ -271,8 +273,9 @@ def rknn_matmul_create_dynamic_shape(ctx: Any, info: Any, shape_num: int, dynami
 def rknn_matmul_destroy(ctx: Any) -> int:
     """Destroy the context (and any rknn_tensor_mem still created with it). The handle is never valid again."""
     obj = _get_ctx(ctx, "rknn_matmul_destroy")
-    if handles.contexts.remove(obj.handle) is not obj:
-        raise NpuError(ErrorCode.INVALID_CONTEXT, "matmul context already destroyed")
+    with obj.lock:
+        if handles.contexts.remove(obj.handle) is not obj:
+            raise NpuError(ErrorCode.INVALID_CONTEXT, "matmul context already destroyed")
     obj.bindings.clear()
     obj._exported.clear()
     leaked = handles.mems.release_owned_by(obj.handle)
@@ -440,8 +443,16 @@ def _runtime_owned(record: handles.MemRecord) -> bool:
 
 @_mirror("rknn_matmul_run")
 def rknn_matmul_run(ctx: Any) -> int:
-    """C = A · B for the current shape, from and into the bound memory (blocking)."""
+    """C = A · B for the current shape, from and into the bound memory (blocking; runs of one context are
+    serialised)."""
     obj = _get_ctx(ctx, "rknn_matmul_run")
+    with obj.lock:
+        if handles.contexts.get(obj.handle, "matmul") is not obj:
+            raise NpuError(ErrorCode.INVALID_CONTEXT, "matmul context destroyed")
+        return _run(obj)
+
+
+def _run(obj: MatmulContext) -> int:
     shape = obj.shape
     if shape is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "no shape set: call rknn_matmul_set_dynamic_shape first")
