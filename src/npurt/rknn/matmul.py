@@ -35,6 +35,8 @@ Decisions (see also `matmul_math`'s module doc):
 - Dynamic shape: `rknn_matmul_set_dynamic_shape` must pick one of the created shapes before the first run.
   Bindings survive a shape change; at run each bound memory must be large enough for the current shape.
 - `iommu_domain_id` must be >= 0 and is recorded; npurt has one device address space per SoC.
+- Threads: runs of one context are serialised (a lock; `rknn_matmul_destroy` waits for a running one); different
+  contexts run in parallel. A live context keeps the SoC it was created on, whatever `$NPURT_SOC` says later.
 """
 from __future__ import annotations
 
