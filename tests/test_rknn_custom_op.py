@@ -371,3 +371,49 @@ def test_zero_copy_flow_with_a_custom_op():
     for mem in mems:
         assert rknn_destroy_mem(ctx, mem) == c.RKNN_SUCC
     assert rknn_destroy(ctx) == c.RKNN_SUCC
+
+
+def test_weights_several_outputs_and_integer_types():
+    """A 2-D custom op with a weight input and two outputs (float32 and int64): every tensor reaches the callback
+    (weights too), fmt UNDEFINED for non-4-D tensors, integer outputs keep their type."""
+    from onnx import numpy_helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])
+    idx = helper.make_tensor_value_info("i", TensorProto.INT64, [2])
+    w = numpy_helper.from_array(np.arange(1, 6, dtype=np.float32), "w")
+    g = helper.make_graph([helper.make_node("cstScaleArgmax", ["x", "w"], ["y", "i"], name="c0", domain="my.ops")],
+                          "g", [x], [y, idx], initializer=[w])
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                               helper.make_opsetid("my.ops", 1)]).SerializeToString()
+    seen = {}
+
+    def compute(op_ctx, ins, n_in, outs, n_out):
+        seen["types"] = ([ins[k].attr.type for k in range(n_in)], [outs[k].attr.type for k in range(n_out)])
+        seen["fmt"] = ins[0].attr.fmt
+        xv = addr_view(ins[0].mem.virt_addr, ins[0].attr.size, np.float32).reshape(2, 5)
+        wv = addr_view(ins[1].mem.virt_addr, ins[1].attr.size, np.float32)
+        yv = addr_view(outs[0].mem.virt_addr, outs[0].attr.size, np.float32).reshape(2, 5)
+        iv = addr_view(outs[1].mem.virt_addr, outs[1].attr.size, np.int64)
+        yv[:] = xv * wv
+        iv[:] = np.argmax(yv, axis=1)
+        return 0
+
+    ctx = init(data)
+    ops, keep = cpu_op("cstScaleArgmax", compute=compute)
+    assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
+    xv = np.random.default_rng(1).standard_normal((2, 5)).astype(np.float32)
+    inp = rknn_input(index=0, buf=xv.ctypes.data, size=xv.nbytes, type=c.RKNN_TENSOR_FLOAT32,
+                     fmt=c.RKNN_TENSOR_UNDEFINED)
+    assert rknn_inputs_set(ctx, 1, [inp]) == c.RKNN_SUCC
+    assert rknn_run(ctx, None) == c.RKNN_SUCC
+    outs = (rknn_output * 2)()
+    for k in range(2):
+        outs[k].index, outs[k].want_float = k, 1
+    assert rknn_outputs_get(ctx, 2, outs, None) == c.RKNN_SUCC
+    want = xv * np.arange(1, 6, dtype=np.float32)
+    np.testing.assert_allclose(output_view(outs[0]).reshape(2, 5), want, atol=1e-2)
+    np.testing.assert_array_equal(output_view(outs[1], np.int64), np.argmax(want, axis=1))
+    assert rknn_outputs_release(ctx, 2, outs) == c.RKNN_SUCC
+    assert seen["types"] == ([c.RKNN_TENSOR_FLOAT32] * 2, [c.RKNN_TENSOR_FLOAT32, c.RKNN_TENSOR_INT64])
+    assert seen["fmt"] == c.RKNN_TENSOR_UNDEFINED
+    assert rknn_destroy(ctx) == c.RKNN_SUCC
