@@ -337,3 +337,10 @@ def bit_shift(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
 @kernel("Det")
 def det(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     return [np.linalg.det(inputs[0].astype(np.float64)).astype(np.float32)]
+
+
+@kernel("Mish")
+def mish(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """x * tanh(softplus(x)) (YOLOv4-style activation)."""
+    x = as_f32(inputs[0])
+    return [(x * np.tanh(np.logaddexp(np.float32(0), x))).astype(np.float32)]

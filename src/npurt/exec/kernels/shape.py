@@ -241,18 +241,77 @@ def trilu(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     return [np.triu(x, k) if attrs.get("upper", 1) else np.tril(x, k)]
 
 
-@kernel("CumSum")
-def cumsum(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
-    """Cumulative sum along `axis`; `exclusive` shifts by one, `reverse` runs backwards."""
-    x, axis = inputs[0], int(np.asarray(inputs[1]).reshape(-1)[0])
-    if attrs.get("reverse", 0):
-        x = np.flip(x, axis)
-    y = np.cumsum(x, axis=axis, dtype=x.dtype)
-    if attrs.get("exclusive", 0):
-        y = np.concatenate([np.zeros_like(np.take(y, [0], axis=axis)), np.take(y, np.arange(y.shape[axis] - 1), axis=axis)], axis=axis)
-    if attrs.get("reverse", 0):
-        y = np.flip(y, axis)
-    return [np.ascontiguousarray(y)]
+def _cumulative(fn, identity):
+    def run(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+        """Cumulative op along `axis`; `exclusive` shifts by one, `reverse` runs backwards."""
+        x, axis = inputs[0], int(np.asarray(inputs[1]).reshape(-1)[0])
+        if attrs.get("reverse", 0):
+            x = np.flip(x, axis)
+        y = fn(x, axis=axis, dtype=x.dtype)
+        if attrs.get("exclusive", 0):
+            first = np.full_like(np.take(y, [0], axis=axis), identity)
+            y = np.concatenate([first, np.take(y, np.arange(y.shape[axis] - 1), axis=axis)], axis=axis)
+        if attrs.get("reverse", 0):
+            y = np.flip(y, axis)
+        return [np.ascontiguousarray(y)]
+
+    return run
+
+
+kernel("CumSum")(_cumulative(np.cumsum, 0))
+kernel("CumProd")(_cumulative(np.cumprod, 1))
+
+
+@kernel("CenterCropPad")
+def center_crop_pad(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Center-crop or zero-pad `axes` to `shape` (crop start / pad start is the smaller half)."""
+    x, target = inputs[0], _ints(inputs[1])
+    axes = [a % x.ndim for a in attrs.get("axes", range(x.ndim))]
+    out_shape = list(x.shape)
+    for a, t in zip(axes, target):
+        out_shape[a] = t
+    y = np.zeros(out_shape, x.dtype)
+    src, dst = [slice(None)] * x.ndim, [slice(None)] * x.ndim
+    for a, t in zip(axes, target):
+        n = x.shape[a]
+        if t <= n:
+            s0 = (n - t) // 2
+            src[a] = slice(s0, s0 + t)
+        else:
+            d0 = (t - n) // 2
+            dst[a] = slice(d0, d0 + n)
+    y[tuple(dst)] = x[tuple(src)]
+    return [y]
+
+
+@kernel("ReverseSequence")
+def reverse_sequence(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    x, lens = inputs
+    t_axis, b_axis = int(attrs.get("time_axis", 0)), int(attrs.get("batch_axis", 1))
+    y = x.copy()
+    for b, n in enumerate(_ints(lens)):
+        idx = [slice(None)] * x.ndim
+        idx[b_axis] = b
+        idx[t_axis] = slice(0, n)
+        src = x[tuple(idx)]
+        y[tuple(idx)] = np.flip(src, axis=t_axis - (1 if b_axis < t_axis else 0))
+    return [y]
+
+
+@kernel("Unique")
+def unique(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Unique values (sorted, or in order of first occurrence), first indices, inverse, counts."""
+    x = inputs[0]
+    axis = attrs.get("axis")
+    vals, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True, return_counts=True,
+                                             axis=axis)
+    if not attrs.get("sorted", 1):
+        order = np.argsort(first, kind="stable")
+        remap = np.empty_like(order)
+        remap[order] = np.arange(order.size)
+        vals = np.take(vals, order, axis=0 if axis is None else axis)
+        first, counts, inverse = first[order], counts[order], remap[inverse.reshape(-1)]
+    return [vals, first.astype(np.int64), inverse.reshape(-1).astype(np.int64), counts.astype(np.int64)]
 
 
 @kernel("TopK")
