@@ -1,8 +1,6 @@
 """Every documented RKNN-mirror error not covered by the flow tests: status, `E RKNN:` line, nothing else changed."""
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pytest
 

@@ -283,7 +283,7 @@ def test_demo_internal_memory_reuse_across_two_models(monkeypatch):
     models = [convnet(), convnet_other()]
     ctxs = [_model_ctx(m) for m in models]
     big = rknn_create_mem(ctxs[0][0], max(ms.total_internal_size for _, ms in ctxs))
-    mems, outs = [], []
+    mems = []
     for ctx, ms in ctxs:
         internal = rknn_create_mem_from_fd(ctx, big.fd, big.virt_addr, ms.total_internal_size, 0)
         weight = rknn_create_mem(ctx, ms.total_weight_size)

@@ -4,7 +4,6 @@ against the executor's own `run_once` (bit-exact: the runtime must add nothing).
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ from npurt.exec.executor import run_once
 from npurt.memory import dma_alloc, open_device, open_devices
 from npurt.runtime import Context, ContextOptions, InputData, MemRef
 from npurt.tensor import DType, Layout, nc1hwc2_to_nchw
-from test_runtime_models import (X_SHAPE, Y_SHAPE, convnet, convnet_other, dynamic_convnet, image, int8_convnet,
+from test_runtime_models import (Y_SHAPE, convnet, convnet_other, dynamic_convnet, image, int8_convnet,
                                  npurt_bytes, reference, two_io)
 
 ATOL = 0.02      # fp16 storage of activations
@@ -217,7 +216,7 @@ def test_zero_copy_edited_formats_are_converted():
 
 def test_binding_rules():
     with Context(convnet()) as ctx:
-        ia, oa = ctx.input_attr(0, "native"), ctx.output_attr(0, "native")
+        ia = ctx.input_attr(0, "native")
         small, big = ctx.device.alloc(100), ctx.device.alloc(4096)
         try:
             with pytest.raises(NpuError) as e:
@@ -272,7 +271,7 @@ def test_weights_and_internal_outside():
         m = ctx.mem_size()
         assert m.dma_allocated == 0                         # the runtime allocated nothing
         dev = ctx.device
-        ia, oa = ctx.input_attr(0, "native"), ctx.output_attr(0, "native")
+        ia = ctx.input_attr(0, "native")
         bi = dev.alloc(ia.size_with_stride)
         with pytest.raises(NpuError) as e:
             ctx.bind(MemRef(bi), ia)

@@ -6,7 +6,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from npurt.errors import ErrorCode, NpuError
 
 
 @dataclass
@@ -33,28 +32,13 @@ class PerfCounters:
 
 
 def run_executor(executor: Any, collect: bool) -> tuple[int, list[tuple[int, Any]]]:
-    """Run `executor` once; (duration in µs, [(µs, node)] per op when `collect`)."""
+    """Run `executor` once; (duration in µs, [(µs, node)] per op when `collect`, via `Executor.run_profiled`)."""
     t0 = time.perf_counter_ns()
-    if not collect:
+    if collect and hasattr(executor, "run_profiled"):
+        timings = executor.run_profiled()
+    else:
         executor.run()
-        return (time.perf_counter_ns() - t0) // 1000, []
-    steps = getattr(executor, "_steps", None)
-    if not getattr(executor, "_bound", False) or not isinstance(steps, list):
-        executor.run()
-        return (time.perf_counter_ns() - t0) // 1000, []
-    timings = []
-    for fn, attrs, readers, writers, node in steps:
-        s = time.perf_counter_ns()
-        try:
-            results = fn([r() for r in readers], attrs)
-        except NpuError:
-            raise
-        except Exception as exc:
-            raise NpuError(ErrorCode.FAIL, f"node {node.name!r} ({node.display_type}) failed: {exc}") from exc
-        for write, y in zip(writers, results):
-            if write is not None:
-                write(y)
-        timings.append(((time.perf_counter_ns() - s) // 1000, node))
+        timings = []
     return (time.perf_counter_ns() - t0) // 1000, timings
 
 
