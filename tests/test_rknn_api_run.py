@@ -541,3 +541,29 @@ def test_real_threads_on_separate_contexts():
     assert results == {0: True, 1: True, 2: True, 3: True}
     for c in ctxs:
         rknn_destroy(c)
+
+
+def test_enable_sram_contexts_share_what_is_free():
+    """ENABLE_SRAM: each context takes SRAM for its internal arena from what is free (SRAM first, rest DDR); the
+    rest stays for others; MEM_SIZE reports total and free SRAM; destroy gives it back."""
+    x = image((1, 3, 8, 200), seed=50)
+    dev = open_device()
+    total = dev.stats().sram_free
+    a, b = init(convnet(200), RKNN_FLAG_ENABLE_SRAM), init(convnet(200), RKNN_FLAG_ENABLE_SRAM)
+    ms_a, ms_b = rknn_mem_size(), rknn_mem_size()
+    query(a, RKNN_QUERY_MEM_SIZE, ms_a)
+    query(b, RKNN_QUERY_MEM_SIZE, ms_b)
+    used = context_of(a).internal_buffer.sram_size
+    assert used >= ms_a.total_internal_size and context_of(b).internal_buffer.sram_size == used
+    assert ms_a.total_sram_size == ms_b.total_sram_size == 956 * 1024
+    assert ms_a.free_sram_size == ms_b.free_sram_size == total - 2 * used
+    assert dev.sram_dump().split("\n", 1)[1].count("*") == 2 * used // 4096      # the debugfs bitmap
+    for c in (a, b):
+        y, = general_run(c, x)
+        np.testing.assert_allclose(y.reshape(1, 4, 8, 200), reference(convnet(200), x)[0], atol=ATOL)
+    rknn_destroy(a)
+    query(b, RKNN_QUERY_MEM_SIZE, ms_b)
+    assert ms_b.free_sram_size == total - used
+    rknn_destroy(b)
+    assert dev.stats().sram_free == total
+    dev.close()

@@ -327,8 +327,8 @@ def _user_bytes(addr: Any, size: int, device: Any) -> np.ndarray:
         raise NpuError(ErrorCode.INVALID_INPUT, "input buf is NULL")
     try:
         return device.view_at(value, size)
-    except NpuError:
-        return np.frombuffer(ctypes.string_at(value, size), np.uint8)
+    except NpuError:                      # user memory (e.g. arr.ctypes.data): read in place during the call
+        return np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(value))
 
 
 @mirror("rknn_inputs_set")
