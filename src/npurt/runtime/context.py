@@ -148,6 +148,10 @@ class Context:
         self._gen_set = [False] * n_in
         members = self.family.all()
         self.internal_capacity = max(int(m.plan.internal_size) for m in members)
+        digest = _digest(self.initial)
+        if any(m is not self.initial and _digest(m) != digest for m in members):
+            raise NpuError(ErrorCode.NOT_SUPPORTED, "the shapes of this dynamic-shape model lay their weights out "
+                                                    "differently; one weight memory cannot serve them all")
         if self.options.info_only:
             return
         opts = self.options
