@@ -457,3 +457,37 @@ def test_threads_running_contexts_concurrently(monkeypatch):
     for ctx, _, _ in contexts:
         assert rknn_matmul_destroy(ctx) == 0
     assert not errors
+
+
+def test_check_mode_reports_a_missed_sync_of_imported_memory(monkeypatch, capfd):
+    from npurt.memory import dma_alloc
+    from npurt.rknn.api import rknn_create_mem_from_fd, rknn_mem_sync
+    monkeypatch.setenv("RKNN_LOG_LEVEL", "2")
+    device = open_device("rk3568", coherence="check")
+    dma = dma_alloc(4096, device=device)
+    try:
+        M, K, N = 2, 32, 16
+        spec = mm.MATMUL_TYPES[c.RKNN_INT8_MM_INT8_TO_INT32]
+        ctx, info, io = _context(monkeypatch, "rk3568", M=M, K=K, N=N, type=spec.value)
+        try:
+            a, b = operands(spec, M, K, N, np.random.default_rng(8))
+            A = rknn_create_mem_from_fd(ctx, dma.fd, dma.virt_addr, io.A.size, 0)
+            B, C = rknn_create_mem(ctx, io.B.size), rknn_create_mem(ctx, io.C.size)
+            write(B, b)
+            for name, mem in (("A", A), ("B", B), ("C", C)):
+                assert rknn_matmul_set_io_mem(ctx, mem, getattr(io, name)) == 0
+            write(A, a)                                              # imported, cacheable, no sync
+            capfd.readouterr()
+            assert rknn_matmul_run(ctx) == 0
+            assert "coherence: matmul A memory" in capfd.readouterr().err
+            assert len(handles.contexts.get(ctx).coherence_violations) == 1
+            assert rknn_mem_sync(ctx, A, c.RKNN_MEMORY_SYNC_TO_DEVICE) == 0
+            assert rknn_matmul_run(ctx) == 0
+            assert "coherence" not in capfd.readouterr().err             # B is runtime memory: flushed by the run
+            np.testing.assert_array_equal(read(C, io.C.size, np.int32).reshape(M, N),
+                                          a.astype(np.int64) @ b.astype(np.int64))
+        finally:
+            assert rknn_matmul_destroy(ctx) == 0
+    finally:
+        dma.close()
+        device.close()

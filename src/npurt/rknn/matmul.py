@@ -19,7 +19,8 @@ type in one pass, which is also where a native or transposed layout is undone). 
 `rknn_matmul_set_io_mem` and asks users to call it again after changing the data; npurt reads at run time, so data
 written after `set_io_mem` is used too (a superset of the board's behaviour). Memory the runtime allocated
 (`rknn_create_mem`) is flushed before and invalidated after the run, as `rknn_run` does; imported memory is the
-user's to sync.
+user's to sync (a `check`-mode device reports a missed sync of A or B with a `W RKNN:` line and in the context's
+`coherence_violations`).
 
 Decisions (see also `matmul_math`'s module doc):
 
@@ -154,6 +155,7 @@ class MatmulContext:
     runs: int = 0
     _exported: list = field(default_factory=list)   # ctypes arrays handed out by get_quant_params
     lock: threading.Lock = field(default_factory=threading.Lock)   # one run at a time; destroy waits for it
+    coherence_violations: list[str] = field(default_factory=list)  # check mode: missed syncs of imported memory
 
     @property
     def shape(self) -> mm.Shape | None:
@@ -468,9 +470,16 @@ def _run(obj: MatmulContext) -> int:
     rec_a, raw_a = _bound_bytes(obj, "A", attrs["A"][1])
     rec_b, raw_b = _bound_bytes(obj, "B", attrs["B"][1])
     rec_c, raw_c = _bound_bytes(obj, "C", attrs["C"][1])
-    for rec in (rec_a, rec_b):
-        if _runtime_owned(rec) and rec.buffer.cacheable:
-            rec.buffer.sync("to_device")
+    for name, rec in (("A", rec_a), ("B", rec_b)):
+        buf = rec.buffer
+        if _runtime_owned(rec) and buf.cacheable:
+            buf.sync("to_device")
+        elif obj.device.coherence == "check" and buf.cpu_written_since_sync():
+            msg = (f"coherence: matmul {name} memory (0x{rec.phys_addr:x}) was written by the CPU after its last "
+                   f"sync to device: rknn_matmul_run reads stale data on the board; call rknn_mem_sync(ctx, mem, "
+                   f"RKNN_MEMORY_SYNC_TO_DEVICE) first")
+            obj.coherence_violations.append(msg)
+            log.warning(msg)
     a = mm.read_a(raw_a, obj.spec, obj.tiles, shape, obj.AC_layout)
     b = mm.read_b(raw_b, obj.spec, obj.tiles, shape, obj.B_layout, mm.k_segment(obj.soc), mm.work_dtype(obj.spec.b))
     values = mm.compute(a, b, obj.spec, shape, obj.quant, obj.B_quant_type, obj.group_size)
