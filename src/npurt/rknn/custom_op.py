@@ -65,7 +65,6 @@ _RKNN_TYPE = {
     np.dtype(np.int32): c.RKNN_TENSOR_INT32, np.dtype(np.uint32): c.RKNN_TENSOR_UINT32,
     np.dtype(np.int64): c.RKNN_TENSOR_INT64, np.dtype(np.bool_): c.RKNN_TENSOR_BOOL,
 }
-_CALLBACKS = ("init", "prepare", "compute", "compute_native", "destroy")
 
 _op_contexts: dict[int, "_NodeState"] = {}       # rknn_custom_op_context.internal_ctx -> node state
 _op_context_ids = itertools.count(0xC0570001)
@@ -131,7 +130,6 @@ class _Staged:
 class _NodeState:
     """Per-node state of a registered custom op: the persistent op context, tensors and their memory."""
 
-    kernel: "CustomOpKernel"
     node: Any
     op_ctx: rknn_custom_op_context
     internal_id: int
@@ -238,7 +236,7 @@ class CustomOpKernel:
         with _op_contexts_lock:
             internal_id = next(_op_context_ids)
         op_ctx.internal_ctx = internal_id
-        state = _NodeState(self, node, op_ctx, internal_id)
+        state = _NodeState(node, op_ctx, internal_id)
         tensors = self._graph().tensors
         ins = [t for t in node.inputs if t]
         outs = [t for t in node.outputs if t]
