@@ -525,7 +525,7 @@ class Context:
             if b.ref.runtime_known and self.options.flush_inputs:
                 buf.sync(SyncMode.TO_DEVICE)
             elif device.coherence == "check" and buf.cpu_written_since_sync():
-                msg = (f"coherence: input({b.native.name}) buffer {buf.name or '#' + str(buf.handle)} "
+                msg = (f"coherence: input({b.native.name}) buffer {buf.name or 'buffer'}#{buf.handle} "
                        f"(0x{buf.dev_addr:x}) was written by the CPU after its last sync to device: rknn_run reads "
                        f"stale data on the board; call rknn_mem_sync(ctx, mem, RKNN_MEMORY_SYNC_TO_DEVICE) first")
                 self.coherence_violations.append(msg)
