@@ -154,6 +154,7 @@ def as_f32(x: np.ndarray) -> np.ndarray:
 
 # Import the op families last: they use `kernel` from this module.
 from npurt.exec.kernels import (  # noqa: E402,F401
+    attention,
     conv,
     detection,
     elementwise,

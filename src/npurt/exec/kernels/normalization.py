@@ -21,9 +21,10 @@ def _softmax_axis(x: np.ndarray, attrs: dict[str, Any]) -> tuple[np.ndarray, int
 def softmax(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     x = as_f32(inputs[0])
     v, axis = _softmax_axis(x, attrs)
-    e = np.subtract(v, v.max(axis=axis, keepdims=True))
-    np.exp(e, out=e)
-    e /= e.sum(axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore"):  # an all -inf row gives NaN, as in onnxruntime
+        e = np.subtract(v, v.max(axis=axis, keepdims=True))
+        np.exp(e, out=e)
+        e /= e.sum(axis=axis, keepdims=True)
     return [e.reshape(x.shape)]
 
 
