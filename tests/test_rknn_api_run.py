@@ -567,3 +567,47 @@ def test_enable_sram_contexts_share_what_is_free():
     rknn_destroy(b)
     assert dev.stats().sram_free == total
     dev.close()
+
+
+def test_internal_alloc_outside_with_shared_weights():
+    """The model zoo's lite_transformer utils: INTERNAL_ALLOC_OUTSIDE plus SHARE_WEIGHT_MEM with extend.ctx."""
+    x = image(seed=60)
+    src = init(flag=RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE)
+    ext = rknn_init_extend()
+    ext.ctx = src.value
+    other = init(flag=RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE | RKNN_FLAG_SHARE_WEIGHT_MEM, extend=ext)
+    ms = rknn_mem_size()
+    query(src, RKNN_QUERY_MEM_SIZE, ms)
+    internals = [rknn_create_mem(c, ms.total_internal_size) for c in (src, other)]
+    for c, mem in zip((src, other), internals):
+        with pytest.raises(AssertionError):
+            general_run(c, x)                                      # internal memory not set yet
+        assert rknn_set_internal_mem(c, mem) == RKNN_SUCC
+        y, = general_run(c, x)
+        np.testing.assert_allclose(y.reshape(Y_SHAPE), reference(convnet(), x)[0], atol=ATOL)
+    for c, mem in zip((src, other), internals):
+        rknn_destroy_mem(c, mem)
+        rknn_destroy(c)
+
+
+def test_disable_flush_input_zero_copy_needs_the_users_sync(monkeypatch):
+    """strict coherence + DISABLE_FLUSH_INPUT_MEM_CACHE: even create_mem inputs are the user's to flush."""
+    monkeypatch.setenv("NPURT_SOC", "rk3562")
+    monkeypatch.setenv("NPURT_COHERENCE", "strict")
+    x = image(seed=61)
+    ref = reference(convnet(), x)[0]
+    ctx = init(flag=RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE)
+    ia = attr(ctx, RKNN_QUERY_NATIVE_INPUT_ATTR)
+    ia.type, ia.w_stride = RKNN_TENSOR_FLOAT32, 10
+    oa = attr(ctx, RKNN_QUERY_OUTPUT_ATTR)
+    oa.type = RKNN_TENSOR_FLOAT32
+    imem, omem = rknn_create_mem(ctx, 960), rknn_create_mem(ctx, 1280)
+    rknn_set_io_mem(ctx, imem, ia), rknn_set_io_mem(ctx, omem, oa)
+    mem_view(imem, np.float32)[:] = x.transpose(0, 2, 3, 1).reshape(-1)
+    assert rknn_run(ctx, None) == RKNN_SUCC
+    assert not np.allclose(mem_view(omem, np.float32).reshape(Y_SHAPE), ref, atol=ATOL)     # NPU read stale input
+    assert rknn_mem_sync(ctx, imem, RKNN_MEMORY_SYNC_TO_DEVICE) == RKNN_SUCC
+    assert rknn_run(ctx, None) == RKNN_SUCC
+    np.testing.assert_allclose(mem_view(omem, np.float32).reshape(Y_SHAPE), ref, atol=ATOL)  # outputs invalidated
+    rknn_destroy_mem(ctx, imem), rknn_destroy_mem(ctx, omem)
+    rknn_destroy(ctx)
