@@ -255,6 +255,8 @@ def _main_job(args: argparse.Namespace) -> int:
             console.print(f"\n[bold]DDR traffic SRAM saves[/bold] (predicted): {saved:,} bytes per frame = "
                           f"{share:.0%} of the internal tensors' {totals.internal_rw:,} bytes; "
                           f"{human_bytes(saved * FPS)}/s at {FPS} fps")
+        elif not profile.sram_size:
+            console.print(f"\n{profile.name} has no NPU SRAM: no DDR traffic saved (rk3588 and rk3576 have SRAM)")
         else:
             console.print("\nSRAM not enabled: no DDR traffic saved (run without --no-sram to see the savings)")
     finally:
