@@ -154,11 +154,11 @@ def compile_dynamic(onnx_model: Any, soc: str, dynamic_input: Any, precision: st
     raw, obj = _read(onnx_model)
     onnx_bytes = bytes(raw) if raw is not None else obj.SerializeToString()
     family = _family_from_onnx(onnx_bytes, soc, parse_shape_sets(dynamic_input), precision, mean, std)
-    compiled = family.current
-    compiled.meta = dict(compiled.meta, **{META_DYNAMIC: [[list(s) for s in ss] for ss in family.shape_sets],
-                                           META_SOURCE: base64.b64encode(onnx_bytes).decode("ascii"),
-                                           "compile_args": family.compile_args})
-    return compiled
+    import dataclasses
+    meta = dict(family.current.meta, **{META_DYNAMIC: [[list(s) for s in ss] for ss in family.shape_sets],
+                                        META_SOURCE: base64.b64encode(onnx_bytes).decode("ascii"),
+                                        "compile_args": family.compile_args})
+    return dataclasses.replace(family.current, meta=meta)      # the cached model itself stays as it was
 
 
 def _family_from_onnx(onnx_bytes: bytes, soc: str, shape_sets: list[Shapes] | None, precision=None, mean=None,
