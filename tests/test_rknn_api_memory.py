@@ -339,7 +339,18 @@ def test_mem_alloc_outside_order_rules(capsys):
     weight = rknn_create_mem(c, ms.total_weight_size - 1)
     assert rknn_set_weight_mem(c, weight) == RKNN_ERR_PARAM_INVALID
     errline(capsys, "weight memory size must be >=")
-    for m in (io, internal, weight):
+    # internal set, I/O bound, weights missing: the run is refused
+    good_internal = rknn_create_mem(c, ms.total_internal_size)
+    assert rknn_set_internal_mem(c, good_internal) == RKNN_SUCC
+    oa = rknn_tensor_attr(index=0)
+    query(c, RKNN_QUERY_NATIVE_OUTPUT_ATTR, oa)
+    out = rknn_create_mem(c, oa.size_with_stride)
+    assert rknn_set_io_mem(c, io, ia) == RKNN_SUCC and rknn_set_io_mem(c, out, oa) == RKNN_SUCC
+    assert rknn_run(c, None) == RKNN_ERR_PARAM_INVALID
+    errline(capsys, "rknn_run", "you must call rknn_set_weight_mem before rknn_run")
+    good_weight = rknn_create_mem(c, ms.total_weight_size)
+    assert rknn_set_weight_mem(c, good_weight) == RKNN_SUCC and rknn_run(c, None) == RKNN_SUCC
+    for m in (io, internal, weight, good_internal, out, good_weight):
         rknn_destroy_mem(c, m)
     rknn_destroy(c)
 
