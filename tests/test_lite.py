@@ -132,6 +132,10 @@ def test_vendor_statuses_and_error_lines(onnx_file, tmp_path, capsys):
     err = capsys.readouterr().err
     for call in ("inference", "init_runtime", "get_sdk_version", "load_rknn"):
         assert f"E {call}:" in err
+    vendor = tmp_path / "vendor.rknn"
+    vendor.write_bytes(b"RKNN\x00\x00\x00\x00" + bytes(64))
+    assert rknn.load_rknn(str(vendor)) == -1
+    assert "only runs on the board" in capsys.readouterr().err
     assert rknn.load_rknn(onnx_file) == 0
     for mask in (5, 6, -1, True, "0"):                       # only the NPU_CORE_* values
         assert rknn.init_runtime(core_mask=mask) == -1

@@ -255,3 +255,26 @@ def test_many_sessions_do_not_leak():
     after = dev.stats()
     assert (after.buffers, after.ddr_bytes) == (before.buffers, before.ddr_bytes) and _fds() == fds
     dev.close()
+
+
+def test_runs_allocate_nothing_on_the_device():
+    """After the first run, neither path allocates device memory, and Python allocations stay flat."""
+    import gc
+    import tracemalloc
+    dev = open_device()
+    x = image(seed=12)
+    with npurt.Session(convnet()) as s:
+        s.run(x), s.run()
+        gc.collect()
+        allocs = dev.stats().allocations
+        tracemalloc.start()
+        snap0 = tracemalloc.take_snapshot()
+        for _ in range(200):
+            s.run(x)
+            s.run()
+        gc.collect()
+        snap1 = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+        assert dev.stats().allocations == allocs
+        assert sum(d.size_diff for d in snap1.compare_to(snap0, "filename")) < 64 * 1024
+    dev.close()

@@ -86,6 +86,10 @@ class RKNNLite:
         if not data:
             self._log("E", "load_rknn", f"The RKNN model [{path}] is empty")
             return -1
+        if data[:4] == b"RKNN":
+            self._log("E", "load_rknn", f"{path} is a vendor .rknn model, which only runs on the board; load the "
+                                        f"ONNX model, or an .npurt compiled from it (npurt convert model.onnx)")
+            return -1
         self._model, self._model_path = data, os.fspath(path)
         self._log("I", "load_rknn", f"Load RKNN model {path} done ({len(data)} bytes)")
         return 0
