@@ -91,3 +91,31 @@ def attention(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     if rank3:
         y = y.transpose(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
     return [y.astype(np.float32), present_k, present_v, np.asarray(qk_out, np.float32)]
+
+
+@kernel("RotaryEmbedding")
+def rotary_embedding(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Rotate the first `rotary_embedding_dim` features of each head by the cos/sin caches
+    (indexed by position_ids when given); halves or interleaved pairs; 3-D or 4-D input."""
+    x = as_f32(inputs[0])
+    cos, sin = as_f32(inputs[1]), as_f32(inputs[2])
+    pos = inputs[3] if len(inputs) > 3 else None
+    shape = x.shape
+    h = x.transpose(0, 2, 1, 3) if x.ndim == 4 else x.reshape(shape[0], shape[1], int(attrs["num_heads"]), -1)
+    rot = int(attrs.get("rotary_embedding_dim", 0)) or h.shape[3]
+    if pos is not None:
+        cos, sin = cos[pos], sin[pos]
+    cos, sin = cos[:, :, None], sin[:, :, None]
+    xr = h[..., :rot]
+    if attrs.get("interleaved", 0):
+        x1, x2 = xr[..., 0::2], xr[..., 1::2]
+    else:
+        x1, x2 = xr[..., : rot // 2], xr[..., rot // 2:]
+    real, imag = cos * x1 - sin * x2, sin * x1 + cos * x2
+    if attrs.get("interleaved", 0):
+        rotated = np.stack([real, imag], axis=-1).reshape(xr.shape)
+    else:
+        rotated = np.concatenate([real, imag], axis=-1)
+    y = np.concatenate([rotated, h[..., rot:]], axis=-1)
+    y = y.transpose(0, 2, 1, 3) if x.ndim == 4 else y.reshape(shape)
+    return [np.ascontiguousarray(y, np.float32)]

@@ -344,3 +344,10 @@ def mish(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     """x * tanh(softplus(x)) (YOLOv4-style activation)."""
     x = as_f32(inputs[0])
     return [(x * np.tanh(np.logaddexp(np.float32(0), x))).astype(np.float32)]
+
+
+@kernel("SwiGLU")
+def swiglu(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """swish(A, alpha) * B."""
+    a, b = as_f32(inputs[0]), as_f32(inputs[1])
+    return [a * _sigmoid_inplace(a * np.float32(attrs.get("alpha", 1.0))) * b]
