@@ -278,3 +278,18 @@ def test_runs_allocate_nothing_on_the_device():
         assert dev.stats().allocations == allocs
         assert sum(d.size_diff for d in snap1.compare_to(snap0, "filename")) < 64 * 1024
     dev.close()
+
+
+@pytest.mark.parametrize("norm", [False, True])
+def test_write_fast_path_equals_pack_input(norm):
+    """DeviceTensor.write's NHWC float fast path writes the same bytes as the runtime's pack_input."""
+    from npurt.exec.bind import pack_input
+    opts = {"mean": [[127.5, 100.0, 90.0]], "std": [[127.5, 60.0, 70.0]]} if norm else {}
+    with npurt.Session(convnet(), **opts) as s:
+        t, cm = s.input(0), s.context.compiled
+        for arr, fmt in ((np.random.default_rng(0).integers(0, 256, (1, 8, 10, 3), dtype=np.uint8), "nhwc"),
+                         (image(seed=1), "nchw"), (image(seed=2).astype(np.float64), "nchw")):
+            t.write(arr, layout=fmt)
+            ref = np.full(t.nbytes, 0xAB, np.uint8)
+            pack_input(t.attr, arr, ref, cm.mean[0], cm.std[0], layout=fmt, shape=t.logical_shape)
+            np.testing.assert_array_equal(t.numpy().reshape(-1).view(np.uint8), ref)
