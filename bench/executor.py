@@ -4,7 +4,8 @@ Rows: mobilenet_v2_like (224) and yolov8n_like (320) in npurt fp16 and int8 (act
 type in a bound arena; `Executor.run()` only, inputs already packed) against onnxruntime float32
 (`InferenceSession.run`). ORT's intra_op_num_threads is set to the thread count numpy's BLAS uses
 (threadpoolctl if installed, else os.cpu_count()). ratio = npurt / onnxruntime (goal: fp16 <= 2).
-Also reported: the share of npurt time spent in pack/unpack (slot conversions) vs kernels.
+Also reported: the share of npurt time spent in slot conversions (native layout/type <-> float32), and the
+kernels-only ratio (npurt time minus conversions, over ORT): what the numpy kernels alone cost.
 Run: python bench/executor.py [--quick]
 """
 from __future__ import annotations
@@ -18,7 +19,8 @@ import numpy as np
 
 
 def blas_threads() -> int:
-    """Threads numpy's BLAS uses: threadpoolctl when installed, else os.cpu_count()."""
+    """Threads numpy's BLAS uses: threadpoolctl when installed, else $OPENBLAS_NUM_THREADS / $OMP_NUM_THREADS,
+    else os.cpu_count()."""
     try:
         from threadpoolctl import threadpool_info
         counts = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
@@ -26,6 +28,9 @@ def blas_threads() -> int:
             return int(max(counts))
     except ImportError:
         pass
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        if os.environ.get(var, "").isdigit() and int(os.environ[var]) > 0:
+            return int(os.environ[var])
     return os.cpu_count() or 1
 
 
@@ -95,7 +100,8 @@ def run(quick: bool = False) -> list[dict]:
             t_np, t_ort = _median_pair(ex.run, lambda: sess.run(None, {iname: x}), repeats)
             rows.append({"model": name, "precision": precision, "threads": threads,
                          "npurt_ms": t_np * 1e3, "ort_ms": t_ort * 1e3, "ratio": t_np / t_ort,
-                         "conversion_share": _conversion_share(ex, 1 if quick else 3),
+                         "conversion_share": (share := _conversion_share(ex, 1 if quick else 3)),
+                         "kernel_ratio": t_np * (1 - share) / t_ort,
                          "arena_bytes": cm.internal_size, "weight_bytes": cm.weight_size})
     return rows
 
@@ -109,11 +115,13 @@ def main() -> None:
     console = Console(width=140)
     console.print(f"threads (numpy BLAS = onnxruntime intra_op): {rows[0]['threads'] if rows else blas_threads()}")
     table = Table(title="npurt executor vs onnxruntime (batch 1, median)")
-    for col in ("model", "precision", "npurt ms", "ORT fp32 ms", "ratio", "in conversions", "arena", "weights"):
+    for col in ("model", "precision", "npurt ms", "ORT fp32 ms", "ratio", "in conversions", "kernels-only ratio",
+                "arena", "weights"):
         table.add_column(col, justify="right" if col not in ("model", "precision") else "left")
     for r in rows:
         table.add_row(r["model"], r["precision"], f"{r['npurt_ms']:.2f}", f"{r['ort_ms']:.2f}", f"{r['ratio']:.2f}x",
-                      f"{r['conversion_share'] * 100:.0f}%", f"{r['arena_bytes'] / 2**20:.2f} MiB",
+                      f"{r['conversion_share'] * 100:.0f}%", f"{r['kernel_ratio']:.2f}x",
+                      f"{r['arena_bytes'] / 2**20:.2f} MiB",
                       f"{r['weight_bytes'] / 2**20:.2f} MiB")
     console.print(table)
 
