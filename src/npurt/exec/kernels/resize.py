@@ -7,6 +7,7 @@ at a time is both correct and cheap; antialias widens the filter by 1/scale when
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -182,3 +183,78 @@ def upsample(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     scales = attrs["scales"] if attrs["_opset"] < 9 else inputs[1]
     a = {**attrs, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
     return [_resize(inputs[0], np.asarray(scales, np.float32), None, None, a)]
+
+
+def _reflect(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Reflect `x` at the borders [lo, hi] until it lies inside (GridSample's reflection)."""
+    rng = hi - lo
+    if rng <= 0:
+        return np.full_like(x, lo)
+    below, above = lo - x, x - hi
+    out = x.copy()
+    for d, inside_from, other in ((below, lo, hi), (above, hi, lo)):
+        n = np.floor(d / rng)
+        r = d - n * rng
+        even = (n % 2) == 0
+        sign = 1 if inside_from == lo else -1
+        val = np.where(even, inside_from + sign * r, other - sign * r)
+        out = np.where(d > 0, val, out)
+    return out
+
+
+@kernel("GridSample")
+def grid_sample(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Sample X (N, C, *D) at the normalised grid (N, *O, nd) points: nearest / linear / cubic,
+    zeros / border / reflection padding, align_corners; any number of spatial dims."""
+    x, grid = inputs[0], inputs[1].astype(np.float64)
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(attrs.get("mode", "linear"), attrs.get("mode", "linear"))
+    pad = attrs.get("padding_mode", "zeros")
+    align = bool(attrs.get("align_corners", 0))
+    dims = x.shape[2:]
+    nd = len(dims)
+    n_batch, chans = x.shape[:2]
+    out_sp = grid.shape[1:-1]
+    taps_per_dim = []
+    for i, size in enumerate(dims):
+        g = grid[..., nd - 1 - i]
+        c = (g + 1) / 2 * (size - 1) if align else ((g + 1) * size - 1) / 2
+        lo, hi = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
+        if mode == "nearest":
+            c = np.rint(c)
+        if pad == "border":
+            c = np.where((c < lo) | (c > hi), np.clip(c, 0, size - 1), c)
+        elif pad == "reflection":
+            c = np.where((c < lo) | (c > hi), _reflect(c, lo, hi), c)
+        if mode == "nearest":
+            idx, w = [c.astype(np.int64)], [np.ones_like(c)]
+        else:
+            base = np.floor(c)
+            t = c - base
+            if mode == "linear":
+                idx, w = [base, base + 1], [1 - t, t]
+            else:
+                wts = _cubic(np.stack([t + 1, t, 1 - t, 2 - t], axis=-1), -0.75)
+                idx = [base - 1, base, base + 1, base + 2]
+                w = [wts[..., k] for k in range(4)]
+            idx = [v.astype(np.int64) for v in idx]
+        fixed = []
+        for v in idx:  # fetch rule per padding mode
+            if pad == "zeros":
+                fixed.append((np.clip(v, 0, size - 1), (v >= 0) & (v < size)))
+            elif pad == "border":
+                fixed.append((np.clip(v, 0, size - 1), np.ones(v.shape, bool)))
+            else:
+                r = np.trunc(_reflect(v.astype(np.float64), lo, hi)).astype(np.int64)
+                fixed.append((np.clip(r, 0, size - 1), np.ones(v.shape, bool)))
+        taps_per_dim.append(list(zip(fixed, w)))
+    y = np.zeros((n_batch,) + tuple(out_sp) + (chans,), np.float64)
+    nidx = np.arange(n_batch).reshape((n_batch,) + (1,) * len(out_sp))
+    xs = np.moveaxis(x, 1, -1)  # (N, *D, C)
+    for combo in itertools.product(*taps_per_dim):
+        weight = np.ones(grid.shape[:-1])
+        index = [nidx]
+        for (ix, valid), w in combo:
+            weight = weight * w * valid
+            index.append(ix)
+        y += xs[tuple(index)] * weight[..., None]
+    return [np.ascontiguousarray(np.moveaxis(y, -1, 1)).astype(x.dtype if x.dtype.kind == "f" else np.float32)]
