@@ -10,7 +10,11 @@ Every kernel has the signature ``fn(inputs, attrs) -> list[np.ndarray]``:
   ``"activation_params"`` (see `apply_activation`).
 
 Kernels register themselves with the `kernel` decorator; the family modules are imported at
-the bottom of this file so that importing the package fills the registry.
+the bottom of this file so that importing the package fills the registry: `conv`, `gemm`,
+`elementwise`, `pool`, `reduce`, `normalization`, `shape`, `resize` (also GridSample), `quant`
+(QuantizeLinear and the integer ops), `recurrent` (RNN/GRU/LSTM), `detection`
+(NonMaxSuppression), `attention` (Attention, RotaryEmbedding). `blas` pins OpenBLAS threads.
+Constant nodes are not kernels: the reference interpreter and the compiler fold them.
 """
 from __future__ import annotations
 
