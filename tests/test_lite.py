@@ -93,6 +93,8 @@ def test_uint8_images_with_fused_mean_std(tmp_path):
     np.testing.assert_allclose(y, reference(convnet(), xf)[0], atol=ATOL)
     y2, = rknn.inference(inputs=[img], data_type="uint8", data_format="nhwc")
     np.testing.assert_array_equal(y, y2)
+    y3, = rknn.inference(inputs=[img.astype(np.int64)], data_type="uint8")      # values converted to data_type
+    np.testing.assert_array_equal(y, y3)
     rknn.release()
 
 

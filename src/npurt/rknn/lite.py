@@ -192,6 +192,8 @@ class RKNNLite:
                         arr = arr.astype(np.float32)
                     dt = arr.dtype.name
                 dt = _DTYPES.get(str(dt).lower(), str(dt).lower())
+                if not pt and dt in _DTYPES and arr.dtype != np.dtype(dt):
+                    arr = arr.astype(dt)                  # the values are given as data_type: convert, not reinterpret
                 layout = self._input_format(arr, fmt, i)
                 if layout == "nhwc":
                     shapes.append((arr.shape[0], arr.shape[3], arr.shape[1], arr.shape[2]))
