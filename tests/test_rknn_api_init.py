@@ -372,6 +372,10 @@ def test_query_on_the_mini_runtime(monkeypatch, capsys):
     assert query(ctx, RKNN_QUERY_DEVICE_MEM_INFO, m) == RKNN_SUCC
     assert m.size == context_of(ctx).compiled.plan.weight_size and m.fd > 0
     assert m.flags == RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
+    a, n = rknn_tensor_attr(index=0), rknn_tensor_attr(index=0)
+    query(ctx, RKNN_QUERY_INPUT_ATTR, a)
+    query(ctx, RKNN_QUERY_NATIVE_INPUT_ATTR, n)
+    assert bytes(a) == bytes(n) and a.fmt == RKNN_TENSOR_NHWC          # INPUT_ATTR is already native there
     for cmd in (RKNN_QUERY_PERF_DETAIL, RKNN_QUERY_PERF_RUN, RKNN_QUERY_INPUT_DYNAMIC_RANGE,
                 RKNN_QUERY_CURRENT_INPUT_ATTR, RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR):
         name, cls = __import__("npurt.rknn.api_query", fromlist=["QUERIES"]).QUERIES[cmd]

@@ -99,6 +99,8 @@ def rknn_query(ctx: Any, cmd: int, info: Any, size: int) -> int:
     result = cls()
     if cmd in _ATTR_KIND:
         is_input, kind = _ATTR_KIND[cmd]
+        if cmd == c.RKNN_QUERY_INPUT_ATTR and profile.mini_runtime:
+            kind = "native"          # the mini runtime's INPUT_ATTR is the native attr (RV110x / RK2118)
         index = int(target.index)
         getter = context.input_attr if is_input else context.output_attr
         limit = context.n_inputs if is_input else context.n_outputs
