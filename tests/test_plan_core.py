@@ -90,3 +90,11 @@ def test_bad_buffers_rejected():
             PlanBuffer(0, **kw)
     with pytest.raises(NpuError):
         Problem([PlanBuffer(0, 0, 1, 1)], capacity=-1)
+
+
+def test_zero_size_buffers_do_not_hide_conflicts():
+    # regression: a zero-size buffer earlier in the order made a real conflict invisible
+    p = Problem([PlanBuffer(0, 0, 3, 1), PlanBuffer(1, 0, 4, 0), PlanBuffer(2, 2, 5, 1)])
+    s = greedy_by_size(p)
+    check(p, s)
+    assert s.arena == 2

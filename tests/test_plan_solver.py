@@ -106,3 +106,33 @@ def test_challenging_instance_best_effort():
     s = solve(p, time_limit=2)
     check(p, s)
     assert s.arena <= g.arena and s.fits == (s.arena <= p.capacity)
+
+
+def test_peel_and_split_decomposition():
+    # "w" spans everything (peeled to the bottom); the rest splits at t=10 into two parts
+    bufs = [PlanBuffer("w", 0, 20, 64, alignment=64)]
+    bufs += [PlanBuffer(f"l{i}", i, i + 3, 16 * (1 + i % 3), alignment=16) for i in range(0, 8)]
+    bufs += [PlanBuffer(f"r{i}", 10 + i, 13 + i, 32, alignment=32) for i in range(0, 7)]
+    p = Problem(bufs)
+    s = solve(p, time_limit=2)
+    check(p, s)
+    assert s.offsets["w"] == 0 and s.method.startswith("peel:split:")
+    assert s.arena == lower_bound(p)
+
+
+@settings(max_examples=30, deadline=None)
+@given(buffers)
+def test_decomposed_never_worse_than_greedy(rows):
+    # add a buffer spanning everything so that peeling always happens
+    bufs = [PlanBuffer(i, s, s + d, z) for i, (s, d, z, _) in enumerate(rows)]
+    bufs.append(PlanBuffer("all", 0, 50, 7))
+    p = Problem(bufs)
+    g, s = greedy_by_size(p), solve(p, time_limit=0.3)
+    check(p, s)
+    assert lower_bound(p) <= s.arena <= g.arena
+
+
+def test_search_ignores_zero_size_buffers():
+    s = np.array([0, 0, 1]); e = np.array([2, 3, 3]); z = np.array([4, 0, 4])
+    status, off = search.fit(s, e, z, np.ones(3, np.int64), 8, time.perf_counter() + 2)
+    assert status == search.OK and off[1] == 0 and {int(off[0]), int(off[2])} == {0, 4}

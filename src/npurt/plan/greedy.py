@@ -86,8 +86,6 @@ def place_in_order(a: Arrays, order: np.ndarray, first_fit: bool = False) -> np.
     concat, flatnonzero = np.concatenate, np.flatnonzero
     for i in order.tolist():
         sz = size_l[i]
-        if sz == 0:
-            continue
         al = align_l[i]
         after = by_start[after_lo[i]:after_hi[i]]
         parts = [after[placed[after]]]
@@ -100,7 +98,7 @@ def place_in_order(a: Arrays, order: np.ndarray, first_fit: bool = False) -> np.
             node >>= 1
         cand = concat(parts) if len(parts) > 1 else parts[0]
         off = 0
-        if len(cand):
+        if len(cand) and sz:
             lows = offsets[cand]
             srt = lows.argsort()
             lows = lows[srt]

@@ -177,6 +177,16 @@ def fit(start: np.ndarray, end: np.ndarray, size: np.ndarray, align: np.ndarray,
         deadline: float) -> tuple[int, np.ndarray | None]:
     """Search for offsets fitting every buffer under `capacity` until `deadline` (perf_counter time).
     Returns (OK, offsets), (NOT_FOUND, None) when proved infeasible, or (TIMEOUT, None)."""
+    size = np.asarray(size, np.int64)
+    if (size == 0).any():  # zero-size buffers occupy nothing: offset 0, left out of the search
+        keep = np.flatnonzero(size > 0)
+        status, sub = fit(np.asarray(start)[keep], np.asarray(end)[keep], size[keep], np.asarray(align)[keep],
+                          capacity, deadline)
+        if sub is None:
+            return status, None
+        offsets = np.zeros(len(size), np.int64)
+        offsets[keep] = sub
+        return status, offsets
     n = len(size)
     if n == 0:
         return OK, np.zeros(0, np.int64)
