@@ -14,7 +14,7 @@ from npurt.rknn import *  # noqa: F403
 from npurt.rknn import handles
 from npurt.rknn.api import context_of
 from test_rknn_api_init import errline, init, query, state
-from test_runtime_models import convnet, image, reference
+from test_runtime_models import convnet, image, npurt_bytes, reference
 
 
 @pytest.fixture(autouse=True)
@@ -223,7 +223,6 @@ def test_mem_sync_modes(ctx, capsys):
 
 def test_mem_sync_needs_a_context_on_the_mini_runtime(monkeypatch, capsys):
     monkeypatch.setenv("NPURT_SOC", "rv1106")
-    from test_runtime_models import npurt_bytes
     c = init(npurt_bytes("rv1106"))
     mem = rknn_create_mem(c, 64)
     assert rknn_mem_sync(0, mem, RKNN_MEMORY_SYNC_TO_DEVICE) == RKNN_ERR_CTX_INVALID
@@ -302,8 +301,9 @@ def test_set_io_mem_checks(ctx, capsys):
     rknn_destroy_mem(ctx, small), rknn_destroy_mem(ctx, good)
 
 
-def test_set_io_mem_edited_sizes():
+def test_set_io_mem_edited_sizes(monkeypatch, capsys):
     """FLOAT32 output: n_elems * 4 bytes; UINT8 NHWC input: N*H*w_stride*C bytes (rows padded to w_stride)."""
+    monkeypatch.setenv("RKNN_LOG_LEVEL", "2")
     c = init()
     oa = rknn_tensor_attr(index=0)
     query(c, RKNN_QUERY_NATIVE_OUTPUT_ATTR, oa)
@@ -311,6 +311,15 @@ def test_set_io_mem_edited_sizes():
     out_small, out_ok = rknn_create_mem(c, oa.n_elems * 4 - 1), rknn_create_mem(c, oa.n_elems * 4)
     assert rknn_set_io_mem(c, out_small, oa) == RKNN_ERR_PARAM_INVALID
     assert rknn_set_io_mem(c, out_ok, oa) == RKNN_SUCC
+    i8 = init(npurt_bytes(int8=True))
+    o8 = rknn_tensor_attr(index=0)
+    query(i8, RKNN_QUERY_OUTPUT_ATTR, o8)                             # INT8 NCHW: converted on the CPU
+    m8 = rknn_create_mem(i8, o8.n_elems)
+    capsys.readouterr()
+    assert rknn_set_io_mem(i8, m8, o8) == RKNN_SUCC
+    assert "Output(y): size_with_stride larger than model origin size" in capsys.readouterr().err
+    rknn_destroy_mem(i8, m8)
+    rknn_destroy(i8)
     ia = rknn_tensor_attr(index=0)
     query(c, RKNN_QUERY_NATIVE_INPUT_ATTR, ia)
     ia.type = RKNN_TENSOR_UINT8

@@ -246,7 +246,12 @@ def rknn_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
     if attr is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "attr is NULL")
     a = read_attr(struct_arg(attr, rknn_tensor_attr, "attr"))
-    obj.context.bind(mem_ref(mem, obj.device, "io mem"), a)
+    ref = mem_ref(mem, obj.device, "io mem")
+    is_input, index = obj.context.bind(ref, a)
+    binding = obj.context.bindings()[0 if is_input else 1][index]
+    if not is_input and binding.staging is not None and ref.size < binding.native.size_with_stride:
+        log.warning(f"Output({binding.native.name}): size_with_stride larger than model origin size, if need run "
+                    f"OutputOperator in NPU, please call rknn_create_memory using size_with_stride")
     return c.RKNN_SUCC
 
 
