@@ -1,12 +1,12 @@
 """`Context`: one loaded model on one device — lifecycle, memory ownership, binding rules, the general (copying)
 and zero-copy I/O paths, runs, perf counters, dup, core masks, dynamic shapes. Vendor-neutral: every failure is an
 `NpuError` with a neutral code (messages use the vendor's wording where the seeds give it, so the mirrors can log
-them as they are).
+them as they are). The two I/O paths live in `npurt.runtime.general` and `npurt.runtime.zero_copy` (mixins).
 
 How to use it::
 
-    from npurt.memory import open_device
-    from npurt.runtime import Context, ContextOptions, MemRef
+    from npurt.runtime import Context, ContextOptions, InputData, MemRef
+    from npurt.tensor import DType, Layout
 
     ctx = Context("model.onnx")                       # or .npurt bytes/path, a CompiledModel; soc from $NPURT_SOC
     # general (copying) path: user arrays in, arrays out
@@ -34,24 +34,25 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import math
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.memory import SyncMode, open_device
+from npurt.memory import open_device
 from npurt.model.attrs import TensorAttr
-from npurt.runtime import convert
 from npurt.runtime.binding import IoBinding, MemRef, run_guard
+from npurt.runtime.general import GeneralPath, InputData
 from npurt.runtime.loader import ModelFamily, load_family
 from npurt.runtime.options import PRIORITIES, ContextOptions, MemSize
 from npurt.runtime.perf import PerfCounters, op_timings, run_executor
 from npurt.runtime.weights import WeightStore
-from npurt.tensor import DType, Layout
+from npurt.runtime.zero_copy import ZeroCopyPath
+from npurt.tensor import Layout
+
+__all__ = ["ATTR_KINDS", "Context", "InputData"]
 
 _pylog = logging.getLogger("npurt.runtime")
 ATTR_KINDS = ("logical", "native", "native_nhwc", "current", "current_native")
@@ -63,23 +64,10 @@ def _default_sink(level: str, message: str) -> None:
                message)
 
 
-@dataclass
-class InputData:
-    """One input of the general path: `data` holds the bytes (any numpy array; its bytes are read) in `dtype`
-    and `layout` (the model's logical shape; NHWC for 4-D images), or the native bytes if `pass_through`."""
-
-    index: int
-    data: np.ndarray
-    dtype: DType = DType.UINT8
-    layout: Layout = Layout.NHWC
-    pass_through: bool = False
-    size: int | None = None          # bytes of `data` to consider (default: all)
-
-
 _next_id = iter(range(1, 1 << 62))
 
 
-class Context:
+class Context(GeneralPath, ZeroCopyPath):
     """A model loaded on a device (see the module doc for the lifecycle and the rules)."""
 
     def __init__(self, model: Any, *, device: Any = None, soc: str | None = None, coherence: str | None = None,
@@ -334,136 +322,6 @@ class Context:
             self._dirty = True
 
     # ------------------------------------------------------------------------------------------------------------
-    # zero-copy binding
-    def _resolve(self, attr: TensorAttr) -> tuple[bool, int]:
-        names_in = list(self.compiled.graph.inputs)
-        names_out = list(self.compiled.graph.outputs)
-        if attr.name in names_in:
-            return True, names_in.index(attr.name)
-        if attr.name in names_out:
-            return False, names_out.index(attr.name)
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"the attr names no input or output of the model: {attr.name!r} "
-                                                   f"(inputs {names_in}, outputs {names_out})")
-
-    def bind(self, ref: MemRef, attr: TensorAttr) -> tuple[bool, int]:
-        """Bind `ref` to the input or output that `attr.name` names (zero-copy path). `attr` is a queried attr,
-        possibly with `type` / `fmt` / `w_stride` / `pass_through` edited: the native format binds the memory
-        directly; another format is converted by the runtime around each run. Returns (is_input, index)."""
-        with self._busy("set_io_mem"):
-            self._require_runnable("set_io_mem")
-            if self.io_mode == "general":
-                raise NpuError(ErrorCode.INVALID_ARGUMENT, "the general API (inputs_set/outputs_get) and the zero-copy "
-                                                           "API (set_io_mem) cannot be mixed on one context")
-            if self.options.internal_outside and self._internal_ref is None and self.internal_capacity:
-                raise NpuError(ErrorCode.INVALID_ARGUMENT, "You must call rknn_set_internal_mem before "
-                                                           "rknn_set_io_mem!")
-            ref.require_alive(f"tensor {attr.name!r}")
-            is_input, index = self._resolve(attr)
-            native = (self.compiled.native_input_attrs if is_input else self.compiled.native_output_attrs)[index]
-            shape = self.input_shape(index) if is_input else self.output_shape(index)
-            convert.check_format(attr, native, shape, is_input)
-            need = convert.required_bytes(attr, native, shape, is_input)
-            if ref.size < need:
-                side = "input" if is_input else "output"
-                raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                               f"{side}({native.name}) memory size must be: {need}, but is: {ref.size}")
-            staging = None
-            if not (attr.pass_through or convert.same_format(attr, native)):
-                staging = self.device.alloc(max(native.size_with_stride, 1), owner=self.name,
-                                            name=f"staging-{native.name}", cacheable=False)
-            binding = IoBinding(index, is_input, ref, dataclasses.replace(attr, dims=list(attr.dims)), native, shape,
-                                staging)
-            table = self._in_bind if is_input else self._out_bind
-            self._drop_binding(table[index])
-            table[index] = binding
-            self.io_mode = "zero_copy"
-            self._dirty = True
-            return is_input, index
-
-    @staticmethod
-    def _drop_binding(binding: IoBinding | None) -> None:
-        if binding is not None and binding.staging is not None and binding.staging.alive:
-            binding.staging.free()
-
-    def bindings(self) -> tuple[list[IoBinding | None], list[IoBinding | None]]:
-        """The current zero-copy bindings (inputs, outputs)."""
-        return list(self._in_bind), list(self._out_bind)
-
-    # ------------------------------------------------------------------------------------------------------------
-    # general (copying) path
-    def _general_buffer(self, is_input: bool, index: int) -> Any:
-        table = self._gen_in if is_input else self._gen_out
-        if table[index] is None:
-            side = "native_input_attrs" if is_input else "native_output_attrs"
-            size = max(getattr(m, side)[index].size_with_stride for m in self.family.all())
-            table[index] = self.device.alloc(max(size, 1), owner=self.name,
-                                             name=f"{'input' if is_input else 'output'}{index}")
-            self._dirty = True
-        return table[index]
-
-    def set_inputs(self, inputs: Sequence[InputData]) -> None:
-        """General path: convert each user input (normalise, quantise, lay out, pad) into runtime memory."""
-        with self._busy("inputs_set"):
-            self._require_runnable("inputs_set")
-            if self.io_mode == "zero_copy":
-                raise NpuError(ErrorCode.INVALID_ARGUMENT, "the general API (inputs_set/outputs_get) and the zero-copy "
-                                                           "API (set_io_mem) cannot be mixed on one context")
-            if not self.options.flush_inputs:
-                raise NpuError(ErrorCode.INVALID_ARGUMENT, "RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE must not be "
-                                                           "combined with rknn_inputs_set")
-            if len(inputs) != self.n_inputs:
-                self._log("warning", f"inputs_set: {len(inputs)} inputs given, the model has {self.n_inputs}")
-            plans = []
-            for item in inputs:
-                if not isinstance(item.index, int) or not 0 <= item.index < self.n_inputs:
-                    raise NpuError(ErrorCode.INVALID_INPUT, f"input index {item.index} >= input_num {self.n_inputs}")
-                native = self.compiled.native_input_attrs[item.index]
-                shape = self.input_shape(item.index)
-                raw = _as_bytes(item.data, item.size)
-                user = dataclasses.replace(native, type=DType.parse(item.dtype), fmt=Layout(item.layout),
-                                           pass_through=int(bool(item.pass_through)), w_stride=0)
-                if item.pass_through:
-                    need = native.size_with_stride
-                else:
-                    convert.check_format(user, native, shape, True)
-                    need = user.type.nbytes(math.prod(shape))
-                if raw.size < need:
-                    raise NpuError(ErrorCode.INVALID_INPUT, f"param input size({raw.size}) < model input size({need})")
-                plans.append((item.index, user, native, shape, raw))
-            for index, user, native, shape, raw in plans:
-                dst = self._general_buffer(True, index).device_view(np.uint8)
-                mean = self.compiled.mean[index] if self.compiled.mean else None
-                std = self.compiled.std[index] if self.compiled.std else None
-                convert.pack_user_input(user, native, raw, dst, shape, mean, std)
-                self._gen_set[index] = True
-            self.io_mode = "general"
-
-    def get_outputs(self, want_float: bool | Sequence[bool] = True,
-                    indices: Sequence[int] | None = None) -> list[np.ndarray]:
-        """General path: the outputs of the last run as new arrays in the logical (ONNX) layout — float32
-        (want_float) or the model's output type."""
-        with self._busy("outputs_get"):
-            self._require_runnable("outputs_get")
-            if self.io_mode == "zero_copy":
-                raise NpuError(ErrorCode.INVALID_ARGUMENT, "the general API (inputs_set/outputs_get) and the zero-copy "
-                                                           "API (set_io_mem) cannot be mixed on one context")
-            if not self.options.invalidate_outputs:
-                raise NpuError(ErrorCode.INVALID_ARGUMENT, "RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE must not be "
-                                                           "combined with rknn_outputs_get")
-            if not self._ran or self.io_mode != "general":
-                raise NpuError(ErrorCode.INVALID_OUTPUT, "no outputs yet: call inputs_set and run before outputs_get")
-            indices = list(range(self.n_outputs)) if indices is None else list(indices)
-            flags = [want_float] * len(indices) if isinstance(want_float, (bool, int)) else list(want_float)
-            out = []
-            for index, wf in zip(indices, flags):
-                if not isinstance(index, int) or not 0 <= index < self.n_outputs:
-                    raise NpuError(ErrorCode.INVALID_OUTPUT, f"output index {index} >= output_num {self.n_outputs}")
-                native = self.compiled.native_output_attrs[index]
-                src = self._gen_out[index].device_view(np.uint8)
-                out.append(convert.output_as(native, src, self.output_shape(index), bool(wf)))
-            return out
-
-    # ------------------------------------------------------------------------------------------------------------
     # running
     def _executor(self) -> Any:
         ex = self._executors.get(id(self.compiled))
@@ -516,40 +374,14 @@ class Context:
         self._bound_to = ex
 
     def _before_run(self) -> None:
-        """Cache maintenance and conversions of inputs (zero-copy path)."""
-        if self.io_mode != "zero_copy":
-            return
-        device = self.device
-        for b in self._in_bind:
-            buf = b.ref.buffer
-            if b.ref.runtime_known and self.options.flush_inputs:
-                buf.sync(SyncMode.TO_DEVICE)
-            elif device.coherence == "check" and buf.cpu_written_since_sync():
-                msg = (f"coherence: input({b.native.name}) buffer {buf.name or 'buffer'}#{buf.handle} "
-                       f"(0x{buf.dev_addr:x}) was written by the CPU after its last sync to device: rknn_run reads "
-                       f"stale data on the board; call rknn_mem_sync(ctx, mem, RKNN_MEMORY_SYNC_TO_DEVICE) first")
-                self.coherence_violations.append(msg)
-                self._log("warning", msg)
-            if b.staging is not None:
-                mean = self.compiled.mean[b.index] if self.compiled.mean else None
-                std = self.compiled.std[b.index] if self.compiled.std else None
-                convert.pack_user_input(b.user, b.native, b.ref.device_u8(), b.staging.device_view(np.uint8),
-                                        b.shape, mean, std)
+        if self.io_mode == "zero_copy":
+            self._zero_copy_before_run()
 
     def _after_run(self) -> None:
         if self.io_mode == "general":
-            for buf in self._gen_out:
-                buf.note_device_write()
-                buf.sync(SyncMode.FROM_DEVICE)
-            return
-        for b in self._out_bind:
-            if b.staging is not None:
-                convert.write_user_output(b.user, b.native, b.staging.device_view(np.uint8), b.ref.device_u8(),
-                                          b.shape)
-            buf = b.ref.buffer
-            buf.note_device_write()
-            if b.ref.runtime_known and self.options.invalidate_outputs:
-                buf.sync(SyncMode.FROM_DEVICE)
+            self._general_after_run()
+        else:
+            self._zero_copy_after_run()
 
     def run(self) -> None:
         """Run the model once over the bound memory (see the module doc for what must be bound first)."""
@@ -696,15 +528,3 @@ class Context:
 def _digest(compiled: Any) -> str:
     import hashlib
     return hashlib.sha256(np.ascontiguousarray(compiled.weight_blob).view(np.uint8)).hexdigest()
-
-
-def _as_bytes(data: Any, size: int | None) -> np.ndarray:
-    """The bytes of a user input as a flat uint8 array (no copy for contiguous arrays)."""
-    arr = np.ascontiguousarray(data) if not isinstance(data, (bytes, bytearray, memoryview)) else \
-        np.frombuffer(data, np.uint8)
-    raw = arr.reshape(-1).view(np.uint8)
-    if size is not None:
-        if size < 0:
-            raise NpuError(ErrorCode.INVALID_INPUT, f"input size {size} is negative")
-        raw = raw[:size]
-    return raw
