@@ -238,10 +238,13 @@ def _main_job(args: argparse.Namespace) -> int:
         check = {"general_vs_zero_copy_max_abs_diff": max(agree)}
         if ref is not None:
             check["cosine_vs_onnxruntime"] = min(_cosine(a, b) for a, b in zip(z_out, ref))
+            check["max_abs_diff_vs_onnxruntime"] = max(float(np.max(np.abs(np.ravel(a) - np.ravel(b))))
+                                                       for a, b in zip(z_out, ref))
         same = "identical" if max(agree) == 0 else f"max |diff| {max(agree):.3g}"
         line = f"outputs: general and zero copy {same}"
         if "cosine_vs_onnxruntime" in check:
-            line += f"; cosine similarity to onnxruntime's float model {check['cosine_vs_onnxruntime']:.5f}"
+            line += (f"; vs onnxruntime's float model: cosine {check['cosine_vs_onnxruntime']:.5f}, "
+                     f"max |diff| {check['max_abs_diff_vs_onnxruntime']:.3g}")
         console.print(line)
         result["timing"] = timing
         result["check"] = check
