@@ -105,7 +105,8 @@ def _node_json(n: Node) -> dict[str, Any]:
         attrs[k] = base64.b64encode(helper.make_attribute(k, v).SerializeToString()).decode()
     return {"name": n.name, "op_type": n.op_type, "inputs": n.inputs, "outputs": n.outputs, "attrs": attrs,
             "activation": n.activation,
-            "activation_params": list(n.activation_params) if n.activation_params is not None else None}
+            "activation_params": list(n.activation_params) if n.activation_params is not None else None,
+            "domain": n.domain}
 
 
 def _node_from_json(d: dict[str, Any]) -> Node:
@@ -123,7 +124,7 @@ def _node_from_json(d: dict[str, Any]) -> Node:
         attrs[k] = v
     p = d["activation_params"]
     return Node(d["name"], d["op_type"], list(d["inputs"]), list(d["outputs"]), attrs, d["activation"],
-                tuple(p) if p is not None else None)
+                tuple(p) if p is not None else None, d.get("domain", ""))
 
 
 def load_compiled(path_or_bytes: "str | os.PathLike | bytes | bytearray | memoryview") -> CompiledModel:

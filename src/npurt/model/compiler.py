@@ -65,7 +65,7 @@ def _check_norm_channels(graph: Graph, values: list, what: str) -> None:
 def _check_supported(graph: Graph) -> None:
     ops = set(supported_ops())
     for node in graph.nodes:
-        if node.op_type not in ops:
+        if node.op_type not in ops and not node.domain:     # custom-domain ops run when registered
             raise NpuError(ErrorCode.NOT_SUPPORTED,
                            f"op {node.op_type!r} (node {node.name!r}) is not supported by npurt")
 

@@ -42,6 +42,7 @@ class Node:
     attrs: dict[str, Any] = field(default_factory=dict)
     activation: str | None = None
     activation_params: tuple | None = None
+    domain: str = ""                    # non-empty: a custom op (run by rknn_register_custom_ops callbacks)
 
     @property
     def display_type(self) -> str:

@@ -250,13 +250,11 @@ def to_graph(proto: onnx.ModelProto) -> Graph:
     nodes: list[Node] = []
     for i, n in enumerate(g.node):
         name = n.name or f"{n.op_type}_{i}"
-        if n.domain not in ("", "ai.onnx"):
-            raise NpuError(ErrorCode.NOT_SUPPORTED,
-                           f"node {name!r}: op {n.domain}::{n.op_type} is not supported (custom domain)")
-        if n.op_type == "Constant":
+        domain = "" if n.domain in ("", "ai.onnx") else n.domain     # other domains: custom ops
+        if n.op_type == "Constant" and not domain:
             constants[n.output[0]] = _constant_value(n)
             continue
-        nodes.append(Node(name, n.op_type, list(n.input), list(n.output), _attr_values(n)))
+        nodes.append(Node(name, n.op_type, list(n.input), list(n.output), _attr_values(n), domain=domain))
     for name, value in constants.items():
         tensors[name] = TensorInfo(name, tuple(int(d) for d in value.shape), value.dtype.name)
     graph = Graph(g.name or "model", opset, topo_sort(nodes, set(inputs) | set(constants)), tensors,

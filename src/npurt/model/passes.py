@@ -80,7 +80,7 @@ def fold_constants(graph: Graph) -> Graph:
                 graph.constants[node.outputs[0]] = value
                 continue
         real_inputs = [i for i in node.inputs if i]
-        if node.op_type not in _NO_FOLD and all(i in graph.constants for i in real_inputs):
+        if node.op_type not in _NO_FOLD and not node.domain and all(i in graph.constants for i in real_inputs):
             values = [graph.constants[i] if i else None for i in node.inputs]
             results = run_node(node, values, graph.opset)
             for name, value in zip(node.outputs, results):
@@ -115,6 +115,9 @@ def complete_shapes(graph: Graph) -> Graph:
         outs = [graph.tensor(o) for o in node.outputs if o]
         if all(t.shape is not None for t in outs):
             continue
+        if node.domain:
+            raise NpuError(ErrorCode.NOT_SUPPORTED, f"node {node.name!r}: custom op {node.domain}::{node.op_type} "
+                                                    f"needs its output shapes declared in the model (value_info)")
         values = []
         for name in node.inputs:
             if not name:
@@ -129,10 +132,12 @@ def complete_shapes(graph: Graph) -> Graph:
                 values.append(np.zeros(info.shape, np.dtype(info.dtype)))
         results = run_node(node, values, graph.opset)
         for name, value in zip(node.outputs, results):
-            if name:
+            if name and graph.tensor(name).shape is None:
                 info = graph.tensor(name)
+                dt = np.asarray(value).dtype
                 info.shape = tuple(int(d) for d in np.shape(value))
-                info.dtype = np.asarray(value).dtype.name if info.dtype is None else info.dtype
+                if not (dt.kind == "f" and np.dtype(info.dtype).kind == "f"):
+                    info.dtype = dt.name      # type unknown to ONNX inference: take the kernel's
     return graph
 
 
@@ -235,13 +240,13 @@ def fuse_activations(graph: Graph) -> Graph:
     graph.link()
     dead: set[int] = set()
     for i, act in enumerate(graph.nodes):
-        if act.op_type not in FUSABLE_ACTIVATIONS:
+        if act.op_type not in FUSABLE_ACTIVATIONS or act.domain:
             continue
         x = graph.tensor(act.inputs[0])
         if x.producer is None or len(x.consumers) != 1 or x.is_output or not x.is_float:
             continue
         op = graph.nodes[x.producer]
-        if op.op_type not in FUSING_OPS or op.activation or op.op_type not in supported:
+        if op.op_type not in FUSING_OPS or op.activation or op.op_type not in supported or op.domain:
             continue
         try:
             params = _activation_params(act, graph)
