@@ -173,7 +173,7 @@ def _plan_leaf(a: Arrays, target: int, deadline: float, seed: int, has_capacity:
     target = max(target, lb)
     best, best_arena, method, best_order = _greedy_passes(a, target, deadline)
     if best_arena > target and n <= SEARCH_MAX_BUFFERS and time.perf_counter() < deadline:
-        budget = (deadline - time.perf_counter()) * (0.7 if has_capacity else 0.4)
+        budget = (deadline - time.perf_counter()) * (0.9 if has_capacity else 0.4)
         status, offsets = search.fit(a.start, a.end, a.size, a.align, target, time.perf_counter() + budget)
         if status == search.OK and offsets is not None and _arena(a, offsets) < best_arena:
             best, best_arena, method = offsets, _arena(a, offsets), "search"
