@@ -110,7 +110,8 @@ def _prepare(args: argparse.Namespace, console: Console) -> tuple[Any, Path, dic
     compiled = _models.load_model(str(path), args.soc, quantize=quantize,
                                   progress=not args.json and console.is_terminal)
     t2 = time.perf_counter()
-    return compiled, path, {"model_cached": warm, "model_seconds": t1 - t0, "compile_seconds": t2 - t1}
+    return compiled, path, {"model_cached": warm, "model_seconds": t1 - t0, "compile_seconds": t2 - t1,
+                            "precompiled": _models.is_compiled(path)}
 
 
 def _reference(path: Path, frame: list[np.ndarray]) -> list[np.ndarray] | None:
@@ -160,9 +161,14 @@ def _main_job(args: argparse.Namespace) -> int:
     t_start = time.perf_counter()
     console.rule(f"[bold]npurt demo[/bold]: {args.model} on an emulated {profile.name}")
     compiled, path, prep = _prepare(args, console)
-    console.print(f"model {path.name}: {compiled.precision}, {sum(compiled.meta.get('op_counts', {}).values())} ops "
-                  f"{compiled.meta.get('op_counts', '')}; model {'from the cache' if prep['model_cached'] else 'generated'}"
-                  f" in {prep['model_seconds']:.2f} s, compiled in {prep['compile_seconds']:.2f} s")
+    ops = compiled.meta.get("op_counts", {})
+    how = "int8, calibrated on 4 cached random images" if compiled.precision == "int8" else compiled.precision
+    if prep["precompiled"]:
+        how = f"{compiled.precision} (a compiled file, loaded)"
+    console.print(f"{path.name} ({'read from the cache' if prep['model_cached'] else 'generated and cached'} in "
+                  f"{prep['model_seconds']:.2f} s): {sum(ops.values())} ops "
+                  + ", ".join(f"{n} x{k}" for n, k in ops.items())
+                  + f"; compiled {how} for {profile.name} in {prep['compile_seconds']:.2f} s")
     rk = Rknn()
     r = rk.r
     device = open_device(profile.name)
