@@ -111,7 +111,7 @@ def _prepare(args: argparse.Namespace, console: Console) -> tuple[Any, Path, dic
                                   progress=not args.json and console.is_terminal)
     t2 = time.perf_counter()
     return compiled, path, {"model_cached": warm, "model_seconds": t1 - t0, "compile_seconds": t2 - t1,
-                            "precompiled": _models.is_compiled(path)}
+                            "precompiled": _models.is_compiled(path), "zoo": key in _models.ZOO}
 
 
 def _reference(path: Path, frame: list[np.ndarray]) -> list[np.ndarray] | None:
@@ -165,8 +165,8 @@ def _main_job(args: argparse.Namespace) -> int:
     how = "int8, calibrated on 4 cached random images" if compiled.precision == "int8" else compiled.precision
     if prep["precompiled"]:
         how = f"{compiled.precision} (a compiled file, loaded)"
-    console.print(f"{path.name} ({'read from the cache' if prep['model_cached'] else 'generated and cached'} in "
-                  f"{prep['model_seconds']:.2f} s): {sum(ops.values())} ops "
+    source = ("read from the cache" if prep["model_cached"] else "generated and cached") if prep["zoo"] else "a file"
+    console.print(f"{path.name} ({source}, {prep['model_seconds']:.2f} s): {sum(ops.values())} ops "
                   + ", ".join(f"{n} x{k}" for n, k in ops.items())
                   + f"; compiled {how} for {profile.name} in {prep['compile_seconds']:.2f} s")
     rk = Rknn()
