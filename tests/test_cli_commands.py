@@ -126,3 +126,8 @@ def test_bench_quick_only_and_errors():
     d = ok_json("bench", "--quick", "--only", "layout")
     assert d["rows"] and all(r["bench"] == "layout" and r["ratio"] > 0 for r in d["rows"])
     fails("bench", "--only", "nosuchbench", words=("unknown benchmark", "layout"))
+
+
+def test_bench_without_a_bench_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("NPURT_BENCH_DIR", str(tmp_path))
+    fails("bench", "--quick", words=("no bench/ folder", "NPURT_BENCH_DIR"))

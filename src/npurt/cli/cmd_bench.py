@@ -3,8 +3,7 @@
 Each `bench/NAME.py` defines `run(quick: bool = False) -> list[dict]`; this command imports them by file path
 (they are scripts, not part of the installed package), runs them in name order, and prints one row per result
 with its ratio: what the ratio compares is the benchmark's own definition (listed under the table). `bench/` is
-looked for beside the package's source tree (`<repo>/bench`), then in the current directory, or at
-`$NPURT_BENCH_DIR`.
+`$NPURT_BENCH_DIR` when set, else the folder beside the package's source tree (`<repo>/bench`), else `./bench`.
 """
 from __future__ import annotations
 
@@ -44,8 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def bench_dir() -> Path:
     """The `bench/` folder: `$NPURT_BENCH_DIR`, beside the source tree, or in the current directory."""
     env = os.environ.get("NPURT_BENCH_DIR")
-    candidates = [Path(env)] if env else []
-    candidates += [Path(__file__).resolve().parents[3] / "bench", Path.cwd() / "bench"]
+    candidates = [Path(env)] if env else [Path(__file__).resolve().parents[3] / "bench", Path.cwd() / "bench"]
     for c in candidates:
         if c.is_dir() and any(c.glob("*.py")):
             return c
