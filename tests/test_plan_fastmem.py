@@ -84,3 +84,15 @@ def test_beats_the_seed_mobilenet_v1():
     assert fm.solution.arena <= 2157568
     assert 2 * sum(fm.hit_bytes.values()) == pytest.approx(fm.hit_traffic)
     assert fm.hit_traffic > 6688768
+
+
+def test_two_pool_view_is_valid():
+    p = Problem([PlanBuffer(i, i, i + 3, 40 + 10 * (i % 3), weight=float(i % 4)) for i in range(10)])
+    fm = place_with_fast_memory(p, fast_size=100, time_limit=0.5)
+    fast, slow = fm.fast_offsets, fm.slow_offsets
+    assert set(fast) | set(slow) == {b.id for b in p.buffers} and not set(fast) & set(slow)
+    assert all(fast[i] + fm.sizes[i] <= 100 for i in fast) and min(slow.values(), default=0) == 0
+    used = max((fast[i] + fm.sizes[i] for i in fast), default=0)
+    combined = {**fast, **{i: used + o for i, o in slow.items()}}
+    check(p, Solution(combined, max(o + fm.sizes[i] for i, o in combined.items()), 0, 0.0, "two-pool", None))
+    assert fm.method.startswith("fast-memory:")

@@ -29,7 +29,8 @@ SINK_MAX_BUFFERS = 5000   # the sink pass is O(n²) numpy work
 @dataclass(frozen=True)
 class FastMemoryPlan:
     """A plan plus its fast-memory accounting: `hit_bytes[id]` are the buffer's bytes below
-    `fast_size`; `hit_traffic` = Σ weight × hit/size; `total_traffic` = Σ weight."""
+    `fast_size`; `hit_traffic` = Σ weight × hit/size; `total_traffic` = Σ weight; `min_arena` the
+    arena of the plan it started from; `sizes` the buffer sizes."""
 
     solution: Solution
     fast_size: int
@@ -37,6 +38,25 @@ class FastMemoryPlan:
     hit_traffic: float
     total_traffic: float
     min_arena: int
+    sizes: dict[BufferId, int]
+
+    @property
+    def method(self) -> str:
+        return self.solution.method
+
+    @property
+    def fast_offsets(self) -> dict[BufferId, int]:
+        """Two-pool view (e.g. HTP VTCM + DDR spill): buffers lying wholly below `fast_size`."""
+        return {i: o for i, o in self.solution.offsets.items() if o + self.sizes[i] <= self.fast_size}
+
+    @property
+    def slow_offsets(self) -> dict[BufferId, int]:
+        """Two-pool view: every other buffer (straddlers included), offsets rebased to the lowest
+        of them. Any base for the slow pool placed above the fast pool keeps the plan valid."""
+        fast = self.fast_offsets
+        rest = {i: o for i, o in self.solution.offsets.items() if i not in fast}
+        base = min(rest.values(), default=0)
+        return {i: o - base for i, o in rest.items()}
 
 
 def hit_bytes_of(size: np.ndarray, offsets: np.ndarray, fast_size: int) -> np.ndarray:
@@ -159,4 +179,4 @@ def place_with_fast_memory(problem: Problem, fast_size: int, tolerance: float = 
         raise NpuError(ErrorCode.FAIL, f"fast-memory placement produced an invalid plan: {bad[:3]}")
     hits = hit_bytes_of(a.size, best, fast_size)
     return FastMemoryPlan(sol, int(fast_size), dict(zip(ids, hits.tolist())), best_value,
-                          float(a.weight.sum()), base.arena)
+                          float(a.weight.sum()), base.arena, dict(zip(ids, a.size.tolist())))
