@@ -24,6 +24,7 @@ from npurt.plan.problem import Arrays, BufferId, Problem, Solution, peak_live
 from npurt.plan.solver import _orders, solve
 
 SINK_MAX_BUFFERS = 5000   # the sink pass is O(n²) numpy work
+CLIMB_STALL = 400         # stop climbing after this many trials without a strict gain
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,10 @@ def _climb(a: Arrays, fast_size: int, limit: int, order: np.ndarray, deadline: f
     offsets = place_in_order(a, order, first_fit=True)
     ok = int((offsets + a.size).max()) <= limit
     value = _value(a, offsets, fast_size) if ok else -1.0
-    while n > 1 and time.perf_counter() < deadline:
+    stall = 0
+    ceiling = float(a.weight.sum())
+    while n > 1 and time.perf_counter() < deadline and stall < CLIMB_STALL and value < ceiling:
+        stall += 1
         pos = int(rng.integers(1, n))
         new_pos = int(rng.integers(0, pos))
         trial = np.insert(np.delete(order, pos), new_pos, order[pos])
@@ -117,6 +121,8 @@ def _climb(a: Arrays, fast_size: int, limit: int, order: np.ndarray, deadline: f
             continue
         v = _value(a, offs, fast_size)
         if v >= value:
+            if v > value:
+                stall = 0
             order, value = trial, v
             consider(offs, "climb")
             consider(_sink(a, offs, order), "climb+sink")
@@ -150,7 +156,7 @@ def place_with_fast_memory(problem: Problem, fast_size: int, tolerance: float = 
         if value > best_value:
             best, best_value, method = offsets, value, how
 
-    if n:
+    if n and fast_size > 0 and a.weight.sum() > 0:   # nothing to gain otherwise
         consider(base.arena - (best + a.size), "mirror")
         density = np.divide(a.weight, a.size, out=np.zeros(n), where=a.size > 0)
         by_density = np.lexsort((np.arange(n), -a.size, -density))
