@@ -5,6 +5,7 @@ import math
 import os
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
