@@ -224,3 +224,14 @@ def test_precision_arguments():
         npurt.compile(small_convnet(), soc="rk9999")
     cm = npurt.compile(small_convnet(), precision="float32")
     assert all(s.dtype in (DType.FLOAT32, DType.INT64) for s in cm.storage.values())
+
+
+def test_int8_passthrough_ops_keep_input_quantisation():
+    rng = np.random.default_rng(0)
+    cm = npurt.compile(small_convnet(), quantize=[rng.normal(size=(1, 3, 32, 32)).astype(np.float32)
+                                                  for _ in range(3)], progress=False)
+    pools = [n for n in cm.graph.nodes if n.op_type in ("MaxPool", "Flatten", "Reshape")]
+    assert pools
+    for n in pools:
+        src, dst = cm.storage[n.inputs[0]], cm.storage[n.outputs[0]]
+        assert (dst.scale, dst.zp) == (src.scale, src.zp), n.name

@@ -150,4 +150,29 @@ def calibrate(graph: Graph, samples: list[list[np.ndarray]], mean: list | None =
                 lo[name] = min(lo.get(name, mn), mn)
                 hi[name] = max(hi.get(name, mx), mx)
             bar.advance(task)
-    return {name: choose_affine_params(lo[name], hi[name], "int8") for name in lo}
+    params = {name: choose_affine_params(lo[name], hi[name], "int8") for name in lo}
+    return share_passthrough_params(graph, params)
+
+
+# Ops whose output values are a subset of their (first) input's values: they keep the input's quantisation, as
+# the vendor's do, so int8 data passes through them without a second rounding.
+PASSTHROUGH_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "MaxPool", "Identity",
+                             "Slice", "Split", "Gather", "Expand", "Tile", "SpaceToDepth", "DepthToSpace",
+                             "GlobalMaxPool", "ReduceMax", "ReduceMin"})
+
+
+def share_passthrough_params(graph: Graph, params: dict[str, tuple[float, int]]) -> dict[str, tuple[float, int]]:
+    """Give each float output of a pass-through op (Reshape, MaxPool, ...) its data input's (scale, zp).
+    Resize (nearest) and Pad keep values too but may add zeros; zero is exact in every affine range."""
+    out = dict(params)
+    for node in graph.nodes:
+        if node.op_type not in PASSTHROUGH_OPS and not (
+                node.op_type == "Resize" and node.attrs.get("mode", "nearest") == "nearest"):
+            continue
+        src = node.inputs[0] if node.inputs else ""
+        if not src or src not in out:
+            continue
+        for o in node.outputs:
+            if o and o in out:
+                out[o] = out[src]
+    return out
