@@ -15,7 +15,7 @@ demo: $(STAMP)
 	$(VENV)/bin/npurt demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $${NPURT_TEST_WORKERS:-2}
 
 bench: $(STAMP)
 	$(VENV)/bin/npurt bench
