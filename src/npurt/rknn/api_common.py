@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -50,21 +49,12 @@ QNT_TO_RKNN = {QntType.NONE: c.RKNN_TENSOR_QNT_NONE, QntType.DFP: c.RKNN_TENSOR_
 RKNN_TO_QNT = {v: k for k, v in QNT_TO_RKNN.items()}
 
 
-class RknnCallError(Exception):
-    """A failure carrying an exact RKNN status (for the few cases no neutral code expresses)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
 def status_of(exc: NpuError) -> int:
     return STATUS.get(exc.code, c.RKNN_ERR_FAIL)
 
 
 def mirror(func_name: str, failure: Any = "status") -> Callable:
-    """Decorate an API function: NpuError / RknnCallError -> `E RKNN: <func>: <message>` and the status (or
+    """Decorate an API function: NpuError -> `E RKNN: <func>: <message>` and its status (or
     `failure` for pointer-returning functions, i.e. None). Unexpected exceptions are logged and mapped to
     RKNN_ERR_FAIL / None: no Python exception escapes a mirror call."""
 
@@ -76,9 +66,6 @@ def mirror(func_name: str, failure: Any = "status") -> Callable:
             except NpuError as exc:
                 log.error(f"{func_name}: {exc.message}")
                 return status_of(exc) if failure == "status" else failure
-            except RknnCallError as exc:
-                log.error(f"{func_name}: {exc.message}")
-                return exc.status if failure == "status" else failure
             except Exception as exc:  # a bug or a wrong Python type: still a status, never a traceback
                 log.error(f"{func_name}: internal error: {type(exc).__name__}: {exc}")
                 return c.RKNN_ERR_FAIL if failure == "status" else failure
@@ -121,7 +108,6 @@ class RknnContext:
     handle: int = 0
     outputs: dict[int, Any] = field(default_factory=dict)     # virt_addr -> Buffer handed out by outputs_get
     perf_text: bytes = b""             # keeps RKNN_QUERY_PERF_DETAIL's perf_data alive
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def get_ctx(ctx: Any) -> RknnContext:
