@@ -198,10 +198,11 @@ def clip(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
         hi = inputs[2] if len(inputs) > 2 else None
     if lo is None and hi is None:
         return [x.copy()]
-    y = np.maximum(x, np.asarray(lo).astype(x.dtype)) if lo is not None else x.copy()
-    if hi is not None:
-        np.minimum(y, np.asarray(hi).astype(x.dtype), out=y)
-    return [y]
+    if lo is None:
+        return [np.minimum(x, np.asarray(hi).astype(x.dtype))]
+    if hi is None:
+        return [np.maximum(x, np.asarray(lo).astype(x.dtype))]
+    return [np.clip(x, np.asarray(lo).astype(x.dtype), np.asarray(hi).astype(x.dtype))]  # one pass
 
 
 @kernel("Sigmoid")
