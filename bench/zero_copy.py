@@ -9,8 +9,9 @@ Rows (per-inference time, median of repeats; every path timed round-robin with t
 machine load), each as a ratio over `executor`:
 - executor: `Executor.run()` alone on already-bound memory (the compute; the floor)
 - zero-copy native: `Context.run()` with input/output bound in the native format (the vendor's NATIVE attrs);
-  the frame was written once — what `npurt.Session.run()` does. Goal: under 5% over the executor.
-- Session.run(): the same through the Pythonic layer
+  the frame was written once. Goal: under 5% over the executor.
+- Session.run(): the same through the Pythonic layer (it is the same context: executor, Context.run() and
+  Session.run() run over the same memory)
 - zero-copy u8->f32: `Context.run()` with the input bound as UINT8/NHWC and the output as FLOAT32/NCHW (the
   vendor demos' edited attrs): the runtime converts around every run (on the board the NPU fuses it)
 - general: `set_inputs(uint8 NHWC frame)` + `run()` + `get_outputs(want_float)` (rknn_inputs_set/run/outputs_get)
@@ -56,17 +57,19 @@ def build_model(size: int = SIZE) -> bytes:
 
 def _medians(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, tuple[float, float]]:
     """Per function: (median seconds, median over rounds of its time / the first function's time in the same
-    round). Timed round-robin after a warm-up round, so that load from other processes hits every path alike;
-    the per-round ratio cancels slow drifts of the machine."""
+    round). Timed round-robin after a warm-up round, the order rotated every round (whoever runs right after a
+    function on the same memory finds it in cache), so that position and load from other processes hit every
+    path alike; the per-round ratio cancels slow drifts of the machine."""
     for f in fns.values():
         f()
+    names = list(fns)
     times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeats):
-        for name, f in fns.items():
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[:r % len(names)]:
             t0 = time.perf_counter()
-            f()
+            fns[name]()
             times[name].append(time.perf_counter() - t0)
-    base = times[next(iter(fns))]
+    base = times[names[0]]
     return {k: (statistics.median(v), statistics.median(a / b for a, b in zip(v, base))) for k, v in times.items()}
 
 
@@ -76,18 +79,14 @@ def _measure(compiled: Any, frame: np.ndarray, repeats: int) -> dict[str, tuple[
     from npurt.tensor import DType, Layout
     x_nchw = frame.astype(np.float32).transpose(0, 3, 1, 2).copy()     # raw values: mean/std are fused
     contexts = []
-    # zero-copy, native format: the frame converted once into the bound input
-    zc = Context(compiled, soc=SOC, name="bench-zc")
-    contexts.append(zc)
-    bufs = [zc.device.alloc(zc.input_attr(0, "native").size_with_stride, owner="bench"),
-            zc.device.alloc(zc.output_attr(0, "native").size_with_stride, owner="bench")]
-    zc.bind(MemRef(bufs[0]), zc.input_attr(0, "native"))
-    zc.bind(MemRef(bufs[1]), zc.output_attr(0, "native"))
-    from npurt.exec.bind import pack_input
-    pack_input(zc.input_attr(0, "native"), frame, bufs[0].cpu_view(np.uint8), compiled.mean[0], compiled.std[0],
-               layout="nhwc", shape=(1, 3, SIZE, SIZE))
-    zc.run()
+    # zero-copy, native format: the Session's context, its frame converted once into the bound input; the
+    # executor row is the same context's executor on the same memory
+    sess = npurt.Session(compiled)
+    sess.input(0).write(frame, layout="nhwc")
+    sess.run()
+    zc = sess.context
     ex = zc.executor
+    bufs = []
     # zero-copy with the demos' edited attrs: UINT8/NHWC in, FLOAT32/NCHW out (runtime converts around each run)
     zu = Context(compiled, soc=SOC, name="bench-zc-u8")
     contexts.append(zu)
@@ -95,9 +94,9 @@ def _measure(compiled: Any, frame: np.ndarray, repeats: int) -> dict[str, tuple[
     ia.type, ia.fmt = DType.UINT8, Layout.NHWC
     oa.type, oa.fmt = DType.FLOAT32, Layout.UNDEFINED
     bufs += [zu.device.alloc(frame.nbytes, owner="bench"), zu.device.alloc(oa.n_elems * 4, owner="bench")]
-    bufs[2].cpu_view(np.uint8)[:] = frame.reshape(-1)
-    zu.bind(MemRef(bufs[2]), ia)
-    zu.bind(MemRef(bufs[3]), oa)
+    bufs[0].cpu_view(np.uint8)[:] = frame.reshape(-1)
+    zu.bind(MemRef(bufs[0]), ia)
+    zu.bind(MemRef(bufs[1]), oa)
     # general path
     gen = Context(compiled, soc=SOC, name="bench-general")
     contexts.append(gen)
@@ -107,15 +106,13 @@ def _measure(compiled: Any, frame: np.ndarray, repeats: int) -> dict[str, tuple[
         gen.run()
         gen.get_outputs(want_float=True)
 
-    sess = npurt.Session(compiled)
-    sess.input(0).write(frame, layout="nhwc")
     try:
         t = _medians({"executor": ex.run, "zero-copy native": zc.run, "Session.run()": sess.run,
                       "zero-copy u8->f32": zu.run, "general": general,
                       "Session.run(x)": lambda: sess.run(x_nchw)}, repeats)
         # the paths agree
         ref = sess.run(x_nchw)[0]
-        for y in (gen.get_outputs()[0], bufs[3].cpu_view(np.float32).reshape(ref.shape)):
+        for y in (gen.get_outputs()[0], bufs[1].cpu_view(np.float32).reshape(ref.shape)):
             assert np.allclose(y, ref, atol=0.05), "paths disagree"
     finally:
         sess.close()
