@@ -94,7 +94,10 @@ def random_dataset(path: Path, n: int = RANDOM_SAMPLES) -> Path:
         names = []
         for k, arr in enumerate(random_inputs(path, seed=1000 + s)):
             f = f"sample{s}_in{k}.npy"
-            np.save(folder / f, arr)
+            tmp = folder / f"{f}.tmp{os.getpid()}"          # atomic: other processes may read it meanwhile
+            with open(tmp, "wb") as fh:
+                np.save(fh, arr)
+            os.replace(tmp, folder / f)
             names.append(f)
         lines.append(" ".join(names))
     tmp = folder / f"dataset.txt.tmp{os.getpid()}"
