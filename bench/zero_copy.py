@@ -1,9 +1,9 @@
 """Zero-copy and general-path inference cost over the executor's own compute time, measured in one run.
 
 Model: a small conv net on a large input — 640x640x3 uint8 images (mean/std 127.5 fused into the input
-conversion), a 4x4/s4 patchify Conv+Relu (16 ch) -> Conv3x3/s2+Relu (32 ch) -> GlobalAveragePool -> Gemm (10), compiled fp16
-and int8 for rk3588. The input (1.2 MB as uint8, 2.4 MB native fp16) is large next to the compute, so what the
-I/O paths copy shows.
+conversion), a 4x4/s4 patchify Conv+Relu (16 ch) -> Conv3x3/s2+Relu (32 ch) -> GlobalAveragePool -> Gemm (10),
+compiled fp16 and int8 for rk3588. The input (1.2 MB as uint8, 2.4 MB native fp16) is large next to the compute,
+so what the I/O paths copy shows.
 
 Rows (per-inference time, median of repeats; every path timed round-robin with the others so all see the same
 machine load), each as a ratio over `executor`:

@@ -346,7 +346,7 @@ def test_demo_4_1_create_mem():
     check(results[0], convnet(), model, img)
 
 
-# --- reference §4.2 rknn_create_mem_with_rga_demo ----------------------------------------------------------------------
+# --- reference §4.2 rknn_create_mem_with_rga_demo ---------------------------------------------------------------------
 def test_demo_4_2_create_mem_with_rga(tmp_path):
     """As 4.1, init from a path; "RGA" (another device: here a separate mapping of the fd) writes the image
     into the input memory through its fd, wstride = align(W, 8), hstride = H, RGB888."""
@@ -428,7 +428,7 @@ def test_demo_4_3_everything_allocated_outside():
     check(y, convnet(), model, img)
 
 
-# --- reference §4.4 rknn_with_mmz_demo ---------------------------------------------------------------------------------
+# --- reference §4.4 rknn_with_mmz_demo --------------------------------------------------------------------------------
 def test_demo_4_4_physical_addresses():
     model, img = uint8_model(), frame(seed=8)
     ctx = rknn_context()
@@ -459,7 +459,7 @@ def test_demo_4_4_physical_addresses():
     check(y, convnet(), model, img)
 
 
-# --- reference §4.5 rknn_internal_mem_reuse_demo -----------------------------------------------------------------------
+# --- reference §4.5 rknn_internal_mem_reuse_demo ----------------------------------------------------------------------
 def test_demo_4_5_internal_memory_reuse():
     onnx = [convnet(), convnet_other()]
     models = [uint8_model(m) for m in onnx]
@@ -512,7 +512,7 @@ def test_demo_4_5_internal_memory_reuse():
         check(ys[n], onnx[n], models[n], imgs[n])
 
 
-# --- reference §4.6 rknn_dynshape_inference_zero_copy_alloc_outside ----------------------------------------------------
+# --- reference §4.6 rknn_dynshape_inference_zero_copy_alloc_outside ---------------------------------------------------
 def _align128(n: int) -> int:
     return (n + 127) // 128 * 128                                      # SIZE_ALIGN_128
 
@@ -594,7 +594,7 @@ def test_demo_4_6_dynamic_shapes_all_memory_outside_with_own_cache_maintenance(m
     board.close()
 
 
-# --- reference §4.10 model-buffer zero copy ----------------------------------------------------------------------------
+# --- reference §4.10 model-buffer zero copy ---------------------------------------------------------------------------
 def test_demo_4_10_model_buffer_zero_copy():
     model, img = uint8_model(), frame(seed=11)
     model_size = len(model)

@@ -16,7 +16,7 @@ import npurt
 from npurt.exec.executor import run_once
 from npurt.memory import open_device
 from npurt.rknn.lite import RKNNLite
-from test_runtime_models import X_SHAPE, Y_SHAPE, convnet, dynamic_convnet, image, reference, two_io
+from test_runtime_models import Y_SHAPE, convnet, dynamic_convnet, image, reference, two_io
 
 ATOL = 0.02
 

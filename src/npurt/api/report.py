@@ -31,7 +31,8 @@ def format_memory_report(ctx: Any, in_bufs: Sequence[Any] = (), out_bufs: Sequen
     lines: list[str] = []
     if sram_bytes:
         lo = ctx.device.sram_addr(internal)
-        lines += [RULE, f"Total allocated Internal SRAM Size: {sram_bytes}, Addr: [0x{lo:08x}, 0x{lo + sram_bytes:08x})"]
+        lines += [RULE, f"Total allocated Internal SRAM Size: {sram_bytes}, "
+                        f"Addr: [0x{lo:08x}, 0x{lo + sram_bytes:08x})"]
         base = lo              # as in the seed's table: the arena starts in SRAM and continues past its end
     lines += [RULE, f"{'ID':>3} {'User':<14} {'Tensor':<16} {'DataType':<8} {'OrigShape':<18} {'NativeShape':<20}| "
                     f"{'[Start':<11}{'End)':<11}{'Size':<11}| SramHit", RULE]

@@ -24,11 +24,10 @@ ONNX model: `$NPURT_SOC`, else rk3588); `async_mode=True` is accepted and runs s
 """
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
