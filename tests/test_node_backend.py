@@ -40,10 +40,27 @@ def _collect():
         if any(n.op_type in ("Loop", "If", "Scan") for n in graph.node):
             continue
         inputs, outputs = case.data_sets[0]
-        if not all(isinstance(a, np.ndarray) for a in list(inputs) + list(outputs)):
+        arrays = [_as_array(a) for a in list(inputs) + list(outputs)]
+        if any(a is None for a in arrays):  # sequences, optionals: not tensors
             continue
+        case.data_sets[0] = (arrays[: len(inputs)], arrays[len(inputs):])
         keep.append(case)
     return keep
+
+
+def _as_array(value) -> np.ndarray | None:
+    """A data-set entry as a numpy array: arrays, numpy scalars and TensorProtos (the generators
+    store int4 / float8 data as TensorProto); None for sequences and optionals."""
+    import onnx
+    from onnx import numpy_helper
+
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    return None
 
 
 CASES = _collect()

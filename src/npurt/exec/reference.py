@@ -25,8 +25,12 @@ def default_opset(model: onnx.ModelProto) -> int:
 
 
 def _as_float32(a: np.ndarray) -> np.ndarray:
-    """Float tensors as float32 (as the executor hands them to kernels); others unchanged."""
-    return a.astype(np.float32) if is_float(a.dtype) and a.dtype != np.float32 else a
+    """float16 / float64 / bfloat16 tensors as float32 (as the executor hands float tensors to
+    kernels); float8 / float4 stay as they are, like integers: they are storage types here (the
+    targets of Cast, CastLike and QuantizeLinear), not compute types. Others unchanged."""
+    if a.dtype == np.float32 or not is_float(a.dtype) or a.dtype.name.startswith(("float8", "float4")):
+        return a
+    return a.astype(np.float32)
 
 
 def is_float(dtype: np.dtype) -> bool:

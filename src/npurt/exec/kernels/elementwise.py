@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from onnx import helper
+from onnx import TensorProto, helper, numpy_helper
 
 from npurt.exec.kernels import (
     _half_tanh_plus_half,
@@ -258,16 +258,34 @@ def isnan(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     return [np.isnan(inputs[0])]
 
 
+_FLOAT8_SATURATING = {TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2,
+                      TensorProto.FLOAT8E5M2FNUZ}
+
+
+def cast_to(x: np.ndarray, to: int, saturate: bool = True, round_mode: str = "up") -> np.ndarray:
+    """`x` cast to the ONNX element type `to` (the exact numpy / ml_dtypes dtype). float8 targets
+    saturate to the largest finite value unless saturate=0; FLOAT8E8M0 rounds per round_mode."""
+    x = np.asarray(x)
+    if to == TensorProto.STRING:
+        return x.astype(np.str_)
+    dtype = helper.tensor_dtype_to_np_dtype(to)
+    if to in _FLOAT8_SATURATING and saturate:
+        return numpy_helper.saturate_cast(x, dtype)
+    if to == getattr(TensorProto, "FLOAT8E8M0", -1):
+        return numpy_helper.to_float8e8m0(x, saturate, round_mode).astype(dtype)
+    return x.astype(dtype)
+
+
 @kernel("Cast")
 def cast(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     """Cast to the ONNX element type `to` (the exact numpy dtype, e.g. float16 stays float16)."""
-    dtype = helper.tensor_dtype_to_np_dtype(attrs["to"])
-    return [np.asarray(inputs[0]).astype(dtype)]
+    return [cast_to(inputs[0], attrs["to"], bool(attrs.get("saturate", 1)), attrs.get("round_mode", "up"))]
 
 
 @kernel("CastLike")
 def cast_like(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
-    return [np.asarray(inputs[0]).astype(inputs[1].dtype)]
+    to = helper.np_dtype_to_tensor_dtype(inputs[1].dtype)
+    return [cast_to(inputs[0], to, bool(attrs.get("saturate", 1)), attrs.get("round_mode", "up"))]
 
 
 def _variadic(fn):

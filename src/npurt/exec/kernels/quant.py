@@ -50,10 +50,12 @@ def quantize_linear(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
             q = q + _broadcast(zp, x, axis, block).astype(np.float32)
         lo, hi = _int_range(dtype)
         return [np.clip(q, lo, hi).astype(dtype)]
-    # float8 / float4 targets: scale, then cast (saturating per ml_dtypes' conversion)
+    # float8 / float4 targets: scale, add the zero point, then a (saturating) cast
+    from npurt.exec.kernels.elementwise import cast_to
+
     if zp is not None:
         q = q + _broadcast(zp, x, axis, block).astype(np.float32)
-    return [q.astype(dtype)]
+    return [cast_to(q, helper.np_dtype_to_tensor_dtype(dtype), bool(attrs.get("saturate", 1)))]
 
 
 @kernel("DequantizeLinear")

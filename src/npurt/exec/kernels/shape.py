@@ -25,9 +25,17 @@ def identity(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
 
 @kernel("Dropout")
 def dropout(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
-    """Inference: identity, plus an all-true mask."""
+    """Inference: identity plus an all-true mask. training_mode=True (opset 12+ input) drops with
+    probability `ratio` and scales by 1/(1-ratio); the mask comes from numpy's legacy
+    RandomState(seed) (the ONNX test generator's choice), or a fresh generator without `seed`."""
     x = inputs[0]
-    return [x, np.ones(x.shape, np.bool_)]
+    training = len(inputs) > 2 and inputs[2] is not None and bool(np.asarray(inputs[2]))
+    ratio = float(np.asarray(inputs[1])) if len(inputs) > 1 and inputs[1] is not None else 0.5
+    if not training or ratio == 0:
+        return [x, np.ones(x.shape, np.bool_)]
+    rng = np.random.RandomState(int(attrs["seed"])) if "seed" in attrs else np.random.RandomState()
+    mask = rng.uniform(0, 1.0, x.shape) >= ratio
+    return [(mask * x * (1 / (1 - ratio))).astype(x.dtype), mask]
 
 
 @kernel("Concat")
