@@ -3,14 +3,18 @@ re-implemented in pure Python + numpy.
 
 Only *canonical* plans are explored: buffers are placed in non-decreasing offset order, each at its
 minimum offset (on top of the placed buffers it overlaps in time), ties broken by a static preorder.
-Pruning, all evaluated for every child of a node at once with numpy:
+Pruning after every placement:
 - section inference: a section is a maximal time span with a constant live set; its floor is the
-  lowest offset any unplaced buffer in it can still take (raised both by placements and by the
-  minimum offsets of its unplaced buffers); floor + unplaced bytes must not exceed the capacity;
+  lowest offset any unplaced buffer in it can still take (raised by placements, by the minimum
+  offsets of its unplaced buffers and, as placements go up monotonically, by the offset just used);
+  floor + unplaced bytes of the section must not exceed the capacity;
 - dominance: no buffer is placed at or above the lowest possible top of an unplaced buffer
   (that would leave a gap only a later buffer could fill: a non-canonical duplicate);
 - dynamic decomposition: when no unplaced buffer crosses a section boundary any more, the two
   sides are solved independently.
+The state is kept incrementally (Python lists for per-buffer data, numpy arrays over the sections
+for floors and remaining demand; every change is undone on backtrack), so a node costs
+O(unplaced + overlaps) Python steps plus a few numpy calls over the current partition's sections.
 Several preorders are tried round-robin with a doubling node budget, as one usually succeeds fast.
 """
 from __future__ import annotations
@@ -28,110 +32,156 @@ _BIG = np.iinfo(np.int64).max // 4
 class _Search:
     def __init__(self, start, end, size, align, capacity: int, deadline: float) -> None:
         self.n = n = len(size)
+        start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
         times = np.unique(np.concatenate([start, end]))
-        self.lo = np.searchsorted(times, start).astype(np.int64)
-        self.hi = np.searchsorted(times, end).astype(np.int64)        # sections [lo, hi)
-        self.lo_l, self.hi_l = self.lo.tolist(), self.hi.tolist()
-        self.size = np.asarray(size, np.int64)
-        self.size_l = self.size.tolist()
-        self.align = np.asarray(align, np.int64)
-        self.area = (self.size * (np.asarray(end) - np.asarray(start))).tolist()
+        lo = np.searchsorted(times, start).astype(np.int64)
+        hi = np.searchsorted(times, end).astype(np.int64)        # sections [lo, hi)
+        self.lo, self.hi = lo, hi
+        self.lo_l, self.hi_l = lo.tolist(), hi.tolist()
+        size = np.asarray(size, np.int64)
+        self.size_l = size.tolist()
+        self.align_l = np.asarray(align, np.int64).tolist()
+        self.area_l = (size * (end - start)).tolist()
+        self.width_l = (end - start).tolist()
         self.capacity = int(capacity)
         self.deadline = deadline
         nsec = self.nsec = max(1, len(times) - 1)
-        self.cover = np.zeros((n, nsec), bool)
-        for i in range(n):
-            self.cover[i, self.lo_l[i]:self.hi_l[i]] = True
+        diff = np.zeros(nsec + 1, np.int64)
+        np.add.at(diff, lo, size)
+        np.add.at(diff, hi, -size)
+        self.total = np.cumsum(diff)[:nsec].astype(np.int64)   # unplaced bytes per section
         self.floor = np.zeros(nsec, np.int64)
-        self.total = (self.cover * self.size[:, None]).sum(axis=0).astype(np.int64)
+        live = np.zeros(nsec + 1, np.int64)
+        np.add.at(live, lo, 1)
+        np.add.at(live, hi, -1)
+        live = np.cumsum(live)[:nsec]
+        # members[s, :]: buffers live in section s, padded with the dummy index n
+        self.members = np.full((nsec, max(1, int(live.max()))), n, np.int64)
+        fill = np.zeros(nsec, np.int64)
+        for i in np.argsort(lo, kind="stable").tolist():
+            a, z = self.lo_l[i], self.hi_l[i]
+            self.members[np.arange(a, z), fill[a:z]] = i
+            fill[a:z] += 1
         # cuts[k]: unplaced buffers crossing the boundary between sections k and k+1
-        self.cuts = (self.cover[:, :-1] & self.cover[:, 1:]).sum(axis=0).tolist() + [0]
-        st, en = np.asarray(start), np.asarray(end)
-        self.overlaps = [np.flatnonzero((st < en[i]) & (st[i] < en) & (np.arange(n) != i)) for i in range(n)]
-        self.offset = np.full(n, -1, np.int64)
-        self.min_off = np.zeros(n, np.int64)
-        self.solution = np.zeros(n, np.int64)
+        cross = np.zeros(nsec + 1, np.int64)
+        np.add.at(cross, lo, 1)
+        np.add.at(cross, np.maximum(hi - 1, lo), -1)
+        self.cuts = np.cumsum(cross)[:nsec].tolist()
+        self.cuts[-1] = 0
+        order = np.argsort(start, kind="stable")
+        ss = start[order]
+        overlaps = []
+        for i in range(n):
+            # buffers starting before i ends, minus those ending before i starts
+            cand = order[:np.searchsorted(ss, end[i], "left")]
+            cand = cand[(end[cand] > start[i]) & (cand != i)]
+            overlaps.append(cand.tolist())
+        self.overlaps = overlaps
+        self.offset = [-1] * n
+        self.min_off = [0] * n
+        self.mo_eff = np.zeros(n + 1, np.int64)   # min offset of unplaced buffers, _BIG when placed
+        self.mo_eff[n] = _BIG
+        self.solution = [0] * n
         self.nodes_left = 0
+        self.nodes = 0
 
-    def preorder(self, buffers: np.ndarray, heuristic: str) -> np.ndarray:
-        tot = self.total
-        keys = []
-        for c in heuristic:
-            if c == "W":
-                keys.append(-(self.hi[buffers] - self.lo[buffers]))
-            elif c == "A":
-                keys.append(-np.asarray(self.area, np.int64)[buffers])
-            elif c == "T":
-                keys.append(-np.array([int(tot[self.lo_l[b]:self.hi_l[b]].max()) for b in buffers.tolist()], np.int64))
-        keys.append(buffers)
-        return buffers[np.lexsort(keys[::-1])]
+    def preorder(self, buffers: list[int], heuristic: str) -> list[int]:
+        tot = self.total.tolist()
+        lo_l, hi_l = self.lo_l, self.hi_l
+        t = {b: max(tot[lo_l[b]:hi_l[b]]) for b in buffers}
+        cols = {"W": self.width_l, "A": self.area_l}
 
-    def sub_solve(self, buffers: np.ndarray, sec_lo: int, sec_hi: int, heuristic: str) -> int:
+        def key(b: int):
+            return tuple(-(t[b] if c == "T" else cols[c][b]) for c in heuristic) + (b,)
+        return sorted(buffers, key=key)
+
+    def sub_solve(self, buffers: list[int], sec_lo: int, sec_hi: int, heuristic: str) -> int:
         pre = self.preorder(buffers, heuristic)
-        return self.search(pre, sec_lo, sec_hi, np.arange(len(pre)), 0, -1, heuristic)
+        return self.search(pre, sec_lo, sec_hi, list(range(len(pre))), 0, -1, heuristic)
 
-    def search(self, pre: np.ndarray, sec_lo: int, sec_hi: int, cand: np.ndarray, min_offset: int,
+    def search(self, pre: list[int], sec_lo: int, sec_hi: int, ordering: list[int], min_offset: int,
                min_pre: int, heuristic: str) -> int:
         if self.nodes_left <= 0:
             return ABORTED
         self.nodes_left -= 1
-        if time.perf_counter() > self.deadline:
+        self.nodes += 1
+        if not self.nodes & 127 and time.perf_counter() > self.deadline:
             return TIMEOUT
-        offset, min_off, size = self.offset, self.min_off, self.size
-        cand = cand[offset[pre[cand]] < 0]
-        if not len(cand):
+        offset, min_off, size_l = self.offset, self.min_off, self.size_l
+        keyed = [(min_off[pre[p]], p) for p in ordering if offset[pre[p]] < 0]
+        if not keyed:
             return OK
-        bufs = pre[cand]
-        mo = min_off[bufs]
-        srt = np.lexsort((cand, mo))
-        cand, bufs, mo = cand[srt], bufs[srt], mo[srt]
-        min_height = int((mo + size[bufs]).min())
-        kids = self.viable(cand, bufs, mo, sec_lo, sec_hi, min_offset, min_pre, min_height)
-        floor, total, cover = self.floor, self.total, self.cover
+        keyed.sort()
+        ordering = [p for _, p in keyed]
+        min_height = min([o + size_l[pre[p]] for o, p in keyed])
         cap = self.capacity
-        for o, p, b in kids:
-            h = o + self.size_l[b]
+        floor, total, mo_eff, members = self.floor, self.total, self.mo_eff, self.members
+        lo_l, hi_l, align_l, overlaps, solution = self.lo_l, self.hi_l, self.align_l, self.overlaps, self.solution
+        kids = []
+        for o, p in keyed:
+            if o >= min_height:
+                break    # dominance: sorted by offset, so every later candidate is dominated too
+            if o < min_offset or (o == min_offset and p < min_pre):
+                continue  # canonical order
+            if o + size_l[pre[p]] <= cap:
+                kids.append((o, p))
+        if len(kids) > 1:
+            kids = self.viable(kids, pre, sec_lo, sec_hi)
+        for o, p in kids:
+            b = pre[p]
+            sz = size_l[b]
+            h = o + sz
             offset[b] = o
-            self.solution[b] = o
-            ov = self.overlaps[b]
-            ov = ov[(offset[ov] < 0) & (min_off[ov] < h)]
-            old_mo = min_off[ov]
-            al = self.align[ov]
-            min_off[ov] = -(-h // al) * al
+            solution[b] = o
+            mo_eff[b] = _BIG
+            changes = []
+            rlo, rhi = sec_hi, sec_lo
+            for j in overlaps[b]:
+                if offset[j] < 0:
+                    m = min_off[j]
+                    if m < h:
+                        changes.append((j, m))
+                        al = align_l[j]
+                        v = h if al == 1 else -(-h // al) * al
+                        min_off[j] = v
+                        mo_eff[j] = v
+                        if lo_l[j] < rlo:
+                            rlo = lo_l[j]
+                        if hi_l[j] > rhi:
+                            rhi = hi_l[j]
+            lo, hi = lo_l[b], hi_l[b]
             saved = floor[sec_lo:sec_hi].copy()
-            lo, hi = self.lo_l[b], self.hi_l[b]
             floor[lo:hi] = h
-            total[lo:hi] -= self.size_l[b]
-            status = NOT_FOUND
-            # floor inference: unplaced buffers of a section sit at or above their minimum offsets
-            rest = pre[cand]
-            rest = rest[offset[rest] < 0]
-            if len(rest):
-                sub = cover[rest, sec_lo:sec_hi]
-                low = np.where(sub, min_off[rest][:, None], _BIG).min(axis=0)
-                f = floor[sec_lo:sec_hi]
-                np.maximum(f, np.where(low < _BIG, low, f), out=f)
-                if int((np.maximum(f, o) + total[sec_lo:sec_hi]).max()) <= cap:
-                    status = self.decompose(pre, sec_lo, sec_hi, cand, b, o, p, heuristic)
+            total[lo:hi] -= sz
+            if changes:
+                rlo, rhi = max(rlo, sec_lo), min(rhi, sec_hi)
+                if rlo < rhi:   # unallocated floor: a section's floor >= its unplaced buffers' min offsets
+                    low = mo_eff[members[rlo:rhi]].min(axis=1)
+                    np.minimum(low, cap, out=low)    # sections with no unplaced buffer left
+                    f = floor[rlo:rhi]
+                    np.maximum(f, low, out=f)
+            f = floor[sec_lo:sec_hi]
+            if int((np.maximum(f, o) + total[sec_lo:sec_hi]).max()) <= cap:
+                status = self.decompose(pre, sec_lo, sec_hi, ordering, b, o, p, heuristic)
             else:
-                status = OK
+                status = NOT_FOUND
             floor[sec_lo:sec_hi] = saved
-            total[lo:hi] += self.size_l[b]
-            min_off[ov] = old_mo
+            total[lo:hi] += sz
+            for j, m in changes:
+                min_off[j] = m
+                mo_eff[j] = m
+            mo_eff[b] = min_off[b]
             offset[b] = -1
             if status != NOT_FOUND:
-                return status
+                return status   # the plan found lives in `solution` (written at each placement)
         return NOT_FOUND
 
-    def viable(self, cand, bufs, mo, sec_lo, sec_hi, min_offset, min_pre, min_height) -> list:
-        """Children (offset, preorder index, buffer) that pass canonicity, dominance and section
-        inference, evaluated before any state change: placing b at o makes b's own sections need
-        o + total <= capacity and every other section max(floor, o) + total <= capacity."""
-        keep = (mo < min_height) & ((mo > min_offset) | ((mo == min_offset) & (cand > min_pre)))
-        keep &= mo + self.size[bufs] <= self.capacity
-        if not keep.any():
-            return []
-        cand, bufs, offs = cand[keep], bufs[keep], mo[keep]
+    def viable(self, kids: list, pre: list[int], sec_lo: int, sec_hi: int) -> list:
+        """The children (offset, preorder index) that pass section inference, all checked at once
+        before any state change: placing b at o makes b's own sections need o + total <= capacity
+        and every other section max(floor, o) + total <= capacity."""
+        offs = np.array([o for o, _ in kids], np.int64)
+        bufs = np.array([pre[p] for _, p in kids], np.int64)
         cap = self.capacity
         floor = self.floor[sec_lo:sec_hi]
         total = self.total[sec_lo:sec_hi]
@@ -144,10 +194,10 @@ class _Search:
         suf = np.maximum.accumulate(np.hstack([g, pad])[:, ::-1], axis=1)[:, ::-1]   # max g[:, k:]
         outside = np.maximum(pref[which, lo], suf[which, hi])
         inside = np.maximum.reduceat(np.append(total, 0), np.ravel(np.column_stack([lo, hi])))[::2]
-        good = (outside <= cap) & (inside + offs <= cap)
-        return list(zip(offs[good].tolist(), cand[good].tolist(), bufs[good].tolist()))
+        good = ((outside <= cap) & (inside + offs <= cap)).tolist()
+        return [k for k, g in zip(kids, good) if g]
 
-    def decompose(self, pre, sec_lo, sec_hi, cand, b, o, p, heuristic) -> int:
+    def decompose(self, pre, sec_lo, sec_hi, ordering, b, o, p, heuristic) -> int:
         cuts = self.cuts
         lo, hi = self.lo_l[b], self.hi_l[b]
         points = []
@@ -157,13 +207,13 @@ class _Search:
                 points.append(k + 1)
         try:
             if not points:
-                return self.search(pre, sec_lo, sec_hi, cand, o, p, heuristic)
+                return self.search(pre, sec_lo, sec_hi, ordering, o, p, heuristic)
             bounds = [sec_lo] + points + [sec_hi]
-            unplaced = pre[cand]
-            unplaced = unplaced[self.offset[unplaced] < 0]
+            offset, lo_l, hi_l = self.offset, self.lo_l, self.hi_l
+            unplaced = [x for x in pre if offset[x] < 0]
             for a, z in zip(bounds, bounds[1:]):
-                group = unplaced[(self.lo[unplaced] < z) & (a < self.hi[unplaced])]
-                if len(group):
+                group = [x for x in unplaced if lo_l[x] < z and a < hi_l[x]]
+                if group:
                     status = self.sub_solve(group, a, z, heuristic)
                     if status != OK:
                         return status
@@ -192,23 +242,22 @@ def fit(start: np.ndarray, end: np.ndarray, size: np.ndarray, align: np.ndarray,
         return OK, np.zeros(0, np.int64)
     s = _Search(start, end, size, align, capacity, deadline)
     bounds = [0] + [k + 1 for k in range(s.nsec - 1) if s.cuts[k] == 0] + [s.nsec]
-    everyone = np.arange(n)
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, 20 * n + 1000))
     try:
         for a, z in zip(bounds, bounds[1:]):
-            group = everyone[(s.lo < z) & (a < s.hi)]
-            if len(group) == 0:
+            group = [i for i in range(n) if s.lo_l[i] < z and a < s.hi_l[i]]
+            if not group:
                 continue
             status = _round_robin(s, group, a, z)
             if status != OK:
                 return status, None
-        return OK, s.solution.copy()
+        return OK, np.array(s.solution, np.int64)
     finally:
         sys.setrecursionlimit(old)
 
 
-def _round_robin(s: _Search, group: np.ndarray, sec_lo: int, sec_hi: int) -> int:
+def _round_robin(s: _Search, group: list[int], sec_lo: int, sec_hi: int) -> int:
     limit = max(len(group), 16)
     while True:
         limit *= 2
