@@ -8,9 +8,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 import npurt
 from npurt.errors import ErrorCode, NpuError
+from npurt.exec.compile import optimize
 from npurt.exec.executor import run_once
 from npurt.model.onnx_import import import_onnx
-from npurt.model.passes import optimize
 
 
 def _f(name: str, arr) -> onnx.TensorProto:
@@ -143,7 +143,7 @@ def test_malformed_and_truncated_onnx(tmp_path):
 def test_unsupported_op_is_named(monkeypatch):
     """An op without a kernel is a compile-time NOT_SUPPORTED naming op and node. The kernel set grows, so the
     test hides one kernel (Erf) from the compiler's supported set."""
-    from npurt.model import compiler
+    from npurt.exec import compile as compiler
     real = compiler.supported_ops
     monkeypatch.setattr(compiler, "supported_ops", lambda: [op for op in real() if op != "Erf"])
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]),

@@ -3,17 +3,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from npurt._version import __version__
 from npurt.errors import ErrorCode, NpuError
-
-__version__ = "0.1.0"
 
 __all__ = ["ErrorCode", "NpuError", "__version__", "compile", "load_compiled", "supported_ops"]
 
 # Heavy layers (onnx, the kernels) load only when these are first used: `import npurt` stays light.
 _LAZY = {
-    "compile": ("npurt.model.compiler", "compile_model"),
-    "load_compiled": ("npurt.model.compiled", "load_compiled"),
-    "supported_ops": ("npurt.model.compiler", "supported_ops"),
+    "compile": ("npurt.exec.compile", "compile_model"),
+    "load_compiled": ("npurt.exec.compile", "load_compiled"),
+    "supported_ops": ("npurt.exec.compile", "supported_ops"),
     "CompiledModel": ("npurt.model.compiled", "CompiledModel"),
     "Session": ("npurt.api.session", "Session"),
     "DeviceTensor": ("npurt.api.tensor", "DeviceTensor"),

@@ -37,7 +37,8 @@ def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, 
              ) -> tuple[Any, str | None]:
     """(what `Context` loads, the SoC to open): compiles ONNX when compile options are given, loads `.npurt`
     files so that their own SoC is used when `soc` is None."""
-    from npurt.model.compiled import CompiledModel, load_compiled
+    from npurt.exec.compile import load_compiled
+    from npurt.model.compiled import CompiledModel
     from npurt.runtime.loader import MAGIC
     compile_opts = quantize is not None or precision is not None or mean is not None or std is not None
     if isinstance(model, (str, os.PathLike)):
@@ -57,7 +58,7 @@ def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, 
                                                        "is already compiled")
         return model, soc or model.soc
     if compile_opts:
-        from npurt.model.compiler import compile_model
+        from npurt.exec.compile import compile_model
         return compile_model(model, soc=soc, quantize=quantize, mean=mean, std=std, precision=precision,
                              progress=False), soc
     return model, soc

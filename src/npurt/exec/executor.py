@@ -21,8 +21,8 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.exec.bind import SlotReader, SlotWriter, typed_view
+from npurt.exec.evaluate import kernel_attrs
 from npurt.model.compiled import CompiledModel
-from npurt.model.passes import kernel_attrs
 from npurt.model.weights import decode_weight, stored_view
 from npurt.plan.model_plan import MemoryPlan
 

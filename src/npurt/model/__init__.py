@@ -3,13 +3,15 @@
 Modules, in pipeline order:
 - `onnx_import`: load (path / bytes / ModelProto, external data), fix input shapes, shape inference, build the IR.
 - `ir`: the plain-dataclass graph IR (`Graph`, `Node`, `TensorInfo`).
-- `passes`: constant folding (by running the kernels), shape completion, Identity/Dropout removal, BatchNorm
-  folding, activation fusion (`ConvRelu`, `ConvClip`, ...), dead-code removal.
+- `passes`: constant folding (with a node evaluator the caller passes: the kernels), shape completion,
+  Identity/Dropout removal, BatchNorm folding, activation fusion (`ConvRelu`, `ConvClip`, ...), dead-code removal.
 - `calibrate`: int8 calibration (dataset.txt or arrays, min/max, per-tensor asymmetric affine).
 - `weights`: stored (compute-ready) weights: fp16, or per-channel int8 + int32 bias; the weight blob layout.
 - `attrs`: `TensorAttr` (vendor attr fields) and `TensorStorage` (native layout, type, sizes) per tensor.
-- `compiler`: `compile_model` (exported as `npurt.compile`) and `supported_ops`.
-- `compiled`, `file_format`: `CompiledModel` and its `.npurt` file (`load_compiled`).
+- `compiler`: `compile_onnx`, given the node evaluator, the supported ops and the planner from above
+  (`npurt.exec.compile.compile_model`, exported as `npurt.compile`, passes them).
+- `compiled`, `file_format`: `CompiledModel` (its memory plan as plain data) and its `.npurt` file
+  (`load_compiled`; `npurt.load_compiled` also attaches the plan).
 - `zoo`: deterministic test models.
 
 Nothing is imported here so that `import npurt.model.attrs` stays light.

@@ -1,8 +1,9 @@
 """int8 calibration: read the dataset (the vendor's `dataset.txt` or arrays), run the float graph, collect the
 min/max of every activation, and choose per-tensor asymmetric affine parameters.
 
-The float run walks the optimised IR with the executor's kernels (so the calibrated tensors are exactly the
-tensors the executor stores, fused activations included) and frees each value after its last use.
+The float run walks the optimised IR with the node evaluator the caller passes in (the compiler passes the
+executor's kernels, so the calibrated tensors are exactly the tensors the executor stores, fused activations
+included) and frees each value after its last use.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.model.ir import Graph
-from npurt.model.passes import run_node
+from npurt.model.passes import NodeEvaluator
 from npurt.tensor.quant import choose_affine_params
 
 Dataset = "str | os.PathLike | Sequence[np.ndarray] | Sequence[Sequence[np.ndarray]] | Sequence[Mapping[str, np.ndarray]]"
@@ -104,8 +105,10 @@ def apply_normalization(x: np.ndarray, mean: Sequence[float] | None, std: Sequen
     return (y - m) / s
 
 
-def iterate_float(graph: Graph, feeds: Mapping[str, np.ndarray]) -> Iterable[tuple[str, np.ndarray]]:
-    """Run the IR in float32 and yield (name, value) of every input and node output, freeing dead values."""
+def iterate_float(graph: Graph, feeds: Mapping[str, np.ndarray],
+                  evaluate: NodeEvaluator) -> Iterable[tuple[str, np.ndarray]]:
+    """Run the IR in float32 (each node through `evaluate`) and yield (name, value) of every input and node
+    output, freeing dead values."""
     last_use: dict[str, int] = {}
     for i, node in enumerate(graph.nodes):
         for t in node.inputs:
@@ -117,7 +120,7 @@ def iterate_float(graph: Graph, feeds: Mapping[str, np.ndarray]) -> Iterable[tup
         yield name, feeds[name]
     for i, node in enumerate(graph.nodes):
         args = [None if not t else (graph.constants[t] if t in graph.constants else values[t]) for t in node.inputs]
-        for name, value in zip(node.outputs, run_node(node, args, graph.opset)):
+        for name, value in zip(node.outputs, evaluate(node, args, graph.opset)):
             if name:
                 values[name] = value
                 yield name, value
@@ -127,8 +130,9 @@ def iterate_float(graph: Graph, feeds: Mapping[str, np.ndarray]) -> Iterable[tup
 
 
 def calibrate(graph: Graph, samples: list[list[np.ndarray]], mean: list | None = None, std: list | None = None,
-              progress: bool = True) -> dict[str, tuple[float, int]]:
-    """{tensor: (scale, zero_point)} for every float activation, from min/max over all samples."""
+              progress: bool = True, *, evaluate: NodeEvaluator) -> dict[str, tuple[float, int]]:
+    """{tensor: (scale, zero_point)} for every float activation, from min/max over all samples (the float run
+    evaluates each node with `evaluate`)."""
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
     from rich.progress import Progress
@@ -140,7 +144,7 @@ def calibrate(graph: Graph, samples: list[list[np.ndarray]], mean: list | None =
                 if graph.tensors[name].is_float:
                     arr = apply_normalization(arr, mean[k] if mean else None, std[k] if std else None)
                 feeds[name] = arr
-            for name, value in iterate_float(graph, feeds):
+            for name, value in iterate_float(graph, feeds, evaluate):
                 if value.dtype.kind != "f" or value.size == 0:
                     continue
                 mn, mx = float(np.min(value)), float(np.max(value))

@@ -1,12 +1,17 @@
 """`CompiledModel`: the graph, the stored weights, every tensor's storage, the vendor attrs, quantisation and the
 memory plan — everything a runtime needs, and its `.npurt` save/load.
+
+The memory plan is held as plain data (`plan_data`, the JSON-able dict the `.npurt` manifest stores): the plan
+layer sits above the model layer, so turning it into a `npurt.plan.model_plan.MemoryPlan` and attaching that
+(`attach_plan`, then `.plan`) is done from above — `npurt.exec.compile.compile_model` / `load_compiled`, which
+`npurt.compile` and `npurt.load_compiled` are.
 """
 from __future__ import annotations
 
 import base64
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
@@ -17,7 +22,9 @@ from npurt.model import file_format
 from npurt.model.attrs import TensorAttr, TensorStorage
 from npurt.model.ir import Graph, Node, TensorInfo
 from npurt.model.weights import WeightEntry, stored_view
-from npurt.plan.model_plan import MemoryPlan
+
+if TYPE_CHECKING:
+    from npurt.plan.model_plan import MemoryPlan
 
 
 @dataclass
@@ -30,7 +37,7 @@ class CompiledModel:
     storage: dict[str, TensorStorage]       # every activation, model inputs and outputs included
     weights: dict[str, WeightEntry]         # stored constants (and their scale entries)
     weight_blob: np.ndarray                 # uint8, plan.weight_size bytes, each entry at its planned offset
-    plan: MemoryPlan
+    plan_data: dict[str, Any]               # the memory plan as plain data (MemoryPlan.to_json() form)
     input_attrs: list[TensorAttr]
     output_attrs: list[TensorAttr]
     native_input_attrs: list[TensorAttr]
@@ -40,6 +47,20 @@ class CompiledModel:
     mean: list[list[float] | None] = field(default_factory=list)   # per input, per channel (None: none)
     std: list[list[float] | None] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    _plan: "MemoryPlan | None" = field(default=None, compare=False, repr=False)   # see attach_plan
+
+    @property
+    def plan(self) -> "MemoryPlan":
+        """The memory plan (`npurt.plan.model_plan.MemoryPlan` of `plan_data`), once attached."""
+        if self._plan is None:
+            raise NpuError(ErrorCode.FAIL, "the compiled model's memory plan is not attached: compile or load it "
+                                           "with npurt.compile / npurt.load_compiled")
+        return self._plan
+
+    def attach_plan(self, plan: "MemoryPlan") -> "CompiledModel":
+        """Attach the plan object made from `plan_data` (by the layer that planned or loaded the model); self."""
+        self._plan = plan
+        return self
 
     @property
     def n_inputs(self) -> int:
@@ -52,16 +73,16 @@ class CompiledModel:
     @property
     def internal_size(self) -> int:
         """Bytes of the internal (intermediate tensor) arena, excluding inputs and outputs."""
-        return self.plan.internal_size
+        return int(self.plan_data["internal_size"])
 
     @property
     def weight_size(self) -> int:
-        return self.plan.weight_size
+        return int(self.plan_data["weight_size"])
 
     def weight_array(self, name: str, blob: np.ndarray | None = None) -> np.ndarray:
         """The stored array of weight entry `name`, a view of `blob` (default: this model's blob)."""
         return stored_view(self.weights[name], self.weight_blob if blob is None else blob,
-                           self.plan.weight_offsets[name])
+                           int(self.plan_data["weight_offsets"][name]))
 
     # --- persistence ------------------------------------------------------------------------------
 
@@ -87,7 +108,7 @@ class CompiledModel:
             },
             "storage": {k: s.to_json() for k, s in self.storage.items()},
             "weights": {k: w.to_json() for k, w in self.weights.items()},
-            "plan": self.plan.to_json(),
+            "plan": self.plan_data,
             "attrs": {key: [a.to_json() for a in getattr(self, key)] for key in _ATTR_LISTS},
             "mean": self.mean, "std": self.std, "meta": self.meta,
         }
@@ -128,7 +149,8 @@ def _node_from_json(d: dict[str, Any]) -> Node:
 
 
 def load_compiled(path_or_bytes: "str | os.PathLike | bytes | bytearray | memoryview") -> CompiledModel:
-    """A CompiledModel from a `.npurt` file or its bytes; INVALID_MODEL if corrupt, truncated or foreign."""
+    """A CompiledModel from a `.npurt` file or its bytes; INVALID_MODEL if corrupt, truncated or foreign. Its
+    memory plan is plain data, not attached: `npurt.load_compiled` (`npurt.exec.compile`) loads and attaches."""
     soc, m, blob = file_format.decode(file_format.read_bytes(path_or_bytes))
     try:
         if m.get("format") != "npurt-compiled-model":
@@ -137,13 +159,13 @@ def load_compiled(path_or_bytes: "str | os.PathLike | bytes | bytearray | memory
         tensors = {k: TensorInfo(k, tuple(v["shape"]) if v["shape"] is not None else None, v["dtype"])
                    for k, v in gj["tensors"].items()}
         weights = {k: WeightEntry.from_json(v) for k, v in m["weights"].items()}
-        plan = MemoryPlan.from_json(m["plan"])
-        if plan.weight_size != blob.size:
-            raise ValueError(f"weight blob has {blob.size} bytes, the plan says {plan.weight_size}")
+        plan = dict(m["plan"])
+        if int(plan["weight_size"]) != blob.size:
+            raise ValueError(f"weight blob has {blob.size} bytes, the plan says {plan['weight_size']}")
         graph = Graph(gj["name"], int(gj["opset"]), [_node_from_json(n) for n in gj["nodes"]], tensors,
                       list(gj["inputs"]), list(gj["outputs"]), {})
         for name in gj["constants"]:
-            graph.constants[name] = stored_view(weights[name], blob, plan.weight_offsets[name])
+            graph.constants[name] = stored_view(weights[name], blob, int(plan["weight_offsets"][name]))
         graph.link()
         attrs = {key: [TensorAttr.from_json(a) for a in m["attrs"][key]] for key in _ATTR_LISTS}
         return CompiledModel(soc, m["precision"], graph, {k: TensorStorage.from_json(v) for k, v in m["storage"].items()},

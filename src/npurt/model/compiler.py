@@ -1,8 +1,14 @@
-"""`compile`: ONNX model → `CompiledModel` (import, optimise, quantise, attrs, weights, memory plan)."""
+"""`compile_onnx`: ONNX model → `CompiledModel` (import, optimise, quantise, attrs, weights, memory plan).
+
+The layers above the model layer are passed in, not imported: `evaluate` (a `NodeEvaluator`, for folding, shape
+completion and the calibration run), `supported` (the op set the executor runs) and `plan_memory` (the planner:
+schedule and sizes in, the plan as plain data out). `npurt.exec.compile.compile_model` (`npurt.compile`) passes the
+kernels and `npurt.plan.model_plan.plan_model`, and attaches the plan.
+"""
 from __future__ import annotations
 
 import os
-from typing import Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -13,21 +19,18 @@ from npurt.model.attrs import (TensorStorage, logical_attr, native_attr, native_
 from npurt.model.compiled import CompiledModel
 from npurt.model.ir import Graph, Node
 from npurt.model.onnx_import import import_onnx
-from npurt.model.passes import optimize
+from npurt.model.passes import NodeEvaluator, optimize
 from npurt.model.weights import build_blob, encode_weights, layout_blob, stored_view
-from npurt.plan.model_plan import plan_model
 from npurt.soc import get_profile
 from npurt.tensor import DType
 
 PRECISIONS = ("fp16", "int8", "float32")
-BUILTIN_OPS = ("Identity",)     # ops the executor runs itself (plain copies)
 _STORED = {"fp16": DType.FLOAT16, "int8": DType.INT8, "float32": DType.FLOAT32}
 
-
-def supported_ops() -> list[str]:
-    """Every ONNX op type a compiled model can run (the kernel registry plus the executor's built-ins)."""
-    from npurt.exec.kernels import supported_ops as kernel_ops
-    return sorted(set(kernel_ops()) | set(BUILTIN_OPS))
+# plan_memory(steps, internal_sizes, weight_layout, weight_total) -> the memory plan as plain (JSON-able) data:
+# steps = [(input names, output names)] in schedule order, internal_sizes = {tensor: bytes},
+# weight_layout = {weight entry: (offset, nbytes)}, weight_total = bytes of the weight blob.
+MemoryPlanner = Callable[[list, "dict[str, int]", "dict[str, tuple[int, int]]", int], "dict[str, Any]"]
 
 
 def _per_input(values, n_inputs: int, what: str) -> list[list[float] | None]:
@@ -62,8 +65,8 @@ def _check_norm_channels(graph: Graph, values: list, what: str) -> None:
                            f"{what} for input {name!r} has {len(v)} values, the input has {channels} channels")
 
 
-def _check_supported(graph: Graph) -> None:
-    ops = set(supported_ops())
+def _check_supported(graph: Graph, supported: Collection[str]) -> None:
+    ops = set(supported)
     for node in graph.nodes:
         if node.op_type not in ops and not node.domain:     # custom-domain ops run when registered
             raise NpuError(ErrorCode.NOT_SUPPORTED,
@@ -89,11 +92,12 @@ def _stored_type(dtype: str, precision: str) -> DType:
     return DType.from_numpy(dtype)
 
 
-def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str | None = None,
-                  quantize: object = None, mean: Sequence | None = None, std: Sequence | None = None,
-                  input_shapes: Mapping[str, Sequence[int]] | None = None, precision: str | None = None,
-                  progress: bool = True) -> CompiledModel:
-    """Compile an ONNX model for `soc`.
+def compile_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str | None = None,
+                 quantize: object = None, mean: Sequence | None = None, std: Sequence | None = None,
+                 input_shapes: Mapping[str, Sequence[int]] | None = None, precision: str | None = None,
+                 progress: bool = True, *, evaluate: NodeEvaluator, supported: Collection[str],
+                 plan_memory: MemoryPlanner) -> CompiledModel:
+    """Compile an ONNX model for `soc` (the plan as `plan_data`, not attached; see the module doc).
 
     `quantize` is a calibration dataset (a dataset.txt path, arrays, lists of arrays per input, or dicts) and
     selects int8; otherwise `precision` ("fp16" default, or "float32" the reference mode). `mean`/`std` are the
@@ -111,8 +115,9 @@ def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str
     if precision != "int8" and quantize is not None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"quantize= given but precision is {precision!r}")
 
-    graph = optimize(import_onnx(model, input_shapes))
-    _check_supported(graph)
+    supported = frozenset(supported)
+    graph = optimize(import_onnx(model, input_shapes), evaluate, supported)
+    _check_supported(graph, supported)
     _constant_outputs(graph)
     means = _per_input(mean, len(graph.inputs), "mean")
     stds = _per_input(std, len(graph.inputs), "std")
@@ -124,7 +129,7 @@ def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str
         samples = calib.normalize_samples(quantize, graph.inputs)
         calib.check_samples(samples, graph)
         qparams = calib.calibrate(graph, samples, means if mean is not None else None,
-                                  stds if std is not None else None, progress=progress)
+                                  stds if std is not None else None, progress=progress, evaluate=evaluate)
 
     storage: dict[str, TensorStorage] = {}
     act_names = list(graph.inputs) + [t for t in graph.activations() if t not in graph.inputs]
@@ -150,13 +155,13 @@ def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str
     steps = [([i for i in n.inputs if i], [o for o in n.outputs if o]) for n in graph.nodes]
     internal = {n: s.size for n, s in storage.items()
                 if not graph.tensors[n].is_input and not graph.tensors[n].is_output}
-    plan = plan_model(steps, internal, placed, total)
+    plan = plan_memory(steps, internal, placed, total)
 
     ins = [storage[n] for n in graph.inputs]
     outs = [storage[n] for n in graph.outputs]
     return CompiledModel(
         soc=profile.name, precision=precision, graph=graph, storage=storage, weights=entries, weight_blob=blob,
-        plan=plan,
+        plan_data=plan,
         input_attrs=[logical_attr(i, s, profile, True) for i, s in enumerate(ins)],
         output_attrs=[logical_attr(i, s, profile, False) for i, s in enumerate(outs)],
         native_input_attrs=[native_attr(i, s) for i, s in enumerate(ins)],

@@ -1,12 +1,14 @@
 """Graph passes over the IR: constant folding, shape completion, Identity/Dropout removal, BatchNormalization
 folded into Conv, activation fusion (Conv+Relu -> ConvRelu ...), dead-code removal.
 
-Folding runs the executor's own kernels on the constant values (so folded results are exactly what a run would
-compute); ops the kernels lack fall back to `onnx.reference` for folding only.
+Folding and shape completion evaluate nodes through an `evaluate(node, inputs, opset) -> outputs` callable the
+caller passes in, and fusion needs the set of supported ops: the model layer does not import the kernels (a layer
+above it). `npurt.exec.evaluate.evaluate_node` runs the executor's own kernels (so folded results are exactly what
+a run would compute) and falls back to `reference_evaluate` (`onnx.reference`) for ops the kernels lack.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Callable, Collection
 
 import numpy as np
 import onnx
@@ -15,6 +17,9 @@ from onnx import helper, numpy_helper
 from npurt.errors import ErrorCode, NpuError
 from npurt.model.ir import Graph, Node
 from npurt.model.onnx_import import topo_sort
+
+# evaluate(node, inputs, opset) -> outputs: numpy in, numpy out (None for an omitted optional input).
+NodeEvaluator = Callable[[Node, "list[np.ndarray | None]", int], "list[np.ndarray]"]
 
 # Ops never folded even with constant inputs (random, or producing nothing useful to fold).
 _NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
@@ -33,26 +38,8 @@ def node_proto(node: Node) -> onnx.NodeProto:
     return helper.make_node(node.op_type, node.inputs, node.outputs, name=node.name, **attrs)
 
 
-def kernel_attrs(node: Node, opset: int) -> dict[str, Any]:
-    """The attrs dict a kernel receives: decoded ONNX attributes, `_opset`, and the fused activation."""
-    from npurt.exec.kernels import decode_attributes
-    attrs = decode_attributes(node_proto(node), opset)
-    if node.activation:
-        attrs["activation"] = node.activation
-        attrs["activation_params"] = node.activation_params
-    return attrs
-
-
-def run_node(node: Node, values: list[np.ndarray | None], opset: int) -> list[np.ndarray]:
-    """Evaluate one node on numpy inputs with the kernels (float inputs as float32), else onnx.reference."""
-    from npurt.exec.kernels import get_kernel, supported_ops
-    if node.op_type in supported_ops():
-        args = [None if v is None else (v.astype(np.float32) if v.dtype.kind == "f" else v) for v in values]
-        return list(get_kernel(node.op_type)(args, kernel_attrs(node, opset)))
-    return _reference_run(node, values, opset)
-
-
-def _reference_run(node: Node, values: list[np.ndarray | None], opset: int) -> list[np.ndarray]:
+def reference_evaluate(node: Node, values: list[np.ndarray | None], opset: int) -> list[np.ndarray]:
+    """Evaluate one node on numpy inputs with `onnx.reference` (a `NodeEvaluator`; the kernels' fallback)."""
     from onnx.reference import ReferenceEvaluator
     names = [n for n in node.inputs]
     feeds = {n: v for n, v in zip(names, values) if n and v is not None}
@@ -69,8 +56,9 @@ def _reference_run(node: Node, values: list[np.ndarray | None], opset: int) -> l
     return [np.asarray(r) for r in res]
 
 
-def fold_constants(graph: Graph) -> Graph:
-    """Replace every node whose inputs are all constants (or, for Shape/Size, statically shaped) by constants."""
+def fold_constants(graph: Graph, evaluate: NodeEvaluator) -> Graph:
+    """Replace every node whose inputs are all constants (or, for Shape/Size, statically shaped) by constants,
+    computed with `evaluate`."""
     keep: list[Node] = []
     for node in graph.nodes:
         if node.op_type in ("Shape", "Size") and node.inputs[0] not in graph.constants:
@@ -82,7 +70,7 @@ def fold_constants(graph: Graph) -> Graph:
         real_inputs = [i for i in node.inputs if i]
         if node.op_type not in _NO_FOLD and not node.domain and all(i in graph.constants for i in real_inputs):
             values = [graph.constants[i] if i else None for i in node.inputs]
-            results = run_node(node, values, graph.opset)
+            results = evaluate(node, values, graph.opset)
             for name, value in zip(node.outputs, results):
                 if name:
                     info = graph.tensor(name)
@@ -109,8 +97,8 @@ def _static_shape_op(node: Node, shape: tuple[int, ...], opset: int) -> np.ndarr
     return np.array(shape[slice(start, end)], np.int64)
 
 
-def complete_shapes(graph: Graph) -> Graph:
-    """Fill in shapes ONNX inference missed by running the node's kernel on zeros of the known input shapes."""
+def complete_shapes(graph: Graph, evaluate: NodeEvaluator) -> Graph:
+    """Fill in shapes ONNX inference missed by evaluating the node on zeros of the known input shapes."""
     for node in graph.nodes:
         outs = [graph.tensor(o) for o in node.outputs if o]
         if all(t.shape is not None for t in outs):
@@ -130,7 +118,7 @@ def complete_shapes(graph: Graph) -> Graph:
                     raise NpuError(ErrorCode.INVALID_MODEL,
                                    f"node {node.name!r} ({node.op_type}): shape of input {name!r} is unknown")
                 values.append(np.zeros(info.shape, np.dtype(info.dtype)))
-        results = run_node(node, values, graph.opset)
+        results = evaluate(node, values, graph.opset)
         for name, value in zip(node.outputs, results):
             if name and graph.tensor(name).shape is None:
                 info = graph.tensor(name)
@@ -232,11 +220,11 @@ def _activation_params(act: Node, graph: Graph) -> tuple | None:
     return None
 
 
-def fuse_activations(graph: Graph) -> Graph:
+def fuse_activations(graph: Graph, supported: Collection[str]) -> Graph:
     """Fuse an activation into the Conv/ConvTranspose/Gemm/MatMul/Add before it when that op's output has no
-    other user; the fused node shows as e.g. `ConvRelu` in reports."""
-    from npurt.exec.kernels import supported_ops
-    supported = set(supported_ops())
+    other user and the op is in `supported` (it runs the fused activation); the fused node shows as e.g.
+    `ConvRelu` in reports."""
+    supported = set(supported)
     graph.link()
     dead: set[int] = set()
     for i, act in enumerate(graph.nodes):
@@ -282,14 +270,15 @@ def drop_unused_constants(graph: Graph) -> Graph:
     return graph.link()
 
 
-def optimize(graph: Graph) -> Graph:
-    """The full pass pipeline, ending in a fresh topological schedule."""
-    fold_constants(graph)
-    complete_shapes(graph)
-    fold_constants(graph)          # shapes completed above may enable more Shape folds
+def optimize(graph: Graph, evaluate: NodeEvaluator, supported: Collection[str]) -> Graph:
+    """The full pass pipeline, ending in a fresh topological schedule. `evaluate` computes folded constants and
+    missing shapes; `supported` is the op set the executor runs (activations fuse only into those)."""
+    fold_constants(graph, evaluate)
+    complete_shapes(graph, evaluate)
+    fold_constants(graph, evaluate)          # shapes completed above may enable more Shape folds
     remove_identities(graph)
     fold_batchnorm(graph)
-    fuse_activations(graph)
+    fuse_activations(graph, supported)
     remove_dead_nodes(graph)
     graph.nodes = topo_sort(graph.nodes, set(graph.inputs) | set(graph.constants))
     graph.link()

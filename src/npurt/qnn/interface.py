@@ -21,7 +21,8 @@ import os
 from typing import Any, Callable
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.model.compiled import CompiledModel, load_compiled
+from npurt.exec.compile import load_compiled
+from npurt.model.compiled import CompiledModel
 from npurt.model.file_format import MAGIC
 from npurt.qnn import constants as C
 from npurt.qnn._ptr import pointer_value, read_struct, safe_read, safe_write
@@ -378,7 +379,7 @@ def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
 def _compile_onnx(model: Any) -> CompiledModel:
     """An ONNX model compiled with the defaults (fp16). The compiler knows only the RKNN SoC profiles, so the
     layout rules of npurt's default SoC are used; the HTP backend runs the result on its own VTCM plan."""
-    from npurt.model.compiler import compile_model
+    from npurt.exec.compile import compile_model
     from npurt.soc import DEFAULT_SOC
     try:
         return compile_model(model, soc=DEFAULT_SOC, progress=False)

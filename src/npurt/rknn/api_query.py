@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from npurt import __version__
+from npurt._version import __version__
 from npurt.errors import ErrorCode, NpuError
 from npurt.rknn import constants as c
 from npurt.rknn.api_common import LAYOUT_TO_FMT, RknnContext, fill_attr, get_ctx, mirror, require_api

@@ -40,7 +40,7 @@ Shapes = list[tuple[int, ...]]
 def _compile(onnx_bytes: bytes, soc: str, input_shapes: dict | None = None, precision: str | None = None,
              mean=None, std=None):
     """compile_model with a small content-keyed cache (compiled models are never mutated by the runtime)."""
-    from npurt.model.compiler import compile_model
+    from npurt.exec.compile import compile_model
     key = (hashlib.sha256(onnx_bytes).hexdigest(), soc, json.dumps(input_shapes, sort_keys=True), precision,
            json.dumps(mean), json.dumps(std))
     with _cache_lock:
@@ -182,7 +182,8 @@ def _family_from_onnx(onnx_bytes: bytes, soc: str, shape_sets: list[Shapes] | No
 
 def load_family(model: Any, soc: str, dynamic_input: Any = None) -> ModelFamily:
     """The model family for `model` on `soc` (see the module doc); errors as NpuError."""
-    from npurt.model.compiled import CompiledModel, load_compiled
+    from npurt.exec.compile import load_compiled
+    from npurt.model.compiled import CompiledModel
     raw, obj = _read(model)
     shape_sets = parse_shape_sets(dynamic_input) if dynamic_input is not None else None
     if obj is not None:
