@@ -1,0 +1,115 @@
+"""The layer order of DESIGN.md ("Layers and data flow"): every module under `src/npurt/` imports only its own
+layer, the base modules (`npurt.errors`, `npurt._version`) and the layers below it. Imports inside functions
+count; imports under `if TYPE_CHECKING:` do not (they never run). `npurt/cli/` may import every layer and the
+top-level `npurt/__init__.py` (the lazy exports) is exempt.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+LAYERS = ("soc", "memory", "tensor", "model", "plan", "exec", "runtime", "rknn", "qnn", "api", "cli")
+RANK = {name: i for i, name in enumerate(LAYERS)}
+BASE = ("errors", "_version")          # importable by every layer; they import no other npurt module
+TOP = "cli"                            # may import everything
+SRC = Path(__file__).resolve().parent.parent / "src" / "npurt"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST, module: str, is_package: bool) -> list[str]:
+    """Every absolute module name imported anywhere in `tree` (relative imports resolved), skipping the bodies of
+    `if TYPE_CHECKING:` (their `else:` branches run and are kept)."""
+    found: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                package = module.split(".") if is_package else module.split(".")[:-1]
+                base = package[:len(package) - (node.level - 1)]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+                found.extend([prefix] if node.module else [f"{prefix}.{a.name}" for a in node.names])
+            elif node.module:
+                found.append(node.module)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _layer_of(module: str) -> str | None:
+    """`npurt.X...` -> "X" (the bare package `npurt` -> ""); None for modules outside npurt."""
+    parts = module.split(".")
+    if parts[0] != "npurt":
+        return None
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer_violations() -> list[tuple[str, str]]:
+    """(module, imported layer) for every import that breaks the order, sorted and without repeats."""
+    bad: set[tuple[str, str]] = set()
+    for path in sorted(SRC.rglob("*.py")):
+        module = _module_name(path)
+        if module == "npurt":
+            continue
+        own = _layer_of(module)
+        if own == TOP:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for name in _imports(tree, module, path.name == "__init__.py"):
+            target = _layer_of(name)
+            if target is None:
+                continue
+            if own in BASE:                      # the base modules import no other npurt module
+                if target != own:
+                    bad.add((module, target or "npurt"))
+                continue
+            if target in BASE:
+                continue
+            if target not in RANK or own not in RANK or RANK[target] > RANK[own]:
+                bad.add((module, target or "npurt"))
+    return sorted(bad)
+
+
+def test_every_package_is_a_known_layer():
+    folders = {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    modules = {p.stem for p in SRC.glob("*.py")} - {"__init__"}
+    assert folders <= set(LAYERS), f"packages not in the layer order: {sorted(folders - set(LAYERS))}"
+    assert modules <= set(BASE), f"top-level modules not in the layer order: {sorted(modules - set(BASE))}"
+
+
+def test_imports_follow_the_layer_order():
+    bad = layer_violations()
+    assert not bad, "imports against the layer order (module -> imported layer):\n" + \
+        "\n".join(f"  {m} -> {t}" for m, t in bad)
+
+
+@pytest.mark.parametrize("source, module, expected", [
+    ("import npurt.exec.kernels", "npurt.model.passes", ["npurt.exec.kernels"]),
+    ("def f():\n    from npurt.plan import x", "npurt.model.compiled", ["npurt.plan"]),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from npurt.plan import MemoryPlan\n",
+     "npurt.model.compiled", ["typing"]),
+    ("from . import constants", "npurt.rknn.api", ["npurt.rknn.constants"]),
+    ("from ..plan import greedy", "npurt.qnn.htp_plan", ["npurt.plan"]),
+    ("from npurt import __version__", "npurt.rknn.api_query", ["npurt"]),
+])
+def test_import_collection(source, module, expected):
+    """The collector itself: function bodies are seen, TYPE_CHECKING blocks are not, relative imports resolve."""
+    assert _imports(ast.parse(source), module, False) == expected
