@@ -83,6 +83,19 @@ def _check_size(size, what: str = "size") -> int:
     return size
 
 
+def _file_pieces(buf: Buffer, offset: int, size: int) -> list[tuple[int, int, int]]:
+    """The (fd, file offset, length) pieces behind bytes [offset, offset + size) of `buf`."""
+    out, cursor = [], 0
+    for fd, part_off, length in buf.fd_parts:
+        lo, hi = max(offset, cursor), min(offset + size, cursor + length)
+        if lo < hi:
+            out.append((fd, part_off + lo - cursor, hi - lo))
+        cursor += length
+    if sum(n for _, _, n in out) != size:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"[{offset}, +{size}) of {buf!r} is not backed by its fds")
+    return out
+
+
 def _close_owned_fd(fd: int) -> None:
     """Close an fd npurt owns; if user code closed it behind npurt's back, log it instead of failing half-way."""
     try:
@@ -94,9 +107,10 @@ def _close_owned_fd(fd: int) -> None:
 class Device:
     """The NPU's memory as one process sees it; thread-safe.
 
-    Get one with `open_device` (registered, one per SoC). Constructing `Device(profile, coherence, ddr_limit,
-    domain_size)` directly gives an unregistered device for a profile `open_device` does not know (the QNN mirror
-    does this for HTP SoCs, whose VTCM is the `sram_size` region); its first `close()` tears it down.
+    Get one with `open_device` (registered, one per SoC; RKNN and HTP SoCs alike: an HTP device's fast-memory
+    region is its VTCM, the profile's `sram_size`). Constructing `Device(profile, coherence, ddr_limit,
+    domain_size)` directly gives an unregistered device (e.g. for a made-up profile); its first `close()` tears it
+    down.
     """
 
     def __init__(self, profile: SocProfile, coherence: str, ddr_limit: int | None, domain_size: int) -> None:
@@ -286,6 +300,55 @@ class Device:
             self._register(buf, new_region=new_region)
             if new_region:
                 self._imports[key] = region
+            undo.pop_all()
+            return buf
+
+    def compose(self, parts: list[tuple[Buffer, int, int]], *, owner: str = "user", name: str = "") -> Buffer:
+        """One buffer over pieces of live buffers of this device, back to back: `parts` are (buffer, offset, size)
+        in address order. Like a "sram_first" allocation that spilled (SRAM part, then DDR part), the pieces are
+        mapped contiguously in host memory (`map_parts`) and given one contiguous device address range, so one
+        numpy view spans them all and writes go straight to the pieces' memory.
+
+        The composite owns no memory: it holds no SRAM or DDR of its own (accounting counts its pieces once, in
+        their own buffers) and no fd; freeing it releases its device addresses and its tables entry only. Each
+        offset must be page-aligned in its piece's memory, and each size but the last a page multiple.
+        """
+        if not parts:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "compose needs at least one (buffer, offset, size) part")
+        file_parts: list[tuple[int, int, int]] = []
+        total = 0
+        with self._lock, contextlib.ExitStack() as undo:
+            self._require_open()
+            for k, (buf, offset, size) in enumerate(parts):
+                if not isinstance(buf, Buffer) or buf.device is not self or self._buffers.get(buf.handle) is not buf:
+                    raise NpuError(ErrorCode.INVALID_HANDLE, f"part {k}: {buf!r} is not a live buffer of {self.soc}")
+                size = _check_size(size, f"part {k} size")
+                if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or offset < 0 \
+                        or offset + size > buf.capacity:
+                    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"part {k}: [{offset}, +{size}) is outside {buf!r}")
+                if k < len(parts) - 1 and size % PAGE_SIZE:
+                    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"part {k}: size {size} is not a page multiple "
+                                                               f"(only the last part may end mid-page)")
+                pieces = _file_pieces(buf, int(offset), size)
+                if any(off % PAGE_SIZE for _, off, _ in pieces):
+                    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"part {k}: offset {offset} is not page-aligned in "
+                                                               f"its memory")
+                file_parts += pieces
+                total += size
+            try:
+                device_map = map_parts(file_parts)
+            except OSError as exc:
+                raise NpuError(ErrorCode.OUT_OF_MEMORY, f"cannot map the composite buffer: {exc}") from None
+            rounded = page_round(total)
+            iova = self._space.allocate(rounded)
+            undo.callback(self._space.release, iova)
+            region = Region(device_map, device_map, [], all(b.cacheable for b, _, _ in parts))
+            srams = [b.sram_size > 0 for b, _, _ in parts]
+            placed = SRAM if all(srams) else (SRAM_DDR if any(srams) else DDR)
+            buf = Buffer(self, self._take_handle(), region, 0, total, capacity=rounded, iova=iova, dev_addr=iova,
+                         placement=placed, sram_offset=-1, sram_size=0, ddr_size=0, fd=-1, fd_offset=0,
+                         fd_parts=tuple(file_parts), owner=owner, imported=False, name=name)
+            self._register(buf, new_region=True)
             undo.pop_all()
             return buf
 

@@ -1,21 +1,16 @@
-"""The HTP devices of this process: one `npurt.memory.Device` per HTP SoC, shared and reference-counted.
+"""The HTP devices of the QNN mirror: `npurt.memory.open_device` of an HTP SoC (its VTCM is the device's
+fast-memory region), shared and reference-counted by the memory layer.
 
-`npurt.memory.open_device` only knows the SoC profiles of `npurt.soc.PROFILES` (the RKNN SoCs), so the QNN mirror
-keeps its own registry of devices built from `npurt.soc.htp` profiles: the VTCM is the device's fast-memory region.
 Every user (a backend, the rpcmem allocator while it has live allocations, the QuRT heap) takes a reference with
-`acquire` and gives it back with `release`; the last release closes the device (fds, VTCM memfd).
+`acquire` and gives it back with `release`; the last release closes the device (fds, VTCM memfd). HTP devices are
+coherent (the mirror models no CPU-cache maintenance of shared buffers).
 """
 from __future__ import annotations
 
 import os
-import threading
 
-from npurt.memory import Device
-from npurt.memory.address_space import DEFAULT_DOMAIN_SIZE
-from npurt.soc.htp import DEFAULT_HTP_SOC, HtpProfile, get_htp_profile, is_htp_soc
-
-_lock = threading.RLock()
-_devices: dict[str, tuple[Device, int]] = {}
+from npurt.memory import Device, open_device, open_devices
+from npurt.soc.htp import DEFAULT_HTP_SOC, HTP_PROFILES, HtpProfile, get_htp_profile, is_htp_soc
 
 
 def default_soc() -> str:
@@ -27,30 +22,14 @@ def default_soc() -> str:
 def acquire(soc: str | None = None) -> tuple[Device, HtpProfile]:
     """The device of HTP SoC `soc` (None: `default_soc()`), opened on first use; the caller must `release` it."""
     profile = get_htp_profile(soc or default_soc())
-    with _lock:
-        entry = _devices.get(profile.name)
-        if entry is None or entry[0].closed:
-            device = Device(profile.soc, "coherent", None, DEFAULT_DOMAIN_SIZE)
-            _devices[profile.name] = (device, 1)
-            return device, profile
-        _devices[profile.name] = (entry[0], entry[1] + 1)
-        return entry[0], profile
+    return open_device(profile.name, "coherent"), profile
 
 
 def release(device: Device) -> None:
     """Give back one reference; the last one closes the device."""
-    with _lock:
-        entry = _devices.get(device.soc)
-        if entry is None or entry[0] is not device:
-            return
-        if entry[1] > 1:
-            _devices[device.soc] = (device, entry[1] - 1)
-            return
-        del _devices[device.soc]
-        device.close()
+    device.close()
 
 
 def open_soc_devices() -> dict[str, Device]:
     """The HTP devices currently open (SoC name -> device); for tests and reports."""
-    with _lock:
-        return {name: dev for name, (dev, _) in _devices.items()}
+    return {d.soc: d for d in open_devices() if d.soc in HTP_PROFILES}

@@ -128,11 +128,19 @@ PROFILES: Mapping[str, SocProfile] = MappingProxyType({p.name: p for p in (
 
 
 def get_profile(name: str | None = None) -> SocProfile:
-    """The profile for `name` (case-insensitive); None means `$NPURT_SOC`, else rk3588."""
+    """The profile for `name` (case-insensitive): an RKNN SoC of `PROFILES` or an HTP SoC of
+    `npurt.soc.htp.HTP_PROFILES` (name or arch alias, e.g. "sm8550" / "v73"); None means `$NPURT_SOC`, else rk3588.
+
+    HTP profiles have `vtcm_size` set (the VTCM is their fast memory, also given as `sram_size`) and support none
+    of the RKNN API or query rows."""
     given = name or os.environ.get("NPURT_SOC") or DEFAULT_SOC
-    try:
-        return PROFILES[given.strip().lower()]
-    except KeyError:
-        source = "" if name else " (from $NPURT_SOC)"
-        raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                       f"unknown SoC {given!r}{source}; known: {', '.join(sorted(PROFILES))}") from None
+    key = given.strip().lower()
+    hit = PROFILES.get(key)
+    if hit is not None:
+        return hit
+    from npurt.soc import htp       # htp builds on SocProfile: imported at call time
+    if htp.is_htp_soc(key):
+        return htp.get_htp_profile(key).soc
+    source = "" if name else " (from $NPURT_SOC)"
+    known = ", ".join(sorted(PROFILES) + sorted(htp.HTP_PROFILES))
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown SoC {given!r}{source}; known: {known}")
