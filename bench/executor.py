@@ -2,11 +2,11 @@
 
 Rows: mobilenet_v2_like (224) and yolov8n_like (320) in npurt fp16 and int8 (activations in native layout and
 type in a bound arena; `Executor.run()` only, inputs already packed) against onnxruntime float32
-(`InferenceSession.run`). ORT's intra_op_num_threads is set to the thread count numpy's BLAS uses
-(threadpoolctl if installed, else os.cpu_count()). ratio = npurt / onnxruntime (goal: fp16 <= 2).
+(`InferenceSession.run`). ORT's intra_op_num_threads is the executor's BLAS thread count ($NPURT_BLAS_THREADS,
+default 1; `--threads N` sets it). ratio = npurt / onnxruntime (goal: fp16 <= 2).
 Also reported: the share of npurt time spent in slot conversions (native layout/type <-> float32), and the
 kernels-only ratio (npurt time minus conversions, over ORT): what the numpy kernels alone cost.
-Run: python bench/executor.py [--quick]
+Run: python bench/executor.py [--quick] [--threads N]
 """
 from __future__ import annotations
 
@@ -19,19 +19,10 @@ import numpy as np
 
 
 def blas_threads() -> int:
-    """Threads numpy's BLAS uses: threadpoolctl when installed, else $OPENBLAS_NUM_THREADS / $OMP_NUM_THREADS,
-    else os.cpu_count()."""
-    try:
-        from threadpoolctl import threadpool_info
-        counts = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
-        if counts:
-            return int(max(counts))
-    except ImportError:
-        pass
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-        if os.environ.get(var, "").isdigit() and int(os.environ[var]) > 0:
-            return int(os.environ[var])
-    return os.cpu_count() or 1
+    """The executor's thread policy (`npurt.exec.kernels.blas.policy_threads`: $NPURT_BLAS_THREADS, default 1);
+    onnxruntime gets the same intra_op thread count."""
+    from npurt.exec.kernels.blas import policy_threads
+    return policy_threads()
 
 
 def _median_pair(fa, fb, repeats: int) -> tuple[float, float]:
@@ -111,9 +102,11 @@ def main() -> None:
     from rich.table import Table
 
     quick = "--quick" in sys.argv
+    if "--threads" in sys.argv:
+        os.environ["NPURT_BLAS_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
     rows = run(quick=quick)
     console = Console(width=140)
-    console.print(f"threads (numpy BLAS = onnxruntime intra_op): {rows[0]['threads'] if rows else blas_threads()}")
+    console.print(f"threads (npurt BLAS = onnxruntime intra_op): {rows[0]['threads'] if rows else blas_threads()}")
     table = Table(title="npurt executor vs onnxruntime (batch 1, median)")
     for col in ("model", "precision", "npurt ms", "ORT fp32 ms", "ratio", "in conversions", "kernels-only ratio",
                 "arena", "weights"):

@@ -10,6 +10,9 @@ see float32 logical arrays: each read converts into one float32 scratch buffer w
 per-step need (bounded and reused; never a copy of all activations). Weights are decoded from the bound weights
 view into their float32 compute form once per bind (`cache_weights=True`, the default; rebind after changing
 weight memory) or on every run (`cache_weights=False`).
+
+Threads: `run()` sets numpy's OpenBLAS to `policy_threads()` ($NPURT_BLAS_THREADS, default 1; read at bind).
+See `npurt.exec.kernels.blas` for the measurements behind the default.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import numpy as np
 from npurt.errors import ErrorCode, NpuError
 from npurt.exec.bind import SlotReader, SlotWriter, typed_view
 from npurt.exec.evaluate import kernel_attrs
+from npurt.exec.kernels.blas import policy_threads, set_blas_threads
 from npurt.model.compiled import CompiledModel
 from npurt.model.weights import decode_weight, stored_view
 from npurt.plan.model_plan import MemoryPlan
@@ -148,6 +152,7 @@ class Executor:
             views[name] = (a, off)
         self._views = views
         self._steps = self._prepare(w, views)
+        self._threads = policy_threads()
         self._bound = True
 
     def _weight_reader(self, name: str, w: np.ndarray) -> _WeightReader:
@@ -210,6 +215,7 @@ class Executor:
         """Execute the schedule once over the bound memory."""
         if not self._bound:
             raise NpuError(ErrorCode.INVALID_CONTEXT, "executor is not bound to memory; call bind() first")
+        set_blas_threads(self._threads)
         for fn, attrs, readers, writers, node in self._steps:
             try:
                 results = fn([r() for r in readers], attrs)
@@ -225,6 +231,7 @@ class Executor:
         """Execute once like `run`, returning [(microseconds, node)] per step (conversions included)."""
         if not self._bound:
             raise NpuError(ErrorCode.INVALID_CONTEXT, "executor is not bound to memory; call bind() first")
+        set_blas_threads(self._threads)
         clock = time.perf_counter_ns
         timings = []
         for fn, attrs, readers, writers, node in self._steps:

@@ -11,7 +11,16 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import os
 from typing import Iterator
+
+# The executor's thread policy: OpenBLAS threads while it runs, $NPURT_BLAS_THREADS (default 1).
+# Measured on the 2-core dev machine (single sgemm calls of the models' shapes, 1 and 2 threads alternated,
+# medians of 30): under load (load average 8 from other work) 2 threads made every sgemm 10-50x slower
+# (0.4-2 ms -> 18-20 ms: spin-waiting threads descheduled) and bench/executor.py 5-8x slower (mobilenet_v2_like
+# fp16 1147 ms at 2 threads, 202 ms at 1). One thread is never catastrophic, and the numpy passes around the
+# GEMMs are single-threaded anyway.
+DEFAULT_THREADS = 1
 
 
 @functools.lru_cache(maxsize=1)
@@ -39,6 +48,12 @@ def _openblas():
                     set_.argtypes = [ctypes.c_int]
                     return get, set_
     return None
+
+
+def policy_threads() -> int:
+    """OpenBLAS threads the executor runs with: $NPURT_BLAS_THREADS if a positive integer, else DEFAULT_THREADS."""
+    v = os.environ.get("NPURT_BLAS_THREADS", "")
+    return int(v) if v.isdigit() and int(v) > 0 else DEFAULT_THREADS
 
 
 def get_blas_threads() -> int | None:
