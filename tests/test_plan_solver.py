@@ -136,3 +136,35 @@ def test_search_ignores_zero_size_buffers():
     s = np.array([0, 0, 1]); e = np.array([2, 3, 3]); z = np.array([4, 0, 4])
     status, off = search.fit(s, e, z, np.ones(3, np.int64), 8, time.perf_counter() + 2)
     assert status == search.OK and off[1] == 0 and {int(off[0]), int(off[2])} == {0, 4}
+
+
+def test_search_is_exact_with_alignment_and_many_children():
+    # denser tiny instances (several children per node, so the batched section-inference filter,
+    # the unallocated-floor update and dynamic decomposition all act) with mixed alignments
+    rng = np.random.default_rng(11)
+    for _ in range(25):
+        n = int(rng.integers(4, 7))
+        s = rng.integers(0, 4, n)
+        e = s + rng.integers(1, 5, n)
+        z = rng.integers(1, 7, n)
+        al = rng.choice(np.array([1, 1, 2, 4]), n)
+        a = Arrays(s, e, z, al, np.zeros(n))
+        opt = min(int((place_in_order(a, np.array(p), True) + z).max()) for p in itertools.permutations(range(n)))
+        status, offsets = search.fit(s, e, z, al, opt, time.perf_counter() + 5)
+        assert status == search.OK and int((offsets + z).max()) <= opt
+        p = Problem([PlanBuffer(i, int(s[i]), int(e[i]), int(z[i]), int(al[i])) for i in range(n)], capacity=opt)
+        from npurt.plan.greedy import to_solution
+        check(p, to_solution(p, offsets, opt, time.perf_counter(), "search"))
+        assert search.fit(s, e, z, al, opt - 1, time.perf_counter() + 5)[0] == search.NOT_FOUND
+
+
+def test_search_fits_a_challenging_instance():
+    # the incremental search with its preorder portfolio fits J (a 1 MiB perfect-ish packing) fast
+    p = read_csv(require(BENCH / "challenging" / "J.1048576.csv"))
+    a = p.arrays()
+    status, offsets = search.fit(a.start, a.end, a.size, a.align, p.capacity, time.perf_counter() + 30)
+    assert status == search.OK
+    from npurt.plan.greedy import to_solution
+    s = to_solution(p, offsets, 0, time.perf_counter(), "search")
+    check(p, s)
+    assert s.fits
