@@ -1,14 +1,20 @@
 """A QNN context: a context binary (npurt's `CompiledModel`) loaded on an HTP backend, with its memory.
 
+The context runs on the one vendor-neutral runtime: at finalize it creates a `npurt.runtime.Context` for the
+binary on the HTP device, with the HTP memory plan (`htp_plan`: VTCM placement, spill-fill overflow) as its plan,
+and hands it the memory QNN decides on. The runtime context then owns binding, weights, the run guard, perf counters
+and teardown; this module only says which memory is which.
+
 Lifecycle (QnnContext.h, the shared-buffer tutorial):
 - created by `contextCreateFromBinary`; with DEFER_GRAPH_INIT only the handle and the HTP plan exist (properties
   answer, WEIGHTS / SPILLFILL / VTCMBACKUP buffers may be registered), otherwise it is finalized at once;
-- `finalize` builds the memory: the weights region (the registered weights buffer, or an internal one) into which
-  the weights are copied, and the internal arena = the VTCM part (the HTP core's VTCM) mapped contiguously with the
-  spill-fill part (the registered spill-fill buffer, or an internal one). From then on its context buffers are in
-  use and cannot be deregistered;
-- `free` (contextFree) releases everything it owns in one place: graphs, handles (automatic deregistration),
-  internal buffers, the arena mapping, its VTCM reference.
+- `finalize` builds the memory: the weights region (the registered weights buffer, or an internal one) given to the
+  runtime as its weight memory (the runtime copies the weights in), and the internal arena = the VTCM part (the HTP
+  core's VTCM) followed by the spill-fill part (the registered spill-fill buffer, or an internal one), stitched into
+  one device buffer (`Device.compose`) and given to the runtime as its internal memory. From then on its context
+  buffers are in use and cannot be deregistered;
+- `free` (contextFree) releases everything it owns in one place: graphs, handles (automatic deregistration), the
+  runtime context, internal buffers, the arena, its VTCM reference.
 """
 from __future__ import annotations
 
@@ -17,13 +23,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from npurt.errors import NpuError
 from npurt.memory import Buffer
-from npurt.memory.mapping import HostMapping, map_parts, ndarray_at
 from npurt.model.compiled import CompiledModel
 from npurt.qnn import constants as C
 from npurt.qnn.backend import Backend, drop_handle, new_handle
 from npurt.qnn.htp_plan import HtpMemoryPlan, plan_htp
 from npurt.qnn.mem_registry import REGISTRY, SPILLFILL, VTCMBACKUP, WEIGHTS, MemRecord, QnnError
+from npurt.runtime import Context as RuntimeContext
+from npurt.runtime import ContextOptions, MemRef
+
+# How the runtime runs a QNN context: QNN supplies the weight and internal memory; weights are read from the weights
+# region on every execute; no runtime cache maintenance (HTP shared buffers are coherent in the mirror).
+RUNTIME_OPTIONS = ContextOptions(weights_outside=True, internal_outside=True, cache_weights=False,
+                                 flush_inputs=False, invalidate_outputs=False)
 
 if TYPE_CHECKING:
     from npurt.qnn.graph import Graph
@@ -45,11 +58,10 @@ class Context:
         self.lock = threading.RLock()
         self.htp: HtpMemoryPlan = plan_htp(compiled.plan, backend.profile.vtcm_size)
         self.graphs: dict[str, "Graph"] = {}
-        # memory built at finalize (all released by `free`)
-        self.weights: np.ndarray | None = None
-        self.arena: np.ndarray | None = None
-        self._owned: list[Buffer] = []
-        self._mapping: HostMapping | None = None
+        # built at finalize (all released by `free`)
+        self.runtime: RuntimeContext | None = None
+        self._owned: list[Buffer] = []          # QNN's own weights / spill-fill buffers (no registered one)
+        self._arena: Buffer | None = None       # the VTCM + spill-fill composite buffer
         self._vtcm_taken = False
         self.external: dict[str, MemRecord] = {}
         self.handle = new_handle(self)
@@ -96,52 +108,65 @@ class Context:
 
     def _build_memory(self, ext: dict[str, MemRecord]) -> None:
         m, htp, device = self.compiled, self.htp, self.backend.device
-        wsize = max(m.plan.weight_size, 1)
+        try:
+            rt = RuntimeContext(m, device=device, options=RUNTIME_OPTIONS, plan=htp.plan, any_soc=True,
+                                name=f"qnn-context-{self.handle:x}")
+        except NpuError as exc:
+            raise QnnError(C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY, f"cannot load the context binary: {exc}") from exc
+        self.runtime = rt
         if WEIGHTS in ext:
-            weights = ext[WEIGHTS].view()
+            rec = ext[WEIGHTS]
+            weights = MemRef(rec.buffer, rec.buf_offset, rec.nbytes, "weights")
         else:
-            buf = device.alloc(wsize, owner="qnn-weights", name="weights")
-            self._owned.append(buf)
-            weights = buf.device_view()
-        weights[:m.weight_blob.size] = m.weight_blob       # "weights copied in at finalize"
-        self.weights = weights
+            weights = MemRef(self._own(max(m.plan.weight_size, 1), "qnn-weights", "weights"), label="weights")
+        rt.set_weight_memory(weights)                       # "weights copied in at finalize"
         parts = []
         if htp.vtcm_used:
             vtcm = self.backend.core.take_vtcm()
             self._vtcm_taken = True
-            fd, off, _ = vtcm.fd_parts[0]
-            parts.append((fd, off, htp.vtcm_used))
+            parts.append((vtcm, 0, htp.vtcm_used))
         if htp.spill_size:
             if SPILLFILL in ext:
-                fd, off, _ = ext[SPILLFILL].fd_part
+                rec = ext[SPILLFILL]
+                parts.append((rec.buffer, rec.buf_offset, htp.spill_size))
             else:
-                buf = device.alloc(htp.spill_size, owner="qnn-spillfill", name="spillfill")
-                self._owned.append(buf)
-                fd, off, _ = buf.fd_parts[0]
-            parts.append((fd, off, htp.spill_size))
+                parts.append((self._own(htp.spill_size, "qnn-spillfill", "spillfill"), 0, htp.spill_size))
         if parts:
-            self._mapping = map_parts(parts)
-            self.arena = ndarray_at(self._mapping, 0, htp.vtcm_used + htp.spill_size)
-        else:
-            self.arena = np.zeros(1, np.uint8)
+            self._arena = device.compose(parts, owner="qnn-arena", name="vtcm+spillfill")
+            rt.set_internal_memory(MemRef(self._arena, 0, htp.vtcm_used + htp.spill_size, "internal"))
+
+    def _own(self, size: int, owner: str, name: str) -> Buffer:
+        buf = self.backend.device.alloc(size, owner=owner, name=name)
+        self._owned.append(buf)
+        return buf
+
+    @property
+    def arena(self) -> np.ndarray | None:
+        """The internal arena as the HTP sees it ([VTCM | spill-fill]), or None before finalize / without one."""
+        return self._arena.device_view() if self._arena is not None and self._arena.alive else None
 
     def spill_view(self) -> np.ndarray | None:
         """The spill-fill part of the arena (what the executor spills to), or None without spill."""
-        if self.arena is None or not self.htp.spill_size:
+        arena = self.arena
+        if arena is None or not self.htp.spill_size:
             return None
-        return self.arena[self.htp.vtcm_used:self.htp.vtcm_used + self.htp.spill_size]
+        return arena[self.htp.vtcm_used:self.htp.vtcm_used + self.htp.spill_size]
 
     def vtcm_view(self) -> np.ndarray | None:
         """The VTCM part of the arena, or None when the graph uses no VTCM."""
-        if self.arena is None or not self.htp.vtcm_used:
+        arena = self.arena
+        if arena is None or not self.htp.vtcm_used:
             return None
-        return self.arena[:self.htp.vtcm_used]
+        return arena[:self.htp.vtcm_used]
 
     # -- release: the one place ------------------------------------------------------------------------
     def _release_memory(self) -> None:
-        self.weights = None
-        self.arena = None
-        self._mapping = None       # unmapped once no view of it is left
+        rt, self.runtime = self.runtime, None
+        if rt is not None and not rt.destroyed:
+            rt.destroy()                                    # bindings, weight store, its device reference
+        if self._arena is not None and self._arena.alive:
+            self._arena.free()
+        self._arena = None
         for buf in self._owned:
             if buf.alive:
                 buf.device.free(buf)

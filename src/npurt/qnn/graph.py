@@ -4,8 +4,10 @@ Graph I/O tensors are the compiled model's native input/output tensors (the layo
 writes: e.g. NHWC float16/float32, int8 with scale/offset). `TensorSpec` describes one and `io_tensors` builds the
 `Qnn_Tensor_t` lists an application fills (what QnnSystemContext_getBinaryInfo gives on a device).
 
-Execution (`Graph.execute`):
-- MEMHANDLE tensors are zero-copy: the executor binds the registered memory itself. The handle must be an ION /
+Execution (`Graph.execute`) goes through the context's `npurt.runtime.Context`: each tensor's memory is bound with
+`Context.bind` (zero-copy, in the native format) and `Context.run` runs the model, so binding rules, the run guard,
+perf counters and teardown are the runtime's. What is QNN's:
+- MEMHANDLE tensors are zero-copy: the registered memory itself is bound. The handle must be an ION /
   SHARED_BUFFER handle registered in *this graph's* context, its memory still allocated and at least the tensor's
   bytes (else 6004 INVALID_TENSOR).
 - RAW tensors are copied through the graph's internal I/O buffers (the copy the HTP backend makes for client
@@ -27,7 +29,6 @@ import numpy as np
 
 from npurt.errors import NpuError
 from npurt.exec.bind import pack_input, unpack_output
-from npurt.exec.executor import Executor
 from npurt.memory import Buffer
 from npurt.model.attrs import TensorAttr
 from npurt.qnn import constants as C
@@ -35,6 +36,7 @@ from npurt.qnn._ptr import pointer_value, safe_copy_in, safe_write
 from npurt.qnn.backend import new_handle
 from npurt.qnn.mem_registry import ION, REGISTRY, SHARED, SPILLFILL, VTCMBACKUP, WEIGHTS, QnnError
 from npurt.qnn.structs import Qnn_Tensor_t
+from npurt.runtime import MemRef
 from npurt.tensor import DType
 
 if TYPE_CHECKING:
@@ -122,13 +124,12 @@ def _body(t: Qnn_Tensor_t):
 
 
 class Graph:
-    """The graph of a finalized context, bound to its memory."""
+    """The graph of a finalized context, bound to its memory through the context's runtime context."""
 
     def __init__(self, ctx: "Context") -> None:
         self.context: "Context | None" = ctx
         self.name = ctx.compiled.graph.name
         self.inputs, self.outputs = tensor_specs(ctx)
-        self.executor = Executor(ctx.compiled, ctx.htp.plan, cache_weights=False)
         device = ctx.backend.device
         self._io: list[Buffer] = []
         try:
@@ -138,8 +139,25 @@ class Graph:
             self.release()
             raise
         self._bound_key: tuple | None = None
-        self.runs = 0
         self.handle = new_handle(self)
+
+    @property
+    def runtime(self) -> Any:
+        """The `npurt.runtime.Context` this graph runs on (None once its context was freed)."""
+        ctx = self.context
+        return ctx.runtime if ctx is not None else None
+
+    @property
+    def executor(self) -> Any:
+        """The runtime's executor bound by the last execute (None before the first one or after contextFree)."""
+        rt = self.runtime
+        return rt.executor if rt is not None else None
+
+    @property
+    def runs(self) -> int:
+        """Completed executions (the runtime context's perf counter)."""
+        rt = self.runtime
+        return rt.perf.runs if rt is not None else 0
 
     # -- lifetime --------------------------------------------------------------------------------------
     def release(self) -> None:
@@ -149,12 +167,12 @@ class Graph:
             if buf.alive:
                 buf.device.free(buf)
         self._io = []
-        self.executor = None
+        self._bound_key = None
         self.context = None
 
     # -- execute ---------------------------------------------------------------------------------------
-    def _resolve(self, spec: TensorSpec, t: Any, io_buf: Buffer) -> tuple[Any, np.ndarray, int]:
-        """(bind key, view to bind, client pointer for RAW or 0) for one tensor; QnnError 6004 if unusable."""
+    def _resolve(self, spec: TensorSpec, t: Any, io_buf: Buffer) -> tuple[Any, MemRef, int]:
+        """(bind key, memory to bind, client pointer for RAW or 0) for one tensor; QnnError 6004 if unusable."""
         what = f"{'input' if spec.is_input else 'output'} {spec.index} ({spec.name})"
         if not isinstance(t, Qnn_Tensor_t):
             raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what}: not a Qnn_Tensor_t")
@@ -179,13 +197,13 @@ class Graph:
             if not rec.alive():
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
                                f"{what}: the memory of handle 0x{handle:x} was freed while registered")
-            return ("h", handle), rec.view()[:spec.nbytes], 0
+            return ("h", handle), MemRef(rec.buffer, rec.buf_offset, spec.nbytes, spec.name), 0
         if mem_type == C.QNN_TENSORMEMTYPE_RAW:
             data, size = pointer_value(body.clientBuf.data), int(body.clientBuf.dataSize)
             if not data or size < spec.nbytes:
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
                                f"{what}: clientBuf needs a pointer and {spec.nbytes} bytes (got {size})")
-            return ("raw",), io_buf.device_view()[:spec.nbytes], data
+            return ("raw",), MemRef(io_buf, 0, spec.nbytes, spec.name), data
         raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what}: memType {mem_type} is not supported")
 
     def _sequential_keys(self, ctx: "Context") -> list[tuple]:
@@ -219,7 +237,7 @@ class Graph:
                 core.busy[key] = (self, key not in keys)
         try:
             with ctx.lock, core.exec_lock:
-                if ctx.freed or self.executor is None:
+                if ctx.freed or ctx.runtime is None:
                     raise QnnError(C.QNN_GRAPH_ERROR_INVALID_CONTEXT, f"graph {self.name!r}: context freed")
                 self._run(ctx, core, inputs, outputs)
         finally:
@@ -233,26 +251,31 @@ class Graph:
             if not rec.alive():
                 raise QnnError(C.QNN_GRAPH_ERROR_MEM_ALLOC,
                                f"the context's {rec.kind} buffer was freed while registered")
-        resolved = [self._resolve(s, t, b) for s, t, b in zip(self.inputs + self.outputs,
-                                                                list(inputs) + list(outputs), self._io)]
+        rt = ctx.runtime
+        specs = self.inputs + self.outputs
+        resolved = [self._resolve(s, t, b) for s, t, b in zip(specs, list(inputs) + list(outputs), self._io)]
         n_in = len(self.inputs)
-        for (_, view, data), spec in zip(resolved[:n_in], self.inputs):
-            if data and not safe_copy_in(data, (ctypes.c_char * spec.nbytes).from_buffer(view), spec.nbytes):
+        for (_, ref, data), spec in zip(resolved[:n_in], self.inputs):
+            if data and not safe_copy_in(data, (ctypes.c_char * spec.nbytes).from_buffer(ref.device_u8()),
+                                         spec.nbytes):
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
                                f"input {spec.index} ({spec.name}): clientBuf.data 0x{data:x} is not readable")
         key = tuple(k for k, _, _ in resolved)
         if key != self._bound_key:
-            self.executor.bind(ctx.weights, ctx.arena, [v for _, v, _ in resolved[:n_in]],
-                               [v for _, v, _ in resolved[n_in:]])
+            self._bound_key = None
+            for (_, ref, _), spec in zip(resolved, specs):
+                try:
+                    rt.bind(ref, spec.attr)                 # the native format: the memory itself is bound
+                except NpuError as exc:
+                    raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{spec.name}: {exc}") from exc
             self._bound_key = key
         _vtcm_handover(ctx, core)
         try:
-            self.executor.run()
+            rt.run()
         except NpuError as exc:
             raise QnnError(C.QNN_GRAPH_ERROR_GENERAL, f"graph {self.name!r} failed: {exc}") from exc
-        self.runs += 1
-        for (_, view, data), spec in zip(resolved[n_in:], self.outputs):
-            if data and not safe_write(data, view.ctypes.data, spec.nbytes):
+        for (_, ref, data), spec in zip(resolved[n_in:], self.outputs):
+            if data and not safe_write(data, ref.device_u8().ctypes.data, spec.nbytes):
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
                                f"output {spec.index} ({spec.name}): clientBuf.data 0x{data:x} is not writable")
 

@@ -73,7 +73,7 @@ class Context(GeneralPath, ZeroCopyPath):
     def __init__(self, model: Any, *, device: Any = None, soc: str | None = None, coherence: str | None = None,
                  options: ContextOptions | None = None, share_weights_with: "Context | None" = None,
                  model_buffer: MemRef | None = None, dynamic_input: Any = None, log: LogSink | None = None,
-                 name: str = "") -> None:
+                 name: str = "", plan: Any = None, any_soc: bool = False) -> None:
         """Load `model` on `device` (default: `open_device(soc, coherence)`; the context holds a reference).
 
         model: a CompiledModel, `.npurt` / ONNX bytes, a path, or an onnx.ModelProto (ONNX is compiled on the fly
@@ -83,6 +83,11 @@ class Context(GeneralPath, ZeroCopyPath):
         memory must stay alive as long as the context.
         dynamic_input: shape sets for a dynamic-shape ONNX model (see `npurt.runtime.loader`).
         log: sink for warnings/info (level name, message); default the `npurt.runtime` Python logger.
+        plan: a `MemoryPlan` to run with instead of the compiled model's own (e.g. the QNN mirror's HTP plan: VTCM
+        placement with spill-fill overflow). It must lay the weights out as the model does and place every
+        internal tensor of it inside its `internal_size`; not for dynamic-shape models.
+        any_soc: accept a compiled model made for another SoC (the caller has checked it fits the device: the QNN
+        mirror runs context binaries of any npurt layout on its HTP). Default: PLATFORM_MISMATCH.
         """
         self.id = next(_next_id)
         self.name = name or f"ctx{self.id}"
@@ -97,6 +102,7 @@ class Context(GeneralPath, ZeroCopyPath):
         self._internal_buf = None
         self._internal_ref: MemRef | None = None
         self._model_buffer = model_buffer
+        self._plan = plan
         self._gen_in: list[Any] = []
         self._gen_out: list[Any] = []
         self._in_bind: list[IoBinding | None] = []
@@ -106,21 +112,23 @@ class Context(GeneralPath, ZeroCopyPath):
         self.device = open_device(device.soc) if device is not None else open_device(soc, coherence)
         try:
             self.profile = self.device.profile
-            self._load(model, share_weights_with, dynamic_input)
+            self._load(model, share_weights_with, dynamic_input, any_soc)
         except BaseException:
             self._release_all()
             raise
 
     # ------------------------------------------------------------------------------------------------------------
     # loading
-    def _load(self, model: Any, share_from: "Context | None", dynamic_input: Any) -> None:
+    def _load(self, model: Any, share_from: "Context | None", dynamic_input: Any, any_soc: bool = False) -> None:
         model_view = None
         if self._model_buffer is not None:
             self._model_buffer.require_alive("model buffer")
             model_view = self._model_buffer.device_u8()
             model = memoryview(model_view)
-        self.family: ModelFamily = load_family(model, self.device.soc, dynamic_input)
+        self.family: ModelFamily = load_family(model, self.device.soc, dynamic_input, any_soc)
         self.compiled = self.family.current
+        if self._plan is not None:
+            _check_plan(self._plan, self.compiled, self.family.dynamic)
         self.initial = self.compiled
         self.io_mode: str | None = None
         self.perf = PerfCounters()
@@ -135,7 +143,7 @@ class Context(GeneralPath, ZeroCopyPath):
         self._gen_in, self._gen_out = [None] * n_in, [None] * n_out
         self._gen_set = [False] * n_in
         members = self.family.all()
-        self.internal_capacity = max(int(m.plan.internal_size) for m in members)
+        self.internal_capacity = max(int(self._plan_of(m).internal_size) for m in members)
         digest = _digest(self.initial)
         if any(m is not self.initial and _digest(m) != digest for m in members):
             raise NpuError(ErrorCode.NOT_SUPPORTED, "the shapes of this dynamic-shape model lay their weights out "
@@ -168,6 +176,15 @@ class Context(GeneralPath, ZeroCopyPath):
             self._internal_buf = self.device.alloc(self.internal_capacity, placement=placement, owner=self.name,
                                                    name="internal", cacheable=False)
             self._internal_ref = MemRef(self._internal_buf, 0, self.internal_capacity, "internal")
+
+    def _plan_of(self, compiled: Any) -> Any:
+        """The memory plan `compiled` runs with: the one given to the context, else the model's own."""
+        return self._plan if self._plan is not None else compiled.plan
+
+    @property
+    def plan(self) -> Any:
+        """The memory plan the current model runs with (`MemoryPlan`)."""
+        return self._plan_of(self.compiled)
 
     # ------------------------------------------------------------------------------------------------------------
     # state guards
@@ -308,7 +325,9 @@ class Context(GeneralPath, ZeroCopyPath):
             self._executors.clear()        # weights are decoded at bind: rebind from the new memory
 
     def set_internal_memory(self, ref: MemRef) -> None:
-        """Use user memory for the internal arena (contexts created with `internal_outside`)."""
+        """Use user memory for the internal arena (contexts created with `internal_outside`). The memory may be
+        made of parts (e.g. fast memory followed by DDR): a `MemRef` over a `Device.compose` buffer, whose pieces
+        are contiguous in host and device addresses (the QNN mirror's VTCM + spill-fill arena)."""
         with self._busy("set_internal_memory"):
             self._require_runnable("set_internal_memory")
             if not self.options.internal_outside:
@@ -327,7 +346,8 @@ class Context(GeneralPath, ZeroCopyPath):
         ex = self._executors.get(id(self.compiled))
         if ex is None:
             from npurt.exec.executor import Executor
-            ex = Executor(self.compiled, custom_ops=self.custom_ops)
+            ex = Executor(self.compiled, self._plan_of(self.compiled), cache_weights=self.options.cache_weights,
+                          custom_ops=self.custom_ops)
             self._executors[id(self.compiled)] = ex
             self._dirty = True
         return ex
@@ -369,7 +389,7 @@ class Context(GeneralPath, ZeroCopyPath):
             ins = [b.executor_view() for b in self._in_bind]
             outs = [b.executor_view() for b in self._out_bind]
         internal = self._internal_ref.device_u8() if self._internal_ref is not None else np.empty(0, np.uint8)
-        ex.bind(self._weights.view(), internal[:max(self.compiled.plan.internal_size, 0)], ins, outs)
+        ex.bind(self._weights.view(), internal[:max(self.plan.internal_size, 0)], ins, outs)
         self._dirty = False
         self._bound_to = ex
 
@@ -473,7 +493,7 @@ class Context(GeneralPath, ZeroCopyPath):
             if self.family.dynamic:
                 raise NpuError(ErrorCode.NOT_SUPPORTED, "dup_context is not supported for dynamic-shape models")
             return Context(self.compiled, device=self.device, options=self.options, share_weights_with=self,
-                           log=self._log, name=name)
+                           log=self._log, name=name, plan=self._plan, any_soc=self.compiled.soc != self.device.soc)
 
     # ------------------------------------------------------------------------------------------------------------
     # teardown: the one place the context's resources are released
@@ -523,6 +543,23 @@ class Context(GeneralPath, ZeroCopyPath):
     def __repr__(self) -> str:
         state = "destroyed" if self.destroyed else (self.io_mode or "unbound")
         return f"<Context {self.name} {getattr(self, 'compiled', None) and self.compiled.graph.name} {state}>"
+
+
+def _check_plan(plan: Any, compiled: Any, dynamic: bool) -> None:
+    """An external memory plan must fit `compiled`: same weight layout, every internal tensor placed inside it."""
+    if dynamic:
+        raise NpuError(ErrorCode.NOT_SUPPORTED, "an external memory plan cannot serve a dynamic-shape model")
+    own = compiled.plan
+    if plan.weight_size != own.weight_size or dict(plan.weight_offsets) != dict(own.weight_offsets):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "the memory plan lays the weights out differently from the model")
+    if set(plan.offsets) != set(own.offsets):
+        missing = sorted(set(own.offsets) - set(plan.offsets))[:5]
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"the memory plan does not place the model's internal tensors "
+                                                   f"(missing e.g. {missing})")
+    for name, off in plan.offsets.items():
+        if off < 0 or off + plan.sizes[name] > plan.internal_size or plan.sizes[name] < own.sizes[name]:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"the memory plan places {name!r} outside its "
+                                                       f"{plan.internal_size}-byte arena or in too few bytes")
 
 
 def _digest(compiled: Any) -> str:

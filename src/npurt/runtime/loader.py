@@ -180,8 +180,9 @@ def _family_from_onnx(onnx_bytes: bytes, soc: str, shape_sets: list[Shapes] | No
     return ModelFamily(first, onnx_bytes, shape_sets, args)
 
 
-def load_family(model: Any, soc: str, dynamic_input: Any = None) -> ModelFamily:
-    """The model family for `model` on `soc` (see the module doc); errors as NpuError."""
+def load_family(model: Any, soc: str, dynamic_input: Any = None, any_soc: bool = False) -> ModelFamily:
+    """The model family for `model` on `soc` (see the module doc); errors as NpuError. `any_soc`: accept a compiled
+    model made for another SoC (ONNX is still compiled for `soc`)."""
     from npurt.exec.compile import load_compiled
     from npurt.model.compiled import CompiledModel
     raw, obj = _read(model)
@@ -189,7 +190,7 @@ def load_family(model: Any, soc: str, dynamic_input: Any = None) -> ModelFamily:
     if obj is not None:
         if isinstance(obj, CompiledModel):
             compiled = obj
-            return _check_soc(_family_of_compiled(compiled), soc)
+            return _check_soc(_family_of_compiled(compiled), soc, any_soc)
         if hasattr(obj, "SerializeToString") and hasattr(obj, "graph"):
             onnx_bytes = obj.SerializeToString()
             return _family_from_onnx(onnx_bytes, soc, shape_sets or _onnx_dynamic_input(onnx_bytes))
@@ -197,7 +198,7 @@ def load_family(model: Any, soc: str, dynamic_input: Any = None) -> ModelFamily:
     if len(raw) == 0:
         raise NpuError(ErrorCode.INVALID_MODEL, "empty model")
     if bytes(raw[:len(MAGIC)]) == MAGIC:
-        return _check_soc(_family_of_compiled(load_compiled(raw)), soc)
+        return _check_soc(_family_of_compiled(load_compiled(raw)), soc, any_soc)
     onnx_bytes = bytes(raw)
     try:
         import onnx
@@ -216,8 +217,8 @@ def _family_of_compiled(compiled: Any) -> ModelFamily:
     return ModelFamily(compiled)
 
 
-def _check_soc(family: ModelFamily, soc: str) -> ModelFamily:
-    if family.current.soc != soc:
+def _check_soc(family: ModelFamily, soc: str, any_soc: bool = False) -> ModelFamily:
+    if family.current.soc != soc and not any_soc:
         raise NpuError(ErrorCode.PLATFORM_MISMATCH,
                        f"the model was compiled for {family.current.soc}, this device is {soc}")
     return family

@@ -22,6 +22,8 @@ class ContextOptions:
     - `sram`: place the internal arena in the device's free SRAM first, the rest in DDR.
     - `flush_inputs` / `invalidate_outputs`: the runtime's own cache maintenance of runtime-allocated input /
       output memory around each run (the vendor default); external (imported) memory is the user's to sync.
+    - `cache_weights`: decode the weights into their compute form once per bind (default); False reads them from
+      the weight memory on every run (the QNN HTP mirror: the weights region is what each execute uses).
     """
 
     priority: str = "high"
@@ -32,6 +34,7 @@ class ContextOptions:
     sram: bool = False
     flush_inputs: bool = True
     invalidate_outputs: bool = True
+    cache_weights: bool = True
 
 
 @dataclass(frozen=True)
