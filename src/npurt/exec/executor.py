@@ -23,6 +23,7 @@ from typing import Any, Callable, MutableMapping
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.exec import native
 from npurt.exec.bind import SlotReader, SlotWriter, typed_view
 from npurt.exec.evaluate import kernel_attrs
 from npurt.exec.kernels.blas import policy_threads, set_blas_threads
@@ -67,6 +68,14 @@ class _WeightReader:
         return self.value if self.value is not None else self.decode()
 
 
+def _native_step(run: Callable[[], None]) -> Callable[[list, dict], tuple]:
+    """A native step in the (kernel, readers, writers) shape: no readers, no writers, it does its own I/O."""
+    def step(inputs: list, attrs: dict) -> tuple:
+        run()
+        return ()
+    return step
+
+
 class _Missing:
     @staticmethod
     def read() -> None:
@@ -89,13 +98,15 @@ class Executor:
     """Runs `compiled` over bound memory laid out by `plan` (default: the compiled model's own plan)."""
 
     def __init__(self, compiled: CompiledModel, plan: MemoryPlan | None = None, cache_weights: bool = True,
-                 custom_ops: MutableMapping[str, Callable] | None = None) -> None:
+                 custom_ops: MutableMapping[str, Callable] | None = None, native: bool = True) -> None:
         """custom_ops: op type -> callable(node, inputs, attrs) (the context's registered custom ops; the mapping
         is kept, not copied). A registered type overrides the built-in kernel; custom-domain nodes always go
-        through it."""
+        through it. native: compute the ops `npurt.exec.native` handles directly on their NC1HWC2 slots (same
+        slots, same stored results up to float rounding); False forces the generic read/kernel/write path."""
         self.model = compiled
         self.plan = plan or compiled.plan
         self.cache_weights = cache_weights
+        self.native = native
         self.custom_ops = custom_ops if custom_ops is not None else {}
         g = compiled.graph
         self._kernels = [(self._resolve(n), kernel_attrs(n, g.opset)) for n in g.nodes]
@@ -182,8 +193,15 @@ class Executor:
         in_max = max([math.prod(s.dims) for s in m.storage.values()] + [1])
         self._stage = np.empty(in_max, np.int8) if m.precision == "int8" else None
         weights = {name: self._weight_reader(name, w) for name in g.constants}
+        ctx = native.Context(m.storage, views, {n: r.value for n, r in weights.items() if r.value is not None}) \
+            if self.native else None
         steps = []
         for node, (fn, attrs) in zip(g.nodes, self._kernels):
+            if ctx is not None and not getattr(node, "domain", "") and node.op_type not in self.custom_ops:
+                step = native.prepare(node, fn, attrs, ctx)
+                if step is not None:
+                    steps.append((_native_step(step), attrs, (), (), node))
+                    continue
             cursor = 0
             readers = []
             for t in node.inputs:
