@@ -114,7 +114,7 @@ def test_mm_json_text_and_plot(tmp_path):
     first, second = d["contexts"]
     assert first["sram_held"] == first["internal_size"] and second["sram_held"] == d["sram_total"] - first["sram_held"]
     assert d["dump"].startswith('SRAM bitmap: "*" - used, "." - free (1bit = 4KB)')
-    assert f"SRAM total size: 978944, used: 978944, free: 0" in d["dump"]
+    assert "SRAM total size: 978944, used: 978944, free: 0" in d["dump"]
     assert "used: 0, free: 978944" in d["empty_dump"]
     assert png.read_bytes()[:4] == b"\x89PNG"
     p = run_cli("mm", "small_convnet")
@@ -131,3 +131,14 @@ def test_bench_quick_only_and_errors():
 def test_bench_without_a_bench_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("NPURT_BENCH_DIR", str(tmp_path))
     fails("bench", "--quick", words=("no bench/ folder", "NPURT_BENCH_DIR"))
+
+
+def test_bench_keeps_going_when_one_benchmark_fails(tmp_path, monkeypatch):
+    (tmp_path / "a_broken.py").write_text("def run(quick=False):\n    raise RuntimeError('boom')\n")
+    (tmp_path / "b_fine.py").write_text("def run(quick=False):\n    return [{'name': 'x', 'ratio': 0.5}]\n")
+    monkeypatch.setenv("NPURT_BENCH_DIR", str(tmp_path))
+    p = run_cli("bench", "--quick", "--json")
+    assert p.returncode == 1 and "a_broken.py failed: RuntimeError: boom" in p.stderr
+    import json
+    d = json.loads(p.stdout)
+    assert d["rows"] == [{"bench": "b_fine", "name": "x", "ratio": 0.5}] and "a_broken" in d["errors"]

@@ -2,7 +2,8 @@
 
 Each `bench/NAME.py` defines `run(quick: bool = False) -> list[dict]`; this command imports them by file path
 (they are scripts, not part of the installed package), runs them in name order, and prints one row per result
-with its ratio: what the ratio compares is the benchmark's own definition (listed under the table). `bench/` is
+with its ratio: what the ratio compares is the benchmark's own definition (listed under the table). A benchmark
+that raises is reported (stderr, and FAILED under the table) and the others still run; the exit status is then 1. `bench/` is
 `$NPURT_BENCH_DIR` when set, else the folder beside the package's source tree (`<repo>/bench`), else `./bench`.
 """
 from __future__ import annotations
@@ -106,17 +107,24 @@ def run(args: argparse.Namespace) -> int:
         names = [n for n in names if n in args.only]
     results: list[dict] = []
     timings: dict[str, float] = {}
+    errors: dict[str, str] = {}
     for name in names:
         console.print(f"running bench/{name}.py{' (quick)' if args.quick else ''} ...")
         t = time.perf_counter()
-        with console.status(f"bench/{name}.py", spinner="dots") if console.is_terminal else _null():
-            rows = load(folder, name).run(quick=args.quick)
+        try:
+            with console.status(f"bench/{name}.py", spinner="dots") if console.is_terminal else _null():
+                rows = load(folder, name).run(quick=args.quick)
+        except Exception as exc:            # one broken benchmark must not lose the others' results
+            errors[name] = f"{type(exc).__name__}: {exc}"
+            print(f"npurt bench: bench/{name}.py failed: {errors[name]}", file=sys.stderr)
+            rows = []
         timings[name] = time.perf_counter() - t
         for row in rows:
             results.append({"bench": name, **row})
+    status = 1 if errors else 0
     if args.json:
-        print_json({"quick": args.quick, "seconds": timings, "rows": results})
-        return 0
+        print_json({"quick": args.quick, "seconds": timings, "rows": results, "errors": errors})
+        return status
     table = Table(title=f"npurt bench{' --quick' if args.quick else ''}", box=box.SIMPLE_HEAD)
     for col in ("bench", "case", "ratio", "details"):
         table.add_column(col, justify="right" if col == "ratio" else "left", overflow="fold")
@@ -127,9 +135,12 @@ def run(args: argparse.Namespace) -> int:
                       details(row, {"bench", key}))
     console.print(table)
     for name in names:
-        console.print(f"  {name}: ratio = {MEANING.get(name, 'see bench/' + name + '.py')} "
-                      f"[{timings[name]:.1f} s]")
-    return 0
+        if name in errors:
+            console.print(f"  {name}: FAILED ({errors[name]}) [{timings[name]:.1f} s]")
+        else:
+            console.print(f"  {name}: ratio = {MEANING.get(name, 'see bench/' + name + '.py')} "
+                          f"[{timings[name]:.1f} s]")
+    return status
 
 
 class _null:
