@@ -7,7 +7,6 @@ RKNN_QUERY_MEM_SIZE reports total_sram_size / free_sram_size. Tensors in SRAM co
 table's SramHit column and "Predict SRAM Hit RW Amount" say how much per frame (also `npurt report`).
 Run: python examples/sram.py
 """
-import numpy as np
 
 import npurt
 from npurt.memory import open_device
