@@ -15,10 +15,11 @@ Pruning after every placement:
 The state is kept incrementally (Python lists for per-buffer data, numpy arrays over the sections
 for floors and remaining demand; every change is undone on backtrack), so a node costs
 O(unplaced + overlaps) Python steps plus a few numpy calls over the current partition's sections.
-Six preorders are tried round-robin with a doubling node budget, as one usually succeeds fast.
+Six preorders run as interleaved resumable searches (generators), as one usually succeeds fast.
 """
 from __future__ import annotations
 
+import copy
 import sys
 import time
 
@@ -29,6 +30,7 @@ OK, NOT_FOUND, ABORTED, TIMEOUT = 0, 1, 2, 3
 # largest section total the buffer crosses): the outcome is heavy-tailed in the order, so a
 # portfolio of six beats any one of them
 PREORDERS = ("WAT", "TAW", "TWA", "CAT", "TAC", "TCA")
+SLICE = 64          # nodes a preorder's search runs before the next one gets a turn
 _BIG = np.iinfo(np.int64).max // 4
 
 
@@ -81,6 +83,7 @@ class _Search:
             cand = cand[(end[cand] > start[i]) & (cand != i)]
             overlaps.append(cand.tolist())
         self.overlaps = overlaps
+        self.n_overlaps = [len(o) for o in overlaps]
         self.offset = [-1] * n
         self.min_off = [0] * n
         self.mo_eff = np.zeros(n + 1, np.int64)   # min offset of unplaced buffers, _BIG when placed
@@ -93,24 +96,39 @@ class _Search:
         tot = self.total.tolist()
         lo_l, hi_l = self.lo_l, self.hi_l
         t = {b: max(tot[lo_l[b]:hi_l[b]]) for b in buffers}
-        cols = {"W": self.width_l, "A": self.area_l, "C": self.sections_l}
+        cols = {"W": self.width_l, "A": self.area_l, "C": self.sections_l, "Z": self.size_l,
+                "O": self.n_overlaps}
 
         def key(b: int):
             return tuple(-(t[b] if c == "T" else cols[c][b]) for c in heuristic) + (b,)
         return sorted(buffers, key=key)
 
-    def sub_solve(self, buffers: list[int], sec_lo: int, sec_hi: int, heuristic: str) -> int:
+    def clone(self) -> "_Search":
+        """A copy sharing the static data, with its own search state (one per preorder)."""
+        c = copy.copy(self)
+        c.total, c.floor, c.mo_eff = self.total.copy(), self.floor.copy(), self.mo_eff.copy()
+        c.cuts, c.offset, c.min_off, c.solution = list(self.cuts), list(self.offset), list(self.min_off), list(self.solution)
+        c.nodes = 0
+        return c
+
+    def run(self, partitions: list[tuple[list[int], int, int]], heuristic: str):
+        """Generator: solve the partitions one after another with one preorder, pausing every
+        `SLICE` nodes (a bare `yield`); returns OK or NOT_FOUND."""
+        for group, a, z in partitions:
+            status = yield from self.sub_solve(group, a, z, heuristic)
+            if status != OK:
+                return status
+        return OK
+
+    def sub_solve(self, buffers: list[int], sec_lo: int, sec_hi: int, heuristic: str):
         pre = self.preorder(buffers, heuristic)
-        return self.search(pre, sec_lo, sec_hi, list(range(len(pre))), 0, -1, heuristic)
+        return (yield from self.search(pre, sec_lo, sec_hi, list(range(len(pre))), 0, -1, heuristic))
 
     def search(self, pre: list[int], sec_lo: int, sec_hi: int, ordering: list[int], min_offset: int,
-               min_pre: int, heuristic: str) -> int:
-        if self.nodes_left <= 0:
-            return ABORTED
-        self.nodes_left -= 1
+               min_pre: int, heuristic: str):
         self.nodes += 1
-        if not self.nodes & 127 and time.perf_counter() > self.deadline:
-            return TIMEOUT
+        if not self.nodes % SLICE:
+            yield   # let the portfolio driver switch to another preorder (or stop at the deadline)
         offset, min_off, size_l = self.offset, self.min_off, self.size_l
         keyed = [(min_off[pre[p]], p) for p in ordering if offset[pre[p]] < 0]
         if not keyed:
@@ -166,7 +184,7 @@ class _Search:
                     np.maximum(f, low, out=f)
             f = floor[sec_lo:sec_hi]
             if int((np.maximum(f, o) + total[sec_lo:sec_hi]).max()) <= cap:
-                status = self.decompose(pre, sec_lo, sec_hi, ordering, b, o, p, heuristic)
+                status = yield from self.decompose(pre, sec_lo, sec_hi, ordering, b, o, p, heuristic)
             else:
                 status = NOT_FOUND
             floor[sec_lo:sec_hi] = saved
@@ -184,24 +202,28 @@ class _Search:
         """The children (offset, preorder index) that pass section inference, all checked at once
         before any state change: placing b at o makes b's own sections need o + total <= capacity
         and every other section max(floor, o) + total <= capacity."""
-        offs = np.array([o for o, _ in kids], np.int64)
+        offs = np.array([o for o, _ in kids], np.int64)    # non-decreasing (kids come sorted)
         bufs = np.array([pre[p] for _, p in kids], np.int64)
         cap = self.capacity
         floor = self.floor[sec_lo:sec_hi]
         total = self.total[sec_lo:sec_hi]
+        ns = sec_hi - sec_lo
         lo = self.lo[bufs] - sec_lo
         hi = self.hi[bufs] - sec_lo
-        distinct, which = np.unique(offs, return_inverse=True)
-        g = np.maximum(floor[None, :], distinct[:, None]) + total[None, :]
-        pad = np.full((len(distinct), 1), -1, np.int64)
-        pref = np.maximum.accumulate(np.hstack([pad, g]), axis=1)                    # max g[:, :k]
-        suf = np.maximum.accumulate(np.hstack([g, pad])[:, ::-1], axis=1)[:, ::-1]   # max g[:, k:]
-        outside = np.maximum(pref[which, lo], suf[which, hi])
+        new = np.empty(len(offs), bool)
+        new[0] = True
+        np.not_equal(offs[1:], offs[:-1], out=new[1:])
+        which = np.cumsum(new) - 1
+        g = np.maximum(floor, offs[new][:, None]) + total
+        pref = np.maximum.accumulate(g, axis=1)                       # pref[:, k] = max g[:, :k+1]
+        suf = np.maximum.accumulate(g[:, ::-1], axis=1)[:, ::-1]      # suf[:, k] = max g[:, k:]
+        left = np.where(lo > 0, pref[which, lo - 1], -1)
+        right = np.where(hi < ns, suf[which, np.minimum(hi, ns - 1)], -1)
         inside = np.maximum.reduceat(np.append(total, 0), np.ravel(np.column_stack([lo, hi])))[::2]
-        good = ((outside <= cap) & (inside + offs <= cap)).tolist()
+        good = ((left <= cap) & (right <= cap) & (inside + offs <= cap)).tolist()
         return [k for k, g in zip(kids, good) if g]
 
-    def decompose(self, pre, sec_lo, sec_hi, ordering, b, o, p, heuristic) -> int:
+    def decompose(self, pre, sec_lo, sec_hi, ordering, b, o, p, heuristic):
         cuts = self.cuts
         lo, hi = self.lo_l[b], self.hi_l[b]
         points = []
@@ -211,14 +233,14 @@ class _Search:
                 points.append(k + 1)
         try:
             if not points:
-                return self.search(pre, sec_lo, sec_hi, ordering, o, p, heuristic)
+                return (yield from self.search(pre, sec_lo, sec_hi, ordering, o, p, heuristic))
             bounds = [sec_lo] + points + [sec_hi]
             offset, lo_l, hi_l = self.offset, self.lo_l, self.hi_l
             unplaced = [x for x in pre if offset[x] < 0]
             for a, z in zip(bounds, bounds[1:]):
                 group = [x for x in unplaced if lo_l[x] < z and a < hi_l[x]]
                 if group:
-                    status = self.sub_solve(group, a, z, heuristic)
+                    status = yield from self.sub_solve(group, a, z, heuristic)
                     if status != OK:
                         return status
             return OK
@@ -246,27 +268,33 @@ def fit(start: np.ndarray, end: np.ndarray, size: np.ndarray, align: np.ndarray,
         return OK, np.zeros(0, np.int64)
     s = _Search(start, end, size, align, capacity, deadline)
     bounds = [0] + [k + 1 for k in range(s.nsec - 1) if s.cuts[k] == 0] + [s.nsec]
+    parts = []
+    for a, z in zip(bounds, bounds[1:]):
+        group = [i for i in range(n) if s.lo_l[i] < z and a < s.hi_l[i]]
+        if group:
+            parts.append((group, a, z))
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, 20 * n + 1000))
+    runs = [(t, t.run(parts, h)) for t, h in zip([s] + [s.clone() for _ in PREORDERS[1:]], PREORDERS)]
     try:
-        for a, z in zip(bounds, bounds[1:]):
-            group = [i for i in range(n) if s.lo_l[i] < z and a < s.hi_l[i]]
-            if not group:
-                continue
-            status = _round_robin(s, group, a, z)
-            if status != OK:
-                return status, None
-        return OK, np.array(s.solution, np.int64)
+        return _portfolio(runs, deadline)
     finally:
+        for _, g in runs:
+            g.close()
         sys.setrecursionlimit(old)
 
 
-def _round_robin(s: _Search, group: list[int], sec_lo: int, sec_hi: int) -> int:
-    limit = max(len(group), 16)
+def _portfolio(runs: list, deadline: float) -> tuple[int, np.ndarray | None]:
+    """Interleave the preorders' searches slice by slice, each resumed where it paused (no restarts,
+    so an order that needs N nodes costs about len(runs) * N in all). Any complete search that
+    ends decides: OK with its plan, or NOT_FOUND (each search is exhaustive on its own)."""
     while True:
-        limit *= 2
-        for h in PREORDERS:
-            s.nodes_left = limit
-            status = s.sub_solve(group, sec_lo, sec_hi, h)
-            if status != ABORTED:
-                return status
+        for t, g in runs:
+            if time.perf_counter() > deadline:
+                return TIMEOUT, None
+            try:
+                next(g)
+            except StopIteration as stop:
+                if stop.value == OK:
+                    return OK, np.array(t.solution, np.int64)
+                return NOT_FOUND, None
