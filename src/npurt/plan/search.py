@@ -44,6 +44,7 @@ class _Search:
         self.lo, self.hi = lo, hi
         self.lo_l, self.hi_l = lo.tolist(), hi.tolist()
         size = np.asarray(size, np.int64)
+        self.size = size
         self.size_l = size.tolist()
         self.align_l = np.asarray(align, np.int64).tolist()
         self.area_l = (size * (end - start)).tolist()
@@ -122,34 +123,41 @@ class _Search:
 
     def sub_solve(self, buffers: list[int], sec_lo: int, sec_hi: int, heuristic: str):
         pre = self.preorder(buffers, heuristic)
-        return (yield from self.search(pre, sec_lo, sec_hi, list(range(len(pre))), 0, -1, heuristic))
+        pre_arr = np.array(pre, np.int64)
+        part = (pre, pre_arr, self.size[pre_arr], sec_lo, sec_hi, heuristic)
+        return (yield from self.search(part, 0, -1))
 
-    def search(self, pre: list[int], sec_lo: int, sec_hi: int, ordering: list[int], min_offset: int,
-               min_pre: int, heuristic: str):
+    def search(self, part: tuple, min_offset: int, min_pre: int):
         self.nodes += 1
         if not self.nodes % SLICE:
             yield   # let the portfolio driver switch to another preorder (or stop at the deadline)
-        offset, min_off, size_l = self.offset, self.min_off, self.size_l
-        keyed = [(min_off[pre[p]], p) for p in ordering if offset[pre[p]] < 0]
-        if not keyed:
-            return OK
-        keyed.sort()
-        ordering = [p for _, p in keyed]
-        min_height = min([o + size_l[pre[p]] for o, p in keyed])
+        pre, pre_arr, size_pre, sec_lo, sec_hi, _ = part
         cap = self.capacity
         floor, total, mo_eff, members = self.floor, self.total, self.mo_eff, self.members
+        # candidates, with numpy over the partition in preorder: mo_eff is the minimum offset of
+        # an unplaced buffer and _BIG for a placed one
+        m = mo_eff[pre_arr]
+        tops = m + size_pre
+        min_height = int(tops.min())
+        if min_height >= _BIG:
+            return OK    # every buffer of the partition is placed
+        # dominance (no offset at or above the lowest possible top of an unplaced buffer) and
+        # canonical order (offsets non-decreasing, ties in preorder)
+        ok = (m < min_height) & (m >= min_offset) & (tops <= cap)
+        if min_pre >= 0:
+            ok[:min_pre + 1] &= m[:min_pre + 1] > min_offset
+        idx = np.flatnonzero(ok)
+        if len(idx) == 0:
+            return NOT_FOUND
+        offs = m[idx]
+        if len(idx) > 1:
+            srt = np.argsort(offs, kind="stable")
+            idx, offs = idx[srt], offs[srt]
+            good = self.viable(offs, pre_arr[idx], sec_lo, sec_hi)
+            idx, offs = idx[good], offs[good]
+        offset, min_off, size_l = self.offset, self.min_off, self.size_l
         lo_l, hi_l, align_l, overlaps, solution = self.lo_l, self.hi_l, self.align_l, self.overlaps, self.solution
-        kids = []
-        for o, p in keyed:
-            if o >= min_height:
-                break    # dominance: sorted by offset, so every later candidate is dominated too
-            if o < min_offset or (o == min_offset and p < min_pre):
-                continue  # canonical order
-            if o + size_l[pre[p]] <= cap:
-                kids.append((o, p))
-        if len(kids) > 1:
-            kids = self.viable(kids, pre, sec_lo, sec_hi)
-        for o, p in kids:
+        for o, p in zip(offs.tolist(), idx.tolist()):
             b = pre[p]
             sz = size_l[b]
             h = o + sz
@@ -160,9 +168,9 @@ class _Search:
             rlo, rhi = sec_hi, sec_lo
             for j in overlaps[b]:
                 if offset[j] < 0:
-                    m = min_off[j]
-                    if m < h:
-                        changes.append((j, m))
+                    mj = min_off[j]
+                    if mj < h:
+                        changes.append((j, mj))
                         al = align_l[j]
                         v = h if al == 1 else -(-h // al) * al
                         min_off[j] = v
@@ -184,26 +192,24 @@ class _Search:
                     np.maximum(f, low, out=f)
             f = floor[sec_lo:sec_hi]
             if int((np.maximum(f, o) + total[sec_lo:sec_hi]).max()) <= cap:
-                status = yield from self.decompose(pre, sec_lo, sec_hi, ordering, b, o, p, heuristic)
+                status = yield from self.decompose(part, b, o, p)
             else:
                 status = NOT_FOUND
             floor[sec_lo:sec_hi] = saved
             total[lo:hi] += sz
-            for j, m in changes:
-                min_off[j] = m
-                mo_eff[j] = m
+            for j, mj in changes:
+                min_off[j] = mj
+                mo_eff[j] = mj
             mo_eff[b] = min_off[b]
             offset[b] = -1
             if status != NOT_FOUND:
                 return status   # the plan found lives in `solution` (written at each placement)
         return NOT_FOUND
 
-    def viable(self, kids: list, pre: list[int], sec_lo: int, sec_hi: int) -> list:
-        """The children (offset, preorder index) that pass section inference, all checked at once
-        before any state change: placing b at o makes b's own sections need o + total <= capacity
-        and every other section max(floor, o) + total <= capacity."""
-        offs = np.array([o for o, _ in kids], np.int64)    # non-decreasing (kids come sorted)
-        bufs = np.array([pre[p] for _, p in kids], np.int64)
+    def viable(self, offs: np.ndarray, bufs: np.ndarray, sec_lo: int, sec_hi: int) -> np.ndarray:
+        """Mask of the children (buffer bufs[k] at offs[k], offs non-decreasing) that pass section
+        inference, all checked at once before any state change: placing b at o makes b's own
+        sections need o + total <= capacity and every other section max(floor, o) + total <= capacity."""
         cap = self.capacity
         floor = self.floor[sec_lo:sec_hi]
         total = self.total[sec_lo:sec_hi]
@@ -219,11 +225,14 @@ class _Search:
         suf = np.maximum.accumulate(g[:, ::-1], axis=1)[:, ::-1]      # suf[:, k] = max g[:, k:]
         left = np.where(lo > 0, pref[which, lo - 1], -1)
         right = np.where(hi < ns, suf[which, np.minimum(hi, ns - 1)], -1)
-        inside = np.maximum.reduceat(np.append(total, 0), np.ravel(np.column_stack([lo, hi])))[::2]
-        good = ((left <= cap) & (right <= cap) & (inside + offs <= cap)).tolist()
-        return [k for k, g in zip(kids, good) if g]
+        bounds = np.empty(2 * len(lo), np.int64)
+        bounds[0::2] = lo
+        bounds[1::2] = hi
+        inside = np.maximum.reduceat(np.append(total, 0), bounds)[::2]
+        return (left <= cap) & (right <= cap) & (inside + offs <= cap)
 
-    def decompose(self, pre, sec_lo, sec_hi, ordering, b, o, p, heuristic):
+    def decompose(self, part: tuple, b: int, o: int, p: int):
+        pre, _, _, sec_lo, sec_hi, heuristic = part
         cuts = self.cuts
         lo, hi = self.lo_l[b], self.hi_l[b]
         points = []
@@ -233,7 +242,7 @@ class _Search:
                 points.append(k + 1)
         try:
             if not points:
-                return (yield from self.search(pre, sec_lo, sec_hi, ordering, o, p, heuristic))
+                return (yield from self.search(part, o, p))
             bounds = [sec_lo] + points + [sec_hi]
             offset, lo_l, hi_l = self.offset, self.lo_l, self.hi_l
             unplaced = [x for x in pre if offset[x] < 0]
