@@ -66,6 +66,15 @@ class Context:
             buf = self._shared[k] = np.empty(max(n, 1), np.float32)
         return buf
 
+    def typed_scratch(self, dtype: np.dtype, n: int) -> np.ndarray:
+        """A scratch of `n` elements of `dtype` shared by all steps (stored-type staging of conv outputs)."""
+        dt = np.dtype(dtype)
+        k = ("typed", dt.itemsize)
+        buf = self._shared.get(k)
+        if buf is None or buf.size < n * dt.itemsize:
+            buf = self._shared[k] = np.empty(max(n * dt.itemsize, 1), np.uint8)
+        return buf[:n * dt.itemsize].view(dt)
+
     def scratch2(self, n: int) -> np.ndarray:
         k = ("scratch2",)
         buf = self._shared.get(k)
@@ -462,8 +471,12 @@ def _dense(node, attrs, ctx, si, ki, lay, so, w, b, kshape, strides, pb, pe, out
         a2 = xp.reshape(ho * wo, k)
     y = ctx.scratch(ho * wo * mp)[:ho * wo * mp].reshape(ho * wo, mp)
     o = ctx.slot(node.outputs[0])
-    dst = o[0].reshape(o1, ho * wo, o2)
-    src = y.reshape(ho * wo, o1, o2).transpose(1, 0, 2)
+    # store: cast (or round) contiguously into a stored-type scratch, then move whole C2 groups (NHWC ->
+    # NC1HWC2) as single 16-byte items: 3x faster than one casting transpose
+    stored = ctx.typed_scratch(so.dtype.numpy_dtype, ho * wo * mp).reshape(ho * wo, mp)
+    unit = np.dtype(f"V{o2 * stored.itemsize}")
+    dst = o[0].reshape(o1, ho * wo, o2).view(unit)[..., 0]
+    src = stored.view(unit).reshape(ho * wo, o1).T
     pads = _pads(so, o)
     lohi = quant
 
@@ -484,7 +497,8 @@ def _dense(node, attrs, ctx, si, ki, lay, so, w, b, kshape, strides, pb, pe, out
             np.rint(y, out=y)
         else:
             apply_activation(y, attrs)
-        np.copyto(dst, src, casting="unsafe")
+        np.copyto(stored, y, casting="unsafe")
+        np.copyto(dst, src)
         _zero(pads)
     return run
 
