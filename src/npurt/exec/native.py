@@ -10,7 +10,8 @@ executor keeps the generic path. Every buffer is prepared at bind; the per-run w
   (int8) stored values, computed at bind by the op's own kernel with the generic dequantise/quantise steps, so
   results are bit-identical to the generic path; one gather pass per run.
 - binary Add/Sub/Mul of two identically stored tensors: fp16 computes in float32 in one ufunc call
-  (`dtype=float32`, cast once on store); int8 uses a 65536-entry table indexed by the two stored bytes.
+  (`dtype=float32`, cast once on store); int8 uses a 65536-entry table indexed by the two stored bytes. When
+  both inputs are functions of one tensor x (SiLU's Mul(x, Sigmoid(x))), one table over x's stored values.
 - Concat / Split along channels whose counts are multiples of C2: whole C1 blocks are copied (int8 with
   different quantisation goes through a 256-entry requantisation table).
 - Conv (2-D, batch 1, dilation 1): dense convolutions are an NHWC im2col from a zero-bordered float32 copy of
@@ -43,6 +44,7 @@ class Context:
         self.views = views
         self.constants = constants          # name -> decoded float32 array (cached weights), else absent
         self._shared: dict[tuple, np.ndarray] = {}
+        self.tables: dict[str, tuple[str, np.ndarray]] = {}   # unary LUT outputs: name -> (input name, table)
 
     def slot(self, name: str) -> np.ndarray:
         st = self.storage[name]
@@ -207,6 +209,7 @@ def _unary(node, kernel, attrs, ctx):
     if y.shape != vals.shape:
         raise _Skip
     table = _store(kind, y, st_out)
+    ctx.tables[node.outputs[0]] = (node.inputs[0], table)
     src, dst = _bits(ctx.slot(node.inputs[0])), _bits(ctx.slot(node.outputs[0]))
     pads = _pads(st_out, ctx.slot(node.outputs[0]))
 
@@ -226,6 +229,9 @@ def _binary(node, kernel, attrs, ctx):
         raise _Skip
     a, b, o = ctx.slot(node.inputs[0]), ctx.slot(node.inputs[1]), ctx.slot(node.outputs[0])
     pads = _pads(so, o)
+    derived = _derived(node, kernel, attrs, ctx, ka, so)
+    if derived is not None:
+        return derived
     if ka == "fp16":
         ufunc = BINARY[node.op_type]
         if attrs.get("activation") is None:
@@ -259,6 +265,38 @@ def _binary(node, kernel, attrs, ctx):
         np.take(table, index, out=ou)
         _zero(pads)
     return run8
+
+
+def _derived(node, kernel, attrs, ctx, kind, so):
+    """Binary ops whose two inputs are both functions of one stored tensor x — x itself or the output of a
+    native unary table step on x (SiLU: Mul(x, Sigmoid(x))) — as one table over x's stored values. Exact: the
+    other input's slot holds table[x] (written by that step; both stay live until this node), so the table
+    gives the generic path's result for every x."""
+    names = node.inputs[:2]
+    roots = [ctx.tables[t][0] if t in ctx.tables else t for t in names]
+    if roots[0] != roots[1] or roots[0] not in ctx.storage:
+        return None
+    sr = ctx.storage[roots[0]]
+    if _kind(sr) != kind or sr.dims != so.dims or sr.shape != so.shape:
+        return None
+    _, vr = _values(kind, sr)
+    args = []
+    for t in names:
+        if t == roots[0]:
+            args.append(vr)
+            continue
+        bits = ctx.tables[t][1]
+        st = ctx.storage[t]
+        args.append(bits.view(np.float16).astype(np.float32) if kind == "fp16" else _dequant(bits.view(np.int8), st))
+    y = kernel(args, attrs)[0]
+    table = _store(kind, y, so)
+    src, dst = _bits(ctx.slot(roots[0])), _bits(ctx.slot(node.outputs[0]))
+    pads = _pads(so, ctx.slot(node.outputs[0]))
+
+    def run() -> None:
+        np.take(table, src, out=dst)
+        _zero(pads)
+    return run
 
 
 def _requant_table(si, so) -> np.ndarray | None:
