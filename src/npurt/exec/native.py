@@ -446,7 +446,8 @@ def _fold_act(attrs, inv: float, zp: float) -> tuple[float, float] | None:
 
 def _input_filler(si, ki, lay, x: np.ndarray, interior: np.ndarray, as_nhwc: bool):
     """A function writing the conv input slot `x` as float32 into `interior` (NHWC (H, W, C1*C2 | C) when
-    `as_nhwc`, else native (C1, H, W, C2)): fp16 cast, int8 dequantised like SlotReader."""
+    `as_nhwc`, else native (C1, H, W, C2)): a casting copy. int8 values stay quantised (the conv folds the input
+    scale into its weights and the zero point into its bias; the padded border holds the zero point)."""
     h, w = si.shape[2], si.shape[3]
     if lay == "nhwc":
         src = x[0, :, :w, :]
@@ -456,14 +457,18 @@ def _input_filler(si, ki, lay, x: np.ndarray, interior: np.ndarray, as_nhwc: boo
         interior = interior.reshape(h, w, c1, c2)
     else:
         src = x[0]
-    if ki == "fp16":
-        return lambda: np.copyto(interior, src, casting="unsafe")
-    scale, bias = np.float32(si.scale), np.float32(si.zp * si.scale)
+    return lambda: np.copyto(interior, src, casting="unsafe")
 
-    def fill() -> None:
-        np.multiply(src, scale, out=interior)
-        np.subtract(interior, bias, out=interior)
-    return fill
+
+def _fold_input(si, ki, wm: np.ndarray, bias: np.ndarray, axis) -> float:
+    """int8 input: fold its dequantisation (q - zp) * s into the weights (in place, x s) and the bias (in place,
+    - s * zp * sum of each output's weights); returns the float value of the padding border (zp, or 0)."""
+    if ki != "int8":
+        return 0.0
+    s, zp = float(si.scale), float(si.zp)
+    bias -= np.float32(s * zp) * wm.sum(axis=axis, dtype=np.float64).astype(np.float32)
+    wm *= np.float32(s)
+    return zp
 
 
 def _dense(node, attrs, ctx, si, ki, lay, so, w, b, kshape, strides, pb, pe, out):
@@ -483,6 +488,7 @@ def _dense(node, attrs, ctx, si, ki, lay, so, w, b, kshape, strides, pb, pe, out
     bias = np.zeros(mp, np.float32)
     if b is not None:
         bias[:m] = b
+    border = _fold_input(si, ki, wm, bias, (0, 1, 2))
     quant = None
     if ko_int8 := (so.dtype is DType.INT8):
         inv, zp = 1.0 / so.scale, float(so.zp)
@@ -494,7 +500,7 @@ def _dense(node, attrs, ctx, si, ki, lay, so, w, b, kshape, strides, pb, pe, out
     hp, wp = h + pb[0] + pe[0], wd + pb[1] + pe[1]
     direct = kh == kw == 1 and sh == sw == 1 and not any(pb + pe)
     x = ctx.slot(node.inputs[0])
-    xp = ctx.shared(("conv_in", hp, wp, cp, pb[0], pb[1]), (hp, wp, cp))
+    xp = ctx.shared(("conv_in", hp, wp, cp, pb[0], pb[1]), (hp, wp, cp), border)
     fill = _input_filler(si, ki, lay, x, xp[pb[0]:pb[0] + h, pb[1]:pb[1] + wd, :c if lay == "nhwc" else cp],
                          as_nhwc=True)
     k = kh * kw * cp
@@ -551,8 +557,18 @@ def _depthwise(node, attrs, ctx, si, ki, so, w, b, kshape, strides, pb, pe, out)
     c = si.shape[1]
     hp, wp = h + pb[0] + pe[0], wd + pb[1] + pe[1]
     wq = -(-wp // sw)                                 # padded columns per phase
+    # per-tap weights tiled along W: wt[t, c1, 1, wo, c2]
+    wc = np.zeros((c1 * c2, kh * kw), np.float32)
+    wc[:c] = w.reshape(c, kh * kw)
+    bias = np.zeros(c1 * c2, np.float32)
+    if b is not None:
+        bias[:c] = b
+    border = _fold_input(si, ki, wc, bias, 1)
+    wt = np.ascontiguousarray(np.broadcast_to(wc.reshape(c1, c2, kh * kw).transpose(2, 0, 1)[:, :, None, None, :],
+                                              (kh * kw, c1, 1, wo, c2)))
+    bt = np.ascontiguousarray(np.broadcast_to(bias.reshape(c1, 1, 1, c2), (c1, 1, wo, c2)))
     # phase-split padded input: xph[c1, row, phase, j, c2] = padded[c1, row, j * sw + phase, c2]
-    xph = ctx.shared(("dw_in", c1, hp, sw, wq, c2, pb[0], pb[1]), (c1, hp, sw, wq, c2))
+    xph = ctx.shared(("dw_in", c1, hp, sw, wq, c2, pb[0], pb[1]), (c1, hp, sw, wq, c2), border)
     x = ctx.slot(node.inputs[0])[0]
     fills = []
     for p in range(sw):
@@ -563,15 +579,6 @@ def _depthwise(node, attrs, ctx, si, ki, so, w, b, kshape, strides, pb, pe, out)
         j0 = (w0 + pb[1]) // sw
         interior = xph[:, pb[0]:pb[0] + h, p, j0:j0 + cnt, :]
         fills.append(_input_filler(si, ki, "nc1hwc2", x[None, :, :, w0::sw, :], interior, as_nhwc=False))
-    # per-tap weights tiled along W: wt[t, c1, 1, wo, c2]
-    wc = np.zeros((c1 * c2, kh * kw), np.float32)
-    wc[:c] = w.reshape(c, kh * kw)
-    wt = np.ascontiguousarray(np.broadcast_to(wc.reshape(c1, c2, kh * kw).transpose(2, 0, 1)[:, :, None, None, :],
-                                              (kh * kw, c1, 1, wo, c2)))
-    bias = np.zeros(c1 * c2, np.float32)
-    if b is not None:
-        bias[:c] = b
-    bt = np.ascontiguousarray(np.broadcast_to(bias.reshape(c1, 1, 1, c2), (c1, 1, wo, c2)))
     int8 = so.dtype is DType.INT8
     quant = _fold_act(attrs, 1.0 / so.scale, float(so.zp)) if int8 else None
     if quant is not None:
