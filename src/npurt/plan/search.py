@@ -286,19 +286,22 @@ def fit(start: np.ndarray, end: np.ndarray, size: np.ndarray, align: np.ndarray,
     sys.setrecursionlimit(max(old, 20 * n + 1000))
     runs = [(t, t.run(parts, h)) for t, h in zip([s] + [s.clone() for _ in PREORDERS[1:]], PREORDERS)]
     try:
-        return _portfolio(runs, deadline)
+        return _portfolio(runs, deadline, head=2 * n)
     finally:
         for _, g in runs:
             g.close()
         sys.setrecursionlimit(old)
 
 
-def _portfolio(runs: list, deadline: float) -> tuple[int, np.ndarray | None]:
+def _portfolio(runs: list, deadline: float, head: int) -> tuple[int, np.ndarray | None]:
     """Interleave the preorders' searches slice by slice, each resumed where it paused (no restarts,
-    so an order that needs N nodes costs about len(runs) * N in all). Any complete search that
-    ends decides: OK with its plan, or NOT_FOUND (each search is exhaustive on its own)."""
+    so an order that needs N nodes costs about len(runs) * N in all). The first order runs alone
+    for its first `head` nodes (enough for a backtrack-free dive: easy instances cost no more than
+    one search). Any complete search that ends decides: OK with its plan, or NOT_FOUND (each
+    search is exhaustive on its own)."""
+    turns = [runs[0]] * max(1, head // SLICE)
     while True:
-        for t, g in runs:
+        for t, g in turns:
             if time.perf_counter() > deadline:
                 return TIMEOUT, None
             try:
@@ -307,3 +310,4 @@ def _portfolio(runs: list, deadline: float) -> tuple[int, np.ndarray | None]:
                 if stop.value == OK:
                     return OK, np.array(t.solution, np.int64)
                 return NOT_FOUND, None
+        turns = runs
