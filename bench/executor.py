@@ -4,8 +4,9 @@ Rows: mobilenet_v2_like (224) and yolov8n_like (320) in npurt fp16 and int8 (act
 type in a bound arena; `Executor.run()` only, inputs already packed) against onnxruntime float32
 (`InferenceSession.run`). ORT's intra_op_num_threads is the executor's BLAS thread count ($NPURT_BLAS_THREADS,
 default 1; `--threads N` sets it). ratio = npurt / onnxruntime (goal: fp16 <= 2).
-Also reported: the share of npurt time spent in slot conversions (native layout/type <-> float32), and the
-kernels-only ratio (npurt time minus conversions, over ORT): what the numpy kernels alone cost.
+Also reported: how many steps run natively (`npurt.exec.native`: computed on their NC1HWC2 slots, with their
+conversions fused in, so not separable), the share of npurt time spent in the generic steps' slot conversions
+(native layout/type <-> float32), and the kernels-only ratio (npurt time minus those conversions, over ORT).
 Run: python bench/executor.py [--quick] [--threads N]
 """
 from __future__ import annotations
@@ -92,6 +93,8 @@ def run(quick: bool = False) -> list[dict]:
             rows.append({"model": name, "precision": precision, "threads": threads,
                          "npurt_ms": t_np * 1e3, "ort_ms": t_ort * 1e3, "ratio": t_np / t_ort,
                          "conversion_share": (share := _conversion_share(ex, 1 if quick else 3)),
+                         "native_steps": sum(1 for st in ex._steps if not st[2] and not st[3]),
+                         "steps": len(ex._steps),
                          "kernel_ratio": t_np * (1 - share) / t_ort,
                          "arena_bytes": cm.internal_size, "weight_bytes": cm.weight_size})
     return rows
@@ -108,12 +111,14 @@ def main() -> None:
     console = Console(width=140)
     console.print(f"threads (npurt BLAS = onnxruntime intra_op): {rows[0]['threads'] if rows else blas_threads()}")
     table = Table(title="npurt executor vs onnxruntime (batch 1, median)")
-    for col in ("model", "precision", "npurt ms", "ORT fp32 ms", "ratio", "in conversions", "kernels-only ratio",
+    for col in ("model", "precision", "npurt ms", "ORT fp32 ms", "ratio", "native steps", "in conversions",
+                "kernels-only ratio",
                 "arena", "weights"):
         table.add_column(col, justify="right" if col not in ("model", "precision") else "left")
     for r in rows:
         table.add_row(r["model"], r["precision"], f"{r['npurt_ms']:.2f}", f"{r['ort_ms']:.2f}", f"{r['ratio']:.2f}x",
-                      f"{r['conversion_share'] * 100:.0f}%", f"{r['kernel_ratio']:.2f}x",
+                      f"{r['native_steps']}/{r['steps']}", f"{r['conversion_share'] * 100:.0f}%",
+                      f"{r['kernel_ratio']:.2f}x",
                       f"{r['arena_bytes'] / 2**20:.2f} MiB",
                       f"{r['weight_bytes'] / 2**20:.2f} MiB")
     console.print(table)

@@ -15,11 +15,15 @@ import os
 from typing import Iterator
 
 # The executor's thread policy: OpenBLAS threads while it runs, $NPURT_BLAS_THREADS (default 1).
-# Measured on the 2-core dev machine (single sgemm calls of the models' shapes, 1 and 2 threads alternated,
-# medians of 30): under load (load average 8 from other work) 2 threads made every sgemm 10-50x slower
-# (0.4-2 ms -> 18-20 ms: spin-waiting threads descheduled) and bench/executor.py 5-8x slower (mobilenet_v2_like
-# fp16 1147 ms at 2 threads, 202 ms at 1). One thread is never catastrophic, and the numpy passes around the
-# GEMMs are single-threaded anyway.
+# Measured on the 2-core dev machine (single sgemm calls of the models' shapes, and whole executor runs, 1 and 2
+# threads alternated, medians):
+# - under load (load average ~8 from other work): 2 threads made every sgemm 10-50x slower (0.4-2 ms -> 18-20 ms:
+#   spin-waiting threads descheduled) and bench/executor.py 5-8x slower (mobilenet_v2_like fp16 1147 ms at 2
+#   threads, 202 ms at 1);
+# - idle (load average 1.4): 2 threads made sgemm 1.8x faster, but whole runs only 0-6% faster (mobilenet_v2_like
+#   fp16 76.6 ms at 1 thread, 78.9 at 2; yolov8n_like fp16 86.7 / 81.5): the GEMMs are a minority of the time, the
+#   numpy passes around them are single-threaded.
+# One thread loses at most a few percent on an idle machine and never collapses under load.
 DEFAULT_THREADS = 1
 
 
