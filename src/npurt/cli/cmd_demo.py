@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"an .onnx or .npurt file or a zoo name (default {DEFAULT_MODEL}, the seed's MobileNet v1)")
     p.add_argument("--no-sram", action="store_true", help="rknn_init without RKNN_FLAG_ENABLE_SRAM")
     p.add_argument("--fp16", action="store_true", help="compile fp16 instead of int8 (no calibration)")
-    p.add_argument("--runs", type=int, default=3, help="frames per path (default 3)")
+    p.add_argument("--runs", type=int, default=10, help="timed frames per path, after one warm-up frame (default 10)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument("--profiles", action="store_true", help="print the SoC profiles and the NC1HWC2 example only")
     p.set_defaults(func=run)
