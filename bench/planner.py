@@ -48,12 +48,16 @@ def main(argv: list[str]) -> None:
     table = Table(title=f"npurt planner vs lower bound ({'quick, 2 s' if quick else '60 s'} solver budget)")
     for col in ("instance", "buffers", "greedy ×LB", "greedy s", "solve ×LB", "solve s", "fits 1 MiB g/s", "method"):
         table.add_column(col)
-    console = Console()
-    for r in run(quick):
+    console = Console(width=max(Console().width, 150))   # full instance and method names
+    rows = run(quick)
+    for r in rows:
         fits = "-" if r["capacity"] is None else f"{'yes' if r['greedy_fits'] else 'no'}/{'yes' if r['solve_fits'] else 'no'}"
         table.add_row(r["instance"], str(r["buffers"]), f"{r['greedy_ratio']:.4f}", f"{r['greedy_seconds']:.2f}",
                       f"{r['solve_ratio']:.4f}", f"{r['solve_seconds']:.2f}", fits, r["method"])
     console.print(table)
+    capped = [r for r in rows if r["capacity"] is not None]
+    console.print(f"fit their capacity: greedy {sum(bool(r['greedy_fits']) for r in capped)}/{len(capped)}, "
+                  f"solve {sum(bool(r['solve_fits']) for r in capped)}/{len(capped)}")
 
 
 if __name__ == "__main__":

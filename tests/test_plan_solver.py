@@ -168,3 +168,11 @@ def test_search_fits_a_challenging_instance():
     s = to_solution(p, offsets, 0, time.perf_counter(), "search")
     check(p, s)
     assert s.fits
+
+
+def test_search_portfolio_times_out_honestly():
+    # a hard instance with a deadline already near: TIMEOUT and no plan, never a wrong answer
+    p = read_csv(require(BENCH / "challenging" / "B.1048576.csv"))
+    a = p.arrays()
+    status, offsets = search.fit(a.start, a.end, a.size, a.align, p.capacity, time.perf_counter() + 0.05)
+    assert status == search.TIMEOUT and offsets is None
