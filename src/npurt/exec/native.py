@@ -13,7 +13,9 @@ executor keeps the generic path. Every buffer is prepared at bind; the per-run w
   (`dtype=float32`, cast once on store); int8 uses a 65536-entry table indexed by the two stored bytes. When
   both inputs are functions of one tensor x (SiLU's Mul(x, Sigmoid(x))), one table over x's stored values.
 - Concat / Split along channels whose counts are multiples of C2: whole C1 blocks are copied (int8 with
-  different quantisation goes through a 256-entry requantisation table).
+  different quantisation goes through a 256-entry requantisation table). Reshape/Flatten into a plain slot:
+  one same-type unpacking copy. Nearest Resize: a gather of whole C2 groups with source indices found at bind
+  by the Resize kernel itself.
 - Conv (2-D, batch 1, dilation 1): dense convolutions are an NHWC im2col from a zero-bordered float32 copy of
   the input plus one GEMM that yields (pixels, channels) = NHWC, stored to NC1HWC2 by a C2-group copy; the
   output channels are padded to C1*C2 with zero weights. int8 folds the output quantisation into the weights
@@ -175,6 +177,10 @@ def _prepare(op, node, kernel, attrs, ctx):
             return _split(node, ctx)
         if op == "Conv":
             return _conv(node, attrs, ctx)
+        if op in ("Reshape", "Flatten"):
+            return _unpack_reshape(node, ctx)
+        if op == "Resize" and attrs.get("mode", "nearest") == "nearest":
+            return _resize_nearest(node, kernel, attrs, ctx)
     return None
 
 
@@ -299,6 +305,76 @@ def _derived(node, kernel, attrs, ctx, kind, so):
     def run() -> None:
         np.take(table, src, out=dst, mode="clip")
         _zero(pads)
+    return run
+
+
+def _same_storage_type(si, so) -> bool:
+    """Stored values of `si` can be copied into `so` unchanged (same type, and same quantisation if int8)."""
+    if si.dtype is not so.dtype or si.quantized != so.quantized:
+        return False
+    return not si.quantized or (si.scale == so.scale and si.zp == so.zp)
+
+
+def _unpack_reshape(node, ctx):
+    """Reshape/Flatten of an NC1HWC2 tensor into a plain (NCHW-ordered) slot: one same-type transposing copy of
+    the C2 lanes into channel planes (no float32 round trip; the result is the NCHW data, reshaped)."""
+    si, ki = _act(node.inputs[0], ctx)
+    name = node.outputs[0] if len(node.outputs) == 1 else None
+    if not name or name not in ctx.storage:
+        raise _Skip
+    so = ctx.storage[name]
+    if so.layout in (Layout.NC1HWC2, Layout.NHWC) or tuple(so.dims) != tuple(so.shape) \
+            or math.prod(so.shape) != math.prod(si.shape) or not _same_storage_type(si, so) or si.shape[0] != 1:
+        raise _Skip
+    _, c, h, w = si.shape
+    c2 = si.dims[4]
+    full, rem = divmod(c, c2)
+    x = ctx.slot(node.inputs[0])[0]
+    o = ctx.slot(name).reshape(-1)
+    moves = []
+    if full:
+        moves.append((o[:full * c2 * h * w].reshape(full, c2, h * w), x[:full].reshape(full, h * w, c2).transpose(0, 2, 1)))
+    if rem:
+        moves.append((o[full * c2 * h * w:].reshape(rem, h * w), x[full, :, :, :rem].reshape(h * w, rem).T))
+
+    def run() -> None:
+        for d, src in moves:
+            np.copyto(d, src)
+    return run
+
+
+def _resize_nearest(node, kernel, attrs, ctx):
+    """Nearest Resize between NC1HWC2 slots (batch 1, channels kept): the source pixel of every output pixel is
+    found at bind by running the Resize kernel itself on a probe whose values are pixel indices, then each run
+    gathers whole C2 groups (16-byte items) per output pixel. Exact for every coordinate/nearest mode."""
+    si, ki = _act(node.inputs[0], ctx)
+    so, ko = _act(node.outputs[0], ctx)
+    if ki != ko or si.shape[:2] != so.shape[:2] or si.dims[4] != so.dims[4] or si.dims[1] != so.dims[1] \
+            or si.shape[0] != 1 or not _same_storage_type(si, so) or len(node.outputs) != 1:
+        raise _Skip
+    extra = []
+    for t in node.inputs[1:]:
+        if not t:
+            extra.append(None)
+        elif t in ctx.constants:
+            extra.append(ctx.constants[t])
+        else:
+            raise _Skip
+    _, c, h, w = si.shape
+    if h * w >= 1 << 24:
+        raise _Skip
+    probe = np.broadcast_to(np.arange(h * w, dtype=np.float32).reshape(1, 1, h, w), si.shape)
+    y = kernel([np.ascontiguousarray(probe)] + extra, attrs)[0]
+    if tuple(y.shape) != tuple(so.shape) or not np.all(y == y[:, :1]):
+        raise _Skip
+    idx = y[0, 0].reshape(-1).astype(np.intp)
+    c1, c2 = si.dims[1], si.dims[4]
+    unit = np.dtype(f"V{c2 * si.dtype.numpy_dtype.itemsize}")
+    src = ctx.slot(node.inputs[0])[0].reshape(c1, h * w, c2).view(unit)[..., 0]
+    dst = ctx.slot(node.outputs[0])[0].reshape(c1, -1, c2).view(unit)[..., 0]
+
+    def run() -> None:
+        np.take(src, idx, axis=1, out=dst, mode="clip")
     return run
 
 
