@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-optional bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,3 +22,7 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .cache build src/*.egg-info
+
+# The optional tier: tests that download an extra wheel once (a real trained model) and cache it.
+test-optional: $(STAMP)
+	NPURT_OPTIONAL=1 $(PY) -m pytest -q -m optional

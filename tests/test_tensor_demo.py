@@ -5,7 +5,7 @@ from npurt.cli.main import main
 
 
 def test_demo_prints_the_nc1hwc2_example(capsys):
-    assert main(["demo"]) == 0
+    assert main(["demo", "--profiles"]) == 0
     text = capsys.readouterr().out
     assert "(1, 13, 4, 4)" in text and "(1, 2, 4, 4, 8)" in text
     assert "lanes 5..7 of block C1=1" in text and "equal" in text and "MISMATCH" not in text
