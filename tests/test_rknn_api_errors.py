@@ -98,6 +98,43 @@ def test_inputs_set_zero_size(capsys):
     rknn_destroy(ctx)
 
 
+def test_inputs_set_pass_through_needs_the_native_type(capsys):
+    """pass_through=1 hands the bytes to the NPU as they are: a float32 buffer on the fp16 model is the vendor's
+    "invalid dtype ... request" error (not NaNs), and the inputs set before stay as they were."""
+    ctx = init()
+    attr = rknn_tensor_attr(index=0)
+    assert query(ctx, RKNN_QUERY_NATIVE_INPUT_ATTR, attr) == RKNN_SUCC
+    assert attr.type == RKNN_TENSOR_FLOAT16 and attr.fmt == RKNN_TENSOR_NHWC
+    n, h, w, ch = (attr.dims[i] for i in range(4))
+    native = np.zeros((n, h, attr.w_stride, ch), np.float16)
+    native[:, :, :w, :] = image(seed=3).transpose(0, 2, 3, 1)
+
+    def run() -> np.ndarray:
+        assert rknn_run(ctx, None) == RKNN_SUCC
+        out = (rknn_output * 1)()
+        out[0].want_float = 1
+        assert rknn_outputs_get(ctx, 1, out, None) == RKNN_SUCC
+        y = output_view(out[0]).copy()
+        assert rknn_outputs_release(ctx, 1, out) == RKNN_SUCC
+        return y
+
+    assert rknn_inputs_set(ctx, 1, [rknn_input(index=0, buf=native.ctypes.data, size=native.nbytes, pass_through=1,
+                                               type=RKNN_TENSOR_FLOAT16, fmt=RKNN_TENSOR_NHWC)]) == RKNN_SUCC
+    good = run()
+    assert np.isfinite(good).all()
+    f32 = native.astype(np.float32) + 5
+    for typ in (RKNN_TENSOR_FLOAT32, RKNN_TENSOR_INT8, 99):
+        check(capsys, RKNN_ERR_INPUT_INVALID, ["rknn_inputs_set", "invalid dtype"],
+              lambda: rknn_inputs_set(ctx, 1, [rknn_input(index=0, buf=f32.ctypes.data, size=f32.nbytes,
+                                                          pass_through=1, type=typ, fmt=RKNN_TENSOR_NHWC)]))
+    check(capsys, RKNN_ERR_INPUT_INVALID, ["FLOAT32 not supported in pass_through == 1", "request FLOAT16"],
+          lambda: rknn_inputs_set(ctx, 1, [rknn_input(index=0, buf=f32.ctypes.data, size=f32.nbytes,
+                                                      pass_through=1, type=RKNN_TENSOR_FLOAT32,
+                                                      fmt=RKNN_TENSOR_NHWC)]))
+    np.testing.assert_array_equal(run(), good)          # nothing changed: the last good input is still there
+    rknn_destroy(ctx)
+
+
 def test_set_input_shapes_needs_every_index(capsys):
     ctx = init(dynamic_convnet())
     a = rknn_tensor_attr(index=5, n_dims=4, fmt=RKNN_TENSOR_NCHW)

@@ -122,6 +122,19 @@ def test_general_path_errors():
         assert ctx.get_outputs(True, [0])[0].shape == (1, 4, 8, 10)       # still usable
 
 
+def test_general_pass_through_must_be_the_native_type():
+    with Context(convnet()) as ctx:                                  # fp16 model: native input FLOAT16 NHWC
+        native = ctx.compiled.native_input_attrs[0]
+        f32 = np.ones(native.size_with_stride, np.float32)            # enough bytes, wrong type (was: NaNs)
+        _raises(ErrorCode.INVALID_INPUT, "tensor type : FLOAT32 not supported in pass_through == 1",
+                lambda: ctx.set_inputs([InputData(0, f32, DType.FLOAT32, pass_through=True)]))
+        _raises(ErrorCode.INVALID_INPUT, "request FLOAT16",
+                lambda: ctx.set_inputs([InputData(0, f32.view(np.uint8), DType.UINT8, pass_through=True)]))
+        _raises(ErrorCode.INVALID_INPUT, "input(x) tensor not attached", ctx.run)  # nothing was set
+        ctx.set_inputs([InputData(0, np.zeros(native.size_with_stride // 2, np.float16), pass_through=True)])
+        ctx.run()                                                     # dtype None + pass_through: native bytes
+
+
 def test_general_inputs_warn_when_fewer_than_the_model_has():
     msgs = []
     with Context(two_io(), log=lambda lvl, m: msgs.append((lvl, m))) as ctx:

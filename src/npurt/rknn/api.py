@@ -342,14 +342,14 @@ def rknn_inputs_set(ctx: Any, n_inputs: int, inputs: Any) -> int:
     for inp in items:
         dtype = TYPE_TO_DTYPE.get(inp.type)
         layout = FMT_TO_LAYOUT.get(inp.fmt)
-        if not inp.pass_through and (dtype is None or layout is None):
+        if dtype is None or (not inp.pass_through and layout is None):     # pass_through: type must be set too
             raise NpuError(ErrorCode.INVALID_INPUT, f"invalid dtype/layout: type {c.get_type_string(inp.type)}, "
                                                     f"fmt {c.get_format_string(inp.fmt)}")
         if inp.size <= 0:
             raise NpuError(ErrorCode.INVALID_INPUT, f"param input size({inp.size}) is invalid")
         raw = _user_bytes(inp.buf, int(inp.size), obj.device)
-        data.append(InputData(int(inp.index), raw, dtype or TYPE_TO_DTYPE[c.RKNN_TENSOR_UINT8],
-                              layout or Layout.NHWC, bool(inp.pass_through), int(inp.size)))
+        data.append(InputData(int(inp.index), raw, dtype, layout or Layout.NHWC, bool(inp.pass_through),
+                              int(inp.size)))
     obj.context.set_inputs(data)
     return c.RKNN_SUCC
 

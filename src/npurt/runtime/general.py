@@ -24,11 +24,13 @@ from npurt.tensor import DType, Layout
 @dataclass
 class InputData:
     """One input of the general path: `data` holds the bytes (any numpy array; its bytes are read) in `dtype`
-    and `layout` (the model's logical shape; NHWC for 4-D images), or the native bytes if `pass_through`."""
+    and `layout` (the model's logical shape; NHWC for 4-D images), or the native bytes if `pass_through`.
+    `dtype` None: UINT8, or the native input type with `pass_through` (which must be given in the native type:
+    any other dtype is the vendor's "invalid dtype" error)."""
 
     index: int
     data: np.ndarray
-    dtype: DType = DType.UINT8
+    dtype: DType | None = None
     layout: Layout = Layout.NHWC
     pass_through: bool = False
     size: int | None = None          # bytes of `data` to consider (default: all)
@@ -73,9 +75,16 @@ class GeneralPath:
                 native = self.compiled.native_input_attrs[item.index]
                 shape = self.input_shape(item.index)
                 raw = _as_bytes(item.data, item.size)
-                user = dataclasses.replace(native, type=DType.parse(item.dtype), fmt=Layout(item.layout),
+                dtype = DType.parse(item.dtype) if item.dtype is not None else \
+                    (native.type if item.pass_through else DType.UINT8)
+                user = dataclasses.replace(native, type=dtype, fmt=Layout(item.layout),
                                            pass_through=int(bool(item.pass_through)), w_stride=0)
                 if item.pass_through:
+                    if user.type is not native.type:      # the bytes go to the NPU as they are: only the native type
+                        raise NpuError(ErrorCode.INVALID_INPUT,
+                                       f"invalid dtype: input {native.name!r} is {user.type.value.upper()}, "
+                                       f"request {native.type.value.upper()} (tensor type : "
+                                       f"{user.type.value.upper()} not supported in pass_through == 1)")
                     need = native.size_with_stride
                 else:
                     convert.check_format(user, native, shape, True)
