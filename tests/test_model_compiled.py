@@ -135,6 +135,19 @@ def test_file_round_trip(tmp_path):
     assert npurt.load_compiled(path.read_bytes()).plan == cm.plan
 
 
+def test_read_compiled_is_the_planless_reader(tmp_path):
+    """Two readers, two names: `npurt.load_compiled` attaches the plan; the model layer's `read_compiled` does not."""
+    from npurt.model import compiled
+    cm = npurt.compile(small_convnet(), precision="fp16")
+    raw = cm.to_bytes()
+    bare = compiled.read_compiled(raw)
+    assert bare.soc == cm.soc and bare.plan_data == cm.plan_data
+    with pytest.raises(NpuError, match="plan is not attached"):
+        bare.plan
+    assert not hasattr(compiled, "load_compiled")
+    assert npurt.load_compiled(raw).plan == cm.plan
+
+
 def test_corrupt_truncated_foreign_files(tmp_path):
     data = npurt.compile(small_convnet(), precision="fp16").to_bytes()
     bad = []

@@ -15,7 +15,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.exec.evaluate import evaluate_node
 from npurt.exec.kernels import supported_ops as kernel_ops
 from npurt.model.compiled import CompiledModel
-from npurt.model.compiled import load_compiled as _load_compiled
+from npurt.model.compiled import read_compiled
 from npurt.model.compiler import compile_onnx
 from npurt.model.ir import Graph
 from npurt.model.passes import optimize as _optimize
@@ -68,4 +68,4 @@ def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str
 def load_compiled(path_or_bytes: "str | os.PathLike | bytes | bytearray | memoryview") -> CompiledModel:
     """A CompiledModel from a `.npurt` file or its bytes, its memory plan attached; INVALID_MODEL if corrupt,
     truncated or foreign."""
-    return attach_plan(_load_compiled(path_or_bytes))
+    return attach_plan(read_compiled(path_or_bytes))

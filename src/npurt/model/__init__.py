@@ -11,7 +11,7 @@ Modules, in pipeline order:
 - `compiler`: `compile_onnx`, given the node evaluator, the supported ops and the planner from above
   (`npurt.exec.compile.compile_model`, exported as `npurt.compile`, passes them).
 - `compiled`, `file_format`: `CompiledModel` (its memory plan as plain data) and its `.npurt` file
-  (`load_compiled`; `npurt.load_compiled` also attaches the plan).
+  (`read_compiled`: no plan attached; `npurt.load_compiled` reads and attaches the plan).
 - `zoo`: deterministic test models.
 
 Nothing is imported here so that `import npurt.model.attrs` stays light.

@@ -148,9 +148,11 @@ def _node_from_json(d: dict[str, Any]) -> Node:
                 tuple(p) if p is not None else None, d.get("domain", ""))
 
 
-def load_compiled(path_or_bytes: "str | os.PathLike | bytes | bytearray | memoryview") -> CompiledModel:
-    """A CompiledModel from a `.npurt` file or its bytes; INVALID_MODEL if corrupt, truncated or foreign. Its
-    memory plan is plain data, not attached: `npurt.load_compiled` (`npurt.exec.compile`) loads and attaches."""
+def read_compiled(path_or_bytes: "str | os.PathLike | bytes | bytearray | memoryview") -> CompiledModel:
+    """A CompiledModel read from a `.npurt` file or its bytes, *without* its memory plan attached (`.plan` raises;
+    the plan is plain data in `plan_data`) — enough for `.soc`, the graph and the attrs. INVALID_MODEL if corrupt,
+    truncated or foreign. To run or report a model use `npurt.load_compiled` (`npurt.exec.compile`), which reads
+    with this and attaches the plan."""
     soc, m, blob = file_format.decode(file_format.read_bytes(path_or_bytes))
     try:
         if m.get("format") != "npurt-compiled-model":

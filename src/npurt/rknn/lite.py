@@ -98,8 +98,8 @@ class RKNNLite:
             from npurt.soc import get_profile
             return get_profile(str(target).lower()).name
         if self._model is not None and self._model[:len(_MAGIC)] == _MAGIC:
-            from npurt.model.compiled import load_compiled
-            return load_compiled(self._model).soc
+            from npurt.model.compiled import read_compiled
+            return read_compiled(self._model).soc
         return None
 
     def init_runtime(self, target: str | None = None, device_id: str | None = None, async_mode: bool = False,
@@ -235,8 +235,8 @@ class RKNNLite:
                 with open(rknn_model, "rb") as f:
                     head = f.read()
                 if head[:len(_MAGIC)] == _MAGIC:
-                    from npurt.model.compiled import load_compiled
-                    result["filled_target_platform"] = [load_compiled(head).soc]
+                    from npurt.model.compiled import read_compiled
+                    result["filled_target_platform"] = [read_compiled(head).soc]
                 else:
                     result["filled_target_platform"] = sorted(PROFILES)       # ONNX: compiled for any of them
             except (OSError, NpuError) as exc:
