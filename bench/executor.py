@@ -7,7 +7,9 @@ default 1; `--threads N` sets it). ratio = npurt / onnxruntime (goal: fp16 <= 2)
 Also reported: how many steps run natively (`npurt.exec.native`: computed on their NC1HWC2 slots, with their
 conversions fused in, so not separable), the share of npurt time spent in the generic steps' slot conversions
 (native layout/type <-> float32), and the kernels-only ratio (npurt time minus those conversions, over ORT).
-Run: python bench/executor.py [--quick] [--threads N]
+`--generic` runs every step through the generic slot -> float32 -> kernel -> slot path (`Executor(native=False)`,
+the executor before `npurt.exec.native`), for before/after comparisons.
+Run: python bench/executor.py [--quick] [--threads N] [--generic]
 """
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ def _conversion_share(ex, repeats: int = 3) -> float:
     return t_conv / t_all if t_all else 0.0
 
 
-def run(quick: bool = False) -> list[dict]:
+def run(quick: bool = False, native: bool = True) -> list[dict]:
     """One row per (model, precision): npurt and ORT median latency (ms) and their ratio."""
     import onnxruntime as ort
 
@@ -86,7 +88,7 @@ def run(quick: bool = False) -> list[dict]:
                   "progress": False} if precision == "int8" else {"precision": precision}
             cm = npurt.compile(model, **kw)
             w, a, ins, outs = allocate(cm)
-            ex = Executor(cm)
+            ex = Executor(cm, native=native)
             ex.bind(w, a, ins, outs)
             pack_input(cm.native_input_attrs[0], x, ins[0])
             t_np, t_ort = _median_pair(ex.run, lambda: sess.run(None, {iname: x}), repeats)
@@ -107,10 +109,11 @@ def main() -> None:
     quick = "--quick" in sys.argv
     if "--threads" in sys.argv:
         os.environ["NPURT_BLAS_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
-    rows = run(quick=quick)
+    rows = run(quick=quick, native="--generic" not in sys.argv)
     console = Console(width=140)
     console.print(f"threads (npurt BLAS = onnxruntime intra_op): {rows[0]['threads'] if rows else blas_threads()}")
-    table = Table(title="npurt executor vs onnxruntime (batch 1, median)")
+    path = "generic steps only" if "--generic" in sys.argv else "native steps"
+    table = Table(title=f"npurt executor ({path}) vs onnxruntime (batch 1, median)")
     for col in ("model", "precision", "npurt ms", "ORT fp32 ms", "ratio", "native steps", "in conversions",
                 "kernels-only ratio",
                 "arena", "weights"):
