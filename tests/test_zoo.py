@@ -2,7 +2,6 @@
 outputs, and the float32 reference interpreter (all kernels) matches onnxruntime on it."""
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import onnx
@@ -20,10 +19,8 @@ GENERATED = {
     "yolov8n_like": lambda: zoo.yolov8n_like(size=128),
     "transformer_block": lambda: zoo.transformer_block(),
 }
-# The big-FC light models (alexnet 61 M, vgg19 144 M, zfnet 62 M parameters) take ~50 s together
-# (0.25-0.55 GB of weights each through onnxruntime and numpy); run them with NPURT_SLOW_TESTS=1.
-_BIG = pytest.mark.skipif(not os.environ.get("NPURT_SLOW_TESTS"), reason="big-FC light model: set NPURT_SLOW_TESTS=1")
-LIGHT = [pytest.param(n, marks=[pytest.mark.slow, _BIG]) if n in ("bvlc_alexnet", "vgg19", "zfnet512") else n
+# The big-FC light models (alexnet 61 M, vgg19 144 M, zfnet 62 M parameters) take ~50 s together.
+LIGHT = [pytest.param(n, marks=pytest.mark.slow) if n in ("bvlc_alexnet", "vgg19", "zfnet512") else n
          for n in zoo.LIGHT_MODELS]
 
 
