@@ -149,10 +149,10 @@ def _timing_table(timing: dict) -> Table:
 
 
 def _main_job(args: argparse.Namespace) -> int:
-    from npurt.cli._memrows import memory_rows
     from npurt.memory import open_device
     from npurt.plan.report import format_memory_table, memory_table_dict
     from npurt.rknn.api import context_of
+    from npurt.runtime.report import context_rows
 
     console = make_console(quiet=args.json)
     if args.runs < 1:
@@ -206,7 +206,7 @@ def _main_job(args: argparse.Namespace) -> int:
 
         # the seed's RKNN_LOG_LEVEL=3 table, at the device addresses of this run
         arena = int(internal.dev_addr) if internal is not None else 0
-        rows, totals = memory_rows(compiled, sram_used, arena_base=arena, io_addrs=zc.addresses())
+        rows, totals, _ = context_rows(context)     # the context's arena (from its SRAM address), its bound I/O
         sram_hdr = (sram_used, device.sram_addr(internal)) if sram_used else None
         console.print("\n[bold]memory table[/bold] (as librknnrt prints it at RKNN_LOG_LEVEL=3; internal arena at "
                       f"device address {arena:#x}, its first {sram_used} bytes in SRAM)")

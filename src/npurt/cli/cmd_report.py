@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from npurt.cli._memrows import memory_rows, report_dict
 from npurt.cli._models import load_model
 from npurt.cli._output import make_console, print_json, print_text
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import page_round
+from npurt.plan.model_report import memory_rows, report_dict
 from npurt.soc import get_profile
 
 

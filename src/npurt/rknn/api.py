@@ -48,6 +48,7 @@ from npurt.rknn.api_query import rknn_query
 from npurt.rknn.structs import (rknn_init_extend, rknn_input, rknn_output, rknn_output_extend, rknn_run_extend,
                                 rknn_tensor_attr)
 from npurt.runtime import Context, ContextOptions, InputData, MemRef
+from npurt.runtime.report import context_table
 from npurt.soc import get_profile
 from npurt.tensor import Layout
 
@@ -171,8 +172,7 @@ def _register(context: Context, flag: int) -> RknnContext:
 
 
 def _memory_report(obj: RknnContext) -> None:
-    """At RKNN_LOG_LEVEL >= 3: the seed's internal-memory table and totals for the context (rows and totals
-    rendered by the planner's `npurt.plan.report`)."""
+    """At RKNN_LOG_LEVEL >= 3: the seed's internal-memory table and totals for the context (`memory_table`)."""
     if not log.enabled(log.INFO):
         return
     try:
@@ -183,52 +183,11 @@ def _memory_report(obj: RknnContext) -> None:
 
 
 def memory_table(context: Context) -> str:
-    """The RKNN_LOG_LEVEL=3 table of a context: one row per input (User = its first consumer), internal tensor
-    (User = its producer; device address = internal arena + planned offset, SramHit = bytes in SRAM) and output
-    ("OutputOperator"), then the totals. Inputs/outputs not bound yet show address 0."""
-    from npurt.plan.report import MemoryRow, compute_totals, format_memory_table, sram_hit
-    compiled = context.compiled
-    plan, graph, storage = compiled.plan, compiled.graph, compiled.storage
-    internal = context._internal_buf if context._internal_buf is not None and context._internal_buf.alive else None
-    ref = context._internal_ref
-    base = ref.buffer.dev_addr + ref.offset if ref is not None and ref.alive else 0
-    sram_size = internal.sram_size if internal is not None else 0
-    sram = None
-    if sram_size:
-        base = context.device.sram_addr(internal)
-        sram = (sram_size, base)
-    ins, outs = context.bindings()
-
-    def io_addr(b: Any) -> int:
-        return b.ref.buffer.dev_addr + b.ref.offset if b is not None and b.ref.alive else 0
-
-    def user(name: str, producer: bool) -> str:
-        info = graph.tensors.get(name)
-        if info is None:
-            return "-"
-        if producer and info.producer is not None:
-            return graph.nodes[info.producer].display_type
-        if not producer and info.consumers:
-            return graph.nodes[info.consumers[0]].display_type
-        return "InputOperator" if not producer else "-"
-
-    rows: list[MemoryRow] = []
-
-    def add(u: str, name: str, start: int, size: int, hit: int | None) -> None:
-        st = storage[name]
-        rows.append(MemoryRow(len(rows) + 1, u, name, st.dtype.value.upper(), tuple(st.shape), tuple(st.dims),
-                              start, start + size, size, hit))
-
-    for i, name in enumerate(graph.inputs):
-        add(user(name, False), name, io_addr(ins[i] if i < len(ins) else None), storage[name].nbytes, None)
-    for name in sorted(plan.offsets, key=lambda n: (plan.lifetimes[n][0], n)):
-        start = base + plan.offsets[name]
-        size = plan.sizes[name]
-        add(user(name, True), name, start, size, sram_hit(start, start + size, base, sram_size) if sram else 0)
-    for i, name in enumerate(graph.outputs):
-        add("OutputOperator", name, io_addr(outs[i] if i < len(outs) else None), storage[name].nbytes, None)
-    totals = compute_totals(rows, plan.weight_size, plan.weight_size, internal_base=base)
-    return format_memory_table(rows, totals, sram)
+    """The RKNN_LOG_LEVEL=3 table of a context (`npurt.runtime.report.context_table`): one row per input (User =
+    its first consumer), internal tensor (User = its producer; device address = internal arena + planned offset,
+    SramHit = bytes in SRAM) and output ("OutputOperator"), then the totals. Inputs/outputs not bound yet show
+    address 0."""
+    return context_table(context)
 
 
 @mirror("rknn_init")

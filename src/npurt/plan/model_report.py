@@ -1,0 +1,106 @@
+"""The rows of the seed's RKNN_LOG_LEVEL=3 memory table for a compiled model and its memory plan — the one row
+builder behind `npurt report`, `npurt demo`, `rknn_init`'s log at RKNN_LOG_LEVEL>=3 and `Session.memory_report`
+(the last two through `npurt.runtime.report`, which supplies a live context's addresses).
+
+`plan/report.py` formats rows and computes the totals; this module only says which tensor is which row, as the
+seed's table (`seeds/rknn-npu-sram.txt`, MobileNet v1) shows them:
+- the model inputs first, then every internal tensor in schedule order (the order the nodes produce them), then
+  the model outputs;
+- `User` is the producing op with its fused activation (e.g. `ConvRelu`); for an input it is the first op that
+  consumes it ("1 ConvRelu input0" in the seed; "InputOperator" only for an input nothing consumes); an output row
+  is "OutputOperator";
+- `DataType` is the vendor's spelling: INT8, UINT8, FLOAT16, and FLOAT for float32 ("OutputOperator output57
+  FLOAT" in the seed);
+- internal tensors sit at `arena_base + plan offset` with their planned (1 KiB-rounded) size; their SramHit is the
+  part of them inside the SRAM range, the first `sram_size` bytes of the arena (the runtime places the internal
+  arena "SRAM first"); with no SRAM it is 0;
+- model inputs and outputs live in their own buffers (SramHit printed as a backslash), with their stored size
+  (unrounded, as the seed's 4000-byte float output), at the address the caller gives (`io_addrs`, e.g. the bound
+  zero-copy buffers) or at 0 when there is none;
+- "Predict Weight Memory RW Amount" is the sum of the weights' own sizes, "Total Weight Memory Size" the aligned
+  weight region (the seed: 4260832 vs 4260864).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from npurt.plan.report import MemoryRow, MemoryTotals, compute_totals, sram_hit
+
+_DTYPE_NAMES = {"float32": "FLOAT", "float16": "FLOAT16", "bfloat16": "BFLOAT16"}
+
+
+def dtype_name(dtype: Any) -> str:
+    """The vendor's spelling: INT8, UINT8, FLOAT16, FLOAT (float32)."""
+    value = getattr(dtype, "value", str(dtype))
+    return _DTYPE_NAMES.get(value, value.upper())
+
+
+def _input_user(graph: Any, name: str) -> str:
+    info = graph.tensors.get(name)
+    if info is None or not info.consumers:
+        return "InputOperator"
+    return graph.nodes[min(info.consumers)].display_type
+
+
+def _producer(graph: Any, name: str) -> str:
+    info = graph.tensors.get(name)
+    if info is None or info.producer is None:
+        return "-"
+    return graph.nodes[info.producer].display_type
+
+
+def memory_rows(compiled: Any, sram_size: int = 0, arena_base: int = 0, io_addrs: Mapping[str, int] | None = None,
+                plan: Any = None) -> tuple[list[MemoryRow], MemoryTotals]:
+    """The table rows and the five totals of `compiled` run with `plan` (default: the model's own), its internal
+    arena at device address `arena_base` with its first `sram_size` bytes in SRAM, and its inputs/outputs at
+    `io_addrs` (tensor name -> device address)."""
+    plan = compiled.plan if plan is None else plan
+    storage, graph = compiled.storage, compiled.graph
+    io_addrs = io_addrs or {}
+    rows: list[MemoryRow] = []
+
+    def add(user: str, name: str, start: int, size: int, hit: int | None) -> None:
+        st = storage[name]
+        rows.append(MemoryRow(id=len(rows) + 1, user=user, tensor=name, dtype=dtype_name(st.dtype),
+                              orig_shape=tuple(st.shape), native_shape=tuple(st.dims), start=start,
+                              end=start + size, size=size, sram_hit=hit))
+
+    for name in graph.inputs:
+        add(_input_user(graph, name), name, int(io_addrs.get(name, 0)), storage[name].nbytes, None)
+    seen = set(graph.inputs) | set(graph.outputs)
+    for node in graph.nodes:
+        for name in node.outputs:
+            if name and name in plan.offsets and name not in seen:
+                seen.add(name)
+                start = arena_base + plan.offsets[name]
+                size = plan.sizes[name]
+                add(_producer(graph, name), name, start, size, sram_hit(start, start + size, arena_base, sram_size))
+    for name in sorted(set(plan.offsets) - seen, key=lambda n: (plan.lifetimes[n][0], n)):   # none in practice
+        start = arena_base + plan.offsets[name]
+        size = plan.sizes[name]
+        add(_producer(graph, name), name, start, size, sram_hit(start, start + size, arena_base, sram_size))
+    for name in graph.outputs:
+        add("OutputOperator", name, int(io_addrs.get(name, 0)), storage[name].nbytes, None)
+    weight_rw = sum(int(v) for v in plan.weight_sizes.values())
+    totals = compute_totals(rows, plan.weight_size, weight_rw, internal_base=arena_base)
+    return rows, totals
+
+
+def plan_lower_bound(compiled: Any, plan: Any = None) -> int:
+    """Peak live bytes of the internal tensors (no arena can be smaller)."""
+    plan = compiled.plan if plan is None else plan
+    return int(getattr(plan, "lower_bound", 0) or 0)
+
+
+def report_dict(compiled: Any, sram_size: int) -> dict:
+    """The JSON object of `npurt report`: totals at the top level, then one object per row (start/end relative
+    to the internal arena; inputs and outputs have start 0 in their own buffers)."""
+    rows, totals = memory_rows(compiled, sram_size)
+    tensors = [{"id": r.id, "user": r.user, "name": r.tensor, "dtype": r.dtype, "shape": list(r.orig_shape),
+                "native_shape": list(r.native_shape), "start": r.start, "end": r.end, "size": r.size,
+                "sram_hit": r.sram_hit, "internal": r.sram_hit is not None} for r in rows]
+    return {"soc": compiled.soc, "precision": compiled.precision,
+            "total_weight_size": totals.weight_size, "total_internal_size": totals.internal_size,
+            "internal_rw": totals.internal_rw, "weight_rw": totals.weight_rw, "sram_hit_rw": totals.sram_hit_rw,
+            "sram_size": int(sram_size), "lower_bound": plan_lower_bound(compiled),
+            "plan_method": compiled.plan.method, "tensors": tensors}
