@@ -272,10 +272,10 @@ def _frame_scratch(shape: tuple[int, ...]) -> np.ndarray:
 
 def _pack_nhwc(st: TensorStorage, x: np.ndarray, raw: np.ndarray, m: np.ndarray | None, s: np.ndarray | None,
                nhwc: bool) -> None:
-    """NHWC native input from a user array `x` (NHWC when `nhwc`, else NCHW): normalise into one float32 NHWC
-    scratch (mean/std broadcast along the last axis), quantise in place if int8, then one casting copy into
-    the padded rows. The same arithmetic, in the same order, as the generic path; no NCHW round trip and no
-    temporaries (4-5x faster on a 640x640x3 uint8 frame)."""
+    """NHWC native input from a user array `x` (NHWC when `nhwc`, else NCHW): normalise into one reused float32
+    scratch in the user's order (contiguous passes), quantise in place if int8, then one casting (and, for NCHW,
+    transposing) copy into the padded rows. The same arithmetic, in the same order, as the generic path, without
+    its temporaries and fresh allocations."""
     n, c, h, w = st.shape
     src = x if nhwc else x.transpose(0, 2, 3, 1)
     float_in = st.logical_dtype.startswith("float")
@@ -284,20 +284,21 @@ def _pack_nhwc(st: TensorStorage, x: np.ndarray, raw: np.ndarray, m: np.ndarray 
     if not float_in or (m is None and s is None and not st.quantized and exact):
         np.copyto(dst[:, :, :w, :], src, casting="unsafe")
     else:
-        y = _frame_scratch((n, h, w, c))
-        last = (lambda v: v.reshape(-1) if v.ndim else v)
+        # arithmetic in the user's order (contiguous passes), one transposing copy at the end if NCHW
+        y = _frame_scratch(tuple(x.shape))
+        chan = (lambda v: v.reshape(-1) if v.ndim else v) if nhwc else (lambda v: v)
         if m is not None:
-            np.subtract(src, last(m), out=y, dtype=np.float32)
+            np.subtract(x, chan(m), out=y, dtype=np.float32)
         else:
-            np.copyto(y, src, casting="unsafe")
+            np.copyto(y, x, casting="unsafe")
         if s is not None:
-            np.divide(y, last(s), out=y)
+            np.divide(y, chan(s), out=y)
         if st.quantized:
             np.multiply(y, np.float32(1.0 / st.scale), out=y)
             np.add(y, np.float32(st.zp), out=y)
             np.rint(y, out=y)
             np.clip(y, -128, 127, out=y)
-        np.copyto(dst[:, :, :w, :], y, casting="unsafe")
+        np.copyto(dst[:, :, :w, :], y if nhwc else y.transpose(0, 2, 3, 1), casting="unsafe")
     if st.dims[2] > w:
         dst[:, :, w:, :] = 0
 
