@@ -600,6 +600,7 @@ def test_onnx_as_context_binary_and_bad_binaries(htp):
     data = onnx_model(SMALL).SerializeToString()
     ok(htp.qi.contextCreateFromBinary(htp.backend, None, None, data, len(data), ctx, None))
     c = lookup(ctx, Context)
+    assert c.compiled.soc == c.backend.profile.name == "sm8350"        # compiled for the backend's own HTP SoC
     ins, outs, yout = raw_tensors(c.compiled, x)
     g = q.Qnn_GraphHandle_t()
     ok(htp.qi.graphRetrieve(ctx, c.compiled.graph.name, g))
@@ -613,6 +614,35 @@ def test_onnx_as_context_binary_and_bad_binaries(htp):
     assert code(htp.qi.contextCreateFromBinary(htp.backend, None, None, bytes(blob), len(blob) + 5, other,
                                                None)) == q.QNN_CONTEXT_ERROR_INVALID_ARGUMENT
     assert other.value is None
+
+
+def test_onnx_binary_is_compiled_for_the_backends_soc():
+    """ONNX given to an sm8550 backend becomes an sm8550 binary (runs there; another HTP SoC refuses it)."""
+    from test_qnn_support import Htp, onnx_model
+    x, ref = sample(SMALL)
+    data = onnx_model(SMALL).SerializeToString()
+    h8550 = Htp(soc="sm8550")
+    try:
+        ctx = q.Qnn_ContextHandle_t()
+        ok(h8550.qi.contextCreateFromBinary(h8550.backend, None, None, data, len(data), ctx, None))
+        c = lookup(ctx, Context)
+        assert c.compiled.soc == "sm8550" and c.htp.vtcm_used <= 8 << 20
+        ins, outs, yout = raw_tensors(c.compiled, x)
+        g = q.Qnn_GraphHandle_t()
+        ok(h8550.qi.graphRetrieve(ctx, c.compiled.graph.name, g))
+        ok(h8550.qi.graphExecute(g, ins, 1, outs, 1, None, None))
+        assert np.abs(q.tensor_specs(c.compiled)[1][0].unpack(yout) - ref).max() < 2e-3
+        blob = c.compiled.to_bytes()
+        ok(h8550.qi.contextFree(ctx, None))
+    finally:
+        h8550.close()
+    h8350 = Htp()
+    try:
+        other = q.Qnn_ContextHandle_t()
+        assert code(h8350.qi.contextCreateFromBinary(h8350.backend, None, None, blob, len(blob), other, None)) == \
+            q.QNN_CONTEXT_ERROR_BINARY_CONFIGURATION
+    finally:
+        h8350.close()
 
 
 def test_arguments_of_the_wrong_type_give_invalid_argument(htp):

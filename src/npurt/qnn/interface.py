@@ -349,7 +349,7 @@ def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
     if isinstance(binary, CompiledModel):
         compiled = binary
     elif isinstance(binary, onnx.ModelProto):
-        compiled = _compile_onnx(binary)
+        compiled = _compile_onnx(binary, backend)
     else:
         if binary is None or not size or int(size) <= 0:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "binaryBuffer is NULL or binaryBufferSize is 0")
@@ -369,20 +369,20 @@ def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
                 raise QnnError(C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY, f"corrupt context binary: {exc.message}") \
                     from None
         else:
-            compiled = _compile_onnx(data)
+            compiled = _compile_onnx(data, backend)
     if is_htp_soc(compiled.soc) and get_htp_profile(compiled.soc).name != backend.profile.name:
         raise QnnError(C.QNN_CONTEXT_ERROR_BINARY_CONFIGURATION,
                        f"context binary was prepared for {compiled.soc}, the backend is {backend.profile.name}")
     return compiled
 
 
-def _compile_onnx(model: Any) -> CompiledModel:
-    """An ONNX model compiled with the defaults (fp16). The compiler knows only the RKNN SoC profiles, so the
-    layout rules of npurt's default SoC are used; the HTP backend runs the result on its own VTCM plan."""
+def _compile_onnx(model: Any, backend: Backend) -> CompiledModel:
+    """An ONNX model compiled with the defaults (fp16) for the backend's own HTP SoC (`npurt.soc.htp`: its C2 and
+    input alignment are npurt's choice, as HTP has no NC1HWC2 layout of its own), so the binary records that SoC
+    as a context binary prepared for this backend does; the HTP context then plans it into the VTCM."""
     from npurt.exec.compile import compile_model
-    from npurt.soc import DEFAULT_SOC
     try:
-        return compile_model(model, soc=DEFAULT_SOC, progress=False)
+        return compile_model(model, soc=backend.profile.name, progress=False)
     except NpuError as exc:
         raise QnnError(C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY, f"not a context binary: {exc.message}") from None
 
