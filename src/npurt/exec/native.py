@@ -16,8 +16,8 @@ executor keeps the generic path. Every buffer is prepared at bind; the per-run w
   different quantisation goes through a 256-entry requantisation table). Reshape/Flatten into a plain slot:
   one same-type unpacking copy. Nearest Resize: a gather of whole C2 groups with source indices found at bind
   by the Resize kernel itself.
-- Conv (2-D, batch 1, dilation 1): dense convolutions are an NHWC im2col from a zero-bordered float32 copy of
-  the input plus one GEMM that yields (pixels, channels) = NHWC, stored to NC1HWC2 by a C2-group copy; the
+- Conv (2-D, batch 1, dilation 1): dense convolutions are an NHWC im2col from a bordered float32 copy of
+  the input (one buffer shared by all steps; each fills its border every run) plus one GEMM that yields (pixels, channels) = NHWC, stored to NC1HWC2 by a C2-group copy; the
   output channels are padded to C1*C2 with zero weights. int8 folds the output quantisation into the weights
   and bias. Depthwise convolutions accumulate taps in the native layout itself (the kernel never leaves
   NC1HWC2), in cache-sized blocks, with per-tap weights pre-tiled along W so every numpy loop is long.
@@ -56,38 +56,33 @@ class Context:
         raw, off = self.views[name]
         return typed_view(raw, st.dtype.numpy_dtype, st.dims, off)
 
-    def shared(self, key: tuple, shape: tuple, fill: float = 0.0) -> np.ndarray:
-        """A float32 buffer shared by every step asking with the same key (zero-bordered padded inputs, whose
-        borders are never written: each user writes only the interior)."""
-        k = key + (shape, fill)
-        buf = self._shared.get(k)
-        if buf is None:
-            buf = self._shared[k] = np.full(shape, fill, np.float32)
+    def _grow(self, key: str, nbytes: int) -> np.ndarray:
+        """A flat byte buffer of at least `nbytes`, one per key, shared by all steps. It grows by at least 2x, so
+        the buffers left to earlier (smaller) steps add up to less than the final one: native scratch stays
+        within a few times the largest step's need, never a copy of all activations."""
+        buf = self._shared.get(key)
+        if buf is None or buf.size < nbytes:
+            buf = self._shared[key] = np.empty(max(nbytes, 2 * (buf.size if buf is not None else 0), 64), np.uint8)
         return buf
 
+    def padded(self, shape: tuple) -> np.ndarray:
+        """A float32 buffer of `shape` for a padded conv input, shared by all steps: each step fills its own
+        border on every run (the interior is rewritten anyway)."""
+        n = math.prod(shape)
+        return self._grow("padded", 4 * n)[:4 * n].view(np.float32).reshape(shape)
+
     def scratch(self, n: int) -> np.ndarray:
-        """One float32 scratch (of the largest size asked for) shared by all steps, for per-step temporaries."""
-        k = ("scratch",)
-        buf = self._shared.get(k)
-        if buf is None or buf.size < n:
-            buf = self._shared[k] = np.empty(max(n, 1), np.float32)
-        return buf
+        """A float32 scratch shared by all steps, for per-step temporaries (conv results, accumulators)."""
+        return self._grow("scratch", 4 * n)[:4 * n].view(np.float32)
+
+    def scratch2(self, n: int) -> np.ndarray:
+        """A second float32 scratch (im2col columns, depthwise tap products)."""
+        return self._grow("scratch2", 4 * n)[:4 * n].view(np.float32)
 
     def typed_scratch(self, dtype: np.dtype, n: int) -> np.ndarray:
         """A scratch of `n` elements of `dtype` shared by all steps (stored-type staging of conv outputs)."""
         dt = np.dtype(dtype)
-        k = ("typed", dt.itemsize)
-        buf = self._shared.get(k)
-        if buf is None or buf.size < n * dt.itemsize:
-            buf = self._shared[k] = np.empty(max(n * dt.itemsize, 1), np.uint8)
-        return buf[:n * dt.itemsize].view(dt)
-
-    def scratch2(self, n: int) -> np.ndarray:
-        k = ("scratch2",)
-        buf = self._shared.get(k)
-        if buf is None or buf.size < n:
-            buf = self._shared[k] = np.empty(max(n, 1), np.float32)
-        return buf
+        return self._grow("typed", n * dt.itemsize)[:n * dt.itemsize].view(dt)
 
 
 def _kind(st) -> str | None:
@@ -579,7 +574,9 @@ def _dense(node, attrs, ctx, si, ki, lay, so, w, b, kshape, strides, pb, pe, out
     hp, wp = h + pb[0] + pe[0], wd + pb[1] + pe[1]
     direct = kh == kw == 1 and sh == sw == 1 and not any(pb + pe)
     x = ctx.slot(node.inputs[0])
-    xp = ctx.shared(("conv_in", hp, wp, cp, pb[0], pb[1]), (hp, wp, cp), border)
+    xp = ctx.padded((hp, wp, cp))
+    edges = [e for e in (xp[:pb[0]], xp[pb[0] + h:], xp[pb[0]:pb[0] + h, :pb[1]], xp[pb[0]:pb[0] + h, pb[1] + wd:])
+             if e.size]
     fill = _input_filler(si, ki, lay, x, xp[pb[0]:pb[0] + h, pb[1]:pb[1] + wd, :c if lay == "nhwc" else cp],
                          as_nhwc=True)
     k = kh * kw * cp
@@ -604,6 +601,8 @@ def _dense(node, attrs, ctx, si, ki, lay, so, w, b, kshape, strides, pb, pe, out
     lohi = quant
 
     def run() -> None:
+        for e in edges:
+            e.fill(border)
         fill()
         for d, s in taps:
             np.copyto(d, s)
@@ -647,15 +646,18 @@ def _depthwise(node, attrs, ctx, si, ki, so, w, b, kshape, strides, pb, pe, out)
                                               (kh * kw, c1, 1, wo, c2)))
     bt = np.ascontiguousarray(np.broadcast_to(bias.reshape(c1, 1, 1, c2), (c1, 1, wo, c2)))
     # phase-split padded input: xph[c1, row, phase, j, c2] = padded[c1, row, j * sw + phase, c2]
-    xph = ctx.shared(("dw_in", c1, hp, sw, wq, c2, pb[0], pb[1]), (c1, hp, sw, wq, c2), border)
+    xph = ctx.padded((c1, hp, sw, wq, c2))
+    edges = [xph[:, :pb[0]], xph[:, pb[0] + h:]]
     x = ctx.slot(node.inputs[0])[0]
     fills = []
     for p in range(sw):
         w0 = (p - pb[1]) % sw                        # first input column with (w + pad) % sw == p
         if w0 >= wd:
+            edges.append(xph[:, pb[0]:pb[0] + h, p])
             continue
         cnt = len(range(w0, wd, sw))
         j0 = (w0 + pb[1]) // sw
+        edges += [xph[:, pb[0]:pb[0] + h, p, :j0], xph[:, pb[0]:pb[0] + h, p, j0 + cnt:]]
         interior = xph[:, pb[0]:pb[0] + h, p, j0:j0 + cnt, :]
         fills.append(_input_filler(si, ki, "nc1hwc2", x[None, :, :, w0::sw, :], interior, as_nhwc=False))
     int8 = so.dtype is DType.INT8
@@ -692,7 +694,11 @@ def _depthwise(node, attrs, ctx, si, ki, so, w, b, kshape, strides, pb, pe, out)
     pads = _pads(so, ctx.slot(node.outputs[0]))
     inv, zp = np.float32(1.0 / so.scale), np.float32(so.zp)
 
+    edges = [e for e in edges if e.size]
+
     def run() -> None:
+        for e in edges:
+            e.fill(border)
         for f in fills:
             f()
         for acc, tmp, tap_srcs, bb, dst in plan:
