@@ -124,10 +124,6 @@ class ZeroCopy:
                 for k, (mem, attr) in enumerate(self.outs)]
         return outs, run_s
 
-    def addresses(self) -> dict[str, int]:
-        names = list(self.compiled.graph.inputs) + list(self.compiled.graph.outputs)
-        return {n: int(m.phys_addr) for n, (m, _) in zip(names, self.ins + self.outs)}
-
     def destroy(self) -> None:
         for mem, _ in self.ins + self.outs:
             self.rk.r.rknn_destroy_mem(self.ctx, mem)

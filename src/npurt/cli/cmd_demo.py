@@ -205,11 +205,12 @@ def _main_job(args: argparse.Namespace) -> int:
             print_text(console, dumps["while"])
 
         # the seed's RKNN_LOG_LEVEL=3 table, at the device addresses of this run
-        arena = int(internal.dev_addr) if internal is not None else 0
         rows, totals, _ = context_rows(context)     # the context's arena (from its SRAM address), its bound I/O
         sram_hdr = (sram_used, device.sram_addr(internal)) if sram_used else None
-        console.print("\n[bold]memory table[/bold] (as librknnrt prints it at RKNN_LOG_LEVEL=3; internal arena at "
-                      f"device address {arena:#x}, its first {sram_used} bytes in SRAM)")
+        where = (f"its first {sram_used} bytes in SRAM at {sram_hdr[1]:#x}, the rest in DDR" if sram_hdr
+                 else f"in DDR at {int(internal.dev_addr) if internal is not None else 0:#x}")
+        console.print("\n[bold]memory table[/bold] (as librknnrt prints it at RKNN_LOG_LEVEL=3; internal arena: "
+                      f"{where})")
         print_text(console, format_memory_table(rows, totals, sram_hdr))
         result["mem_size"] = mem
         result["memory_table"] = memory_table_dict(rows, totals, sram_hdr)
