@@ -1,5 +1,8 @@
-"""Shared fixtures: onnxruntime as the numerical oracle, and single-node ONNX models."""
+"""Shared fixtures: onnxruntime as the numerical oracle, single-node ONNX models, the leak check (`open_fds()`,
+`no_leaks`; tests import `from conftest import open_fds`) and `dev`, an RK3588 device closed without leaks."""
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import onnx
@@ -45,3 +48,37 @@ def single_node():
 def run_ort():
     """run_ort(model, feeds) -> list of onnxruntime outputs (CPU, one thread)."""
     return _ort
+
+
+def open_fds() -> int:
+    """How many file descriptors this process has open."""
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.fixture
+def no_leaks(monkeypatch):
+    """NPURT_SOC / NPURT_COHERENCE cleared; the test must give back every fd, device buffer and byte it took
+    (the default device is held open for the test, so its accounting can be compared)."""
+    from npurt.memory import open_device
+
+    monkeypatch.delenv("NPURT_SOC", raising=False)
+    monkeypatch.delenv("NPURT_COHERENCE", raising=False)
+    fds = open_fds()
+    dev = open_device()
+    base = dev.stats()
+    yield
+    after = dev.stats()
+    assert (after.buffers, after.ddr_bytes, after.sram_bytes) == (base.buffers, base.ddr_bytes, base.sram_bytes)
+    dev.close()
+    assert open_fds() == fds
+
+
+@pytest.fixture
+def dev():
+    """The RK3588 device, opened for the test; closing it must report no leaked buffers."""
+    from npurt.memory import open_device
+
+    device = open_device("rk3588")
+    yield device
+    leaks = device.close()
+    assert leaks == [], leaks

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ctypes
 import mmap
-import os
 
 import numpy as np
 import pytest
@@ -27,14 +26,11 @@ from npurt.memory import dma_alloc, open_devices
 from npurt.rknn import *  # noqa: F403
 from npurt.rknn import handles
 from npurt.rknn.api import context_of
+from conftest import open_fds
 from test_runtime_models import convnet, convnet_other, dynamic_convnet, reference
 
 ATOL = 0.03
 MEAN, STD = [[127.5] * 3], [[127.5] * 3]
-
-
-def _fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 @pytest.fixture(autouse=True)
@@ -42,9 +38,9 @@ def _clean(monkeypatch):
     monkeypatch.delenv("NPURT_SOC", raising=False)
     monkeypatch.delenv("NPURT_COHERENCE", raising=False)
     monkeypatch.delenv("RKNN_LOG_LEVEL", raising=False)
-    before = ({d.soc: d.stats().buffers for d in open_devices()}, len(handles.contexts), len(handles.mems), _fds())
+    before = ({d.soc: d.stats().buffers for d in open_devices()}, len(handles.contexts), len(handles.mems), open_fds())
     yield
-    after = ({d.soc: d.stats().buffers for d in open_devices()}, len(handles.contexts), len(handles.mems), _fds())
+    after = ({d.soc: d.stats().buffers for d in open_devices()}, len(handles.contexts), len(handles.mems), open_fds())
     assert {k: v for k, v in after[0].items() if v} == {k: v for k, v in before[0].items() if v}, "device buffers"
     assert after[1:] == before[1:], "contexts, mems or fds leaked"
 

@@ -16,27 +16,12 @@ import npurt
 from npurt.exec.executor import run_once
 from npurt.memory import open_device
 from npurt.rknn.lite import RKNNLite
+from conftest import open_fds
 from test_runtime_models import Y_SHAPE, convnet, dynamic_convnet, image, reference, two_io
 
 ATOL = 0.02
 
-
-def _fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch):
-    monkeypatch.delenv("NPURT_SOC", raising=False)
-    monkeypatch.delenv("NPURT_COHERENCE", raising=False)
-    fds = _fds()
-    dev = open_device()
-    base = dev.stats()
-    yield
-    after = dev.stats()
-    assert (after.buffers, after.ddr_bytes, after.sram_bytes) == (base.buffers, base.ddr_bytes, base.sram_bytes)
-    dev.close()
-    assert _fds() == fds
+pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer and byte given back
 
 
 @pytest.fixture
@@ -200,7 +185,7 @@ def test_no_memory_growth_over_many_inferences(onnx_file):
     for _ in range(50):
         rknn.inference(inputs=[x])
     gc.collect()
-    stats0, fds0, rss0 = dev.stats(), _fds(), _rss()
+    stats0, fds0, rss0 = dev.stats(), open_fds(), _rss()
     tracemalloc.start()
     snap0 = tracemalloc.take_snapshot()
     for _ in range(600):
@@ -214,7 +199,7 @@ def test_no_memory_growth_over_many_inferences(onnx_file):
     stats1 = dev.stats()
     assert (stats1.buffers, stats1.ddr_bytes, stats1.allocations) == (stats0.buffers, stats0.ddr_bytes,
                                                                       stats0.allocations)
-    assert _fds() == fds0
+    assert open_fds() == fds0
     assert y[0].shape == Y_SHAPE
     rknn.release()
     dev.close()

@@ -5,15 +5,8 @@ import numpy as np
 import pytest
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.memory import PAGE_SIZE, open_device
+from npurt.memory import PAGE_SIZE
 from npurt.memory.address_space import AddressSpace, RangeMap
-
-
-@pytest.fixture
-def dev():
-    device = open_device("rk3588")
-    yield device
-    assert device.close() == []
 
 
 def test_range_map():

@@ -9,7 +9,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from npurt.memory import open_device, send_buffer
+from conftest import open_fds
+from npurt.memory import send_buffer
 
 CHILD = textwrap.dedent("""
     import socket, sys
@@ -35,20 +36,13 @@ def run_child(steps):
     return parent, proc
 
 
-@pytest.fixture
-def dev():
-    device = open_device("rk3588")
-    yield device
-    assert device.close() == []
-
-
 @pytest.mark.parametrize("placement, size", [("ddr", 12_288), ("sram", 8192), ("sram_first", 2 << 20)])
 def test_child_and_parent_share_memory_both_ways(dev, placement, size):
     hog = dev.alloc(dev.stats().sram_total - 64 * 1024, placement="sram") if placement == "sram_first" else None
     buf = dev.alloc(size, placement=placement)
     if placement == "sram_first":
         assert buf.placement == "sram+ddr"
-    fds_before = len(os.listdir("/proc/self/fd"))
+    fds_before = open_fds()
     sock, proc = run_child(5)
     try:
         send_buffer(sock, buf)
@@ -63,7 +57,7 @@ def test_child_and_parent_share_memory_both_ways(dev, placement, size):
     finally:
         sock.close()
         proc.wait(timeout=30)
-    assert len(os.listdir("/proc/self/fd")) == fds_before
+    assert open_fds() == fds_before
     buf.free()
     if hog:
         hog.free()

@@ -1,16 +1,12 @@
 """Device lifecycle: one device per SoC per process, refcounted opens, settings conflicts, leaks on close."""
 import logging
-import os
 
 import numpy as np
 import pytest
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import open_device, open_devices
-
-
-def fd_count() -> int:
-    return len(os.listdir("/proc/self/fd"))
+from conftest import open_fds
 
 
 def test_open_twice_returns_same_device_refcounted():
@@ -77,7 +73,7 @@ def test_two_socs_are_two_devices():
 
 
 def test_close_releases_leftovers_and_reports_leaks(caplog):
-    before = fd_count()
+    before = open_fds()
     dev = open_device("rk3588")
     kept = dev.alloc(5000, owner="ctx1", name="weights")
     view = kept.view()
@@ -90,7 +86,7 @@ def test_close_releases_leftovers_and_reports_leaks(caplog):
     assert leaks[0]["owner"] == "ctx1" and leaks[0]["name"] == "weights"
     assert dev.last_leaks == leaks
     assert "leak" in caplog.text
-    assert fd_count() == before
+    assert open_fds() == before
     st = dev.stats()
     assert (st.buffers, st.ddr_bytes, st.sram_bytes, st.open_fds, st.domain_used) == (0, 0, 0, 0, 0)
     assert not kept.alive

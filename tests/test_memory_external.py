@@ -8,17 +8,7 @@ import pytest
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import PAGE_SIZE, dma_alloc, open_device, open_devices
-
-
-@pytest.fixture
-def dev():
-    device = open_device("rk3588")
-    yield device
-    assert device.close() == []
-
-
-def fd_count() -> int:
-    return len(os.listdir("/proc/self/fd"))
+from conftest import open_fds
 
 
 def user_memfd(size: int, fill: int = 0) -> int:
@@ -32,7 +22,7 @@ def user_memfd(size: int, fill: int = 0) -> int:
 def state(dev):
     st = dev.stats().as_dict()
     st.pop("allocations"), st.pop("releases")
-    return st, fd_count(), len(dev.buffers())
+    return st, open_fds(), len(dev.buffers())
 
 
 def test_import_memfd_shares_memory_and_keeps_user_fd(dev):
@@ -148,7 +138,7 @@ def test_bad_fds(dev):
 
 
 def test_dma_alloc_is_known_to_the_device(dev):
-    before = fd_count()
+    before = open_fds()
     dma = dma_alloc(10_000, cacheable=False)
     assert dma.device is dev                                   # the one open device
     assert dma.size == 10_000 and os.fstat(dma.fd).st_size == 3 * PAGE_SIZE
@@ -165,7 +155,7 @@ def test_dma_alloc_is_known_to_the_device(dev):
     assert st.imported_buffers == 1 and st.imported_bytes == 10_000 and dict(st.by_owner) == {"dma_alloc": (1, 10_000)}
     dma.close()
     dma.close()
-    assert fd_count() == before
+    assert open_fds() == before
     assert dev.stats().imported_bytes == 0
     with pytest.raises(NpuError):
         dma.view()

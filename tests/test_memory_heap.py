@@ -8,25 +8,14 @@ import pytest
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import PAGE_SIZE, open_device
-
-
-@pytest.fixture
-def dev():
-    device = open_device("rk3588")
-    yield device
-    leaks = device.close()
-    assert leaks == [], leaks
-
-
-def fd_count() -> int:
-    return len(os.listdir("/proc/self/fd"))
+from conftest import open_fds
 
 
 def snapshot(dev):
     st = dev.stats().as_dict()
     for key in ("allocations", "releases"):
         st.pop(key)
-    return st, [(b.handle, b.dev_addr, b.virt_addr) for b in dev.buffers()], fd_count()
+    return st, [(b.handle, b.dev_addr, b.virt_addr) for b in dev.buffers()], open_fds()
 
 
 def test_buffer_is_a_real_memfd_mapping(dev):
@@ -74,14 +63,14 @@ def test_distinct_addresses_and_fds(dev):
 
 
 def test_free_releases_everything_at_once_but_views_survive(dev):
-    before = fd_count()
+    before = open_fds()
     buf = dev.alloc(3 * PAGE_SIZE)
     view = buf.view(np.uint32)
     view[:] = 0xDEADBEEF
     fd, dev_addr, virt = buf.fd, buf.dev_addr, buf.virt_addr
     mapping = buf.region.device_map
     buf.free()
-    assert not buf.alive and fd_count() == before
+    assert not buf.alive and open_fds() == before
     with pytest.raises(OSError):
         os.fstat(fd)
     st = dev.stats()
@@ -201,11 +190,11 @@ def test_context_manager_frees(dev):
 
 
 def test_many_cycles_no_fd_leak(dev):
-    before = fd_count()
+    before = open_fds()
     for _ in range(500):
         dev.alloc(8192, placement="sram_first").free()
         dev.alloc(100).free()
-    assert fd_count() == before
+    assert open_fds() == before
     st = dev.stats()
     assert (st.buffers, st.sram_bytes, st.ddr_bytes, st.domain_used) == (0, 0, 0, 0)
 

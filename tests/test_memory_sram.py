@@ -34,13 +34,6 @@ SRAM total size: 978944, used: 524288, free: 454656
 SEED_FILE = Path("/work/shared/seeds/rknn-npu-sram.txt")
 
 
-@pytest.fixture
-def dev():
-    device = open_device("rk3588")
-    yield device
-    assert device.close() == []
-
-
 def test_seed_file_holds_the_same_dumps():
     if not SEED_FILE.exists():
         pytest.skip("seed file not available")

@@ -12,6 +12,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initial
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import PAGE_SIZE, dma_alloc, open_device, open_devices, page_round, send_buffer
+from conftest import open_fds
 
 DOMAIN_PAGES = 96
 CHILD = (
@@ -23,10 +24,6 @@ CHILD = (
     "os.pwrite(fds[0], b'\\xab', off)\n"
     "s.sendall(first)\n"
 )
-
-
-def fd_count() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 class MemoryMachine(RuleBasedStateMachine):
@@ -44,13 +41,13 @@ class MemoryMachine(RuleBasedStateMachine):
     @initialize(mode=st.sampled_from(["coherent", "strict", "check"]), limit=st.sampled_from([None, 40 * PAGE_SIZE]))
     def open(self, mode, limit):
         assert not [d for d in open_devices() if d.soc == "rk3588"], "a device was left open"
-        self.fds_before = fd_count()
+        self.fds_before = open_fds()
         self.dev = open_device("rk3588", coherence=mode, ddr_limit=limit, domain_size=DOMAIN_PAGES * PAGE_SIZE)
 
     def _state(self):
         st_ = self.dev.stats().as_dict()
         st_.pop("allocations"), st_.pop("releases")
-        return st_, self.dev.sram_dump(), fd_count()
+        return st_, self.dev.sram_dump(), open_fds()
 
     def _expect_error(self, fn, *codes):
         before = self._state()
@@ -189,7 +186,7 @@ class MemoryMachine(RuleBasedStateMachine):
         assert (st_.buffers, st_.ddr_bytes, st_.sram_bytes, st_.imported_bytes, st_.open_fds, st_.domain_used) == \
                (0, 0, 0, 0, 0, 0)
         assert self.dev.closed
-        assert fd_count() == self.fds_before
+        assert open_fds() == self.fds_before
 
 
 MemoryMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25, deadline=None,
@@ -198,7 +195,7 @@ TestMemoryMachine = MemoryMachine.TestCase
 
 
 def test_teardown_with_leftovers_releases_everything():
-    before = fd_count()
+    before = open_fds()
     dev = open_device("rk3588", coherence="strict")
     dev.alloc(5000)
     dev.alloc(300 * 1024, placement="sram_first")
@@ -207,5 +204,5 @@ def test_teardown_with_leftovers_releases_everything():
     dev.import_fd(fd)
     leaks = dev.close()
     os.close(fd)
-    assert len(leaks) == 3 and fd_count() == before
+    assert len(leaks) == 3 and open_fds() == before
     np.testing.assert_equal(dev.stats().buffers, 0)

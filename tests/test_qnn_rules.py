@@ -15,13 +15,14 @@ from npurt.memory.mapping import new_memfd
 from npurt.qnn.backend import core_of, lookup
 from npurt.qnn.context import Context
 from npurt.qnn.mem_registry import REGISTRY
-from test_qnn_support import (SMALL, SPILL, binary, code, custom_descriptor, defer_config, fd_count,  # noqa: F401
+from conftest import open_fds
+from test_qnn_support import (SMALL, SPILL, binary, code, custom_descriptor, defer_config,  # noqa: F401
                               get_property, htp, ion_descriptor, native, ok, raw_tensors, register_ion, sample)
 
 
 def state():
     """What must not change when a call fails: live handles, rpcmem buffers, open fds."""
-    return REGISTRY.count(), [leak["base"] for leak in q.rpcmem_leaks()], fd_count()
+    return REGISTRY.count(), [leak["base"] for leak in q.rpcmem_leaks()], open_fds()
 
 
 def one_handle(qi, ctx, desc) -> tuple[int, int]:
@@ -266,7 +267,7 @@ def test_weights_from_another_dma_allocator_and_its_lifetime(htp):
     x, ref = sample(SMALL)
     fd = new_memfd("custom-dma", WSIZE)
     try:
-        n = fd_count()
+        n = open_fds()
         ctx = htp.context(binary(SMALL), defer_config())
         rc, handle = one_handle(htp.qi, ctx, custom_descriptor(W, WSIZE, fd=fd))
         assert rc == 0
@@ -277,7 +278,7 @@ def test_weights_from_another_dma_allocator_and_its_lifetime(htp):
         assert np.abs(q.tensor_specs(binary(SMALL))[1][0].unpack(yout) - ref).max() < 1e-4
         assert code(htp.qi.memDeRegister([handle], 1)) == q.QNN_MEM_ERROR_INVALID_ARGUMENT   # in use
         ok(htp.qi.contextFree(ctx, None))                      # automatic deregistration drops its import
-        assert fd_count() == n and REGISTRY.count() == 0
+        assert open_fds() == n and REGISTRY.count() == 0
     finally:
         os.close(fd)
 

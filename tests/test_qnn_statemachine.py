@@ -13,7 +13,8 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invaria
 import npurt.qnn as q
 from npurt.qnn import device as htp_device
 from npurt.qnn.mem_registry import REGISTRY
-from test_qnn_support import (SMALL, binary, code, custom_descriptor, defer_config, fd_count,
+from conftest import open_fds
+from test_qnn_support import (SMALL, binary, code, custom_descriptor, defer_config,
                               ion_descriptor, raw_tensors, sample)
 
 WSIZE_DEFAULT = 2 << 20     # the small model's WEIGHTS_BUFFER_SIZE
@@ -34,7 +35,7 @@ class QnnMachine(RuleBasedStateMachine):
         self.model = binary(SMALL)
         self.specs = q.tensor_specs(self.model)
         self.x, _ = sample(SMALL)
-        self.fds = fd_count()                    # after the (cached) model and onnxruntime reference exist
+        self.fds = open_fds()                    # after the (cached) model and onnxruntime reference exist
         self.qi = q.interface("fastrpc", soc="sm8350")
         self.backend = q.Qnn_BackendHandle_t()
         assert self.qi.backendCreate(None, None, self.backend) == 0
@@ -143,7 +144,7 @@ class QnnMachine(RuleBasedStateMachine):
             q.rpcmem_free(p)
         assert q.rpcmem_leaks() == []
         assert htp_device.open_soc_devices() == {}
-        assert fd_count() == self.fds
+        assert open_fds() == self.fds
 
 
 QnnMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=25, deadline=None,

@@ -19,6 +19,7 @@ import npurt.qnn as q
 from npurt.model import zoo
 from npurt.qnn import device as htp_device
 from npurt.qnn.mem_registry import REGISTRY
+from conftest import open_fds
 
 SMALL = 32
 SPILL = 256
@@ -42,10 +43,6 @@ def sample(size: int = SMALL) -> tuple[np.ndarray, np.ndarray]:
     x = np.random.default_rng(size).normal(size=(1, 3, size, size)).astype(np.float32)
     sess = ort.InferenceSession(onnx_model(size).SerializeToString(), providers=["CPUExecutionProvider"])
     return x, sess.run(None, {"input": x})[0]
-
-
-def fd_count() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 def ok(ret: int) -> None:
@@ -259,12 +256,12 @@ def test_rpcmem_heaps():
 
 
 def test_rpcmem_fds_and_devices_released():
-    before = fd_count()
+    before = open_fds()
     ptrs = [q.rpcmem_alloc(q.RPCMEM_HEAP_ID_SYSTEM, 1, 4096 * (i + 1)) for i in range(5)]
-    assert fd_count() > before
+    assert open_fds() > before
     for p in ptrs:
         q.rpcmem_free(p)
-    assert fd_count() == before
+    assert open_fds() == before
     assert htp_device.open_soc_devices() == {}
 
 

@@ -18,7 +18,8 @@ import npurt
 import npurt.qnn as q
 from npurt.qnn import device as htp_device
 from npurt.qnn.mem_registry import REGISTRY
-from test_qnn_support import (SMALL, SPILL, Htp, binary, custom_descriptor, defer_config, fd_count, get_property,  # noqa: F401
+from conftest import open_fds
+from test_qnn_support import (SMALL, SPILL, Htp, binary, custom_descriptor, defer_config, get_property,  # noqa: F401
                               htp, native, ok, onnx_model, raw_tensors, register_ion, sample)
 
 TOL = 1e-4
@@ -152,7 +153,7 @@ def _fastrpc_external_buffers(htp: Htp, model):
 def test_fastrpc_external_weights_and_spillfill(htp):
     model = binary(SPILL)
     x, ref = sample(SPILL)
-    fds_before = fd_count()
+    fds_before = open_fds()
     context, weights_ptr, spill_ptr, weights_size, spill_size, handles = _fastrpc_external_buffers(htp, model)
     assert not q.rpcmem_view(weights_ptr, weights_size).any()     # empty until finalize
     # Step 5. Finalize context: the weights are copied into the external weights buffer
@@ -184,7 +185,7 @@ def test_fastrpc_external_weights_and_spillfill(htp):
     q.rpcmem_free(weights_ptr)
     q.rpcmem_free(spill_ptr)
     htp.rpc.clear()
-    assert fd_count() == fds_before
+    assert open_fds() == fds_before
 
 
 def test_native_concurrent_spillfill_and_vtcm_backup_sharing(native):

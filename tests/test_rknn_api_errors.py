@@ -7,7 +7,7 @@ import pytest
 from npurt.memory import open_device
 from npurt.rknn import *  # noqa: F403
 from npurt.rknn import handles
-from test_rknn_api_init import errline, init, query, state
+from test_rknn_api_init import errline, init, query, shape_attr, state
 from test_runtime_models import convnet, dynamic_convnet, image, npurt_bytes
 
 
@@ -137,9 +137,7 @@ def test_inputs_set_pass_through_needs_the_native_type(capsys):
 
 def test_set_input_shapes_needs_every_index(capsys):
     ctx = init(dynamic_convnet())
-    a = rknn_tensor_attr(index=5, n_dims=4, fmt=RKNN_TENSOR_NCHW)
-    for j, d in enumerate([1, 3, 8, 8]):
-        a.dims[j] = d
+    a = shape_attr([1, 3, 8, 8], index=5)
     assert rknn_set_input_shapes(ctx, 1, [a]) == RKNN_SUCC          # out-of-range index: position is used
     rknn_destroy(ctx)
 

@@ -44,6 +44,14 @@ def query(ctx, cmd, info):
     return rknn_query(ctx, cmd, info, ctypes.sizeof(info))
 
 
+def shape_attr(dims, index=0, fmt=RKNN_TENSOR_NCHW) -> rknn_tensor_attr:
+    """A 4-D rknn_tensor_attr with `dims`, as rknn_set_input_shapes takes it."""
+    a = rknn_tensor_attr(index=index, n_dims=4, fmt=fmt)
+    for j, d in enumerate(dims):
+        a.dims[j] = d
+    return a
+
+
 def errline(capsys, *words) -> str:
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("E RKNN:")]

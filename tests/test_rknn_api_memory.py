@@ -38,6 +38,17 @@ def ctx():
     rknn_destroy(c)
 
 
+def _float32_io_attrs(c):
+    """(native input attr taken as FLOAT32 rows of w_stride 10, output attr taken as FLOAT32) for zero copy."""
+    ia = rknn_tensor_attr(index=0)
+    query(c, RKNN_QUERY_NATIVE_INPUT_ATTR, ia)
+    ia.type, ia.w_stride = RKNN_TENSOR_FLOAT32, 10
+    oa = rknn_tensor_attr(index=0)
+    query(c, RKNN_QUERY_OUTPUT_ATTR, oa)
+    oa.type = RKNN_TENSOR_FLOAT32
+    return ia, oa
+
+
 # --- create / destroy -------------------------------------------------------------------------------------------------
 def test_create_mem_is_real_memory(ctx):
     mem = rknn_create_mem(ctx, 10000)
@@ -240,12 +251,7 @@ def test_strict_mode_needs_mem_sync_for_external_memory(monkeypatch):
     ref = reference(convnet(), x)[0]
     c = init()
     dev = context_of(c).device
-    ia = rknn_tensor_attr(index=0)
-    query(c, RKNN_QUERY_NATIVE_INPUT_ATTR, ia)
-    ia.type, ia.w_stride = RKNN_TENSOR_FLOAT32, 10
-    oa = rknn_tensor_attr(index=0)
-    query(c, RKNN_QUERY_OUTPUT_ATTR, oa)
-    oa.type = RKNN_TENSOR_FLOAT32
+    ia, oa = _float32_io_attrs(c)
     with dma_alloc(960, device=dev) as dma:
         imem = rknn_create_mem_from_fd(c, dma.fd, dma.virt_addr, 960, 0)
         omem = rknn_create_mem(c, 1280)
@@ -388,12 +394,7 @@ def test_check_mode_reports_missed_syncs(monkeypatch, capsys):
     c = init(flag=RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE)
     dev = context_of(c).device
     assert dev.coherence == "check"
-    ia = rknn_tensor_attr(index=0)
-    query(c, RKNN_QUERY_NATIVE_INPUT_ATTR, ia)
-    ia.type, ia.w_stride = RKNN_TENSOR_FLOAT32, 10
-    oa = rknn_tensor_attr(index=0)
-    query(c, RKNN_QUERY_OUTPUT_ATTR, oa)
-    oa.type = RKNN_TENSOR_FLOAT32
+    ia, oa = _float32_io_attrs(c)
     with dma_alloc(960, device=dev) as dma:
         imem = rknn_create_mem_from_fd(c, dma.fd, dma.virt_addr, 960, 0)
         omem = rknn_create_mem(c, 1280)

@@ -17,7 +17,7 @@ from npurt.rknn import *  # noqa: F403
 from npurt.rknn import handles
 from npurt.rknn.api import context_of
 from npurt.tensor import nc1hwc2_to_nchw
-from test_rknn_api_init import errline, init, query, state
+from test_rknn_api_init import errline, init, query, shape_attr, state
 from test_runtime_models import (X_SHAPE, Y_SHAPE, convnet, convnet_other, dynamic_convnet, image, int8_convnet,
                                  npurt_bytes, reference, two_io)
 
@@ -269,6 +269,23 @@ def test_demo_everything_allocated_outside_from_fds():
     rknn_destroy(ctx)
 
 
+def _hold_runs_on_thread_a(monkeypatch):
+    """Patch the executor so that a run on the thread named "A" signals `inside` and then waits (up to 10 s) for
+    `release`; runs on other threads go straight through. Returns (inside, release)."""
+    import npurt.runtime.context as cmod
+    inside, release = threading.Event(), threading.Event()
+    real = cmod.run_executor
+
+    def slow(ex, collect):
+        if threading.current_thread().name == "A":
+            inside.set()
+            release.wait(10)
+        return real(ex, collect)
+
+    monkeypatch.setattr(cmod, "run_executor", slow)
+    return inside, release
+
+
 def _model_ctx(model: bytes):
     ctx = rknn_context()
     assert rknn_init(ctx, model, len(model), RKNN_FLAG_MEM_ALLOC_OUTSIDE, None) == RKNN_SUCC
@@ -303,17 +320,7 @@ def test_demo_internal_memory_reuse_across_two_models(monkeypatch):
         np.testing.assert_allclose(mem_view(mems[k][3], np.float32).reshape(Y_SHAPE), reference(models[k], xs[k])[0],
                                    atol=ATOL)
     # at the same time: the second run is refused while the first one is inside
-    import npurt.runtime.context as cmod
-    inside, release = threading.Event(), threading.Event()
-    real = cmod.run_executor
-
-    def slow(ex, collect):
-        if threading.current_thread().name == "A":
-            inside.set()
-            release.wait(10)
-        return real(ex, collect)
-
-    monkeypatch.setattr(cmod, "run_executor", slow)
+    inside, release = _hold_runs_on_thread_a(monkeypatch)
     status = []
     t = threading.Thread(target=lambda: status.append(rknn_run(ctxs[0][0], None)), name="A")
     t.start()
@@ -401,10 +408,7 @@ def test_dynamic_shape_zero_copy_demo():
     imem = rknn_create_mem(ctx, ia0.n_elems * 4)
     omem = rknn_create_mem(ctx, oa0.n_elems * 4)
     for shape in ([1, 8, 8, 3], [1, 12, 10, 3]):
-        a = rknn_tensor_attr(index=0, n_dims=4, fmt=RKNN_TENSOR_NHWC)
-        for j, d in enumerate(shape):
-            a.dims[j] = d
-        assert rknn_set_input_shapes(ctx, 1, [a]) == RKNN_SUCC
+        assert rknn_set_input_shapes(ctx, 1, [shape_attr(shape, fmt=RKNN_TENSOR_NHWC)]) == RKNN_SUCC
         cur_in = attr(ctx, RKNN_QUERY_CURRENT_INPUT_ATTR)
         cur_in.type = RKNN_TENSOR_FLOAT32
         cur_out = attr(ctx, RKNN_QUERY_CURRENT_OUTPUT_ATTR)
@@ -423,9 +427,7 @@ def test_dynamic_shape_zero_copy_demo():
 
 def test_set_input_shapes_errors(capsys):
     ctx = init(dynamic_convnet())
-    a = rknn_tensor_attr(index=0, n_dims=4, fmt=RKNN_TENSOR_NCHW)
-    for j, d in enumerate([1, 3, 9, 9]):
-        a.dims[j] = d
+    a = shape_attr([1, 3, 9, 9])
     assert rknn_set_input_shapes(ctx, 1, [a]) == RKNN_ERR_PARAM_INVALID
     errline(capsys, "not among the model's dynamic shapes")
     assert rknn_set_input_shapes(ctx, 2, [a]) == RKNN_ERR_PARAM_INVALID
@@ -433,9 +435,7 @@ def test_set_input_shapes_errors(capsys):
     errline(capsys, "dynamic-shape")
     rknn_destroy(ctx)
     ctx = init()
-    for j, d in enumerate([1, 3, 8, 10]):
-        a.dims[j] = d
-    assert rknn_set_input_shapes(ctx, 1, [a]) == RKNN_ERR_MODEL_INVALID
+    assert rknn_set_input_shapes(ctx, 1, [shape_attr([1, 3, 8, 10])]) == RKNN_ERR_MODEL_INVALID
     errline(capsys, "not a dynamic-shape model")
     rknn_destroy(ctx)
 
@@ -473,17 +473,7 @@ def test_run_extend(capsys, monkeypatch):
 
 
 def test_threads_same_context_busy_dups_parallel(monkeypatch, capsys):
-    import npurt.runtime.context as cmod
-    inside, release = threading.Event(), threading.Event()
-    real = cmod.run_executor
-
-    def slow(ex, collect):
-        if threading.current_thread().name == "A":
-            inside.set()
-            release.wait(10)
-        return real(ex, collect)
-
-    monkeypatch.setattr(cmod, "run_executor", slow)
+    inside, release = _hold_runs_on_thread_a(monkeypatch)
     x = image(seed=30)
     ctx = init()
     dup = rknn_context()

@@ -15,6 +15,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 from npurt.memory import open_device
 from npurt.rknn import *  # noqa: F403
 from npurt.rknn import handles
+from conftest import open_fds
 from test_runtime_models import convnet, image
 
 MODEL = convnet()
@@ -23,10 +24,6 @@ FLAGS = [0, RKNN_FLAG_COLLECT_PERF_MASK, RKNN_FLAG_MEM_ALLOC_OUTSIDE, RKNN_FLAG_
          RKNN_FLAG_ENABLE_SRAM, RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE]
 STATUSES = {RKNN_SUCC, RKNN_ERR_FAIL, RKNN_ERR_PARAM_INVALID, RKNN_ERR_CTX_INVALID, RKNN_ERR_INPUT_INVALID,
             RKNN_ERR_OUTPUT_INVALID, RKNN_ERR_MODEL_INVALID}
-
-
-def _fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 @dataclass
@@ -57,7 +54,7 @@ class MirrorMachine(RuleBasedStateMachine):
         os.environ.pop("NPURT_SOC", None)
         self.dev = open_device()
         self.base = (self.dev.stats().buffers, self.dev.stats().sram_bytes, len(handles.contexts), len(handles.mems))
-        self.fds = _fds()
+        self.fds = open_fds()
         self.all_ctx: list[Ctx] = []
         self.all_mem: list[Mem] = []
 
@@ -241,7 +238,7 @@ class MirrorMachine(RuleBasedStateMachine):
                 assert rknn_destroy(c.handle) == RKNN_SUCC
         stats = self.dev.stats()
         assert (stats.buffers, stats.sram_bytes, len(handles.contexts), len(handles.mems)) == self.base
-        assert _fds() == self.fds, "fd leak"
+        assert open_fds() == self.fds, "fd leak"
         self.dev.close()
 
 

@@ -6,6 +6,7 @@ rknn_B_normal_layout_to_native_layout for NATIVE) -> set_io_mem -> run -> read C
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 
 import numpy as np
@@ -128,6 +129,16 @@ def _context(monkeypatch, soc, **fields):
     return ctx, info, io
 
 
+@contextlib.contextmanager
+def _matmul(monkeypatch, soc, **fields):
+    """`with _matmul(...) as (ctx, info, io):` a created context, destroyed (rknn_matmul_destroy == 0) at the end."""
+    ctx, info, io = _context(monkeypatch, soc, **fields)
+    try:
+        yield ctx, info, io
+    finally:
+        assert rknn_matmul_destroy(ctx) == 0
+
+
 def _bind(ctx, io, a_bytes, b_bytes):
     mems = [rknn_create_mem(ctx, io.A.size), rknn_create_mem(ctx, io.B.size), rknn_create_mem(ctx, io.C.size)]
     write(mems[0], a_bytes)
@@ -149,8 +160,7 @@ def test_per_group_quantisation(monkeypatch, soc, mtype, asym):
     tiles = mm.tiles_for(soc, spec)
     M, K, N, G = 3, 128, tiles.b_n, 32
     qtype = c.RKNN_QUANT_TYPE_PER_GROUP_ASYM if asym else c.RKNN_QUANT_TYPE_PER_GROUP_SYM
-    ctx, info, io = _context(monkeypatch, soc, M=M, K=K, N=N, type=mtype, B_quant_type=qtype, group_size=G)
-    try:
+    with _matmul(monkeypatch, soc, M=M, K=K, N=N, type=mtype, B_quant_type=qtype, group_size=G) as (ctx, info, io):
         rng = np.random.default_rng(7)
         a, b = operands(spec, M, K, N, rng)
         sb = rng.uniform(0.001, 0.01, (K // G) * N).astype(np.float32)
@@ -167,15 +177,12 @@ def test_per_group_quantisation(monkeypatch, soc, mtype, asym):
         got = read(mems[2], io.C.size, spec.c.numpy_dtype).reshape(M, N).astype(np.float64)
         ref = reference(a, b, spec, sa=sa, sb=sb, zb=0 if zb is None else zb, group=G)
         np.testing.assert_allclose(got, ref, rtol=0, atol=tolerance(spec, ref, K))
-    finally:
-        assert rknn_matmul_destroy(ctx) == 0
 
 
 def test_int8_to_int8_per_channel_with_zero_points(monkeypatch):
     M, K, N = 4, 64, 64
-    ctx, info, io = _context(monkeypatch, "rk3588", M=M, K=K, N=N, type=c.RKNN_INT8_MM_INT8_TO_INT8,
-                             B_quant_type=c.RKNN_QUANT_TYPE_PER_CHANNEL_SYM)
-    try:
+    with _matmul(monkeypatch, "rk3588", M=M, K=K, N=N, type=c.RKNN_INT8_MM_INT8_TO_INT8,
+                 B_quant_type=c.RKNN_QUANT_TYPE_PER_CHANNEL_SYM) as (ctx, info, io):
         rng = np.random.default_rng(3)
         a, b = operands(mm.MATMUL_TYPES[c.RKNN_INT8_MM_INT8_TO_INT8], M, K, N, rng)
         sb = rng.uniform(0.05, 0.2, N).astype(np.float32)
@@ -190,15 +197,12 @@ def test_int8_to_int8_per_channel_with_zero_points(monkeypatch):
         acc = (a.astype(np.float64) - 3) @ b.astype(np.float64)
         real = acc * float(np.float32(0.1)) * sb.astype(np.float64) / 20.0
         np.testing.assert_array_equal(got, np.clip(np.rint(real) - 5, -128, 127))
-    finally:
-        assert rknn_matmul_destroy(ctx) == 0
 
 
 def test_int32_per_channel_normalised_scale_and_get_quant_params(monkeypatch):
     M, K, N = 2, 32, 32
-    ctx, info, io = _context(monkeypatch, "rk3588", M=M, K=K, N=N, type=c.RKNN_INT8_MM_INT8_TO_INT32,
-                             B_quant_type=c.RKNN_QUANT_TYPE_PER_CHANNEL_SYM)
-    try:
+    with _matmul(monkeypatch, "rk3588", M=M, K=K, N=N, type=c.RKNN_INT8_MM_INT8_TO_INT32,
+                 B_quant_type=c.RKNN_QUANT_TYPE_PER_CHANNEL_SYM) as (ctx, info, io):
         rng = np.random.default_rng(5)
         a, b = operands(mm.MATMUL_TYPES[c.RKNN_INT8_MM_INT8_TO_INT32], M, K, N, rng)
         sb = rng.uniform(0.01, 0.04, N).astype(np.float32)
@@ -216,8 +220,6 @@ def test_int32_per_channel_normalised_scale_and_get_quant_params(monkeypatch):
         np.testing.assert_array_equal(got, np.rint(acc * sb / sb.max()))
         # C's real value is approximately acc_real = sA * b_scale * C (the documented use of the scale)
         np.testing.assert_allclose(got * b_scale.value, acc * sb, rtol=0, atol=b_scale.value)
-    finally:
-        assert rknn_matmul_destroy(ctx) == 0
 
 
 def test_k_segmented_native_b_on_rk3576(monkeypatch):
@@ -225,8 +227,7 @@ def test_k_segmented_native_b_on_rk3576(monkeypatch):
     M, K, N = 2, 4096 + 64, 32
     mtype = c.RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32
     spec = mm.MATMUL_TYPES[mtype]
-    ctx, info, io = _context(monkeypatch, "rk3576", M=M, K=K, N=N, type=mtype, B_layout=NATIVE)
-    try:
+    with _matmul(monkeypatch, "rk3576", M=M, K=K, N=N, type=mtype, B_layout=NATIVE) as (ctx, info, io):
         rng = np.random.default_rng(11)
         a, b = operands(spec, M, K, N, rng)
         native = np.empty(K * N, np.float16)
@@ -238,8 +239,6 @@ def test_k_segmented_native_b_on_rk3576(monkeypatch):
         got = read(mems[2], io.C.size, np.float32).reshape(M, N)
         ref = reference(a, b, spec)
         np.testing.assert_allclose(got, ref, rtol=0, atol=tolerance(spec, ref, K))
-    finally:
-        assert rknn_matmul_destroy(ctx) == 0
 
 
 def test_dynamic_shape_flow(monkeypatch):
@@ -285,8 +284,7 @@ def test_zero_copy_reads_and_writes_the_bound_memory(monkeypatch):
     set_io_mem is what the next run uses."""
     M, K, N = 3, 32, 32
     spec = mm.MATMUL_TYPES[c.RKNN_INT8_MM_INT8_TO_INT32]
-    ctx, info, io = _context(monkeypatch, "rk3588", M=M, K=K, N=N, type=spec.value)
-    try:
+    with _matmul(monkeypatch, "rk3588", M=M, K=K, N=N, type=spec.value) as (ctx, info, io):  # destroy frees A, B, C
         rng = np.random.default_rng(1)
         a, b = operands(spec, M, K, N, rng)
         A, B, C = _bind(ctx, io, a, b)
@@ -299,8 +297,6 @@ def test_zero_copy_reads_and_writes_the_bound_memory(monkeypatch):
         write(A, -a)                                                         # no set_io_mem again
         assert rknn_matmul_run(ctx) == 0
         np.testing.assert_array_equal(view, (-a).astype(np.int64) @ b.astype(np.int64))
-    finally:
-        assert rknn_matmul_destroy(ctx) == 0                                # also releases A, B, C
 
 
 def test_strict_coherence_runtime_memory_is_flushed_and_invalidated(monkeypatch):
@@ -309,23 +305,19 @@ def test_strict_coherence_runtime_memory_is_flushed_and_invalidated(monkeypatch)
     try:
         M, K, N = 2, 32, 16
         spec = mm.MATMUL_TYPES[c.RKNN_INT8_MM_INT8_TO_INT32]
-        ctx, info, io = _context(monkeypatch, "rk3562", M=M, K=K, N=N, type=spec.value)
-        try:
+        with _matmul(monkeypatch, "rk3562", M=M, K=K, N=N, type=spec.value) as (ctx, info, io):
             rng = np.random.default_rng(4)
             a, b = operands(spec, M, K, N, rng)
             A, B, C = _bind(ctx, io, a, b)
             assert rknn_matmul_run(ctx) == 0
             np.testing.assert_array_equal(read(C, io.C.size, np.int32).reshape(M, N),
                                           a.astype(np.int64) @ b.astype(np.int64))
-        finally:
-            assert rknn_matmul_destroy(ctx) == 0
     finally:
         device.close()
 
 
 def test_core_mask_on_rk3588(monkeypatch, capfd):
-    ctx, info, io = _context(monkeypatch, "rk3588", M=1, K=32, N=32, type=c.RKNN_INT8_MM_INT8_TO_INT32)
-    try:
+    with _matmul(monkeypatch, "rk3588", M=1, K=32, N=32, type=c.RKNN_INT8_MM_INT8_TO_INT32) as (ctx, info, io):
         obj = handles.contexts.get(ctx)
         for mask in (c.RKNN_NPU_CORE_0, c.RKNN_NPU_CORE_1, c.RKNN_NPU_CORE_2, c.RKNN_NPU_CORE_AUTO):
             assert rknn_matmul_set_core_mask(ctx, mask) == 0
@@ -341,18 +333,13 @@ def test_core_mask_on_rk3588(monkeypatch, capfd):
             assert rknn_matmul_set_core_mask(ctx, mask) == c.RKNN_ERR_FAIL
         for mask in (8, c.RKNN_NPU_CORE_UNDEFINED):
             assert rknn_matmul_set_core_mask(ctx, mask) == c.RKNN_ERR_PARAM_INVALID
-    finally:
-        assert rknn_matmul_destroy(ctx) == 0
 
 
 def test_core_mask_rk3576_has_two_cores(monkeypatch):
-    ctx, info, io = _context(monkeypatch, "rk3576", M=1, K=32, N=32, type=c.RKNN_INT8_MM_INT8_TO_INT32)
-    try:
+    with _matmul(monkeypatch, "rk3576", M=1, K=32, N=32, type=c.RKNN_INT8_MM_INT8_TO_INT32) as (ctx, info, io):
         assert rknn_matmul_set_core_mask(ctx, c.RKNN_NPU_CORE_1) == 0
         assert rknn_matmul_set_core_mask(ctx, c.RKNN_NPU_CORE_2) == c.RKNN_ERR_PARAM_INVALID
         assert rknn_matmul_set_core_mask(ctx, c.RKNN_NPU_CORE_0_1) == c.RKNN_ERR_FAIL
-    finally:
-        assert rknn_matmul_destroy(ctx) == 0
 
 
 def test_imported_memory_with_offsets(monkeypatch):
@@ -468,8 +455,7 @@ def test_check_mode_reports_a_missed_sync_of_imported_memory(monkeypatch, capfd)
     try:
         M, K, N = 2, 32, 16
         spec = mm.MATMUL_TYPES[c.RKNN_INT8_MM_INT8_TO_INT32]
-        ctx, info, io = _context(monkeypatch, "rk3568", M=M, K=K, N=N, type=spec.value)
-        try:
+        with _matmul(monkeypatch, "rk3568", M=M, K=K, N=N, type=spec.value) as (ctx, info, io):
             a, b = operands(spec, M, K, N, np.random.default_rng(8))
             A = rknn_create_mem_from_fd(ctx, dma.fd, dma.virt_addr, io.A.size, 0)
             B, C = rknn_create_mem(ctx, io.B.size), rknn_create_mem(ctx, io.C.size)
@@ -486,8 +472,6 @@ def test_check_mode_reports_a_missed_sync_of_imported_memory(monkeypatch, capfd)
             assert "coherence" not in capfd.readouterr().err             # B is runtime memory: flushed by the run
             np.testing.assert_array_equal(read(C, io.C.size, np.int32).reshape(M, N),
                                           a.astype(np.int64) @ b.astype(np.int64))
-        finally:
-            assert rknn_matmul_destroy(ctx) == 0
     finally:
         dma.close()
         device.close()

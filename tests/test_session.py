@@ -13,28 +13,12 @@ import npurt
 from npurt import ErrorCode, NpuError
 from npurt.exec.executor import run_once
 from npurt.memory import open_device
+from conftest import open_fds
 from test_runtime_models import Y_SHAPE, convnet, dynamic_convnet, image, reference, two_io
 
 ATOL = 0.02
 
-
-def _fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch):
-    """Each test must give back every fd, device buffer and byte it took."""
-    monkeypatch.delenv("NPURT_SOC", raising=False)
-    monkeypatch.delenv("NPURT_COHERENCE", raising=False)
-    fds = _fds()
-    dev = open_device()
-    base = dev.stats()
-    yield
-    after = dev.stats()
-    assert (after.buffers, after.ddr_bytes, after.sram_bytes) == (base.buffers, base.ddr_bytes, base.sram_bytes)
-    dev.close()
-    assert _fds() == fds
+pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer and byte given back
 
 
 def test_run_copying_path_matches_onnxruntime():
@@ -218,7 +202,7 @@ def test_bad_models_and_options(tmp_path):
 
 def test_close_releases_everything_and_old_views_stay_valid():
     dev = open_device()
-    before, fds = dev.stats(), _fds()
+    before, fds = dev.stats(), open_fds()
     s = npurt.Session(convnet())
     xin, yout = s.input(0), s.output(0)
     s.run(image())
@@ -230,7 +214,7 @@ def test_close_releases_everything_and_old_views_stay_valid():
     assert (after.buffers, after.ddr_bytes) == (before.buffers, before.ddr_bytes)
     assert float(view.astype(np.float32).sum()) == float(view.astype(np.float32).sum())   # still mapped: no crash
     del view
-    assert _fds() == fds
+    assert open_fds() == fds
     for call in (lambda: s.run(image()), lambda: s.input(0), lambda: s.memory_report()):
         with pytest.raises(NpuError) as e:
             call()
@@ -244,7 +228,7 @@ def test_close_releases_everything_and_old_views_stay_valid():
 
 def test_many_sessions_do_not_leak():
     dev = open_device()
-    before, fds = dev.stats(), _fds()
+    before, fds = dev.stats(), open_fds()
     for k in range(20):
         with npurt.Session(convnet()) as s:
             s.run(image(seed=k))
@@ -253,7 +237,7 @@ def test_many_sessions_do_not_leak():
     import gc
     gc.collect()
     after = dev.stats()
-    assert (after.buffers, after.ddr_bytes) == (before.buffers, before.ddr_bytes) and _fds() == fds
+    assert (after.buffers, after.ddr_bytes) == (before.buffers, before.ddr_bytes) and open_fds() == fds
     dev.close()
 
 

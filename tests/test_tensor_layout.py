@@ -60,15 +60,21 @@ case = st.fixed_dictionaries({
 })
 
 
+def packed_case(p):
+    """A drawn `case` made concrete: (rng, x (n, c, h, w), c2, c1, w_stride, ref_pack(x)); rng has drawn x."""
+    rng = np.random.default_rng(p["seed"])
+    c, w, c2 = p["c"], p["w"], p["c2"]
+    c1 = -(-c // c2) + p["extra_c1"]
+    ws = w + p["pad_w"]
+    x = rand((p["n"], c, p["h"], w), p["dtype"], rng)
+    return rng, x, c2, c1, ws, ref_pack(x, c2, c1, ws)
+
+
 @settings(max_examples=120, deadline=None)
 @given(case)
 def test_nc1hwc2_round_trip_matches_reference(p):
-    rng = np.random.default_rng(p["seed"])
-    n, c, h, w, c2 = p["n"], p["c"], p["h"], p["w"], p["c2"]
-    c1 = -(-c // c2) + p["extra_c1"]
-    ws = w + p["pad_w"]
-    x = rand((n, c, h, w), p["dtype"], rng)
-    expect = ref_pack(x, c2, c1, ws)
+    rng, x, c2, c1, ws, expect = packed_case(p)
+    n, c, h, w = x.shape
 
     y = nchw_to_nc1hwc2(x, c2, c1=c1, w_stride=ws)
     assert y.shape == (n, c1, h, ws, c2) == native_shape(x.shape, c2, c1, ws)
@@ -91,12 +97,8 @@ def test_nc1hwc2_round_trip_matches_reference(p):
 @settings(max_examples=60, deadline=None)
 @given(case)
 def test_out_paths_overwrite_garbage(p):
-    rng = np.random.default_rng(p["seed"])
-    n, c, h, w, c2 = p["n"], p["c"], p["h"], p["w"], p["c2"]
-    c1 = -(-c // c2) + p["extra_c1"]
-    ws = w + p["pad_w"]
-    x = rand((n, c, h, w), p["dtype"], rng)
-    expect = ref_pack(x, c2, c1, ws)
+    rng, x, c2, c1, ws, expect = packed_case(p)
+    _, c, _, w = x.shape
     out = rand(expect.shape, p["dtype"], rng)
     assert nchw_to_nc1hwc2(x, c2, c1, ws, out=out) is out
     np.testing.assert_array_equal(out, expect)
