@@ -140,35 +140,8 @@ class DeviceTensor:
         if tuple(arr.shape) != want:
             raise NpuError(ErrorCode.INVALID_INPUT, f"input {self.name!r}: shape {tuple(arr.shape)} != {want} "
                                                     f"({fmt.upper()})")
-        if not self._write_float_nhwc(arr, fmt):
-            pack_input(self._attr, arr, self._u8(), self._mean, self._std, layout=fmt, shape=self.logical_shape)
+        pack_input(self._attr, arr, self._u8(), self._mean, self._std, layout=fmt, shape=self.logical_shape)
         return self
-
-    def _write_float_nhwc(self, arr: np.ndarray, fmt: str) -> bool:
-        """Fast path for the common frame case — a float (fp16/fp32, unquantised) NHWC native input: normalise
-        in one float32 scratch kept by the tensor, then one casting copy into the padded rows. The same
-        arithmetic as `npurt.exec.bind.pack_input` ((x - mean) / std in float32, then cast), in ~4x less time
-        (it avoids the NCHW round trip and the temporaries). Returns False when it does not apply."""
-        a = self._attr
-        if a.fmt is not Layout.NHWC or not a.type.is_float or a.qnt_type.value != "NONE" or arr.ndim != 4 \
-                or arr.dtype.kind not in "uif":
-            return False
-        n, c, h, w = self.logical_shape
-        src = arr if fmt == "nhwc" else arr.transpose(0, 2, 3, 1)
-        scratch = getattr(self, "_scratch", None)
-        if scratch is None or scratch.shape != (n, h, w, c):
-            scratch = self._scratch = np.empty((n, h, w, c), np.float32)
-        if self._mean is not None:
-            np.subtract(src, np.asarray(self._mean, np.float32), out=scratch, dtype=np.float32)
-        else:
-            np.copyto(scratch, src, casting="unsafe")
-        if self._std is not None:
-            np.divide(scratch, np.asarray(self._std, np.float32), out=scratch)
-        rows = self._buffer.cpu_view(self.dtype, self.shape, nbytes=self.nbytes)
-        np.copyto(rows[:, :, :w, :], scratch, casting="unsafe")
-        if rows.shape[2] > w:
-            rows[:, :, w:, :] = 0
-        return True
 
     def _guess_layout(self, arr: np.ndarray) -> str:
         if arr.ndim == 4 and tuple(arr.shape) != self.logical_shape and tuple(arr.shape) == _to_nhwc(
