@@ -1,5 +1,4 @@
 """SRAM region: bitmap allocator, the debugfs dump byte for byte, SRAM-only and SRAM-first split buffers."""
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -7,6 +6,8 @@ import pytest
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import PAGE_SIZE, format_sram_dump, open_device
 from npurt.memory.sram import SramBitmap
+
+from conftest import SHARED, require
 
 # The two dumps of seeds/rknn-npu-sram.txt ("cat /sys/kernel/debug/rknpu/mm" on an RK3588), verbatim.
 SEED_EMPTY = """SRAM bitmap: "*" - used, "." - free (1bit = 4KB)
@@ -31,13 +32,11 @@ SEED_512K = """SRAM bitmap: "*" - used, "." - free (1bit = 4KB)
 [007] [...............]
 SRAM total size: 978944, used: 524288, free: 454656
 """
-SEED_FILE = Path("/work/shared/seeds/rknn-npu-sram.txt")
+SEED_FILE = SHARED / "seeds" / "rknn-npu-sram.txt"
 
 
 def test_seed_file_holds_the_same_dumps():
-    if not SEED_FILE.exists():
-        pytest.skip("seed file not available")
-    text = SEED_FILE.read_text()
+    text = require(SEED_FILE).read_text()
     for dump in (SEED_EMPTY, SEED_512K):
         assert dump.rstrip("\n") in text
 

@@ -2,17 +2,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+from conftest import SHARED, require  # noqa: F401  (re-exported for the planner tests)
+
 BENCH = SHARED / "planner-benchmarks"
 SEED = SHARED / "seeds" / "rknn-npu-sram.txt"
-
-
-def require(path: Path) -> Path:
-    """Fail (never skip) with a clear message when a shared fixture is missing."""
-    assert path.exists(), f"missing shared fixture {path} (tests expect ../shared beside the repository)"
-    return path
 
 
 def seed_table() -> tuple[list[str], list[tuple], dict[str, int]]:

@@ -39,7 +39,7 @@ M = convnet()
     ((M, len(M), -3, None), RKNN_ERR_PARAM_INVALID, ["invalid flag"]),
     ((M, len(M), "0", None), RKNN_ERR_PARAM_INVALID, ["invalid flag"]),
     ((M, len(M), 0, rknn_mem_size()), RKNN_ERR_PARAM_INVALID, ["invalid extend"]),
-    (("/tmp/x.onnx", 10, 0, None), RKNN_ERR_PARAM_INVALID, ["a model path is given with size 0"]),
+    (("missing-model.onnx", 10, 0, None), RKNN_ERR_PARAM_INVALID, ["a model path is given with size 0"]),
 ])
 def test_init_argument_errors(capsys, args, status, words):
     ctx = rknn_context()

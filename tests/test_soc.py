@@ -1,5 +1,4 @@
 """SoC profiles against the seeds: API table 3-1, query table 3-2, the C2 table, SRAM, input alignment, lookup."""
-from pathlib import Path
 
 import pytest
 
@@ -7,7 +6,9 @@ import npurt.rknn.constants as rkc
 from npurt.errors import ErrorCode, NpuError
 from npurt.soc import API_FUNCTIONS, DEFAULT_SOC, PROFILES, QUERY_COMMANDS, get_profile
 
-SEEDS = Path("/work/shared/seeds")
+from conftest import SHARED, require
+
+SEEDS = SHARED / "seeds"
 
 # Seed rknn-memory-ownership-and-zero-copy.txt, Table 3-1, transcribed cell by cell.
 API_COLUMNS = ("RV1126B/RK3562/RK3566/RK3568", "RK3576/RK3588", "RV1106/RV1103/RV1103B/RV1106B", "RK2118")
@@ -120,10 +121,9 @@ def test_transcription_shape():
     assert len(API_CELLS) == 34 * 11 and len(QUERY_CELLS) == 20 * 11
 
 
-@pytest.mark.skipif(not SEEDS.is_dir(), reason="seeds not available")
 def test_transcription_matches_seed_text():
     """Guard against typos in the literal tables above: every row appears in the seed as transcribed."""
-    text = (SEEDS / "rknn-memory-ownership-and-zero-copy.txt").read_text(encoding="utf-8")
+    text = require(SEEDS / "rknn-memory-ownership-and-zero-copy.txt").read_text(encoding="utf-8")
     seed_rows = {tuple(line.split()) for line in text.splitlines()}
     for table in (API_TABLE, QUERY_TABLE):
         for line in table.strip().splitlines():
