@@ -94,6 +94,20 @@ def _as_u8(name: str, view: Any) -> np.ndarray:
     return view.reshape(-1)
 
 
+def _execute(fn: Callable[[list, dict], Any], attrs: dict, readers: tuple, writers: tuple, node: Any) -> None:
+    """One prepared step: read the inputs, run the kernel, write the outputs; a non-NpuError failure becomes FAIL
+    naming the node."""
+    try:
+        results = fn([r() for r in readers], attrs)
+    except NpuError:
+        raise
+    except Exception as exc:
+        raise NpuError(ErrorCode.FAIL, f"node {node.name!r} ({node.display_type}) failed: {exc}") from exc
+    for write, y in zip(writers, results):
+        if write is not None:
+            write(y)
+
+
 class Executor:
     """Runs `compiled` over bound memory laid out by `plan` (default: the compiled model's own plan)."""
 
@@ -229,57 +243,41 @@ class Executor:
 
     # --- running ---------------------------------------------------------------------------------
 
-    def run(self) -> None:
-        """Execute the schedule once over the bound memory."""
+    def _check_bound(self) -> None:
         if not self._bound:
             raise NpuError(ErrorCode.INVALID_CONTEXT, "executor is not bound to memory; call bind() first")
+
+    def run(self) -> None:
+        """Execute the schedule once over the bound memory."""
+        self._check_bound()
         set_blas_threads(self._threads)
-        for fn, attrs, readers, writers, node in self._steps:
-            try:
-                results = fn([r() for r in readers], attrs)
-            except NpuError:
-                raise
-            except Exception as exc:
-                raise NpuError(ErrorCode.FAIL, f"node {node.name!r} ({node.display_type}) failed: {exc}") from exc
-            for write, y in zip(writers, results):
-                if write is not None:
-                    write(y)
+        for step in self._steps:
+            _execute(*step)
 
     def run_profiled(self) -> list[tuple[int, Any]]:
         """Execute once like `run`, returning [(microseconds, node)] per step (conversions included)."""
-        if not self._bound:
-            raise NpuError(ErrorCode.INVALID_CONTEXT, "executor is not bound to memory; call bind() first")
+        self._check_bound()
         set_blas_threads(self._threads)
         clock = time.perf_counter_ns
         timings = []
-        for fn, attrs, readers, writers, node in self._steps:
+        for step in self._steps:
             t0 = clock()
-            try:
-                results = fn([r() for r in readers], attrs)
-            except NpuError:
-                raise
-            except Exception as exc:
-                raise NpuError(ErrorCode.FAIL, f"node {node.name!r} ({node.display_type}) failed: {exc}") from exc
-            for write, y in zip(writers, results):
-                if write is not None:
-                    write(y)
-            timings.append(((clock() - t0) // 1000, node))
+            _execute(*step)
+            timings.append(((clock() - t0) // 1000, step[-1]))
         return timings
 
     # --- inspection ------------------------------------------------------------------------------
 
     def tensor_view(self, name: str) -> np.ndarray:
         """The stored bytes of activation `name` as a typed array in its native dims (a view of bound memory)."""
-        if not self._bound:
-            raise NpuError(ErrorCode.INVALID_CONTEXT, "executor is not bound to memory")
+        self._check_bound()
         st = self.model.storage[name]
         raw, off = self._views[name]
         return typed_view(raw, st.dtype.numpy_dtype, st.dims, off)
 
     def read_tensor(self, name: str) -> np.ndarray:
         """Activation `name` as a float32 logical array (a copy), decoded from its slot."""
-        if not self._bound:
-            raise NpuError(ErrorCode.INVALID_CONTEXT, "executor is not bound to memory")
+        self._check_bound()
         st = self.model.storage[name]
         raw, off = self._views[name]
         need = SlotReader.needs_scratch(st)
