@@ -275,15 +275,6 @@ class Executor:
         raw, off = self._views[name]
         return typed_view(raw, st.dtype.numpy_dtype, st.dims, off)
 
-    def read_tensor(self, name: str) -> np.ndarray:
-        """Activation `name` as a float32 logical array (a copy), decoded from its slot."""
-        self._check_bound()
-        st = self.model.storage[name]
-        raw, off = self._views[name]
-        need = SlotReader.needs_scratch(st)
-        reader = SlotReader(st, raw, off, np.empty(need, np.float32) if need else None)
-        return np.array(reader.read(), copy=True)
-
 
 def allocate(compiled: CompiledModel) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], list[np.ndarray]]:
     """Plain host buffers for a quick run: (weights filled from the model, internal, inputs, outputs)."""
