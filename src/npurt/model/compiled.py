@@ -79,11 +79,6 @@ class CompiledModel:
     def weight_size(self) -> int:
         return int(self.plan_data["weight_size"])
 
-    def weight_array(self, name: str, blob: np.ndarray | None = None) -> np.ndarray:
-        """The stored array of weight entry `name`, a view of `blob` (default: this model's blob)."""
-        return stored_view(self.weights[name], self.weight_blob if blob is None else blob,
-                           int(self.plan_data["weight_offsets"][name]))
-
     # --- persistence ------------------------------------------------------------------------------
 
     def to_bytes(self) -> bytes:
