@@ -48,7 +48,7 @@ from npurt.runtime.general import GeneralPath, InputData
 from npurt.runtime.loader import ModelFamily, load_family
 from npurt.runtime.options import PRIORITIES, ContextOptions, MemSize
 from npurt.runtime.perf import PerfCounters, op_timings, run_executor
-from npurt.runtime.weights import WeightStore
+from npurt.runtime.weights import WeightStore, weight_digest
 from npurt.runtime.zero_copy import ZeroCopyPath
 from npurt.tensor import Layout
 
@@ -144,8 +144,8 @@ class Context(GeneralPath, ZeroCopyPath):
         self._gen_set = [False] * n_in
         members = self.family.all()
         self.internal_capacity = max(int(self._plan_of(m).internal_size) for m in members)
-        digest = _digest(self.initial)
-        if any(m is not self.initial and _digest(m) != digest for m in members):
+        digest = weight_digest(self.initial)
+        if any(m is not self.initial and weight_digest(m) != digest for m in members):
             raise NpuError(ErrorCode.NOT_SUPPORTED, "the shapes of this dynamic-shape model lay their weights out "
                                                     "differently; one weight memory cannot serve them all")
         if self.options.info_only:
@@ -154,7 +154,8 @@ class Context(GeneralPath, ZeroCopyPath):
         if share_from is not None:
             share_from._require_live()
             store = share_from._weights
-            if store is None or store.digest != _digest(self.compiled) or store.size != self.compiled.plan.weight_size:
+            if store is None or store.digest != weight_digest(self.compiled) or \
+                    store.size != self.compiled.plan.weight_size:
                 raise NpuError(ErrorCode.INVALID_MODEL,
                                "cannot share weight memory: the model differs from the source context's model")
             self._weights = store.acquire()
@@ -560,8 +561,3 @@ def _check_plan(plan: Any, compiled: Any, dynamic: bool) -> None:
         if off < 0 or off + plan.sizes[name] > plan.internal_size or plan.sizes[name] < own.sizes[name]:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"the memory plan places {name!r} outside its "
                                                        f"{plan.internal_size}-byte arena or in too few bytes")
-
-
-def _digest(compiled: Any) -> str:
-    import hashlib
-    return hashlib.sha256(np.ascontiguousarray(compiled.weight_blob).view(np.uint8)).hexdigest()

@@ -17,6 +17,11 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.runtime.binding import MemRef
 
 
+def weight_digest(compiled: Any) -> str:
+    """The SHA-256 of a compiled model's weight blob: two models can share weight memory only if these match."""
+    return hashlib.sha256(np.ascontiguousarray(compiled.weight_blob).view(np.uint8)).hexdigest()
+
+
 class WeightStore:
     """See the module doc. `view()` is what the executor binds."""
 
@@ -24,7 +29,7 @@ class WeightStore:
                  model_view: np.ndarray | None = None) -> None:
         self.size = int(compiled.plan.weight_size)
         self.blob = compiled.weight_blob
-        self.digest = hashlib.sha256(np.ascontiguousarray(self.blob).view(np.uint8)).hexdigest()
+        self.digest = weight_digest(compiled)
         self.device = device
         self.outside = outside
         self.buffer = None              # runtime-owned weight buffer
