@@ -109,6 +109,8 @@ class Context(GeneralPath, ZeroCopyPath):
         self._out_bind: list[IoBinding | None] = []
         # op type -> custom-op kernel (npurt.rknn.custom_op); executors consult it; `release()` runs at teardown
         self.custom_ops: dict[str, Any] = {}
+        self._bound_to: Any = None         # the executor bound by the last run
+        self._device_released = False
         self.device = open_device(device.soc) if device is not None else open_device(soc, coherence)
         try:
             self.profile = self.device.profile
@@ -307,7 +309,7 @@ class Context(GeneralPath, ZeroCopyPath):
     @property
     def executor(self) -> Any:
         """The executor bound by the last run (None before the first run): for inspection (e.g. `tensor_view`)."""
-        return getattr(self, "_bound_to", None)
+        return self._bound_to
 
     def custom_string(self) -> str:
         return str((self.compiled.meta or {}).get("custom_string", ""))
@@ -411,7 +413,7 @@ class Context(GeneralPath, ZeroCopyPath):
             t0 = time.perf_counter_ns()
             self._check_ready()
             ex = self._executor()
-            if self._dirty or getattr(self, "_bound_to", None) is not ex:
+            if self._dirty or self._bound_to is not ex:
                 self._bind_executor(ex)
             keys = self._internal_ref.keys() if self._internal_ref is not None else []
             run_guard.enter(self.id, keys, "internal memory")
@@ -525,14 +527,12 @@ class Context(GeneralPath, ZeroCopyPath):
             self._weights = None
         self._executors = {}
         self._bound_to = None
-        for op in list(getattr(self, "custom_ops", {}).values()):
+        for op in list(self.custom_ops.values()):
             getattr(op, "release", lambda: None)()       # custom ops free their device memory, call destroy
         self.custom_ops = {}
-        if getattr(self, "device", None) is not None:
-            device, self.device_closed = self.device, True
-            if not getattr(self, "_device_released", False):
-                self._device_released = True
-                device.close()
+        if not self._device_released:      # a destroy that failed part-way must not close the device twice
+            self._device_released = True
+            self.device.close()
 
     def __enter__(self) -> "Context":
         return self

@@ -31,7 +31,6 @@ class WeightStore:
         self.blob = compiled.weight_blob
         self.digest = weight_digest(compiled)
         self.device = device
-        self.outside = outside
         self.buffer = None              # runtime-owned weight buffer
         self.ref: MemRef | None = None  # user-provided weight memory
         self.model_view = model_view    # zero-copy: the weights inside the model buffer
