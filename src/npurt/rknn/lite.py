@@ -24,7 +24,6 @@ ONNX model: `$NPURT_SOC`, else rk3588); `async_mode=True` is accepted and runs s
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import Any
@@ -53,10 +52,8 @@ class RKNNLite:
         self.verbose = bool(verbose)
         self.verbose_file = verbose_file
         self._model: bytes | None = None
-        self._model_path: str | None = None
         self._ctx: Any = None
         self._frame_id = 0
-        self._async = False
 
     # --- logging ----------------------------------------------------------------------------------------------------
     def _log(self, level: str, where: str, message: str) -> None:
@@ -89,7 +86,7 @@ class RKNNLite:
             self._log("E", "load_rknn", f"{path} is a vendor .rknn model, which only runs on the board; load the "
                                         f"ONNX model, or an .npurt compiled from it (npurt convert model.onnx)")
             return -1
-        self._model, self._model_path = data, os.fspath(path)
+        self._model = data
         self._log("I", "load_rknn", f"Load RKNN model {path} done ({len(data)} bytes)")
         return 0
 
@@ -136,7 +133,7 @@ class RKNNLite:
             return -1
         if async_mode:
             self._log("W", "init_runtime", "async_mode is accepted but npurt runs inference synchronously")
-        self._ctx, self._async, self._frame_id = ctx, bool(async_mode), 0
+        self._ctx, self._frame_id = ctx, 0
         self._log("I", "init_runtime", f"RKNN Runtime ready on {ctx.profile.name} (npurt)")
         return 0
 
