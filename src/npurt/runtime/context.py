@@ -272,7 +272,7 @@ class Context(GeneralPath, ZeroCopyPath):
         for shape_set in self.family.shape_sets:
             s = tuple(shape_set[index])
             shapes.append((s[0], s[2], s[3], s[1]) if attr.fmt is Layout.NHWC and len(s) == 4 else s)
-        return attr.name, (Layout.NHWC if attr.fmt is Layout.NHWC else attr.fmt), shapes
+        return attr.name, attr.fmt, shapes
 
     def mem_size(self) -> MemSize:
         """Weight and internal sizes the model needs, device memory this context allocated, SRAM figures."""
