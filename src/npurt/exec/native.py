@@ -152,6 +152,8 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 
 def prepare(node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[[], None] | None:
+    """A zero-argument step computing `node` directly on its slots, or None when the native path does not
+    handle it (op, layout or type) and the executor must use the generic read/kernel/write path."""
     op = node.op_type
     try:
         with np.errstate(all="ignore"):
@@ -161,21 +163,20 @@ def prepare(node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[
 
 
 def _prepare(op, node, kernel, attrs, ctx):
-    if True:
-        if op in UNARY:
-            return _unary(node, kernel, attrs, ctx)
-        if op in BINARY:
-            return _binary(node, kernel, attrs, ctx)
-        if op == "Concat":
-            return _concat(node, attrs, ctx)
-        if op == "Split":
-            return _split(node, ctx)
-        if op == "Conv":
-            return _conv(node, attrs, ctx)
-        if op in ("Reshape", "Flatten"):
-            return _unpack_reshape(node, ctx)
-        if op == "Resize" and attrs.get("mode", "nearest") == "nearest":
-            return _resize_nearest(node, kernel, attrs, ctx)
+    if op in UNARY:
+        return _unary(node, kernel, attrs, ctx)
+    if op in BINARY:
+        return _binary(node, kernel, attrs, ctx)
+    if op == "Concat":
+        return _concat(node, attrs, ctx)
+    if op == "Split":
+        return _split(node, ctx)
+    if op == "Conv":
+        return _conv(node, attrs, ctx)
+    if op in ("Reshape", "Flatten"):
+        return _unpack_reshape(node, ctx)
+    if op == "Resize" and attrs.get("mode", "nearest") == "nearest":
+        return _resize_nearest(node, kernel, attrs, ctx)
     return None
 
 
