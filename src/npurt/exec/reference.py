@@ -51,7 +51,7 @@ def run_reference(
     graph = model.graph
     opset = default_opset(model)
 
-    # step 1: initializers, then feeds (a feed overrides an initializer of the same name)
+    # feeds after initializers: a feed overrides an initializer of the same name
     values: dict[str, np.ndarray] = {}
     for init in graph.initializer:
         values[init.name] = _as_float32(numpy_helper.to_array(init))
@@ -61,7 +61,6 @@ def run_reference(
         if inp.name not in values:
             raise NpuError(ErrorCode.INVALID_INPUT, f"missing input '{inp.name}'; fed: {sorted(feeds)}")
 
-    # step 2: execute nodes in the order given
     for i, node in enumerate(graph.node):
         label = node.name or f"#{i}"
         if node.domain not in ("", "ai.onnx"):
@@ -87,7 +86,6 @@ def run_reference(
             if name:
                 values[name] = _as_float32(np.asarray(val))
 
-    # step 3: select the results
     if intermediates:
         return values
     names = list(outputs) if outputs is not None else [o.name for o in graph.output]
