@@ -49,6 +49,18 @@ def _issue_alloc(ctx_handle: int, buf: Any, release: Any = None) -> rknn_tensor_
     return mem
 
 
+def _alloc_no_context(soc: str | None, size: int, placement: str, cacheable: bool) -> rknn_tensor_mem:
+    """RKNN_MEM_FLAG_ALLOC_NO_CONTEXT memory: it holds a device reference of its own (so it outlives every
+    context), dropped when the memory is destroyed."""
+    device = open_device(soc)
+    try:
+        buf = device.alloc(size, placement=placement, cacheable=cacheable, owner="rknn_no_context", name="tensor")
+    except BaseException:
+        device.close()
+        raise
+    return _issue_alloc(0, buf, release=device.close)
+
+
 @mirror("rknn_create_mem", failure=None)
 def rknn_create_mem(ctx: Any, size: int) -> rknn_tensor_mem | None:
     """Allocate `size` bytes of cacheable runtime memory; the struct (virt_addr, phys_addr, fd, size) or None."""
@@ -74,25 +86,11 @@ def rknn_create_mem2(ctx: Any, size: int, alloc_flags: int) -> rknn_tensor_mem |
     cacheable = not alloc_flags & c.RKNN_FLAG_MEMORY_NON_CACHEABLE
     if no_context and not ctx_value(ctx):
         require_api("rknn_create_mem2")
-        device = open_device()
-        try:
-            buf = device.alloc(size, placement=placement, cacheable=cacheable, owner="rknn_no_context",
-                               name="tensor")
-        except BaseException:
-            device.close()
-            raise
-        return _issue_alloc(0, buf, release=device.close)
+        return _alloc_no_context(None, size, placement, cacheable)
     obj = any_ctx(ctx)
     require_api("rknn_create_mem2", obj.device.profile)
     if no_context:
-        device = open_device(obj.device.soc)
-        try:
-            buf = device.alloc(size, placement=placement, cacheable=cacheable, owner="rknn_no_context",
-                               name="tensor")
-        except BaseException:
-            device.close()
-            raise
-        return _issue_alloc(0, buf, release=device.close)
+        return _alloc_no_context(obj.device.soc, size, placement, cacheable)
     if placement == "sram_first" and not obj.device.profile.sram_size:
         log.warning(f"rknn_create_mem2: {obj.device.soc} has no NPU SRAM; allocating in DDR")
     buf = obj.device.alloc(size, placement=placement, cacheable=cacheable, owner=_owner(obj), name="tensor")
