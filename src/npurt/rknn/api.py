@@ -165,9 +165,21 @@ def _model_source(model: Any, size: int, flag: int, ext: rknn_init_extend | None
     return bytes(data), None
 
 
-def _register(context: Context, flag: int) -> RknnContext:
-    obj = RknnContext(context=context, flags=flag, device=open_device(context.device.soc))
-    obj.handle = handles.contexts.add(obj, "rknn")
+def _register(context: Context, flag: int, out: Any) -> RknnContext:
+    """Give `context` a handle and write it to the out-parameter `out`. On failure nothing stays registered, the
+    device reference is dropped and `context` is destroyed."""
+    obj = None
+    try:
+        obj = RknnContext(context=context, flags=flag, device=open_device(context.device.soc))
+        obj.handle = handles.contexts.add(obj, "rknn")
+        store_ctx(out, obj.handle)
+    except BaseException:
+        if obj is not None:
+            if obj.handle:
+                handles.contexts.remove(obj.handle)
+            obj.device.close()
+        context.destroy()
+        raise
     return obj
 
 
@@ -200,8 +212,7 @@ def rknn_init(ctx: Any, model: Any, size: int, flag: int, extend: Any) -> int:
     require_api("rknn_init", profile)
     if ctx is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "ctx is NULL")
-    store_ctx_check = ctx_value(ctx)
-    if store_ctx_check is None:
+    if ctx_value(ctx) is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"ctx must be an rknn_context, got {type(ctx).__name__}")
     if isinstance(flag, bool) or not isinstance(flag, int) or flag < 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid flag: {flag!r}")
@@ -220,15 +231,7 @@ def rknn_init(ctx: Any, model: Any, size: int, flag: int, extend: Any) -> int:
                           share_weights_with=share_from, model_buffer=model_buffer, log=log.runtime_sink)
     finally:
         device.close()
-    try:
-        obj = _register(context, flag)
-        store_ctx(ctx, obj.handle)
-    except BaseException:
-        if "obj" in locals():
-            handles.contexts.remove(obj.handle)
-            obj.device.close()
-        context.destroy()
-        raise
+    obj = _register(context, flag, ctx)
     log.info(f"RKNN Runtime Information, librknnrt version: 2.5.0 (npurt), driver version: 0.9.8, "
              f"target: {profile.name}")
     _memory_report(obj)
@@ -242,16 +245,7 @@ def rknn_dup_context(ctx_in: Any, ctx_out: Any) -> int:
     require_api("rknn_dup_context", obj.device.profile)
     if ctx_out is None or ctx_value(ctx_out) is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "ctx_out must be an rknn_context")
-    context = obj.context.dup()
-    try:
-        new = _register(context, obj.flags)
-        store_ctx(ctx_out, new.handle)
-    except BaseException:
-        if "new" in locals():
-            handles.contexts.remove(new.handle)
-            new.device.close()
-        context.destroy()
-        raise
+    _register(obj.context.dup(), obj.flags, ctx_out)
     return c.RKNN_SUCC
 
 
