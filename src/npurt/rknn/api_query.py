@@ -157,8 +157,8 @@ def _fill_mem_size(result: rknn_mem_size, obj: RknnContext) -> None:
 
 def _fill_device_mem(result: rknn_tensor_mem, context: Any) -> None:
     """The runtime's own model (weight) buffer: where the mini runtime keeps the model it loaded."""
-    store = context._weights
-    buf = getattr(store, "buffer", None) if store is not None else None
+    store = context.weight_store
+    buf = store.buffer if store is not None else None
     if buf is None or not buf.alive:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "the runtime holds no model buffer of its own for this context "
                                                    "(weights are outside or zero-copy)")
