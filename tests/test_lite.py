@@ -110,6 +110,19 @@ def test_dynamic_shape_from_the_input_arrays(tmp_path):
     rknn.release()
 
 
+def test_load_rknn_rejects_a_non_path_and_leaves_an_fd_alone(onnx_file, capsys):
+    # an int used to reach open() as a file descriptor: the model was read from it, the caller's fd was closed,
+    # and a TypeError escaped instead of the vendor's -1
+    fd = os.open(onnx_file, os.O_RDONLY)
+    try:
+        rknn = RKNNLite()
+        assert rknn.load_rknn(fd) == -1
+        assert "E load_rknn:" in capsys.readouterr().err
+        os.fstat(fd)                                  # still open
+    finally:
+        os.close(fd)
+
+
 def test_vendor_statuses_and_error_lines(onnx_file, tmp_path, capsys):
     rknn = RKNNLite()
     assert rknn.inference(inputs=[image()]) is None

@@ -24,6 +24,7 @@ ONNX model: `$NPURT_SOC`, else rk3588); `async_mode=True` is accepted and runs s
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
@@ -73,6 +74,10 @@ class RKNNLite:
     # --- model and runtime ---------------------------------------------------------------------------------------
     def load_rknn(self, path: str) -> int:
         """Read the model file (`.npurt` or `.onnx`; a vendor `.rknn` is not readable off the board). 0 / -1."""
+        if not isinstance(path, (str, bytes, os.PathLike)):     # open() would take an int as an fd and close it
+            self._log("E", "load_rknn", f"Catch exception when loading RKNN model [{path!r}]: the path must be a "
+                                        f"str or os.PathLike, got {type(path).__name__}")
+            return -1
         try:
             with open(path, "rb") as f:
                 data = f.read()
