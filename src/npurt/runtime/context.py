@@ -457,10 +457,7 @@ class Context(GeneralPath, ZeroCopyPath):
             if compiled is self.compiled:
                 return
             self.compiled = compiled
-            for table in (self._in_bind, self._out_bind):
-                for i, b in enumerate(table):
-                    self._drop_binding(b)
-                    table[i] = None
+            self._unbind_all()
             self._gen_set = [False] * self.n_inputs
             self._ran = False
             self._dirty = True
@@ -508,10 +505,7 @@ class Context(GeneralPath, ZeroCopyPath):
             self.destroyed = True
 
     def _release_all(self) -> None:
-        for table in (self._in_bind, self._out_bind):
-            for i, b in enumerate(table):
-                self._drop_binding(b)
-                table[i] = None
+        self._unbind_all()
         for table in (self._gen_in, self._gen_out):
             for i, buf in enumerate(table):
                 if buf is not None and buf.alive:

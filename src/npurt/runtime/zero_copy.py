@@ -78,6 +78,13 @@ class ZeroCopyPath:
         if binding is not None and binding.staging is not None and binding.staging.alive:
             binding.staging.free()
 
+    def _unbind_all(self) -> None:
+        """Forget every binding, freeing the staging buffers the runtime allocated for them."""
+        for table in (self._in_bind, self._out_bind):
+            for i, b in enumerate(table):
+                self._drop_binding(b)
+                table[i] = None
+
     def bindings(self) -> tuple[list[IoBinding | None], list[IoBinding | None]]:
         """The current zero-copy bindings (inputs, outputs)."""
         return list(self._in_bind), list(self._out_bind)
