@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from npurt.errors import ErrorCode, NpuError
@@ -94,7 +94,6 @@ class MemRecord:
     offset: int
     release: Callable[[], None] | None = None
     label: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def no_context(self) -> bool:

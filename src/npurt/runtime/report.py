@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from npurt.plan.model_report import memory_rows
-from npurt.plan.report import MemoryRow, MemoryTotals, format_memory_table, memory_table_dict
+from npurt.plan.report import MemoryRow, MemoryTotals, format_memory_table
 
 
 @dataclass(frozen=True)
@@ -66,9 +66,3 @@ def context_table(ctx: Any) -> str:
     """The table and totals of `ctx`, as text."""
     rows, totals, sram = context_rows(ctx)
     return format_memory_table(rows, totals, sram)
-
-
-def context_table_dict(ctx: Any) -> dict:
-    """The same as a JSON-able dict (`npurt.plan.report.memory_table_dict`)."""
-    rows, totals, sram = context_rows(ctx)
-    return memory_table_dict(rows, totals, sram)
