@@ -86,6 +86,19 @@ def test_bitmap_first_fit_and_fragmentation():
         SramBitmap(1000)
 
 
+def test_bitmap_release_past_the_end_is_refused():
+    bm = SramBitmap(2 * PAGE_SIZE)
+    bm.allocate(PAGE_SIZE)
+    b = bm.allocate(PAGE_SIZE)
+    with pytest.raises(NpuError) as e:
+        bm.release(b, 2 * PAGE_SIZE)        # page 1 is in use, page 2 does not exist
+    assert e.value.code == ErrorCode.INVALID_HANDLE
+    assert bm.pages == 2 and len(bm.dump().splitlines()[1]) == len("[000] [**]")
+    assert bm.used == 2 * PAGE_SIZE
+    bm.release(b, PAGE_SIZE)
+    assert bm.used == PAGE_SIZE
+
+
 def test_sram_buffer_lives_in_the_sram_memfd(dev):
     buf = dev.alloc(10_000, placement="sram")
     assert buf.placement == "sram" and buf.sram_size == 3 * PAGE_SIZE and buf.ddr_size == 0

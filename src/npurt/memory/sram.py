@@ -87,7 +87,8 @@ class SramBitmap:
     def release(self, offset: int, nbytes: int) -> None:
         """Mark the pages of [offset, offset + nbytes) free again."""
         start, n = offset // PAGE_SIZE, (nbytes + PAGE_SIZE - 1) // PAGE_SIZE
-        if any(b == 0 for b in self._used[start:start + n]):
+        # A range past the end would make the slice assignment below grow the bitmap (bytearray semantics).
+        if start < 0 or start + n > self.pages or any(b == 0 for b in self._used[start:start + n]):
             raise NpuError(ErrorCode.INVALID_HANDLE, f"SRAM pages [{start}, {start + n}) are not all in use")
         self._used[start:start + n] = bytes(n)
         self.used_pages -= n
