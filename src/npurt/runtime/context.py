@@ -200,6 +200,12 @@ class Context(GeneralPath, ZeroCopyPath):
             raise NpuError(ErrorCode.INVALID_ARGUMENT,
                            f"{what}: the context was created with RKNN_FLAG_COLLECT_MODEL_INFO_ONLY (query only)")
 
+    def _require_io_mode_not(self, other: str) -> None:
+        """The general and zero-copy paths cannot be mixed on one context: fail if `other` is already in use."""
+        if self.io_mode == other:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "the general API (inputs_set/outputs_get) and the zero-copy "
+                                                       "API (set_io_mem) cannot be mixed on one context")
+
     @contextlib.contextmanager
     def _busy(self, what: str) -> Iterator[None]:
         """Hold the context for one call; BUSY at once if another thread holds it (no waiting)."""

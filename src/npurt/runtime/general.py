@@ -60,9 +60,7 @@ class GeneralPath:
         """General path: convert each user input (normalise, quantise, lay out, pad) into runtime memory."""
         with self._busy("inputs_set"):
             self._require_runnable("inputs_set")
-            if self.io_mode == "zero_copy":
-                raise NpuError(ErrorCode.INVALID_ARGUMENT, "the general API (inputs_set/outputs_get) and the zero-copy "
-                                                           "API (set_io_mem) cannot be mixed on one context")
+            self._require_io_mode_not("zero_copy")
             if not self.options.flush_inputs:
                 raise NpuError(ErrorCode.INVALID_ARGUMENT, "RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE must not be "
                                                            "combined with rknn_inputs_set")
@@ -106,9 +104,7 @@ class GeneralPath:
         (want_float) or the model's output type."""
         with self._busy("outputs_get"):
             self._require_runnable("outputs_get")
-            if self.io_mode == "zero_copy":
-                raise NpuError(ErrorCode.INVALID_ARGUMENT, "the general API (inputs_set/outputs_get) and the zero-copy "
-                                                           "API (set_io_mem) cannot be mixed on one context")
+            self._require_io_mode_not("zero_copy")
             if not self.options.invalidate_outputs:
                 raise NpuError(ErrorCode.INVALID_ARGUMENT, "RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE must not be "
                                                            "combined with rknn_outputs_get")

@@ -44,9 +44,7 @@ class ZeroCopyPath:
         directly; another format is converted by the runtime around each run. Returns (is_input, index)."""
         with self._busy("set_io_mem"):
             self._require_runnable("set_io_mem")
-            if self.io_mode == "general":
-                raise NpuError(ErrorCode.INVALID_ARGUMENT, "the general API (inputs_set/outputs_get) and the zero-copy "
-                                                           "API (set_io_mem) cannot be mixed on one context")
+            self._require_io_mode_not("general")
             if self.options.internal_outside and self._internal_ref is None and self.internal_capacity:
                 raise NpuError(ErrorCode.INVALID_ARGUMENT, "You must call rknn_set_internal_mem before "
                                                            "rknn_set_io_mem!")
