@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -94,6 +94,13 @@ def read_user_input(user: TensorAttr, raw: np.ndarray, shape: Sequence[int]) -> 
         return arr, "nhwc"
     count = math.prod(shape)
     return raw[:count * dt.itemsize].view(dt).reshape(tuple(shape)), "nchw"
+
+
+def normalisation(compiled: Any, index: int) -> tuple[Any, Any]:
+    """(mean, std) the compiled model applies to input `index`; (None, None) when it has none."""
+    mean = compiled.mean[index] if compiled.mean else None
+    std = compiled.std[index] if compiled.std else None
+    return mean, std
 
 
 def pack_user_input(user: TensorAttr, native: TensorAttr, src: np.ndarray, dst: np.ndarray,

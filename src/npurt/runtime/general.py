@@ -92,9 +92,7 @@ class GeneralPath:
                 plans.append((item.index, user, native, shape, raw))
             for index, user, native, shape, raw in plans:
                 dst = self._general_buffer(True, index).device_view(np.uint8)
-                mean = self.compiled.mean[index] if self.compiled.mean else None
-                std = self.compiled.std[index] if self.compiled.std else None
-                convert.pack_user_input(user, native, raw, dst, shape, mean, std)
+                convert.pack_user_input(user, native, raw, dst, shape, *convert.normalisation(self.compiled, index))
                 self._gen_set[index] = True
             self.io_mode = "general"
 

@@ -102,10 +102,8 @@ class ZeroCopyPath:
                 self.coherence_violations.append(msg)
                 self._log("warning", msg)
             if b.staging is not None:
-                mean = self.compiled.mean[b.index] if self.compiled.mean else None
-                std = self.compiled.std[b.index] if self.compiled.std else None
                 convert.pack_user_input(b.user, b.native, b.ref.device_u8(), b.staging.device_view(np.uint8),
-                                        b.shape, mean, std)
+                                        b.shape, *convert.normalisation(self.compiled, b.index))
 
     def _zero_copy_after_run(self) -> None:
         """After a run: conversion of outputs bound in another format, then the runtime's invalidate of
