@@ -83,3 +83,25 @@ def test_imported_window_is_sent_with_its_offset(dev):
         proc.wait(timeout=30)
     buf.free()
     os.close(fd)
+
+
+def test_recv_from_a_closed_peer_or_garbage_is_invalid_argument():
+    from npurt.errors import ErrorCode, NpuError
+    from npurt.memory import recv_buffer
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    fd = os.memfd_create("garbage")
+    fds_before = open_fds()
+    try:
+        socket.send_fds(a, [b"not json"], [fd])
+        with pytest.raises(NpuError) as err:
+            recv_buffer(b)
+        assert err.value.code == ErrorCode.INVALID_ARGUMENT
+        assert open_fds() == fds_before                          # the received fd was closed
+        a.close()
+        with pytest.raises(NpuError) as err:                      # the peer is gone: no data at all
+            recv_buffer(b)
+        assert err.value.code == ErrorCode.INVALID_ARGUMENT
+    finally:
+        a.close()
+        b.close()
+        os.close(fd)

@@ -104,13 +104,18 @@ def send_buffer(sock: socket.socket, buf: Buffer) -> None:
 def recv_buffer(sock: socket.socket, dtype=np.uint8, shape=None) -> np.ndarray:
     """Receive a buffer sent by `send_buffer` and return a view of the shared memory (its own mapping).
 
-    The received fds are closed once mapped; the view keeps the mapping alive.
+    The received fds are closed once mapped; the view keeps the mapping alive. INVALID_ARGUMENT when what
+    arrives is not a `send_buffer` message (or the peer closed the socket); the fds are closed then too.
     """
     data, fds, _, _ = socket.recv_fds(sock, 65536, 16)
     try:
-        header = json.loads(data.decode())
-        parts = header["parts"]
-        if len(parts) != len(fds):
+        try:
+            header = json.loads(data.decode())
+            parts, size = header["parts"], header["size"]
+        except (ValueError, KeyError, TypeError) as exc:       # also a peer that closed: no data at all
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"no send_buffer header received ({len(data)} bytes): "
+                                                       f"{exc}") from None
+        if not parts or len(parts) != len(fds):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, "fd count does not match the buffer layout")
         first_off = parts[0][0]
         lead = first_off % PAGE_SIZE
@@ -120,4 +125,4 @@ def recv_buffer(sock: socket.socket, dtype=np.uint8, shape=None) -> np.ndarray:
     finally:
         for fd in fds:
             os.close(fd)
-    return typed_view(ndarray_at(mapping, lead, header["size"]), dtype, shape)
+    return typed_view(ndarray_at(mapping, lead, size), dtype, shape)
