@@ -41,6 +41,11 @@ def _invalid(msg: str) -> NpuError:
     return NpuError(ErrorCode.INVALID_MODEL, msg)
 
 
+def _blob_offset(manifest_len: int) -> int:
+    """Where the blob starts: the manifest end rounded up to `_BLOB_ALIGN`."""
+    return -(-(HEADER_SIZE + manifest_len) // _BLOB_ALIGN) * _BLOB_ALIGN
+
+
 def encode(soc: str, manifest: dict, blob: np.ndarray) -> bytes:
     """The file bytes for a manifest and a uint8 weights blob."""
     mbytes = json.dumps(manifest, separators=(",", ":")).encode()
@@ -48,7 +53,7 @@ def encode(soc: str, manifest: dict, blob: np.ndarray) -> bytes:
     digest = hashlib.sha256(mbytes + bbytes).digest()
     header = _HEADER.pack(MAGIC, FORMAT_VERSION, HEADER_SIZE, soc.encode("ascii")[:16], len(mbytes), len(bbytes),
                           digest)
-    blob_offset = -(-(HEADER_SIZE + len(mbytes)) // _BLOB_ALIGN) * _BLOB_ALIGN
+    blob_offset = _blob_offset(len(mbytes))
     pad = blob_offset - HEADER_SIZE - len(mbytes)
     return header.ljust(HEADER_SIZE, b"\0") + mbytes + b"\0" * pad + bbytes
 
@@ -66,7 +71,7 @@ def decode(data: bytes | bytearray | memoryview) -> tuple[str, dict, np.ndarray]
                        f"{FORMAT_VERSION})")
     if hsize != HEADER_SIZE:
         raise _invalid(f"bad header size {hsize}")
-    blob_offset = -(-(HEADER_SIZE + mlen) // _BLOB_ALIGN) * _BLOB_ALIGN
+    blob_offset = _blob_offset(mlen)
     if blob_offset + blen != len(data):
         raise _invalid(f"npurt model is truncated or has trailing bytes: expected {blob_offset + blen} bytes, "
                        f"got {len(data)}")
