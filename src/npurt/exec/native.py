@@ -519,7 +519,7 @@ def _fold_act(attrs, inv: float, zp: float) -> tuple[float, float] | None:
     return None
 
 
-def _input_filler(si, ki, lay, x: np.ndarray, interior: np.ndarray, as_nhwc: bool):
+def _input_filler(si, lay, x: np.ndarray, interior: np.ndarray, as_nhwc: bool):
     """A function writing the conv input slot `x` as float32 into `interior` (NHWC (H, W, C1*C2 | C) when
     `as_nhwc`, else native (C1, H, W, C2)): a casting copy. int8 values stay quantised (the conv folds the input
     scale into its weights and the zero point into its bias; the padded border holds the zero point)."""
@@ -578,7 +578,7 @@ def _dense(node, attrs, ctx, si, ki, lay, so, w, b, kshape, strides, pb, pe, out
     xp = ctx.padded((hp, wp, cp))
     edges = [e for e in (xp[:pb[0]], xp[pb[0] + h:], xp[pb[0]:pb[0] + h, :pb[1]], xp[pb[0]:pb[0] + h, pb[1] + wd:])
              if e.size]
-    fill = _input_filler(si, ki, lay, x, xp[pb[0]:pb[0] + h, pb[1]:pb[1] + wd, :c if lay == "nhwc" else cp],
+    fill = _input_filler(si, lay, x, xp[pb[0]:pb[0] + h, pb[1]:pb[1] + wd, :c if lay == "nhwc" else cp],
                          as_nhwc=True)
     k = kh * kw * cp
     taps = []
@@ -660,7 +660,7 @@ def _depthwise(node, attrs, ctx, si, ki, so, w, b, kshape, strides, pb, pe, out)
         j0 = (w0 + pb[1]) // sw
         edges += [xph[:, pb[0]:pb[0] + h, p, :j0], xph[:, pb[0]:pb[0] + h, p, j0 + cnt:]]
         interior = xph[:, pb[0]:pb[0] + h, p, j0:j0 + cnt, :]
-        fills.append(_input_filler(si, ki, "nc1hwc2", x[None, :, :, w0::sw, :], interior, as_nhwc=False))
+        fills.append(_input_filler(si, "nc1hwc2", x[None, :, :, w0::sw, :], interior, as_nhwc=False))
     int8 = so.dtype is DType.INT8
     quant = _fold_act(attrs, 1.0 / so.scale, float(so.zp)) if int8 else None
     if quant is not None:
