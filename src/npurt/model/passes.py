@@ -64,7 +64,7 @@ def fold_constants(graph: Graph, evaluate: NodeEvaluator) -> Graph:
         if node.op_type in ("Shape", "Size") and node.inputs[0] not in graph.constants:
             shape = graph.tensor(node.inputs[0]).shape
             if shape is not None:
-                value = _static_shape_op(node, shape, graph.opset)
+                value = _static_shape_op(node, shape)
                 graph.constants[node.outputs[0]] = value
                 continue
         real_inputs = [i for i in node.inputs if i]
@@ -89,7 +89,7 @@ def fold_constants(graph: Graph, evaluate: NodeEvaluator) -> Graph:
     return graph.link()
 
 
-def _static_shape_op(node: Node, shape: tuple[int, ...], opset: int) -> np.ndarray:
+def _static_shape_op(node: Node, shape: tuple[int, ...]) -> np.ndarray:
     if node.op_type == "Size":
         return np.array(int(np.prod(shape)), np.int64)
     start = node.attrs.get("start", 0)
