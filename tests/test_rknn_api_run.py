@@ -159,6 +159,15 @@ def test_outputs_get_prealloc_and_release():
     foreign = (rknn_output * 1)()
     foreign[0].buf = dst.ctypes.data
     assert rknn_outputs_release(ctx, 1, foreign) == RKNN_ERR_PARAM_INVALID
+    # the same runtime buffer listed twice is refused before anything is freed
+    got = (rknn_output * 2)()
+    got[0].want_float = 1
+    rknn_outputs_get(ctx, 1, got, None)
+    got[1].buf, got[1].index = got[0].buf, 0
+    assert rknn_outputs_release(ctx, 2, got) == RKNN_ERR_PARAM_INVALID
+    assert got[0].buf and output_view(got[0]).size == 320    # still allocated and readable
+    got[1].buf = None
+    assert rknn_outputs_release(ctx, 1, got) == RKNN_SUCC and not got[0].buf
     rknn_destroy(ctx)
 
 

@@ -375,10 +375,16 @@ def rknn_outputs_release(ctx: Any, n_outputs: int, outputs: Any) -> int:
     obj = get_ctx(ctx)
     require_api("rknn_outputs_release", obj.device.profile)
     items = struct_list(outputs, n_outputs, rknn_output, "outputs")
+    listed: set[int] = set()
     for out in items:
-        if not out.is_prealloc and out.buf and out.buf not in obj.outputs:
+        if out.is_prealloc or not out.buf:
+            continue
+        if out.buf not in obj.outputs:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"outputs[{out.index}].buf 0x{out.buf:x} was not allocated by "
                                                        f"rknn_outputs_get of this context")
+        if out.buf in listed:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"outputs[{out.index}].buf 0x{out.buf:x} is listed twice")
+        listed.add(out.buf)
     for out in items:
         if out.is_prealloc or not out.buf:
             continue
