@@ -519,6 +519,20 @@ def _fold_act(attrs, inv: float, zp: float) -> tuple[float, float] | None:
     return None
 
 
+def _requantize(y: np.ndarray, attrs, bounds: tuple[float, float] | None, inv, zp) -> None:
+    """In place, an int8 conv result to its stored codes: one clamp when `_fold_act` folded the activation into the
+    quantised domain (`bounds`), else the activation, scale and zero point, saturation; then rounding."""
+    if bounds is not None:
+        np.clip(y, bounds[0], bounds[1], out=y)
+    else:
+        from npurt.exec.kernels import apply_activation
+        apply_activation(y, attrs)
+        np.multiply(y, inv, out=y)
+        np.add(y, zp, out=y)
+        np.clip(y, -128, 127, out=y)
+    np.rint(y, out=y)
+
+
 def _input_filler(si, lay, x: np.ndarray, interior: np.ndarray, as_nhwc: bool):
     """A function writing the conv input slot `x` as float32 into `interior` (NHWC (H, W, C1*C2 | C) when
     `as_nhwc`, else native (C1, H, W, C2)): a casting copy. int8 values stay quantised (the conv folds the input
@@ -600,6 +614,7 @@ def _dense(node, attrs, ctx, si, ki, lay, so, w, b, kshape, strides, pb, pe, out
     src = stored.view(unit).reshape(ho * wo, o1).T
     pads = _pads(so, o)
     lohi = quant
+    out_inv, out_zp = (np.float32(1.0 / so.scale), np.float32(so.zp)) if ko_int8 else (None, None)
 
     def run() -> None:
         for e in edges:
@@ -610,14 +625,7 @@ def _dense(node, attrs, ctx, si, ki, lay, so, w, b, kshape, strides, pb, pe, out
         np.matmul(a2, wm, out=y)
         np.add(y, bias, out=y)
         if ko_int8:
-            if lohi is not None:
-                np.clip(y, lohi[0], lohi[1], out=y)
-            else:
-                apply_activation(y, attrs)
-                np.multiply(y, np.float32(1.0 / so.scale), out=y)
-                np.add(y, np.float32(so.zp), out=y)
-                np.clip(y, -128, 127, out=y)
-            np.rint(y, out=y)
+            _requantize(y, attrs, lohi, out_inv, out_zp)
         else:
             apply_activation(y, attrs)
         np.copyto(stored, y, casting="unsafe")
@@ -710,14 +718,7 @@ def _depthwise(node, attrs, ctx, si, ki, so, w, b, kshape, strides, pb, pe, out)
                 np.add(acc, tmp, out=acc)
             np.add(acc, bb, out=acc)
             if int8:
-                if quant is not None:
-                    np.clip(acc, quant[0], quant[1], out=acc)
-                else:
-                    apply_activation(acc, attrs)
-                    np.multiply(acc, inv, out=acc)
-                    np.add(acc, zp, out=acc)
-                    np.clip(acc, -128, 127, out=acc)
-                np.rint(acc, out=acc)
+                _requantize(acc, attrs, quant, inv, zp)
             else:
                 apply_activation(acc, attrs)
             np.copyto(dst, acc, casting="unsafe")
