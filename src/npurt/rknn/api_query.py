@@ -13,7 +13,7 @@ from typing import Any
 from npurt._version import __version__
 from npurt.errors import ErrorCode, NpuError
 from npurt.rknn import constants as c
-from npurt.rknn.api_common import LAYOUT_TO_FMT, RknnContext, fill_attr, get_ctx, mirror, require_api
+from npurt.rknn.api_common import LAYOUT_TO_FMT, RknnContext, fill_attr, get_ctx, mirror, require_api, struct_arg
 from npurt.rknn.structs import (rknn_custom_string, rknn_input_output_num, rknn_input_range, rknn_mem_size,
                                 rknn_perf_detail, rknn_perf_run, rknn_sdk_version, rknn_tensor_attr, rknn_tensor_mem)
 
@@ -57,14 +57,12 @@ _INFO_ONLY_OK = {c.RKNN_QUERY_IN_OUT_NUM, c.RKNN_QUERY_INPUT_ATTR, c.RKNN_QUERY_
 
 
 def _info(info: Any, cls: type) -> Any:
-    if isinstance(info, cls):
-        return info
-    if isinstance(info, ctypes._Pointer) and getattr(info, "_type_", None) is cls and info:
-        return info.contents
-    inner = getattr(info, "_obj", None)
-    if isinstance(inner, cls):
-        return inner
-    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"info must be an {cls.__name__}, got {type(info).__name__}")
+    """`struct_arg` with the query's own wording for a wrong `info`."""
+    try:
+        return struct_arg(info, cls, "info")
+    except NpuError:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                       f"info must be an {cls.__name__}, got {type(info).__name__}") from None
 
 
 def _copy_into(dst: Any, src: Any) -> None:
