@@ -21,6 +21,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.model import file_format
 from npurt.model.attrs import TensorAttr, TensorStorage
 from npurt.model.ir import Graph, Node, TensorInfo
+from npurt.model.onnx_import import attribute_value
 from npurt.model.weights import WeightEntry, stored_view
 
 if TYPE_CHECKING:
@@ -130,14 +131,7 @@ def _node_from_json(d: dict[str, Any]) -> Node:
     for k, b64 in d["attrs"].items():
         a = onnx.AttributeProto()
         a.ParseFromString(base64.b64decode(b64))
-        v = helper.get_attribute_value(a)
-        if isinstance(v, onnx.TensorProto):
-            v = numpy_helper.to_array(v)
-        elif isinstance(v, bytes):
-            v = v.decode("utf-8", "replace")
-        elif isinstance(v, list) and v and isinstance(v[0], bytes):
-            v = [x.decode("utf-8", "replace") for x in v]
-        attrs[k] = v
+        attrs[k] = attribute_value(a)
     p = d["activation_params"]
     return Node(d["name"], d["op_type"], list(d["inputs"]), list(d["outputs"]), attrs, d["activation"],
                 tuple(p) if p is not None else None, d.get("domain", ""))

@@ -170,22 +170,27 @@ def _constant_value(node: onnx.NodeProto) -> np.ndarray:
     raise NpuError(ErrorCode.NOT_SUPPORTED, f"Constant node {node.name!r}: unsupported value attribute")
 
 
+def attribute_value(a: onnx.AttributeProto) -> Any:
+    """An attribute as plain Python: tensors as numpy arrays, strings decoded."""
+    value = helper.get_attribute_value(a)
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode("utf-8", "replace") for v in value]
+    if isinstance(value, list) and value and isinstance(value[0], onnx.TensorProto):
+        return [numpy_helper.to_array(v) for v in value]
+    return value
+
+
 def _attr_values(node: onnx.NodeProto) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
     for a in node.attribute:
         if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             raise NpuError(ErrorCode.NOT_SUPPORTED,
                            f"node {node.name!r} ({node.op_type}): subgraph attributes are not supported")
-        value = helper.get_attribute_value(a)
-        if isinstance(value, onnx.TensorProto):
-            value = numpy_helper.to_array(value)
-        elif isinstance(value, bytes):
-            value = value.decode("utf-8", "replace")
-        elif isinstance(value, list) and value and isinstance(value[0], bytes):
-            value = [v.decode("utf-8", "replace") for v in value]
-        elif isinstance(value, list) and value and isinstance(value[0], onnx.TensorProto):
-            value = [numpy_helper.to_array(v) for v in value]
-        attrs[a.name] = value
+        attrs[a.name] = attribute_value(a)
     return attrs
 
 
