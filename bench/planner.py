@@ -6,12 +6,13 @@ Run: `python bench/planner.py [--quick]`.
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 from npurt.plan import check, greedy_by_size, read_csv, solve
 
-BENCH_DIR = Path(__file__).resolve().parents[2] / "shared" / "planner-benchmarks"
+BENCH_DIR = Path(os.environ.get("NPURT_SHARED") or Path(__file__).resolve().parents[2] / "shared") / "planner-benchmarks"
 
 
 def instances() -> list[Path]:

@@ -10,13 +10,14 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-# The read-only project folder beside the repository (seeds, reference, planner benchmarks), as CI lays it out.
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+# The read-only project folder (seeds, reference, planner benchmarks): beside the repository, as CI lays it out,
+# or wherever $NPURT_SHARED points.
+SHARED = Path(os.environ.get("NPURT_SHARED") or Path(__file__).resolve().parents[2] / "shared")
 
 
 def require(path: Path) -> Path:
     """Fail (never skip) with a clear message when a shared fixture is missing."""
-    assert path.exists(), f"missing shared fixture {path} (tests expect ../shared beside the repository)"
+    assert path.exists(), f"missing shared fixture {path} (tests expect ../shared beside the repository, or $NPURT_SHARED)"
     return path
 
 
