@@ -25,15 +25,18 @@ class ErrorCode(enum.IntEnum):
     NOT_SUPPORTED = 12      # the SoC or mode does not offer this call
     BUSY = 13               # resource in use (concurrent run, shared buffer in use)
     INVALID_HANDLE = 14     # unknown / freed buffer, handle or address
+    INTERNAL = 15           # npurt's own invariant broke (a bug in npurt, never the caller's doing)
 
 
 class NpuError(Exception):
-    """An npurt failure carrying a neutral `ErrorCode` in `.code`."""
+    """An npurt failure carrying a neutral `ErrorCode` in `.code`, a neutral `.message` and, where a mirror words
+    the remedy in its vendor's terms, a stable `.hint` key (see `npurt.rknn.boundary.HINTS`)."""
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.code = ErrorCode(code)
         self.message = message
+        self.hint = hint
 
     def __str__(self) -> str:
         return f"{self.code.name}: {self.message}"

@@ -38,8 +38,9 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.memory import open_device
 from npurt.rknn import constants as c
 from npurt.rknn import handles, log
-from npurt.rknn.api_common import (FMT_TO_LAYOUT, TYPE_TO_DTYPE, RknnContext, ctx_value, get_ctx, mirror,
+from npurt.rknn.api_common import (FMT_TO_LAYOUT, TYPE_TO_DTYPE, RknnContext, ctx_value, get_ctx,
                                    require_api, store_ctx, struct_arg, struct_list)
+from npurt.rknn.boundary import mirror
 from npurt.rknn.api_memory import (addr_view, mem_view, output_view, rknn_create_mem, rknn_create_mem2,
                                    rknn_create_mem_from_fd, rknn_create_mem_from_mb_blk, rknn_create_mem_from_phys,
                                    rknn_destroy_mem, rknn_mem_sync, rknn_set_internal_mem, rknn_set_io_mem,

@@ -1,38 +1,19 @@
-"""Shared machinery of the RKNN API mirror: status codes, the call wrapper that turns `NpuError` into an
-`E RKNN:` line and a status, platform gating, context lookup, struct coercion, attr conversion.
-
-Status mapping (the same as the matmul mirror's): INVALID_ARGUMENT / INVALID_HANDLE -> RKNN_ERR_PARAM_INVALID,
-INVALID_CONTEXT -> RKNN_ERR_CTX_INVALID, OUT_OF_MEMORY -> RKNN_ERR_MALLOC_FAIL, INVALID_MODEL ->
-RKNN_ERR_MODEL_INVALID, INVALID_INPUT / INVALID_OUTPUT -> RKNN_ERR_INPUT_INVALID / _OUTPUT_INVALID,
-PLATFORM_MISMATCH -> RKNN_ERR_TARGET_PLATFORM_UNMATCH, DEVICE_MISMATCH -> RKNN_ERR_DEVICE_UNMATCH, TIMEOUT ->
-RKNN_ERR_TIMEOUT, DEVICE_UNAVAILABLE -> RKNN_ERR_DEVICE_UNAVAILABLE; NOT_SUPPORTED, BUSY and FAIL ->
-RKNN_ERR_FAIL (the vendor's status for calls a platform lacks, and for "failed to submit"-style conflicts;
-npurt's choice where the seeds are silent).
+"""Shared machinery of the RKNN API mirror: platform gating, context lookup, struct coercion, attr conversion.
+The status table and the `@mirror` boundary are in `npurt.rknn.boundary`.
 """
 from __future__ import annotations
 
 import ctypes
-import functools
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.model.attrs import QntType, TensorAttr
 from npurt.rknn import constants as c
-from npurt.rknn import handles, log
+from npurt.rknn import handles
 from npurt.rknn.structs import rknn_context, rknn_tensor_attr
 from npurt.soc import get_profile
 from npurt.tensor import DType, Layout
-
-STATUS = {
-    ErrorCode.FAIL: c.RKNN_ERR_FAIL, ErrorCode.TIMEOUT: c.RKNN_ERR_TIMEOUT,
-    ErrorCode.DEVICE_UNAVAILABLE: c.RKNN_ERR_DEVICE_UNAVAILABLE, ErrorCode.OUT_OF_MEMORY: c.RKNN_ERR_MALLOC_FAIL,
-    ErrorCode.INVALID_ARGUMENT: c.RKNN_ERR_PARAM_INVALID, ErrorCode.INVALID_MODEL: c.RKNN_ERR_MODEL_INVALID,
-    ErrorCode.INVALID_CONTEXT: c.RKNN_ERR_CTX_INVALID, ErrorCode.INVALID_INPUT: c.RKNN_ERR_INPUT_INVALID,
-    ErrorCode.INVALID_OUTPUT: c.RKNN_ERR_OUTPUT_INVALID, ErrorCode.DEVICE_MISMATCH: c.RKNN_ERR_DEVICE_UNMATCH,
-    ErrorCode.PLATFORM_MISMATCH: c.RKNN_ERR_TARGET_PLATFORM_UNMATCH, ErrorCode.NOT_SUPPORTED: c.RKNN_ERR_FAIL,
-    ErrorCode.BUSY: c.RKNN_ERR_FAIL, ErrorCode.INVALID_HANDLE: c.RKNN_ERR_PARAM_INVALID,
-}
 
 TYPE_TO_DTYPE = {
     c.RKNN_TENSOR_FLOAT32: DType.FLOAT32, c.RKNN_TENSOR_FLOAT16: DType.FLOAT16, c.RKNN_TENSOR_INT8: DType.INT8,
@@ -47,31 +28,6 @@ LAYOUT_TO_FMT = {v: k for k, v in FMT_TO_LAYOUT.items()}
 QNT_TO_RKNN = {QntType.NONE: c.RKNN_TENSOR_QNT_NONE, QntType.DFP: c.RKNN_TENSOR_QNT_DFP,
                QntType.AFFINE_ASYMMETRIC: c.RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC}
 RKNN_TO_QNT = {v: k for k, v in QNT_TO_RKNN.items()}
-
-
-def status_of(exc: NpuError) -> int:
-    return STATUS.get(exc.code, c.RKNN_ERR_FAIL)
-
-
-def mirror(func_name: str, failure: Any = "status") -> Callable:
-    """Decorate an API function: NpuError -> `E RKNN: <func>: <message>` and its status (or
-    `failure` for pointer-returning functions, i.e. None). Unexpected exceptions are logged and mapped to
-    RKNN_ERR_FAIL / None: no Python exception escapes a mirror call."""
-
-    def wrap(fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except NpuError as exc:
-                log.error(f"{func_name}: {exc.message}")
-                return status_of(exc) if failure == "status" else failure
-            except Exception as exc:  # a bug or a wrong Python type: still a status, never a traceback
-                log.error(f"{func_name}: internal error: {type(exc).__name__}: {exc}")
-                return c.RKNN_ERR_FAIL if failure == "status" else failure
-        call.__wrapped__ = fn
-        return call
-    return wrap
 
 
 def require_api(func: str, profile: Any = None) -> Any:

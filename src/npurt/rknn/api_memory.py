@@ -20,7 +20,8 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.memory import SyncMode, open_device, open_devices
 from npurt.rknn import constants as c
 from npurt.rknn import handles, log
-from npurt.rknn.api_common import (any_ctx, ctx_value, get_ctx, mirror, read_attr, require_api, struct_arg)
+from npurt.rknn.api_common import (any_ctx, ctx_value, get_ctx, read_attr, require_api, struct_arg)
+from npurt.rknn.boundary import mirror
 from npurt.rknn.structs import rknn_output, rknn_tensor_attr, rknn_tensor_mem
 from npurt.runtime.binding import MemRef
 

@@ -13,7 +13,8 @@ from typing import Any
 from npurt._version import __version__
 from npurt.errors import ErrorCode, NpuError
 from npurt.rknn import constants as c
-from npurt.rknn.api_common import LAYOUT_TO_FMT, RknnContext, fill_attr, get_ctx, mirror, require_api, struct_arg
+from npurt.rknn.api_common import LAYOUT_TO_FMT, RknnContext, fill_attr, get_ctx, require_api, struct_arg
+from npurt.rknn.boundary import mirror
 from npurt.rknn.structs import (rknn_custom_string, rknn_input_output_num, rknn_input_range, rknn_mem_size,
                                 rknn_perf_detail, rknn_perf_run, rknn_sdk_version, rknn_tensor_attr, rknn_tensor_mem)
 

@@ -53,7 +53,8 @@ import numpy as np
 from npurt.errors import ErrorCode, NpuError
 from npurt.rknn import constants as c
 from npurt.rknn import handles, log
-from npurt.rknn.api_common import get_ctx, mirror, require_api, struct_arg, struct_list
+from npurt.rknn.api_common import get_ctx, require_api, struct_arg, struct_list
+from npurt.rknn.boundary import mirror
 from npurt.rknn.structs import rknn_custom_op, rknn_custom_op_attr, rknn_custom_op_context, rknn_custom_op_tensor
 
 __all__ = ["rknn_register_custom_ops", "rknn_custom_op_get_op_attr", "CustomOpKernel"]
@@ -405,33 +406,28 @@ def _attr_array(value: Any) -> tuple[int, Any, int] | None:
     return None
 
 
+@mirror("rknn_custom_op_get_op_attr", failure=None)
 def rknn_custom_op_get_op_attr(op_ctx: Any, attr_name: Any, op_attr: Any) -> None:
     """Fill `op_attr` with attribute `attr_name` of the node `op_ctx` belongs to (C returns void).
 
     Found: name, dtype (INT64 for ints, FLOAT32 for floats, UINT8 bytes for strings, the element type for
     tensors), n_elems and `data` (runtime memory, valid until the context is destroyed). Not found: n_elems 0 and
     data NULL, as a C caller checks. A bad op_ctx / op_attr prints an `E RKNN:` line and leaves op_attr alone."""
-    try:
-        ctx_struct = struct_arg(op_ctx, rknn_custom_op_context, "op_ctx")
-        out = struct_arg(op_attr, rknn_custom_op_attr, "op_attr")
-        name = attr_name.decode("utf-8", "replace") if isinstance(attr_name, (bytes, bytearray)) else str(attr_name)
-        with _op_contexts_lock:
-            state = _op_contexts.get(int(ctx_struct.internal_ctx))
-        if state is None:
-            raise NpuError(ErrorCode.INVALID_CONTEXT, "invalid op_ctx: not a live custom op context")
-        ctypes.memset(ctypes.addressof(out), 0, ctypes.sizeof(out))
-        out.name = name.encode("utf-8")[: c.RKNN_MAX_NAME_LEN - 1]
-        converted = _attr_array(state.node.attrs.get(name)) if name in state.node.attrs else None
-        if converted is None:
-            log.warning(f"rknn_custom_op_get_op_attr: node {state.node.name!r} has no attribute {name!r}")
-            return
-        dtype, array, n_elems = converted
-        state.attr_values[name] = array
-        out.dtype = dtype
-        out.n_elems = n_elems
-        out.data = ctypes.cast(array, ctypes.c_void_p)
-    except NpuError as exc:
-        log.error(f"rknn_custom_op_get_op_attr: {exc.message}")
-    except Exception as exc:  # noqa: BLE001 - void C function: never raise into the callback
-        log.error(f"rknn_custom_op_get_op_attr: internal error: {type(exc).__name__}: {exc}")
-
+    ctx_struct = struct_arg(op_ctx, rknn_custom_op_context, "op_ctx")
+    out = struct_arg(op_attr, rknn_custom_op_attr, "op_attr")
+    name = attr_name.decode("utf-8", "replace") if isinstance(attr_name, (bytes, bytearray)) else str(attr_name)
+    with _op_contexts_lock:
+        state = _op_contexts.get(int(ctx_struct.internal_ctx))
+    if state is None:
+        raise NpuError(ErrorCode.INVALID_CONTEXT, "invalid op_ctx: not a live custom op context")
+    ctypes.memset(ctypes.addressof(out), 0, ctypes.sizeof(out))
+    out.name = name.encode("utf-8")[: c.RKNN_MAX_NAME_LEN - 1]
+    converted = _attr_array(state.node.attrs.get(name)) if name in state.node.attrs else None
+    if converted is None:
+        log.warning(f"rknn_custom_op_get_op_attr: node {state.node.name!r} has no attribute {name!r}")
+        return
+    dtype, array, n_elems = converted
+    state.attr_values[name] = array
+    out.dtype = dtype
+    out.n_elems = n_elems
+    out.data = ctypes.cast(array, ctypes.c_void_p)

@@ -42,10 +42,9 @@ Decisions (see also `matmul_math`'s module doc):
 from __future__ import annotations
 
 import ctypes
-import functools
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -54,9 +53,10 @@ from npurt.memory.device import open_device, open_devices
 from npurt.rknn import constants as c
 from npurt.rknn import handles, log
 from npurt.rknn import matmul_math as mm
+from npurt.rknn.api_common import require_api, store_ctx, struct_arg
+from npurt.rknn.boundary import mirror
 from npurt.rknn.structs import (rknn_matmul_info, rknn_matmul_io_attr, rknn_matmul_shape, rknn_matmul_tensor_attr,
                                 rknn_quant_params)
-from npurt.soc import get_profile
 from npurt.tensor.dtypes import DType
 
 __all__ = [
@@ -65,58 +65,8 @@ __all__ = [
     "rknn_matmul_run", "rknn_matmul_destroy", "rknn_B_normal_layout_to_native_layout", "MatmulContext",
 ]
 
-_STATUS = {
-    ErrorCode.INVALID_ARGUMENT: c.RKNN_ERR_PARAM_INVALID, ErrorCode.INVALID_HANDLE: c.RKNN_ERR_PARAM_INVALID,
-    ErrorCode.INVALID_CONTEXT: c.RKNN_ERR_CTX_INVALID, ErrorCode.OUT_OF_MEMORY: c.RKNN_ERR_MALLOC_FAIL,
-    ErrorCode.INVALID_INPUT: c.RKNN_ERR_INPUT_INVALID, ErrorCode.INVALID_OUTPUT: c.RKNN_ERR_OUTPUT_INVALID,
-    ErrorCode.NOT_SUPPORTED: c.RKNN_ERR_FAIL,
-}
 _SINGLE_CORES = (c.RKNN_NPU_CORE_0, c.RKNN_NPU_CORE_1, c.RKNN_NPU_CORE_2)
 _NAMES = ("A", "B", "C")
-
-
-def _fail(func: str, exc: NpuError) -> int:
-    """Log `exc` the vendor's way and return its RKNN status."""
-    log.error(f"{func}: {exc.message}")
-    return _STATUS.get(exc.code, c.RKNN_ERR_FAIL)
-
-
-def _mirror(func: str) -> Callable:
-    """Decorate a mirror function: NpuError -> `E RKNN: <func>: ...` and its status; any other exception (a wrong
-    Python type, a bug) -> an `E RKNN:` line and RKNN_ERR_FAIL. No Python exception escapes a mirror call."""
-    def wrap(fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        def call(*args: Any, **kwargs: Any) -> int:
-            try:
-                return fn(*args, **kwargs)
-            except NpuError as exc:
-                return _fail(func, exc)
-            except Exception as exc:  # noqa: BLE001 - the C API returns a status, never raises
-                log.error(f"{func}: internal error: {type(exc).__name__}: {exc}")
-                return c.RKNN_ERR_FAIL
-        return call
-    return wrap
-
-
-def _require_api(func: str) -> str:
-    """The board's SoC name if table 3-1 marks `func` as supported there; NOT_SUPPORTED otherwise."""
-    profile = get_profile(None)
-    if not profile.supports(func):
-        raise NpuError(ErrorCode.NOT_SUPPORTED, f"not supported on {profile.name} (seed table 3-1)")
-    return profile.name
-
-
-def _struct(obj: Any, cls: type, what: str) -> Any:
-    """A ctypes struct of type `cls` from the struct itself, a pointer to it or ctypes.byref(it)."""
-    if isinstance(obj, cls):
-        return obj
-    if isinstance(obj, ctypes._Pointer) and getattr(obj, "_type_", None) is cls:
-        if obj:
-            return obj.contents
-    inner = getattr(obj, "_obj", None)
-    if isinstance(inner, cls):
-        return inner
-    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid {what}: expected {cls.__name__}, got {type(obj).__name__}")
 
 
 def _text(raw: bytes) -> str:
@@ -172,22 +122,11 @@ def _get_ctx(ctx: Any, func: str) -> MatmulContext:
     (A live context is gated by its own SoC; an unknown handle by the board's.)"""
     obj = handles.contexts.get(ctx, "matmul")
     if obj is None:
-        _require_api(func)
+        require_api(func)
         raise NpuError(ErrorCode.INVALID_CONTEXT, f"invalid matmul context: {getattr(ctx, 'value', ctx)!r}")
     if not obj.device.profile.supports(func):
         raise NpuError(ErrorCode.NOT_SUPPORTED, f"not supported on {obj.soc} (seed table 3-1)")
     return obj
-
-
-def _store_handle(out: Any, value: int) -> None:
-    """Write a handle into a C out-parameter (rknn_matmul_ctx, pointer to it, or ctypes.byref of it)."""
-    inner = getattr(out, "_obj", None)
-    target = out if inner is None else inner
-    if isinstance(target, ctypes._Pointer):
-        target = target.contents
-    if not hasattr(target, "value"):
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"ctx must be an rknn_matmul_ctx, got {type(out).__name__}")
-    target.value = value
 
 
 def _fill_attr(attr: rknn_matmul_tensor_attr, name: str, dims: list[int], size: int, dt: Any) -> None:
@@ -208,8 +147,8 @@ def _fill_io(io: rknn_matmul_io_attr, attrs: dict) -> None:
 
 def _build(func: str, info: Any, shapes: list[mm.Shape]) -> MatmulContext:
     """Validate `info` with each shape and build (not yet register) a context."""
-    soc = _require_api(func)
-    info = _struct(info, rknn_matmul_info, "info")
+    soc = require_api(func).name
+    info = struct_arg(info, rknn_matmul_info, "info")
     if info.iommu_domain_id < 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid iommu_domain_id: {info.iommu_domain_id}")
     spec = tiles = None
@@ -226,7 +165,7 @@ def _register(obj: MatmulContext, ctx_out: Any) -> None:
     obj.device = open_device(obj.soc)
     obj.handle = handles.contexts.add(obj, "matmul")
     try:
-        _store_handle(ctx_out, obj.handle)
+        store_ctx(ctx_out, obj.handle)
     except NpuError:
         handles.contexts.remove(obj.handle)
         obj.device.close()
@@ -236,13 +175,13 @@ def _register(obj: MatmulContext, ctx_out: Any) -> None:
 
 
 # --- create / destroy ----------------------------------------------------------------------------------------
-@_mirror("rknn_matmul_create")
+@mirror("rknn_matmul_create")
 def rknn_matmul_create(ctx: Any, info: Any, io_attr: Any) -> int:
     """Create a matmul context for info.M/K/N/type/layouts; fill `io_attr` (A, B, C) in place."""
     if ctx is None or info is None or io_attr is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "ctx, info and io_attr must not be NULL")
-    inf = _struct(info, rknn_matmul_info, "info")
-    io = _struct(io_attr, rknn_matmul_io_attr, "io_attr")
+    inf = struct_arg(info, rknn_matmul_info, "info")
+    io = struct_arg(io_attr, rknn_matmul_io_attr, "io_attr")
     obj = _build("rknn_matmul_create", inf, [mm.Shape(inf.M, inf.K, inf.N)])
     obj.current = 0
     _register(obj, ctx)
@@ -250,7 +189,7 @@ def rknn_matmul_create(ctx: Any, info: Any, io_attr: Any) -> int:
     return c.RKNN_SUCC
 
 
-@_mirror("rknn_matmul_create_dynamic_shape")
+@mirror("rknn_matmul_create_dynamic_shape")
 def rknn_matmul_create_dynamic_shape(ctx: Any, info: Any, shape_num: int, dynamic_shapes: Any,
                                      io_attrs: Any) -> int:
     """Create a context for `shape_num` (M, K, N) shapes (info.M/K/N ignored); fill `io_attrs[i]` per shape."""
@@ -259,8 +198,8 @@ def rknn_matmul_create_dynamic_shape(ctx: Any, info: Any, shape_num: int, dynami
     if isinstance(shape_num, bool) or not isinstance(shape_num, int) or shape_num <= 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid shape_num: {shape_num!r}")
     try:
-        given = [_struct(dynamic_shapes[i], rknn_matmul_shape, f"dynamic_shapes[{i}]") for i in range(shape_num)]
-        ios = [_struct(io_attrs[i], rknn_matmul_io_attr, f"io_attrs[{i}]") for i in range(shape_num)]
+        given = [struct_arg(dynamic_shapes[i], rknn_matmul_shape, f"dynamic_shapes[{i}]") for i in range(shape_num)]
+        ios = [struct_arg(io_attrs[i], rknn_matmul_io_attr, f"io_attrs[{i}]") for i in range(shape_num)]
     except (IndexError, TypeError):
         raise NpuError(ErrorCode.INVALID_ARGUMENT,
                        f"dynamic_shapes and io_attrs must hold shape_num = {shape_num} entries") from None
@@ -273,7 +212,7 @@ def rknn_matmul_create_dynamic_shape(ctx: Any, info: Any, shape_num: int, dynami
     return c.RKNN_SUCC
 
 
-@_mirror("rknn_matmul_destroy")
+@mirror("rknn_matmul_destroy")
 def rknn_matmul_destroy(ctx: Any) -> int:
     """Destroy the context (and any rknn_tensor_mem still created with it). The handle is never valid again."""
     obj = _get_ctx(ctx, "rknn_matmul_destroy")
@@ -290,13 +229,13 @@ def rknn_matmul_destroy(ctx: Any) -> int:
 
 
 # --- configuration -------------------------------------------------------------------------------------------
-@_mirror("rknn_matmul_set_dynamic_shape")
+@mirror("rknn_matmul_set_dynamic_shape")
 def rknn_matmul_set_dynamic_shape(ctx: Any, shape: Any) -> int:
     """Choose the shape the next runs use: one of those given to rknn_matmul_create_dynamic_shape."""
     obj = _get_ctx(ctx, "rknn_matmul_set_dynamic_shape")
     if shape is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "shape must not be NULL")
-    s = _struct(shape, rknn_matmul_shape, "shape")
+    s = struct_arg(shape, rknn_matmul_shape, "shape")
     wanted = mm.Shape(s.M, s.K, s.N)
     if not obj.dynamic:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "context was not created by rknn_matmul_create_dynamic_shape")
@@ -308,7 +247,7 @@ def rknn_matmul_set_dynamic_shape(ctx: Any, shape: Any) -> int:
     return c.RKNN_SUCC
 
 
-@_mirror("rknn_matmul_set_core_mask")
+@mirror("rknn_matmul_set_core_mask")
 def rknn_matmul_set_core_mask(ctx: Any, core_mask: int) -> int:
     """Pin the matmul to one NPU core (RK3576/RK3588). Multi-core masks are refused (see the module doc)."""
     obj = _get_ctx(ctx, "rknn_matmul_set_core_mask")
@@ -333,13 +272,13 @@ def _array(ptr: Any, length: int, ctype: Any, what: str) -> np.ndarray:
     return np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctype)), shape=(length,)).copy()
 
 
-@_mirror("rknn_matmul_set_quant_params")
+@mirror("rknn_matmul_set_quant_params")
 def rknn_matmul_set_quant_params(ctx: Any, params: Any) -> int:
     """Set scale / zero point of tensor `params.name` ("A", "B" or "C"); lengths follow B_quant_type for B."""
     obj = _get_ctx(ctx, "rknn_matmul_set_quant_params")
     if params is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "params must not be NULL")
-    p = _struct(params, rknn_quant_params, "params")
+    p = struct_arg(params, rknn_quant_params, "params")
     name = _text(p.name)
     if name not in _NAMES:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown tensor name {name!r} (expected A, B or C)")
@@ -373,7 +312,7 @@ def _store_float(target: Any, value: float) -> None:
         target.value = value
 
 
-@_mirror("rknn_matmul_get_quant_params")
+@mirror("rknn_matmul_get_quant_params")
 def rknn_matmul_get_quant_params(ctx: Any, params: Any, scale: Any) -> int:
     """B's quantisation parameters and its normalised scale (RKNN_INT8_MM_INT8_TO_INT32 only)."""
     obj = _get_ctx(ctx, "rknn_matmul_get_quant_params")
@@ -382,7 +321,7 @@ def rknn_matmul_get_quant_params(ctx: Any, params: Any, scale: Any) -> int:
     if obj.spec.value != c.RKNN_INT8_MM_INT8_TO_INT32:
         raise NpuError(ErrorCode.INVALID_ARGUMENT,
                        f"only RKNN_INT8_MM_INT8_TO_INT32 is supported, the context is {obj.spec.name}")
-    p = _struct(params, rknn_quant_params, "params")
+    p = struct_arg(params, rknn_quant_params, "params")
     out = _float_target(scale)                        # validated before anything is written
     q = obj.quant["B"]
     scales = (ctypes.c_float * q.scale.size)(*q.scale.tolist())
@@ -398,13 +337,13 @@ def rknn_matmul_get_quant_params(ctx: Any, params: Any, scale: Any) -> int:
 
 
 # --- memory and run ------------------------------------------------------------------------------------------
-@_mirror("rknn_matmul_set_io_mem")
+@mirror("rknn_matmul_set_io_mem")
 def rknn_matmul_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
     """Bind `mem` (from rknn_create_mem*, any context of this device) as operand `attr.name` ("A", "B", "C")."""
     obj = _get_ctx(ctx, "rknn_matmul_set_io_mem")
     if mem is None or attr is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "mem and attr must not be NULL")
-    a = _struct(attr, rknn_matmul_tensor_attr, "attr")
+    a = struct_arg(attr, rknn_matmul_tensor_attr, "attr")
     name = _text(a.name)
     if name not in _NAMES:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown tensor name {name!r} (expected A, B or C)")
@@ -445,7 +384,7 @@ def _runtime_owned(record: handles.MemRecord) -> bool:
     return record.kind == c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
 
 
-@_mirror("rknn_matmul_run")
+@mirror("rknn_matmul_run")
 def rknn_matmul_run(ctx: Any) -> int:
     """C = A · B for the current shape, from and into the bound memory (blocking; runs of one context are
     serialised)."""
@@ -522,14 +461,14 @@ def _host_bytes(ptr: Any, nbytes: int, what: str, writable: bool) -> np.ndarray:
     return raw[:nbytes]
 
 
-@_mirror("rknn_B_normal_layout_to_native_layout")
+@mirror("rknn_B_normal_layout_to_native_layout")
 def rknn_B_normal_layout_to_native_layout(B_input: Any, B_output: Any, K: int, N: int, info: Any) -> int:
     """Convert B from the normal [K, N] layout (int4 packed low nibble first) to the native layout of info.type on
     this SoC (K-segmented on RK3588/RK3576; int4 packed high nibble first)."""
-    soc = _require_api("rknn_B_normal_layout_to_native_layout")
+    soc = require_api("rknn_B_normal_layout_to_native_layout").name
     if B_input is None or B_output is None or info is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "B_input, B_output and info must not be NULL")
-    inf = _struct(info, rknn_matmul_info, "info")
+    inf = struct_arg(info, rknn_matmul_info, "info")
     spec = mm.MATMUL_TYPES.get(int(inf.type))
     if spec is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid matmul type: {int(inf.type)}")

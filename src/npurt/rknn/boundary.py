@@ -1,0 +1,100 @@
+"""The boundary of the RKNN mirror: the one status table, and `@mirror`, which every RKNN function wears (`rknn_api.h`,
+`rknn_matmul_api.h` and `rknn_custom_op.h` alike) and the C face calls through.
+
+At the boundary a runtime failure becomes what librknnrt gives a C caller: an `E RKNN: <function>: <message>` line
+and a status (or NULL / nothing for functions that return a pointer / void). Nothing else leaves a mirror call: an
+unexpected Python exception is npurt's own bug (`ErrorCode.INTERNAL`), logged as `internal error: ...` and counted
+in `internal_errors()`, so tests can assert it never happens; it still reads as a failure, never as success.
+
+Status table (`STATUS`; complete over `ErrorCode`). Where the vendor has no status of its own, npurt's choice:
+NOT_SUPPORTED (a call the platform lacks), BUSY ("failed to submit"-style conflicts), FAIL and INTERNAL map to
+RKNN_ERR_FAIL.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.rknn import constants as c
+from npurt.rknn import log
+
+__all__ = ["STATUS", "WRAPPED", "mirror", "status_of", "fail", "internal_errors"]
+
+STATUS: Mapping[ErrorCode, int] = MappingProxyType({
+    ErrorCode.FAIL: c.RKNN_ERR_FAIL,
+    ErrorCode.TIMEOUT: c.RKNN_ERR_TIMEOUT,
+    ErrorCode.DEVICE_UNAVAILABLE: c.RKNN_ERR_DEVICE_UNAVAILABLE,
+    ErrorCode.OUT_OF_MEMORY: c.RKNN_ERR_MALLOC_FAIL,
+    ErrorCode.INVALID_ARGUMENT: c.RKNN_ERR_PARAM_INVALID,
+    ErrorCode.INVALID_MODEL: c.RKNN_ERR_MODEL_INVALID,
+    ErrorCode.INVALID_CONTEXT: c.RKNN_ERR_CTX_INVALID,
+    ErrorCode.INVALID_INPUT: c.RKNN_ERR_INPUT_INVALID,
+    ErrorCode.INVALID_OUTPUT: c.RKNN_ERR_OUTPUT_INVALID,
+    ErrorCode.DEVICE_MISMATCH: c.RKNN_ERR_DEVICE_UNMATCH,
+    ErrorCode.PLATFORM_MISMATCH: c.RKNN_ERR_TARGET_PLATFORM_UNMATCH,
+    ErrorCode.NOT_SUPPORTED: c.RKNN_ERR_FAIL,
+    ErrorCode.BUSY: c.RKNN_ERR_FAIL,
+    ErrorCode.INVALID_HANDLE: c.RKNN_ERR_PARAM_INVALID,
+    ErrorCode.INTERNAL: c.RKNN_ERR_FAIL,
+})
+
+WRAPPED: dict[str, Callable] = {}
+"""C function name -> the mirror function wearing `@mirror` (what the C face exports and the coverage test reads)."""
+
+_internal = {"count": 0}
+_internal_lock = threading.Lock()
+
+
+def status_of(error: NpuError | ErrorCode) -> int:
+    """The RKNN status of a neutral error (or error code)."""
+    return STATUS[error.code if isinstance(error, NpuError) else ErrorCode(error)]
+
+
+def internal_errors() -> int:
+    """How many mirror calls ended in npurt's own bug (ErrorCode.INTERNAL or an unexpected exception) so far."""
+    return _internal["count"]
+
+
+def _note_internal() -> None:
+    with _internal_lock:
+        _internal["count"] += 1
+
+
+def fail(func_name: str, error: BaseException, failure: Any = "status") -> Any:
+    """What a mirror call returns for `error` after logging it: its status (or `failure`, e.g. None for functions
+    returning a pointer). For the C face's own argument checks as well as for `@mirror`."""
+    if isinstance(error, NpuError):
+        if error.code is ErrorCode.INTERNAL:
+            _note_internal()
+            log.error(f"{func_name}: internal error: {error.message}")
+        else:
+            log.error(f"{func_name}: {error.message}")
+        return status_of(error) if failure == "status" else failure
+    _note_internal()
+    log.error(f"{func_name}: internal error: {type(error).__name__}: {error}")
+    return c.RKNN_ERR_FAIL if failure == "status" else failure
+
+
+def mirror(func_name: str, failure: Any = "status") -> Callable:
+    """Decorate the mirror function of C function `func_name`: NpuError -> `E RKNN: <func>: <message>` and its
+    status, or `failure` (None) for functions that return a pointer or void; any other exception -> an internal
+    error (RKNN_ERR_FAIL / `failure`). A status function that returns no int is an internal error too."""
+
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                result = fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - the C API returns a status, never raises
+                return fail(func_name, exc, failure)
+            if failure == "status" and (isinstance(result, bool) or not isinstance(result, int)):
+                return fail(func_name, NpuError(ErrorCode.INTERNAL, f"returned {type(result).__name__}, not a "
+                                                                    f"status"), failure)
+            return result
+        call.c_name = func_name  # type: ignore[attr-defined]
+        WRAPPED[func_name] = call
+        return call
+    return wrap
