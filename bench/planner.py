@@ -6,19 +6,19 @@ Run: `python bench/planner.py [--quick]`.
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 from npurt.plan import check, greedy_by_size, read_csv, solve
 
-BENCH_DIR = Path(os.environ.get("NPURT_SHARED") or Path(__file__).resolve().parents[2] / "shared") / "planner-benchmarks"
+# The public instances are test data of the repository (tests/data/planner-benchmarks, with their sources and licences).
+BENCH_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "planner-benchmarks"
 
 
 def instances() -> list[Path]:
     """Every CSV under planner-benchmarks (challenging first); fails loudly if the folder is missing."""
     if not BENCH_DIR.is_dir():
-        raise FileNotFoundError(f"planner benchmarks not found at {BENCH_DIR} (expected ../shared beside the repo)")
+        raise FileNotFoundError(f"planner benchmarks not found at {BENCH_DIR} (run from a source checkout)")
     return sorted(BENCH_DIR.glob("challenging/*.csv")) + sorted(BENCH_DIR.glob("real/*.csv"))
 
 

@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-
-# The read-only project folder (seeds, reference, planner benchmarks): beside the repository, as CI lays it out,
-# or wherever $NPURT_SHARED points.
-SHARED = Path(os.environ.get("NPURT_SHARED") or Path(__file__).resolve().parents[2] / "shared")
-
-
-def require(path: Path) -> Path:
-    """Fail (never skip) with a clear message when a shared fixture is missing."""
-    assert path.exists(), f"missing shared fixture {path} (tests expect ../shared beside the repository, or $NPURT_SHARED)"
-    return path
 
 
 def _single_node(op: str, inputs: dict[str, np.ndarray], consts: dict[str, np.ndarray] | None = None,

@@ -7,38 +7,22 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.memory import PAGE_SIZE, format_sram_dump, open_device
 from npurt.memory.sram import SramBitmap
 
-from conftest import SHARED, require
+from helpers.data import sram_dump
 
-# The two dumps of seeds/rknn-npu-sram.txt ("cat /sys/kernel/debug/rknpu/mm" on an RK3588), verbatim.
-SEED_EMPTY = """SRAM bitmap: "*" - used, "." - free (1bit = 4KB)
-[000] [................................]
-[001] [................................]
-[002] [................................]
-[003] [................................]
-[004] [................................]
-[005] [................................]
-[006] [................................]
-[007] [...............]
-SRAM total size: 978944, used: 0, free: 978944
-"""
-SEED_512K = """SRAM bitmap: "*" - used, "." - free (1bit = 4KB)
-[000] [********************************]
-[001] [********************************]
-[002] [********************************]
-[003] [********************************]
-[004] [................................]
-[005] [................................]
-[006] [................................]
-[007] [...............]
-SRAM total size: 978944, used: 524288, free: 454656
-"""
-SEED_FILE = SHARED / "seeds" / "rknn-npu-sram.txt"
+# The two dumps of the vendor's SRAM guide ("cat /sys/kernel/debug/rknpu/mm" on an RK3588), verbatim.
+SEED_EMPTY, SEED_512K = sram_dump("empty"), sram_dump("512k")
 
 
-def test_seed_file_holds_the_same_dumps():
-    text = require(SEED_FILE).read_text()
+def test_seed_dumps_are_consistent():
+    """Guard the transcription: 239 pages of 4 KiB, 32 per row, and the totals agree with the marks."""
     for dump in (SEED_EMPTY, SEED_512K):
-        assert dump.rstrip("\n") in text
+        lines = dump.splitlines()
+        assert lines[0] == 'SRAM bitmap: "*" - used, "." - free (1bit = 4KB)' and len(lines) == 10
+        marks = "".join(line[7:-1] for line in lines[1:9])
+        assert [line[:7] for line in lines[1:9]] == [f"[{i:03d}] [" for i in range(8)] and len(marks) == 239
+        used = marks.count("*") * 4096
+        assert lines[9] == f"SRAM total size: 978944, used: {used}, free: {978944 - used}"
+    assert SEED_512K.count("*") - SEED_EMPTY.count("*") == 128
 
 
 def test_dump_empty_matches_seed(dev):

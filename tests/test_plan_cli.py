@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from test_plan_fixtures import BENCH, require
+from helpers.data import BENCH
 
 from npurt.plan import PlanBuffer, Problem, Solution, check, read_csv
 
@@ -16,14 +16,14 @@ def npurt(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_table_output():
-    r = npurt(str(require(BENCH / "real" / "G_1.csv")), "--time-limit", "2")
+    r = npurt(str(BENCH / "real" / "G_1.csv"), "--time-limit", "2")
     assert r.returncode == 0, r.stderr
     for word in ("buffers", "lower bound", "arena", "ratio", "time", "fits"):
         assert word in r.stdout
 
 
 def test_json_and_offsets(tmp_path):
-    path = require(BENCH / "challenging" / "B.1048576.csv")
+    path = BENCH / "challenging" / "B.1048576.csv"
     out = tmp_path / "offsets.csv"
     r = npurt(str(path), "--json", "--method", "greedy", "--output", str(out))
     assert r.returncode == 0, r.stderr

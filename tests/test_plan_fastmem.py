@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_plan_fixtures import seed_table
+from helpers.data import memory_table
 
 from npurt.errors import NpuError
 from npurt.plan import PlanBuffer, Problem, Solution, check, place_with_fast_memory, solve
@@ -64,7 +64,7 @@ def test_bad_arguments():
 def mobilenet_from_seed() -> tuple[Problem, Solution]:
     """The seed's internal tensors (rows with a SramHit), chain lifetimes [i, i+2): produced by op i,
     consumed by op i+1. The seed's own plan is valid under these lifetimes."""
-    _, parsed, _ = seed_table()
+    _, parsed, _ = memory_table()
     internal = [r for r in parsed if r[9] is not None]
     base = min(r[6] for r in internal)
     bufs = [PlanBuffer(r[2], r[0], r[0] + 2, r[8], weight=2.0 * r[8]) for r in internal]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from test_plan_fixtures import seed_table
+from helpers.data import memory_table
 
 from npurt.plan import (MemoryRow, PlanBuffer, Problem, compute_totals, format_memory_table, greedy_by_size,
                         memory_table_dict, plot_plan, sram_hit)
@@ -12,12 +12,12 @@ SRAM_BASE, SRAM_SIZE = 0xFF3E0000, 524288
 
 
 def seed_rows() -> list[MemoryRow]:
-    _, parsed, _ = seed_table()
+    _, parsed, _ = memory_table()
     return [MemoryRow(*p) for p in parsed]
 
 
 def test_seed_totals_reproduced_from_rows():
-    _, parsed, totals = seed_table()
+    _, parsed, totals = memory_table()
     assert len(parsed) == 31
     t = compute_totals(seed_rows(), weight_size=totals["Total Weight Memory Size"],
                        weight_rw=totals["Predict Weight Memory RW Amount"])
@@ -33,7 +33,7 @@ def test_seed_sram_hits_follow_from_addresses():
 
 
 def test_seed_table_text_reproduced():
-    lines, _, totals = seed_table()
+    lines, _, totals = memory_table()
     t = compute_totals(seed_rows(), totals["Total Weight Memory Size"], totals["Predict Weight Memory RW Amount"])
     text = format_memory_table(seed_rows(), t, sram=(SRAM_SIZE, SRAM_BASE))
     out = text.splitlines()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_plan_fixtures import BENCH, require
+from helpers.data import BENCH
 
 from npurt.errors import NpuError
 from npurt.plan import PlanBuffer, Problem, check, greedy_by_size, lower_bound, read_csv, solve
@@ -93,14 +93,14 @@ def test_search_finds_perfect_packing_with_cut():
 
 
 def test_real_trace_reaches_lower_bound():
-    p = read_csv(require(BENCH / "real" / "G_1.csv"))
+    p = read_csv(BENCH / "real" / "G_1.csv")
     s = solve(p, time_limit=5)
     check(p, s)
     assert s.ratio <= 1.005
 
 
 def test_challenging_instance_best_effort():
-    p = read_csv(require(BENCH / "challenging" / "A.1048576.csv"))
+    p = read_csv(BENCH / "challenging" / "A.1048576.csv")
     assert p.capacity == 1048576
     g = greedy_by_size(p)
     s = solve(p, time_limit=2)
@@ -160,7 +160,7 @@ def test_search_is_exact_with_alignment_and_many_children():
 
 def test_search_fits_a_challenging_instance():
     # the incremental search with its preorder portfolio fits J (a 1 MiB perfect-ish packing) fast
-    p = read_csv(require(BENCH / "challenging" / "J.1048576.csv"))
+    p = read_csv(BENCH / "challenging" / "J.1048576.csv")
     a = p.arrays()
     status, offsets = search.fit(a.start, a.end, a.size, a.align, p.capacity, time.perf_counter() + 30)
     assert status == search.OK
@@ -172,7 +172,7 @@ def test_search_fits_a_challenging_instance():
 
 def test_search_portfolio_times_out_honestly():
     # a hard instance with a deadline already near: TIMEOUT and no plan, never a wrong answer
-    p = read_csv(require(BENCH / "challenging" / "B.1048576.csv"))
+    p = read_csv(BENCH / "challenging" / "B.1048576.csv")
     a = p.arrays()
     status, offsets = search.fit(a.start, a.end, a.size, a.align, p.capacity, time.perf_counter() + 0.05)
     assert status == search.TIMEOUT and offsets is None

@@ -6,73 +6,12 @@ import npurt.rknn.constants as rkc
 from npurt.errors import ErrorCode, NpuError
 from npurt.soc import API_FUNCTIONS, DEFAULT_SOC, PROFILES, QUERY_COMMANDS, get_profile
 
-from conftest import SHARED, require
+from helpers.data import support_table
 
-SEEDS = SHARED / "seeds"
-
-# Seed rknn-memory-ownership-and-zero-copy.txt, Table 3-1, transcribed cell by cell.
-API_COLUMNS = ("RV1126B/RK3562/RK3566/RK3568", "RK3576/RK3588", "RV1106/RV1103/RV1103B/RV1106B", "RK2118")
-API_TABLE = """
-1  rknn_init                              √ √ √ √
-2  rknn_set_core_mask                     × √ × ×
-3  rknn_dup_context                       √ √ × ×
-4  rknn_destroy                           √ √ √ √
-5  rknn_query                             √ √ √ √
-6  rknn_inputs_set                        √ √ × ×
-7  rknn_run                               √ √ √ √
-8  rknn_wait                              × × × ×
-9  rknn_outputs_get                       √ √ × ×
-10 rknn_outputs_release                   √ √ × ×
-11 rknn_create_mem_from_mb_blk            × × × ×
-12 rknn_create_mem_from_phys              √ √ √ √
-13 rknn_create_mem_from_fd                √ √ √ ×
-14 rknn_create_mem                        √ √ √ √
-15 rknn_destroy_mem                       √ √ √ √
-16 rknn_set_weight_mem                    √ √ √ √
-17 rknn_set_internal_mem                  √ √ √ √
-18 rknn_set_io_mem                        √ √ √ √
-19 rknn_set_input_shapes                  √ √ × ×
-20 rknn_mem_sync                          √ √ √ √
-21 rknn_matmul_create                     √ √ × ×
-22 rknn_matmul_set_io_mem                 √ √ × ×
-23 rknn_matmul_set_core_mask              × √ × ×
-24 rknn_matmul_run                        √ √ × ×
-25 rknn_matmul_destroy                    √ √ × ×
-26 rknn_register_custom_ops               √ √ × ×
-27 rknn_custom_op_get_op_attr             √ √ × ×
-28 rknn_set_batch_core_num                × √ × ×
-29 rknn_matmul_set_quant_params           √ √ × ×
-30 rknn_matmul_get_quant_params           √ √ × ×
-31 rknn_matmul_create_dynamic_shape       √ √ × ×
-32 rknn_matmul_set_dynamic_shape          √ √ × ×
-33 rknn_B_normal_layout_to_native_layout  √ √ × ×
-34 rknn_create_mem2                       √ √ √ √
-"""
-
-# Same seed, Table 3-2.
-QUERY_COLUMNS = ("RV1126B/RK3562/RK3566/RK3568", "RK3576/RK3588", "RV1106/RV1103/RV1103B/RV1106B/RK2118")
-QUERY_TABLE = """
-1  RKNN_QUERY_IN_OUT_NUM                  √ √ √
-2  RKNN_QUERY_INPUT_ATTR                  √ √ √
-3  RKNN_QUERY_OUTPUT_ATTR                 √ √ √
-4  RKNN_QUERY_PERF_DETAIL                 √ √ ×
-5  RKNN_QUERY_PERF_RUN                    √ √ ×
-6  RKNN_QUERY_SDK_VERSION                 √ √ √
-7  RKNN_QUERY_MEM_SIZE                    √ √ √
-8  RKNN_QUERY_CUSTOM_STRING               √ √ √
-9  RKNN_QUERY_NATIVE_INPUT_ATTR           √ √ √
-10 RKNN_QUERY_NATIVE_OUTPUT_ATTR          √ √ √
-11 RKNN_QUERY_NATIVE_NC1HWC2_INPUT_ATTR   √ √ √
-12 RKNN_QUERY_NATIVE_NC1HWC2_OUTPUT_ATTR  √ √ √
-13 RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR      √ √ √
-14 RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR     √ √ √
-15 RKNN_QUERY_INPUT_DYNAMIC_RANGE         √ √ ×
-16 RKNN_QUERY_DEVICE_MEM_INFO             × × √
-17 RKNN_QUERY_CURRENT_INPUT_ATTR          √ √ ×
-18 RKNN_QUERY_CURRENT_OUTPUT_ATTR         √ √ ×
-19 RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR   √ √ ×
-20 RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR  √ √ ×
-"""
+# Seed rknn-memory-ownership-and-zero-copy.txt, Tables 3-1 (C API) and 3-2 (rknn_query), transcribed cell by cell
+# into tests/data/seed.
+API_COLUMNS, API_ROWS = support_table("api")
+QUERY_COLUMNS, QUERY_ROWS = support_table("query")
 
 # Seed rknn-runtime-lifecycle-layouts-memory.txt, "C2 values for different hardware platforms"
 # (None = "/": no native layout for that type). The seed's header row is shifted one column right of its
@@ -98,17 +37,6 @@ def socs(header: str) -> list[str]:
     return [name.strip().lower() for name in header.split("/")]
 
 
-def parse(table: str, n_columns: int) -> list[tuple[int, str, tuple[bool, ...]]]:
-    rows = []
-    for line in table.strip().splitlines():
-        number, name, *cells = line.split()
-        assert len(cells) == n_columns and set(cells) <= {"√", "×"}, line
-        rows.append((int(number), name, tuple(cell == "√" for cell in cells)))
-    return rows
-
-
-API_ROWS = parse(API_TABLE, len(API_COLUMNS))
-QUERY_ROWS = parse(QUERY_TABLE, len(QUERY_COLUMNS))
 API_CELLS = [(name, soc, marked) for _, name, cells in API_ROWS
              for header, marked in zip(API_COLUMNS, cells) for soc in socs(header)]
 QUERY_CELLS = [(name, soc, marked) for _, name, cells in QUERY_ROWS
@@ -119,15 +47,6 @@ def test_transcription_shape():
     assert [number for number, _, _ in API_ROWS] == list(range(1, 35))
     assert [number for number, _, _ in QUERY_ROWS] == list(range(1, 21))
     assert len(API_CELLS) == 34 * 11 and len(QUERY_CELLS) == 20 * 11
-
-
-def test_transcription_matches_seed_text():
-    """Guard against typos in the literal tables above: every row appears in the seed as transcribed."""
-    text = require(SEEDS / "rknn-memory-ownership-and-zero-copy.txt").read_text(encoding="utf-8")
-    seed_rows = {tuple(line.split()) for line in text.splitlines()}
-    for table in (API_TABLE, QUERY_TABLE):
-        for line in table.strip().splitlines():
-            assert tuple(line.split()) in seed_rows, line
 
 
 def test_table_columns_cover_every_profile():

@@ -12,6 +12,8 @@ from npurt.soc import get_profile
 from npurt.tensor import (Layout, native_shape, nc1hwc2_to_nchw, nc1hwc2_to_nhwc, nchw_to_nc1hwc2, nchw_to_nhwc,
                           nhwc_to_nc1hwc2, nhwc_to_nchw, size_with_stride, w_stride)
 
+from helpers.data import nc1hwc2_examples
+
 DTYPES = [np.int8, np.uint8, np.float16, np.float32, np.int16, np.bool_, ml_dtypes.bfloat16, np.int64]
 
 
@@ -134,14 +136,17 @@ def test_nchw_nhwc_with_padded_rows(p):
     np.testing.assert_array_equal(nc1hwc2_to_nhwc(y, c, w_stride=ws), padded)
 
 
-def test_seed_example_rk3568():
-    """(1,13,4,4) int8 on RK3568 -> (1,2,4,4,8); lanes 5..7 of block C1=1 are padding."""
-    c2 = get_profile("rk3568").c2_for("int8")
-    x = np.arange(1, 13 * 16 + 1).reshape(1, 13, 4, 4).astype(np.int16).astype(np.int8)
+@pytest.mark.parametrize("example", nc1hwc2_examples(), ids=lambda e: "x".join(map(str, e["shape"])))
+def test_seed_example_rk3568(example):
+    """(1,13,4,4) and (1,13,2,2) int8 on RK3568 -> (1,2,h,w,8); lanes 5..7 of block C1=1 are padding."""
+    c2 = get_profile(example["soc"]).c2_for(example["dtype"])
+    assert c2 == example["c2"]
+    shape, valid = tuple(example["shape"]), example["valid_lanes_in_last_block"]
+    x = np.arange(1, np.prod(shape) + 1).reshape(shape).astype(np.int16).astype(np.int8)
     y = nchw_to_nc1hwc2(x, c2)
-    assert y.shape == (1, 2, 4, 4, 8)
-    assert (y[0, 1, :, :, 5:] == 0).all()
-    np.testing.assert_array_equal(y[0, 1, :, :, :5], x[0, 8:].transpose(1, 2, 0))
+    assert y.shape == tuple(example["native_shape"]) and y.shape[1] == example["c1"]
+    assert (y[0, -1, :, :, valid:] == 0).all()
+    np.testing.assert_array_equal(y[0, -1, :, :, :valid], x[0, (example["c1"] - 1) * c2:].transpose(1, 2, 0))
     assert y.reshape(-1)[:8].tolist() == x[0, :8, 0, 0].tolist()
 
 
