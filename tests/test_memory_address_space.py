@@ -146,7 +146,7 @@ def test_resolve_phys_and_virt_together(dev):
 
 def test_resolve_shared_import_region(dev):
     import os
-    fd = os.memfd_create("u")
+    fd = os.memfd_create("u", os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, 4 * PAGE_SIZE)
     first = dev.import_fd(fd, 2 * PAGE_SIZE)
     second = dev.import_fd(fd, PAGE_SIZE, PAGE_SIZE)

@@ -111,7 +111,7 @@ def test_strict_split_buffer_and_lookups_on_both_views(strict):
 
 
 def test_strict_import_starts_clean_and_user_syncs(strict):
-    fd = os.memfd_create("user")
+    fd = os.memfd_create("user", os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, 8192)
     os.pwrite(fd, b"hello", 0)
     buf = strict.import_fd(fd)
@@ -170,7 +170,7 @@ def test_check_mode_non_cacheable_is_never_flagged(check):
 
 
 def test_check_mode_import_snapshot_at_import(check):
-    fd = os.memfd_create("user")
+    fd = os.memfd_create("user", os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, 4096)
     os.pwrite(fd, b"\x05" * 4096, 0)
     buf = check.import_fd(fd)

@@ -64,7 +64,7 @@ def test_child_and_parent_share_memory_both_ways(dev, placement, size):
 
 
 def test_imported_window_is_sent_with_its_offset(dev):
-    fd = os.memfd_create("user")
+    fd = os.memfd_create("user", os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, 6 * 4096)
     buf = dev.import_fd(fd, 4 * 4096, 4096 + 64)
     buf.view(np.uint32)[:] = 1001
@@ -89,7 +89,7 @@ def test_recv_from_a_closed_peer_or_garbage_is_invalid_argument():
     from npurt.errors import ErrorCode, NpuError
     from npurt.memory import recv_buffer
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    fd = os.memfd_create("garbage")
+    fd = os.memfd_create("garbage", os.MFD_ALLOW_SEALING)
     fds_before = open_fds()
     try:
         socket.send_fds(a, [b"not json"], [fd])

@@ -12,7 +12,7 @@ from conftest import open_fds
 
 
 def user_memfd(size: int, fill: int = 0) -> int:
-    fd = os.memfd_create("user")
+    fd = os.memfd_create("user", os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, size)
     if fill:
         os.pwrite(fd, bytes([fill]) * size, 0)
@@ -47,18 +47,29 @@ def test_import_memfd_shares_memory_and_keeps_user_fd(dev):
 
 
 def test_import_whole_file_default_size(dev):
-    with tempfile.TemporaryFile() as f:
-        f.write(b"abcdefgh" * 1000)
-        f.flush()
-        buf = dev.import_fd(f.fileno())
+    fd = os.memfd_create("user", os.MFD_ALLOW_SEALING)
+    os.write(fd, b"abcdefgh" * 1000)
+    try:
+        buf = dev.import_fd(fd)
         assert buf.size == 8000
         assert bytes(buf.view()[:8]) == b"abcdefgh"
         buf.view()[:3] = np.frombuffer(b"XYZ", np.uint8)
-        assert os.pread(f.fileno(), 4, 0) == b"XYZd"
+        assert os.pread(fd, 4, 0) == b"XYZd"
         with pytest.raises(NpuError) as err:
-            dev.import_fd(f.fileno(), offset=8000)
+            dev.import_fd(fd, offset=8000)
         assert err.value.code == ErrorCode.INVALID_ARGUMENT
         buf.free()
+    finally:
+        os.close(fd)
+
+
+def test_import_refuses_a_regular_file_that_could_shrink(dev):
+    with tempfile.TemporaryFile() as f:
+        f.write(b"abcdefgh" * 1000)
+        f.flush()
+        with pytest.raises(NpuError) as err:
+            dev.import_fd(f.fileno())
+        assert err.value.code == ErrorCode.INVALID_ARGUMENT and "F_SEAL_SHRINK" in err.value.message
 
 
 def test_same_fd_twice_shares_one_mapping(dev):

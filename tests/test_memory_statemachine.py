@@ -72,7 +72,7 @@ class MemoryMachine(RuleBasedStateMachine):
 
     @rule(target=buffers, pages=st.integers(1, 6), offset=st.integers(0, 3 * PAGE_SIZE), size=st.integers(-1, 5 * PAGE_SIZE))
     def import_fd(self, pages, offset, size):
-        fd = os.memfd_create("user")
+        fd = os.memfd_create("user", os.MFD_ALLOW_SEALING)
         os.ftruncate(fd, pages * PAGE_SIZE)
         self.user_fds.append(fd)
         buf = self._expect_error(lambda: self.dev.import_fd(fd, size, offset),
@@ -199,7 +199,7 @@ def test_teardown_with_leftovers_releases_everything():
     dev = open_device("rk3588", coherence="strict")
     dev.alloc(5000)
     dev.alloc(300 * 1024, placement="sram_first")
-    fd = os.memfd_create("u")
+    fd = os.memfd_create("u", os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, 8192)
     dev.import_fd(fd)
     leaks = dev.close()

@@ -24,13 +24,14 @@ from npurt.memory.accounting import Accounting, MemoryStats
 from npurt.memory.address_space import DEFAULT_DOMAIN_SIZE, AddressSpace, RangeMap
 from npurt.memory.buffer import DDR, SRAM, SRAM_DDR, Buffer, Region
 from npurt.memory.coherence import SyncMode
-from npurt.memory.mapping import (PAGE_SIZE, HostMapping, map_anonymous, map_fd, map_parts, ndarray_at,
-                                  new_memfd, page_round, typed_view)
+from npurt.memory.mapping import (PAGE_SIZE, SEAL_HOW, HostMapping, map_anonymous, map_fd, map_parts, ndarray_at,
+                                  new_memfd, page_round, seal_against_shrink, typed_view)
 from npurt.memory.sram import SramBitmap
 from npurt.soc import SocProfile, get_profile
 
 log = logging.getLogger("npurt.memory")
 
+MAX_FD = 1 << 31            # fds are C ints
 MAX_SIZE = 1 << 46          # 64 TiB: anything larger is not a size but a bug (negative int cast, garbage)
 PLACEMENTS = ("ddr", "sram", "sram_first")
 
@@ -243,11 +244,13 @@ class Device:
                   owner: str = "user", name: str = "") -> Buffer:
         """Make `size` bytes of a user-owned, mmap-able fd at `offset` known to the device (never closes `fd`).
 
-        The fd is validated with fstat (a regular file or memfd; `offset + size` within its size). Importing the
+        The fd is validated with fstat (a memfd; `offset + size` within its size) and must be sealed against
+        shrinking (sealed here with F_SEAL_SHRINK when it allows it; refused otherwise), so that no holder of the
+        fd can truncate it under the mapping. Importing the
         same file again (any fd of the same inode) shares one host mapping, refcounted; each import is its own
         buffer with its own device address. size None means "to the end of the file".
         """
-        if isinstance(fd, bool) or not isinstance(fd, (int, np.integer)) or fd < 0:
+        if isinstance(fd, bool) or not isinstance(fd, (int, np.integer)) or not 0 <= fd < MAX_FD:
             raise NpuError(ErrorCode.INVALID_HANDLE, f"invalid fd {fd!r}")
         if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or offset < 0:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"offset must be a non-negative int, got {offset!r}")
@@ -259,6 +262,10 @@ class Device:
             raise NpuError(code, f"fd {fd}: {exc.strerror}") from None
         if not stat.S_ISREG(st.st_mode):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"fd {fd} is not an mmap-able file (mode {st.st_mode:o})")
+        if not seal_against_shrink(fd):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"fd {fd} could shrink under the mapping (a regular file or "
+                                                       f"an unsealable memfd): {SEAL_HOW}")
+        st = os.fstat(fd)                     # the size now that it can no longer shrink
         if size is None:
             size = st.st_size - offset
             if size <= 0:

@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory.buffer import Buffer
-from npurt.memory.device import Device, _check_size, open_device, open_devices
-from npurt.memory.mapping import PAGE_SIZE, map_parts, ndarray_at, new_memfd, page_round, typed_view
+from npurt.memory.device import MAX_SIZE, Device, _check_size, open_device, open_devices
+from npurt.memory.mapping import (PAGE_SIZE, SEAL_HOW, map_parts, ndarray_at, new_memfd, page_round,
+                                  seal_against_shrink, typed_view)
 
 
 class DmaBuffer:
@@ -101,28 +103,79 @@ def send_buffer(sock: socket.socket, buf: Buffer) -> None:
     socket.send_fds(sock, [header.encode()], [fd for fd, _, _ in buf.fd_parts])
 
 
+def _header_layout(data: bytes, nfds: int) -> tuple[int, list[tuple[int, int]]]:
+    """(size, [(offset, length)]) of a `send_buffer` header, checked: one part per fd, non-negative ints, pieces
+    that can be mapped back to back (page-aligned offsets after the first, whole pages before the last) and a
+    size they cover. INVALID_ARGUMENT naming what is wrong otherwise."""
+    try:
+        header = json.loads(data.decode())
+        parts, size = header["parts"], header["size"]
+    except (ValueError, KeyError, TypeError) as exc:       # also a peer that closed: no data at all
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"no send_buffer header received ({len(data)} bytes): "
+                                                   f"{exc}") from None
+    if not isinstance(parts, list) or not parts or len(parts) != nfds:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"fd count ({nfds}) does not match the buffer layout")
+    layout = []
+    for i, part in enumerate(parts):
+        if not (isinstance(part, list) and len(part) == 2 and all(type(v) is int for v in part)
+                and part[0] >= 0 and 0 < part[1] <= MAX_SIZE):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"send_buffer part {i} is not [offset >= 0, length > 0]: "
+                                                       f"{part!r}")
+        off, length = part
+        if i and off % PAGE_SIZE:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"send_buffer part {i}: offset {off} is not page-aligned")
+        if i < len(parts) - 1 and ((off % PAGE_SIZE if i == 0 else 0) + length) % PAGE_SIZE:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"send_buffer part {i}: length {length} does not end on "
+                                                       f"a page")
+        layout.append((off, length))
+    if type(size) is not int or not 0 < size <= sum(n for _, n in layout):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"send_buffer size {size!r} is not within the "
+                                                   f"{sum(n for _, n in layout)} bytes of its parts")
+    return size, layout
+
+
+def _check_received_fd(fd: int, off: int, length: int) -> None:
+    """A received fd must be a memfd sealed against shrinking (sealed here if it allows) holding the part."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"received fd is not an mmap-able file (mode {st.st_mode:o})")
+    if not seal_against_shrink(fd):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"received fd could shrink under the mapping: the sender must "
+                                                   f"{SEAL_HOW}")
+    size = os.fstat(fd).st_size
+    if off + length > size:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"send_buffer part [{off}, +{length}) is past the end of its "
+                                                   f"fd ({size} bytes)")
+
+
 def recv_buffer(sock: socket.socket, dtype=np.uint8, shape=None) -> np.ndarray:
     """Receive a buffer sent by `send_buffer` and return a view of the shared memory (its own mapping).
 
     The received fds are closed once mapped; the view keeps the mapping alive. INVALID_ARGUMENT when what
-    arrives is not a `send_buffer` message (or the peer closed the socket); the fds are closed then too.
+    arrives is not a well-formed `send_buffer` message (or the peer closed the socket), or an fd could shrink
+    under the mapping or is shorter than the header claims; the fds are closed then too.
     """
-    data, fds, _, _ = socket.recv_fds(sock, 65536, 16)
     try:
-        try:
-            header = json.loads(data.decode())
-            parts, size = header["parts"], header["size"]
-        except (ValueError, KeyError, TypeError) as exc:       # also a peer that closed: no data at all
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"no send_buffer header received ({len(data)} bytes): "
-                                                       f"{exc}") from None
-        if not parts or len(parts) != len(fds):
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "fd count does not match the buffer layout")
-        first_off = parts[0][0]
-        lead = first_off % PAGE_SIZE
+        data, fds, _, _ = socket.recv_fds(sock, 65536, 16)
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"recv_buffer: cannot receive from {sock!r}: {exc}") from None
+    try:
+        size, layout = _header_layout(data, len(fds))
+        for fd, (off, length) in zip(fds, layout):
+            _check_received_fd(fd, off, length)
+        lead = layout[0][0] % PAGE_SIZE
         pieces = [(fd, off - (lead if i == 0 else 0), length + (lead if i == 0 else 0))
-                  for i, (fd, (off, length)) in enumerate(zip(fds, parts))]
-        mapping = map_parts(pieces)
+                  for i, (fd, (off, length)) in enumerate(zip(fds, layout))]
+        try:
+            mapping = map_parts(pieces)
+        except OSError as exc:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"recv_buffer: cannot map the received fds: "
+                                                       f"{exc.strerror}") from None
     finally:
         for fd in fds:
             os.close(fd)
-    return typed_view(ndarray_at(mapping, lead, size), dtype, shape)
+    try:
+        return typed_view(ndarray_at(mapping, lead, size), dtype, shape)
+    except (ValueError, TypeError) as exc:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"recv_buffer: cannot view {size} bytes as {dtype!r} "
+                                                   f"{shape!r}: {exc}") from None

@@ -151,3 +151,24 @@ def new_memfd(name: str, length: int) -> int:
         os.close(fd)
         raise
     return fd
+
+
+SEAL_HOW = ("create it with memfd_create(name, MFD_ALLOW_SEALING) and seal it with fcntl(fd, F_ADD_SEALS, "
+            "F_SEAL_SHRINK), or pass a dma-buf")
+
+
+def seal_against_shrink(fd: int) -> bool:
+    """Make sure nobody can shrink `fd` under a mapping of it (an access past the new end would be SIGBUS):
+    True when it is already sealed with F_SEAL_SHRINK or could be sealed now; False for an fd that cannot be
+    sealed (a regular file, a memfd created without MFD_ALLOW_SEALING or sealed against further seals)."""
+    try:
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+    except (OSError, OverflowError, ValueError):
+        return False
+    if seals & fcntl.F_SEAL_SHRINK:
+        return True
+    try:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
+    except OSError:
+        return False
+    return True

@@ -38,7 +38,7 @@ def new_handle(obj: Any) -> int:
 
 def lookup(handle: Any, kind: type) -> Any:
     """The live object of type `kind` behind `handle`, or None (wrong kind, unknown, NULL)."""
-    from npurt.qnn._ptr import pointer_value
+    from npurt.memory.raw import pointer_value
     obj = HANDLES.get(pointer_value(handle))
     return obj if isinstance(obj, kind) else None
 

@@ -32,7 +32,7 @@ from npurt.exec.bind import pack_input, unpack_output
 from npurt.memory import Buffer
 from npurt.model.attrs import TensorAttr
 from npurt.qnn import constants as C
-from npurt.qnn._ptr import pointer_value, safe_copy_in, safe_write
+from npurt.memory.raw import pointer_value, safe_copy_in, safe_write
 from npurt.qnn.backend import new_handle
 from npurt.qnn.mem_registry import ION, REGISTRY, SHARED, SPILLFILL, VTCMBACKUP, WEIGHTS, QnnError
 from npurt.qnn.structs import Qnn_Tensor_t

@@ -25,7 +25,7 @@ from npurt.exec.compile import load_compiled
 from npurt.model.compiled import CompiledModel
 from npurt.model.file_format import MAGIC
 from npurt.qnn import constants as C
-from npurt.qnn._ptr import pointer_value, read_struct, safe_read, safe_write
+from npurt.memory.raw import pointer_value, read_struct, safe_read, safe_write
 from npurt.qnn.backend import Backend, QnnDevice, lookup
 from npurt.qnn.context import Context
 from npurt.qnn.graph import Graph

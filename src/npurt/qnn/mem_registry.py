@@ -37,7 +37,7 @@ from npurt.errors import NpuError
 from npurt.memory import Buffer
 from npurt.qnn import constants as C
 from npurt.qnn import rpcmem
-from npurt.qnn._ptr import pointer_value, read_struct, read_u32_array
+from npurt.memory.raw import pointer_value, read_struct, read_u32_array
 from npurt.qnn.htp_plan import BUFFER_START_ALIGNMENT
 from npurt.qnn.structs import Qnn_MemDescriptor_t, QnnMemHtp_Descriptor_t
 

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.memory import open_device
+from npurt.memory import open_device, raw
 from npurt.rknn import constants as c
 from npurt.rknn import handles, log
 from npurt.rknn.api_common import (FMT_TO_LAYOUT, TYPE_TO_DTYPE, RknnContext, ctx_value, get_ctx,
@@ -275,14 +275,14 @@ def rknn_destroy(ctx: Any) -> int:
 
 # --- general API ------------------------------------------------------------------------------------------------
 def _user_bytes(addr: Any, size: int, device: Any) -> np.ndarray:
-    """`size` bytes at user address `addr` (runtime memory is validated; other memory is the caller's, as in C)."""
-    value = getattr(addr, "value", addr)
-    if not value:
+    """`size` bytes at user address `addr`: a view of runtime memory (the range must lie inside the buffer), or
+    a guarded copy of the caller's own memory (PARAM_INVALID when it is not readable)."""
+    if not raw.pointer_value(addr):
         raise NpuError(ErrorCode.INVALID_INPUT, "input buf is NULL")
     try:
-        return device.view_at(value, size)
-    except NpuError:                      # user memory (e.g. arr.ctypes.data): read in place during the call
-        return np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(value))
+        return device.view_at(raw.pointer_value(addr), size)
+    except NpuError:
+        return raw.read_bytes(addr, size, "input buf")
 
 
 @mirror("rknn_inputs_set")
@@ -351,13 +351,11 @@ def rknn_outputs_get(ctx: Any, n_outputs: int, outputs: Any, extend: Any) -> int
             if out.size < arr.nbytes:
                 raise NpuError(ErrorCode.INVALID_OUTPUT, f"param output size({out.size}) < model output "
                                                          f"size({arr.nbytes})")
+            raw.check_writable(out.buf, arr.nbytes, f"outputs[{out.index}].buf")     # every one, before any write
     for out, arr in zip(items, arrays):
         b = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
         if out.is_prealloc:
-            try:
-                np.copyto(obj.device.view_at(out.buf, b.size), b)
-            except NpuError:
-                ctypes.memmove(out.buf, b.ctypes.data, b.size)
+            raw.write_bytes(out.buf, b, f"outputs[{out.index}].buf")
             continue
         buf = obj.device.alloc(max(b.size, 1), owner=f"rknn_ctx_0x{obj.handle:x}", name=f"output{out.index}")
         np.copyto(buf.cpu_view(np.uint8, nbytes=b.size), b)

@@ -49,7 +49,8 @@ from typing import Any
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.memory.device import open_device, open_devices
+from npurt.memory import raw
+from npurt.memory.device import open_device
 from npurt.rknn import constants as c
 from npurt.rknn import handles, log
 from npurt.rknn import matmul_math as mm
@@ -269,7 +270,7 @@ def _array(ptr: Any, length: int, ctype: Any, what: str) -> np.ndarray:
         return np.zeros(0, dtype=np.dtype(ctype))
     if length < 0 or not ptr:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid {what}: NULL pointer or negative length {length}")
-    return np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctype)), shape=(length,)).copy()
+    return raw.read_bytes(ptr, length * ctypes.sizeof(ctype), what).view(np.dtype(ctype))
 
 
 @mirror("rknn_matmul_set_quant_params")
@@ -432,33 +433,31 @@ def _run(obj: MatmulContext) -> int:
 
 # --- B layout conversion -------------------------------------------------------------------------------------
 def _host_bytes(ptr: Any, nbytes: int, what: str, writable: bool) -> np.ndarray:
-    """A uint8 view of `nbytes` at a C `void*`: a numpy array / buffer object, or an int address that must lie in
-    npurt device memory (npurt cannot validate other raw addresses, so it refuses them)."""
+    """A uint8 array of `nbytes` for a C `void*`: a view of a numpy array / buffer object, or for an int address
+    a guarded copy of the caller's memory (`npurt.memory.raw`; written back with `_store`)."""
     if isinstance(ptr, np.ndarray):
         if not ptr.flags.c_contiguous:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} must be a C-contiguous array")
-        raw = ptr.reshape(-1).view(np.uint8)
+        arr = ptr.reshape(-1).view(np.uint8)
     elif isinstance(ptr, (bytes, bytearray, memoryview, ctypes.Array)):
-        raw = np.frombuffer(ptr, dtype=np.uint8)
+        arr = np.frombuffer(ptr, dtype=np.uint8)
     elif isinstance(ptr, (int, ctypes.c_void_p)) and not isinstance(ptr, bool):
-        addr = getattr(ptr, "value", ptr) or 0
-        for dev in open_devices():
-            try:
-                raw = dev.view_at(addr, nbytes)
-                break
-            except NpuError:
-                continue
-        else:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                           f"{what} 0x{addr:x} (+{nbytes}) is not inside npurt device memory; pass a numpy array "
-                           f"for host memory")
+        if writable:
+            raw.check_writable(ptr, nbytes, what)
+        return raw.read_bytes(ptr, nbytes, what)
     else:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} must be a pointer or a buffer, got {type(ptr).__name__}")
-    if raw.size < nbytes:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} holds {raw.size} bytes, {nbytes} needed")
-    if writable and not raw.flags.writeable:
+    if arr.size < nbytes:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} holds {arr.size} bytes, {nbytes} needed")
+    if writable and not arr.flags.writeable:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} is read-only")
-    return raw[:nbytes]
+    return arr[:nbytes]
+
+
+def _store(ptr: Any, data: np.ndarray, what: str) -> None:
+    """Finish a write into `_host_bytes(ptr, ..., writable=True)`: an int address gets the bytes (guarded)."""
+    if isinstance(ptr, (int, ctypes.c_void_p)) and not isinstance(ptr, bool):
+        raw.write_bytes(ptr, data, what)
 
 
 @mirror("rknn_B_normal_layout_to_native_layout")
@@ -485,4 +484,5 @@ def rknn_B_normal_layout_to_native_layout(B_input: Any, B_output: Any, K: int, N
         logical = src.view(spec.b.numpy_dtype).reshape(K, N).copy()   # B_input and B_output may overlap
         native = mm.b_normal_to_native(logical, K, N, tiles, mm.k_segment(soc))
         np.copyto(dst.view(spec.b.numpy_dtype), native)
+    _store(B_output, dst, "B_output")
     return c.RKNN_SUCC
