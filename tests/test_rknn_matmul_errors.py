@@ -232,7 +232,7 @@ def test_b_layout_conversion_errors(capfd):
     _expect_error(capfd, rknn_B_normal_layout_to_native_layout(src, dst[:100], 64, 32, info), PARAM,
                   "B_output holds 100 bytes")
     _expect_error(capfd, rknn_B_normal_layout_to_native_layout(src, 0x1000, 64, 32, info), PARAM,
-                  "not inside npurt device memory")
+                  "is not writable memory")
     _expect_error(capfd, rknn_B_normal_layout_to_native_layout(src, bytes(64 * 32), 64, 32, info), PARAM,
                   "read-only")
     _expect_error(capfd, rknn_B_normal_layout_to_native_layout(src, dst, 64, 32, rknn_matmul_info(type=0)),
