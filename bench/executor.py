@@ -65,7 +65,7 @@ def run(quick: bool = False, native: bool = True) -> list[dict]:
     import onnxruntime as ort
 
     import npurt
-    from npurt.exec.bind import pack_input
+    from npurt.runtime.user_io import pack_input
     from npurt.exec.executor import Executor, allocate
     from npurt.model import zoo
 

@@ -10,7 +10,7 @@ from onnx import helper
 
 import npurt
 from npurt.errors import ErrorCode, NpuError
-from npurt.exec.bind import pack_input, unpack_output
+from npurt.runtime.user_io import pack_input, unpack_output
 from npurt.exec.executor import Executor, allocate
 from npurt.model.zoo import mobilenet_v2_like, small_convnet
 from npurt.tensor import DType, Layout, nc1hwc2_to_nchw
@@ -191,7 +191,7 @@ def test_threaded_conversions_match(monkeypatch):
     assert np.array_equal(dst, src.transpose(0, 1, 3, 4, 2).astype(np.float16))
     cm = npurt.compile(mobilenet_v2_like(size=96), precision="fp16")
     x = np.random.default_rng(1).normal(size=(1, 3, 96, 96)).astype(np.float32)
-    from npurt.exec.executor import run_once
+    from npurt.runtime.user_io import run_once
     threaded = run_once(cm, [x])[0]
     monkeypatch.setenv("NPURT_EXEC_THREADS", "1")
     assert np.array_equal(threaded, run_once(cm, [x])[0])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import npurt
-from npurt.exec.bind import pack_input
+from npurt.runtime.user_io import pack_input
 from npurt.exec.executor import Executor, allocate
 from npurt.model.zoo import mobilenet_v2_like, yolov8n_like
 

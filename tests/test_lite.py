@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import npurt
-from npurt.exec.executor import run_once
+from npurt.runtime.user_io import run_once
 from npurt.memory import open_device
 from npurt.rknn.lite import RKNNLite
 from conftest import open_fds

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import npurt
 from npurt.errors import ErrorCode, NpuError
-from npurt.exec.executor import run_once
+from npurt.runtime.user_io import run_once
 from npurt.model import file_format
 from npurt.model.attrs import QntType
 from npurt.model.zoo import small_convnet

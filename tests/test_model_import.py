@@ -9,7 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 import npurt
 from npurt.errors import ErrorCode, NpuError
 from npurt.exec.compile import optimize
-from npurt.exec.executor import run_once
+from npurt.runtime.user_io import run_once
 from npurt.model.onnx_import import import_onnx
 
 

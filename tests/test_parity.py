@@ -12,7 +12,7 @@ import onnxruntime as ort
 import pytest
 
 import npurt
-from npurt.exec.executor import run_once
+from npurt.runtime.user_io import run_once
 from npurt.model import zoo
 
 FP16_COS, FP16_ERR, INT8_COS = 0.9999, 1e-2, 0.999

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import npurt
-from npurt.exec.executor import run_once
+from npurt.runtime.user_io import run_once
 from npurt.memory import dma_alloc, open_device
 from npurt.rknn import *  # noqa: F403
 from npurt.rknn import handles

@@ -10,7 +10,7 @@ import pytest
 
 import npurt
 from npurt.errors import ErrorCode, NpuError
-from npurt.exec.executor import run_once
+from npurt.runtime.user_io import run_once
 from npurt.memory import dma_alloc, open_device, open_devices
 from npurt.runtime import Context, ContextOptions, InputData, MemRef
 from npurt.tensor import DType, Layout, nc1hwc2_to_nchw
@@ -149,7 +149,7 @@ def test_general_pass_through_takes_native_bytes():
     x = image(seed=9)
     native = cm.native_input_attrs[0]
     raw = np.zeros(native.size_with_stride, np.uint8)
-    from npurt.exec.bind import pack_input
+    from npurt.runtime.user_io import pack_input
     pack_input(native, x, raw)
     with Context(cm) as ctx:
         ctx.set_inputs([InputData(0, raw, pass_through=True)])

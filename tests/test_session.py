@@ -11,7 +11,7 @@ import pytest
 
 import npurt
 from npurt import ErrorCode, NpuError
-from npurt.exec.executor import run_once
+from npurt.runtime.user_io import run_once
 from npurt.memory import open_device
 from conftest import open_fds
 from test_runtime_models import Y_SHAPE, convnet, dynamic_convnet, image, reference, two_io
@@ -267,7 +267,7 @@ def test_runs_allocate_nothing_on_the_device():
 @pytest.mark.parametrize("norm", [False, True])
 def test_write_fast_path_equals_pack_input(norm):
     """DeviceTensor.write's NHWC float fast path writes the same bytes as the runtime's pack_input."""
-    from npurt.exec.bind import pack_input
+    from npurt.runtime.user_io import pack_input
     opts = {"mean": [[127.5, 100.0, 90.0]], "std": [[127.5, 60.0, 70.0]]} if norm else {}
     with npurt.Session(convnet(), **opts) as s:
         t, cm = s.input(0), s.context.compiled

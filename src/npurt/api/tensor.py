@@ -129,7 +129,7 @@ class DeviceTensor:
         for 4-D inputs; None guesses from the shape (NCHW when both fit)."""
         if not self.is_input:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"output {self.name!r} is written by the model, not by write()")
-        from npurt.exec.bind import pack_input
+        from npurt.runtime.user_io import pack_input
         arr = np.asarray(array)
         fmt = (layout or self._guess_layout(arr)).lower()
         if fmt not in ("nchw", "nhwc"):
@@ -151,7 +151,7 @@ class DeviceTensor:
 
     def read(self) -> np.ndarray:
         """The tensor's logical values as a new array: float32 in the ONNX order (integer tensors keep their type)."""
-        from npurt.exec.bind import unpack_output
+        from npurt.runtime.user_io import unpack_output
         return unpack_output(self._attr, self._u8(), self.logical_shape)
 
     to_numpy = read

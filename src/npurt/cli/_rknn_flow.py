@@ -112,7 +112,7 @@ class ZeroCopy:
             self.outs.append((mem, read_attr(a)))
 
     def frame(self, frame: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
-        from npurt.exec.bind import pack_input, unpack_output
+        from npurt.runtime.user_io import pack_input, unpack_output
         r, c = self.rk.r, self.compiled
         for i, ((mem, attr), x) in enumerate(zip(self.ins, frame)):
             pack_input(attr, x, r.mem_view(mem), c.mean[i] if c.mean else None, c.std[i] if c.std else None,

@@ -1,5 +1,5 @@
 """Slot conversions between stored tensors (native layout and type, in device memory) and the float32 logical
-arrays the kernels take, plus the runtime's user-format helpers `pack_input` / `unpack_output`.
+arrays the kernels take.
 
 The executor precomputes one `SlotReader` / `SlotWriter` per tensor access at bind time; their `read()` /
 `write()` do the per-run work with `out=` into preallocated memory (no allocation for 4-D float tensors):
@@ -12,19 +12,19 @@ The executor precomputes one `SlotReader` / `SlotWriter` per tensor access at bi
 - plain (UNDEFINED / NCHW): reshape, cast or dequantise.
 
 `tensor` conversions (`nchw_to_nc1hwc2` ...) require equal in/out dtypes, so the fused cast-and-transpose copies
-here are their own; `pack_input`/`unpack_output` use `npurt.tensor` where the types match.
+here are their own. The runtime's user-format conversions (`npurt.runtime.user_io`) build on these readers and
+writers.
 """
 from __future__ import annotations
 
 import math
 import os
-import threading
 from typing import Sequence
 
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.model.attrs import QntType, TensorAttr, TensorStorage
+from npurt.model.attrs import TensorStorage
 from npurt.tensor import DType, Layout
 
 
@@ -207,145 +207,3 @@ class SlotWriter:
             np.copyto(self.dst_rem, y[:, self.full * c2:].transpose(0, 2, 3, 1), casting="unsafe")
         for pad in self.pad_views:
             pad.fill(0)
-
-
-# --- the runtime's user-format helpers -------------------------------------------------------------
-
-def _per_channel(v: Sequence[float] | None, channels: int, ndim: int) -> np.ndarray | None:
-    if v is None:
-        return None
-    a = np.asarray(v, np.float32).reshape(-1)
-    if a.size == 1 or ndim < 2:
-        return a.reshape(()) if a.size == 1 else a
-    if a.size != channels:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{a.size} normalisation values for {channels} channels")
-    shape = [1] * ndim
-    shape[1] = -1
-    return a.reshape(shape)
-
-
-def attr_storage(attr: TensorAttr, shape: Sequence[int]) -> TensorStorage:
-    """The TensorStorage a native attr describes, for a tensor of logical `shape`."""
-    dims = tuple(attr.dims)
-    if attr.fmt is Layout.NHWC:
-        n, h, w, c = dims
-        dims = (n, h, attr.w_stride or w, c)
-    quantized = attr.qnt_type is QntType.AFFINE_ASYMMETRIC
-    logical = "float32" if (attr.type.is_float or quantized) else attr.type.numpy_dtype.name
-    return TensorStorage(attr.name, tuple(int(d) for d in shape), logical, attr.type, attr.fmt, dims,
-                         attr.w_stride, attr.size_with_stride, attr.size_with_stride, attr.scale, attr.zp, quantized)
-
-
-def _logical_shape(attr: TensorAttr, shape: Sequence[int] | None) -> tuple[int, ...]:
-    if shape is not None:
-        return tuple(int(d) for d in shape)
-    if attr.fmt is Layout.NHWC:
-        n, h, w, c = attr.dims
-        return (n, c, h, w)
-    if attr.fmt is Layout.NC1HWC2:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                       f"tensor {attr.name!r}: an NC1HWC2 attr does not say the channel count; pass shape=")
-    return tuple(attr.dims)
-
-
-def _check_view(attr: TensorAttr, view: np.ndarray) -> np.ndarray:
-    if not isinstance(view, np.ndarray) or view.dtype != np.uint8:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {attr.name!r}: expected a uint8 buffer view")
-    raw = view.reshape(-1)
-    if raw.size < attr.size_with_stride:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                       f"tensor {attr.name!r}: buffer has {raw.size} bytes, needs {attr.size_with_stride}")
-    return raw
-
-
-_tls = threading.local()
-
-
-def _frame_scratch(shape: tuple[int, ...]) -> np.ndarray:
-    """A float32 scratch of `shape`, kept per thread and reused while the shape stays the same (a fresh
-    allocation per frame costs page faults: about as much as the conversion itself for a 640x640 frame)."""
-    buf = getattr(_tls, "frame", None)
-    if buf is None or buf.shape != shape:
-        buf = _tls.frame = np.empty(shape, np.float32)
-    return buf
-
-
-def _pack_nhwc(st: TensorStorage, x: np.ndarray, raw: np.ndarray, m: np.ndarray | None, s: np.ndarray | None,
-               nhwc: bool) -> None:
-    """NHWC native input from a user array `x` (NHWC when `nhwc`, else NCHW): normalise into one reused float32
-    scratch in the user's order (contiguous passes), quantise in place if int8, then one casting (and, for NCHW,
-    transposing) copy into the padded rows. The same arithmetic, in the same order, as the generic path, without
-    its temporaries and fresh allocations."""
-    n, c, h, w = st.shape
-    src = x if nhwc else x.transpose(0, 2, 3, 1)
-    float_in = st.logical_dtype.startswith("float")
-    dst = typed_view(raw, st.dtype.numpy_dtype, st.dims)
-    exact = x.dtype in (np.float32, np.float16, np.uint8, np.int8, np.uint16, np.int16)  # cast via f32 == direct
-    if not float_in or (m is None and s is None and not st.quantized and exact):
-        np.copyto(dst[:, :, :w, :], src, casting="unsafe")
-    else:
-        # arithmetic in the user's order (contiguous passes), one transposing copy at the end if NCHW
-        y = _frame_scratch(tuple(x.shape))
-        chan = (lambda v: v.reshape(-1) if v.ndim else v) if nhwc else (lambda v: v)
-        if m is not None:
-            np.subtract(x, chan(m), out=y, dtype=np.float32)
-        else:
-            np.copyto(y, x, casting="unsafe")
-        if s is not None:
-            np.divide(y, chan(s), out=y)
-        if st.quantized:
-            np.multiply(y, np.float32(1.0 / st.scale), out=y)
-            np.add(y, np.float32(st.zp), out=y)
-            np.rint(y, out=y)
-            np.clip(y, -128, 127, out=y)
-        np.copyto(dst[:, :, :w, :], y if nhwc else y.transpose(0, 2, 3, 1), casting="unsafe")
-    if st.dims[2] > w:
-        dst[:, :, w:, :] = 0
-
-
-def pack_input(attr: TensorAttr, user: np.ndarray, out_view: np.ndarray, mean: Sequence[float] | None = None,
-               std: Sequence[float] | None = None, layout: str = "nchw", shape: Sequence[int] | None = None) -> None:
-    """Write a user input (the ONNX model's layout, `layout="nhwc"` for NHWC images; any numeric dtype) into a
-    bound input buffer described by its native attr: normalise with mean/std, cast or quantise, lay out, pad."""
-    raw = _check_view(attr, out_view)
-    x = np.asarray(user)
-    nhwc = layout.lower() == "nhwc"
-    if nhwc:
-        if x.ndim != 4:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"input {attr.name!r}: layout nhwc needs a 4-D array")
-    xs = x.transpose(0, 3, 1, 2) if nhwc else x
-    logical = _logical_shape(attr, shape if shape is not None else (xs.shape if attr.fmt is Layout.NC1HWC2 else None))
-    if tuple(xs.shape) != logical:
-        raise NpuError(ErrorCode.INVALID_INPUT, f"input {attr.name!r}: shape {tuple(xs.shape)} != {logical}")
-    st = attr_storage(attr, logical)
-    is_float = st.logical_dtype.startswith("float")
-    m = _per_channel(mean, logical[1] if len(logical) > 1 else 1, len(logical)) if is_float else None
-    s = _per_channel(std, logical[1] if len(logical) > 1 else 1, len(logical)) if is_float else None
-    if st.layout is Layout.NHWC and x.dtype.kind in "uif":
-        _pack_nhwc(st, x, raw, m, s, nhwc)
-        return
-    x = xs
-    if is_float:
-        y = np.asarray(x, np.float32)
-        if m is not None:
-            y = y - m
-        if s is not None:
-            y = y / s
-        if y is x:
-            y = y.copy() if st.quantized else y
-    else:
-        y = x
-    scratch = np.empty(SlotWriter.needs_scratch(st), np.float32)
-    writer = SlotWriter(st, raw, 0, scratch)
-    writer.write(np.asarray(y))
-
-
-def unpack_output(attr: TensorAttr, view: np.ndarray, shape: Sequence[int] | None = None) -> np.ndarray:
-    """A bound output buffer (native attr layout/type) as a float32 array in the logical (ONNX) layout;
-    integer outputs keep their dtype. `shape` is the logical shape (required for NC1HWC2)."""
-    raw = _check_view(attr, view)
-    st = attr_storage(attr, _logical_shape(attr, shape))
-    need = SlotReader.needs_scratch(st)
-    reader = SlotReader(st, raw, 0, np.empty(need, np.float32) if need or st.quantized else None)
-    out = reader.read()
-    return np.array(out, dtype=np.float32 if st.logical_dtype.startswith("float") else out.dtype, copy=True)

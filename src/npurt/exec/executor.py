@@ -284,18 +284,3 @@ def allocate(compiled: CompiledModel) -> tuple[np.ndarray, np.ndarray, list[np.n
     outputs = [np.zeros(max(a.size_with_stride, 1), np.uint8) for a in compiled.native_output_attrs]
     return weights, internal, inputs, outputs
 
-
-def run_once(compiled: CompiledModel, feeds: "dict[str, np.ndarray] | list[np.ndarray]") -> list[np.ndarray]:
-    """Convenience: allocate host memory, pack `feeds` (ONNX layout), run, unpack float32 outputs."""
-    from npurt.exec.bind import pack_input, unpack_output
-    weights, internal, ins, outs = allocate(compiled)
-    ex = Executor(compiled)
-    ex.bind(weights, internal, ins, outs)
-    if isinstance(feeds, dict):
-        feeds = [feeds[n] for n in compiled.graph.inputs]
-    for i, (attr, x) in enumerate(zip(compiled.native_input_attrs, feeds)):
-        pack_input(attr, x, ins[i], compiled.mean[i] if compiled.mean else None,
-                   compiled.std[i] if compiled.std else None, shape=compiled.storage[attr.name].shape)
-    ex.run()
-    return [unpack_output(attr, outs[i], compiled.storage[attr.name].shape)
-            for i, attr in enumerate(compiled.native_output_attrs)]

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from npurt.errors import NpuError
-from npurt.exec.bind import pack_input, unpack_output
+from npurt.runtime.user_io import pack_input, unpack_output
 from npurt.memory import Buffer
 from npurt.model.attrs import TensorAttr
 from npurt.qnn import constants as C

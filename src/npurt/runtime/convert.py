@@ -4,7 +4,7 @@ A *format* is a `TensorAttr` as the user describes a buffer (type, fmt, w_stride
 itself (no conversion: the executor reads or writes the user's memory), or an edited copy (e.g. input UINT8/NHWC,
 output FLOAT32/NCHW), in which case the runtime converts between the user's buffer and a native staging buffer.
 Input packing (normalisation with the model's mean/std, quantisation, layout, row padding) is
-`npurt.exec.bind.pack_input`; output unpacking to float32 is `npurt.exec.bind.unpack_output`. Everything here works
+`npurt.runtime.user_io.pack_input`; output unpacking to float32 is `user_io.unpack_output`. Everything here works
 on uint8 views of device memory.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.model.attrs import QntType, TensorAttr
+from npurt.runtime.user_io import pack_input, unpack_output
 from npurt.tensor import DType, Layout, nchw_to_nc1hwc2
 
 INPUT_TYPES = (DType.UINT8, DType.INT8, DType.FLOAT16, DType.FLOAT32, DType.INT16, DType.INT32, DType.INT64,
@@ -106,7 +107,6 @@ def normalisation(compiled: Any, index: int) -> tuple[Any, Any]:
 def pack_user_input(user: TensorAttr, native: TensorAttr, src: np.ndarray, dst: np.ndarray,
                     shape: Sequence[int], mean=None, std=None) -> None:
     """Convert an input buffer in `user` format (`src`, uint8 view) into the native input (`dst`, uint8 view)."""
-    from npurt.exec.bind import pack_input
     if user.pass_through or same_format(user, native):
         n = native.size_with_stride
         np.copyto(dst[:n], src[:n])
@@ -117,7 +117,6 @@ def pack_user_input(user: TensorAttr, native: TensorAttr, src: np.ndarray, dst: 
 
 def unpack_native_output(native: TensorAttr, src: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     """A native output buffer as a float32 logical (NCHW / ONNX-order) array (integer outputs keep their type)."""
-    from npurt.exec.bind import unpack_output
     return unpack_output(native, src, tuple(shape))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -32,8 +33,20 @@ def _scratch(n: int, dtype=np.float32) -> np.ndarray:
     return buf[:n]
 
 
-def _conv_geometry(x_shape: Sequence[int], k_shape: Sequence[int], attrs: dict[str, Any]):
-    """(strides, dilations, pads_begin, pads_end, out_spatial) for Conv/pooling, honouring auto_pad."""
+@dataclass(frozen=True)
+class ConvGeometry:
+    """Where a Conv or pooling window goes: per spatial axis the stride, dilation, padding before and after (from
+    `pads` or `auto_pad`) and the output size."""
+
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads_begin: tuple[int, ...]
+    pads_end: tuple[int, ...]
+    out: tuple[int, ...]
+
+
+def conv_geometry(x_shape: Sequence[int], k_shape: Sequence[int], attrs: dict[str, Any]) -> ConvGeometry:
+    """The geometry of a window `k_shape` over input `x_shape` (N, C, *spatial), honouring auto_pad."""
     nd = len(k_shape)
     spatial = list(x_shape[2:])
     strides = list(attrs.get("strides") or [1] * nd)
@@ -54,7 +67,7 @@ def _conv_geometry(x_shape: Sequence[int], k_shape: Sequence[int], attrs: dict[s
     else:
         pb, pe = pads[:nd], pads[nd:]
     out = [(spatial[i] + pb[i] + pe[i] - eff[i]) // strides[i] + 1 for i in range(nd)]
-    return strides, dil, pb, pe, out
+    return ConvGeometry(tuple(strides), tuple(dil), tuple(pb), tuple(pe), tuple(out))
 
 
 def pad_spatial(x: np.ndarray, pb: Sequence[int], pe: Sequence[int], value: float = 0.0) -> np.ndarray:
@@ -112,7 +125,8 @@ def conv_nd(x: np.ndarray, w: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
     """Convolution without bias of `x` (N, C, *spatial) by `w` (M, C/group, *kernel), in x's dtype."""
     k_shape = list(attrs.get("kernel_shape") or w.shape[2:])
     group = int(attrs.get("group", 1))
-    strides, dil, pb, pe, out = _conv_geometry(x.shape, k_shape, attrs)
+    g = conv_geometry(x.shape, k_shape, attrs)
+    strides, dil, pb, pe, out = g.strides, g.dilations, g.pads_begin, g.pads_end, list(g.out)
     n, c = x.shape[:2]
     m = w.shape[0]
     cg, mg = c // group, m // group

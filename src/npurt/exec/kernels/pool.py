@@ -12,13 +12,14 @@ from typing import Any, Callable
 import numpy as np
 
 from npurt.exec.kernels import as_f32, kernel
-from npurt.exec.kernels.conv import _conv_geometry, pad_spatial
+from npurt.exec.kernels.conv import conv_geometry, pad_spatial
 
 
 def _pool_geometry(x_shape, attrs):
     """(k, strides, dil, pads_begin, pads_end_with_ceil_extra, pads_end, out) for pooling."""
     k = list(attrs["kernel_shape"])
-    strides, dil, pb, pe, out = _conv_geometry(x_shape, k, attrs)
+    g = conv_geometry(x_shape, k, attrs)
+    strides, dil, pb, pe, out = g.strides, g.dilations, g.pads_begin, g.pads_end, list(g.out)
     pe_ext = list(pe)
     if attrs.get("ceil_mode", 0):
         for i, n in enumerate(x_shape[2:]):

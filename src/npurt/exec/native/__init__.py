@@ -1,0 +1,53 @@
+"""Native-layout steps: ops computed straight on their NC1HWC2 slots, without the generic
+slot -> NCHW float32 -> kernel -> NCHW float32 -> slot round trip.
+
+`prepare(...)` returns, for a node it can handle, a zero-argument callable that reads the node's inputs from their
+slots and writes its outputs into theirs (native layout and type, padding lanes zero); None otherwise, and the
+executor keeps the generic path. Every buffer is prepared at bind; the per-run work is a few numpy calls with
+`out=`. The arithmetic is the generic path's. One module per op family: `elementwise` (unary tables, binary ops),
+`channels` (Concat / Split by whole C1 blocks), `reshape` (NC1HWC2 into a plain slot), `resize` (nearest),
+`conv` (dense and depthwise); `epilogue` is the store they share, `scratch` the buffers they share.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from npurt.exec.native.channels import concat, split
+from npurt.exec.native.conv import conv
+from npurt.exec.native.elementwise import BINARY, UNARY, binary, unary
+from npurt.exec.native.reshape import unpack_reshape
+from npurt.exec.native.resize import resize_nearest
+from npurt.exec.native.scratch import Context
+from npurt.exec.native.slots import Skip
+
+__all__ = ["Context", "prepare"]
+
+
+def prepare(node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[[], None] | None:
+    """A zero-argument step computing `node` directly on its slots, or None when the native path does not
+    handle it (op, layout or type) and the executor must use the generic read/kernel/write path."""
+    try:
+        with np.errstate(all="ignore"):
+            return _prepare(node.op_type, node, kernel, attrs, ctx)
+    except Skip:
+        return None
+
+
+def _prepare(op: str, node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[[], None] | None:
+    if op in UNARY:
+        return unary(node, kernel, attrs, ctx)
+    if op in BINARY:
+        return binary(node, kernel, attrs, ctx)
+    if op == "Concat":
+        return concat(node, attrs, ctx)
+    if op == "Split":
+        return split(node, ctx)
+    if op == "Conv":
+        return conv(node, attrs, ctx)
+    if op in ("Reshape", "Flatten"):
+        return unpack_reshape(node, ctx)
+    if op == "Resize" and attrs.get("mode", "nearest") == "nearest":
+        return resize_nearest(node, kernel, attrs, ctx)
+    return None

@@ -1,0 +1,121 @@
+"""Elementwise ops on native slots.
+
+- unary ops (Sigmoid, Relu, ...) on fp16 or int8: a lookup table over all 65536 (fp16) or 256 (int8) stored values,
+  computed at bind by the op's own kernel with the generic dequantise/quantise steps, so results are bit-identical
+  to the generic path; one gather pass per run.
+- binary Add/Sub/Mul of two identically stored tensors: fp16 computes in float32 in one ufunc call
+  (`dtype=float32`, cast once on store); int8 uses a 65536-entry table indexed by the two stored bytes. When both
+  inputs are functions of one tensor x (SiLU's Mul(x, Sigmoid(x))), one table over x's stored values.
+
+Table gathers use np.take(mode="clip"): indices are stored bit patterns, always in range, and skipping the bounds
+check measured 20% faster than the default mode.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from npurt.exec.kernels import apply_activation
+from npurt.exec.native.epilogue import padding_lanes, stored_table, zero
+from npurt.exec.native.scratch import Context
+from npurt.exec.native.slots import Skip, activation, all_values, bits, constant_inputs, dequantize, kind_of
+
+UNARY = {"Sigmoid", "Relu", "LeakyRelu", "Elu", "Selu", "Softplus", "HardSigmoid", "HardSwish", "Tanh", "Erf",
+         "Gelu", "Mish", "Abs", "Neg", "Exp", "Clip", "Softsign", "ThresholdedRelu", "Celu"}
+BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}
+
+
+def _gather_step(table: np.ndarray, src_name: str, out_name: str, ctx: Context) -> Callable[[], None]:
+    """A step storing table[stored bits of `src_name`] into `out_name`'s slot, padding lanes zero."""
+    src, dst = bits(ctx.slot(src_name)), bits(ctx.slot(out_name))
+    pads = padding_lanes(ctx.storage[out_name], ctx.slot(out_name))
+
+    def run() -> None:
+        np.take(table, src, out=dst, mode="clip")
+        zero(pads)
+    return run
+
+
+def unary(node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[[], None]:
+    st_in, kind = activation(node.inputs[0], ctx)
+    st_out, kind_out = activation(node.outputs[0], ctx)
+    extra = constant_inputs(node.inputs[1:], ctx)          # Clip min/max: constants only
+    if kind != kind_out or st_in.dims != st_out.dims or st_in.shape != st_out.shape or len(node.outputs) != 1:
+        raise Skip
+    _, values = all_values(kind, st_in)
+    y = kernel([values] + extra, attrs)[0]
+    if y.shape != values.shape:
+        raise Skip
+    table = stored_table(kind, y, st_out)
+    ctx.tables[node.outputs[0]] = (node.inputs[0], table)
+    return _gather_step(table, node.inputs[0], node.outputs[0], ctx)
+
+
+def binary(node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[[], None]:
+    if len(node.inputs) != 2 or len(node.outputs) != 1:
+        raise Skip
+    sa, ka = activation(node.inputs[0], ctx)
+    sb, kb = activation(node.inputs[1], ctx)
+    so, ko = activation(node.outputs[0], ctx)
+    if not (ka == kb == ko) or not (sa.dims == sb.dims == so.dims) or not (sa.shape == sb.shape == so.shape):
+        raise Skip
+    derived = _of_one_tensor(node, kernel, attrs, ctx, ka, so)
+    if derived is not None:
+        return derived
+    a, b, o = ctx.slot(node.inputs[0]), ctx.slot(node.inputs[1]), ctx.slot(node.outputs[0])
+    pads = padding_lanes(so, o)
+    if ka == "fp16":
+        ufunc = BINARY[node.op_type]
+        if attrs.get("activation") is None:
+            def run() -> None:
+                ufunc(a, b, out=o, dtype=np.float32, casting="unsafe")
+                zero(pads)
+            return run
+        tmp = ctx.scratch(a.size)[:a.size].reshape(a.shape)
+
+        def run_activated() -> None:
+            ufunc(a, b, out=tmp, dtype=np.float32)
+            apply_activation(tmp, attrs)
+            np.copyto(o, tmp, casting="unsafe")
+            zero(pads)
+        return run_activated
+    # int8: a table over every pair of stored bytes
+    _, va = all_values("int8", sa)
+    _, vb = all_values("int8", sb)
+    y = kernel([np.repeat(va, 256), np.tile(vb, 256)], attrs)[0]
+    table = stored_table("int8", y, so)
+    au, bu, ou = bits(a), bits(b), bits(o)
+    index = np.empty(a.shape, np.uint16)
+
+    def run_int8() -> None:
+        np.left_shift(au, 8, out=index, dtype=np.uint16)
+        np.bitwise_or(index, bu, out=index)
+        np.take(table, index, out=ou, mode="clip")
+        zero(pads)
+    return run_int8
+
+
+def _of_one_tensor(node, kernel, attrs, ctx: Context, kind: str, so) -> Callable[[], None] | None:
+    """Binary ops whose two inputs are both functions of one stored tensor x — x itself or the output of a
+    native unary table step on x (SiLU: Mul(x, Sigmoid(x))) — as one table over x's stored values. Exact: the
+    other input's slot holds table[x] (written by that step; both stay live until this node), so the table
+    gives the generic path's result for every x."""
+    names = node.inputs[:2]
+    roots = [ctx.tables[t][0] if t in ctx.tables else t for t in names]
+    if roots[0] != roots[1] or roots[0] not in ctx.storage:
+        return None
+    root = ctx.storage[roots[0]]
+    if kind_of(root) != kind or root.dims != so.dims or root.shape != so.shape:
+        return None
+    _, root_values = all_values(kind, root)
+    args = []
+    for t in names:
+        if t == roots[0]:
+            args.append(root_values)
+            continue
+        table_bits = ctx.tables[t][1]
+        args.append(table_bits.view(np.float16).astype(np.float32) if kind == "fp16"
+                    else dequantize(table_bits.view(np.int8), ctx.storage[t]))
+    y = kernel(args, attrs)[0]
+    return _gather_step(stored_table(kind, y, so), roots[0], node.outputs[0], ctx)

@@ -1,0 +1,93 @@
+"""The store epilogue every native step ends with: float32 results to the output's stored codes (the fused
+activation, int8 requantisation and saturation, rounding) and zeros in the padding lanes."""
+from __future__ import annotations
+
+import numpy as np
+
+from npurt.exec.kernels import apply_activation
+from npurt.exec.native.slots import quantize
+
+
+def padding_lanes(st, view: np.ndarray) -> list[np.ndarray]:
+    """Views of the padding lanes of an NC1HWC2 slot (channels >= C, including whole extra C1 blocks)."""
+    c, c2, c1 = st.shape[1], st.dims[4], st.dims[1]
+    full, rem = divmod(c, c2)
+    out = []
+    if rem:
+        out.append(view[:, full, :, :, rem:])
+    used = full + (1 if rem else 0)
+    if used < c1:
+        out.append(view[:, used:])
+    return out
+
+
+def zero(pads: list[np.ndarray]) -> None:
+    for p in pads:
+        p.fill(0)
+
+
+def stored_table(kind: str, y: np.ndarray, st) -> np.ndarray:
+    """float32 results as the stored bit patterns (uint16 for fp16, uint8 for int8): the entries of a lookup table."""
+    if kind == "fp16":
+        return np.asarray(y, np.float32).astype(np.float16).view(np.uint16)
+    return quantize(y, st).view(np.uint8)
+
+
+def folded_bounds(attrs: dict, inv_scale: float, zp: float) -> tuple[float, float] | None:
+    """Bounds (lo, hi) in the quantised domain that apply the fused activation and int8 saturation at once;
+    None when the activation is not a clamp."""
+    act = attrs.get("activation")
+    lo, hi = -128.0, 127.0
+    if act is None:
+        return lo, hi
+    if act == "Relu":
+        return max(lo, zp), hi
+    if act == "Clip":
+        p = attrs.get("activation_params") or (None, None)
+        a, z = p[0], p[1]
+        if a is not None:
+            lo = max(lo, a * inv_scale + zp)
+        if z is not None:
+            hi = min(hi, z * inv_scale + zp)
+        return lo, hi
+    return None
+
+
+class ConvEpilogue:
+    """In place, a conv's float32 result (bias added) to what its output stores: fp16 applies the fused activation;
+    int8 either clamps to `folded_bounds` (weights and bias were scaled to the quantised domain at bind) or applies
+    the activation, scale and zero point and saturates; then rounds."""
+
+    def __init__(self, attrs: dict, out_storage) -> None:
+        self.attrs = attrs
+        self.int8 = out_storage.quantized
+        self.bounds = None
+        if self.int8:
+            self.inv_scale, self.zp = np.float32(1.0 / out_storage.scale), np.float32(out_storage.zp)
+            self.bounds = folded_bounds(attrs, 1.0 / out_storage.scale, float(out_storage.zp))
+
+    @property
+    def folds_output_scale(self) -> bool:
+        """True when the output quantisation must be folded into the weights and bias at bind."""
+        return self.bounds is not None
+
+    def fold(self, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:
+        """Scale `weights` in place into the quantised output domain and return the bias to use (a no-op unless
+        `folds_output_scale`)."""
+        if not self.folds_output_scale:
+            return bias
+        weights *= self.inv_scale
+        return bias * self.inv_scale + self.zp
+
+    def __call__(self, y: np.ndarray) -> None:
+        if not self.int8:
+            apply_activation(y, self.attrs)
+            return
+        if self.bounds is not None:
+            np.clip(y, self.bounds[0], self.bounds[1], out=y)
+        else:
+            apply_activation(y, self.attrs)
+            np.multiply(y, self.inv_scale, out=y)
+            np.add(y, self.zp, out=y)
+            np.clip(y, -128, 127, out=y)
+        np.rint(y, out=y)
