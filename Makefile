@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-optional bench clean
+.PHONY: demo test test-optional bench capi clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/npurt bench
+
+# npurt's RKNN C library (headers, librknnrt.so, librknnmrt.so, pkg-config and CMake files): see docs/c-api.md.
+capi: $(STAMP)
+	$(VENV)/bin/npurt capi --prefix build/capi
 
 clean:
 	rm -rf $(VENV) .cache build src/*.egg-info

@@ -7,7 +7,7 @@ import pytest
 import npurt
 from cli_helpers import fails, npurt as run_cli, ok_json
 
-COMMANDS = ("bench", "convert", "demo", "mm", "plan", "report", "run")
+COMMANDS = ("bench", "capi", "convert", "demo", "mm", "plan", "report", "run")
 
 
 def test_help_lists_every_command():

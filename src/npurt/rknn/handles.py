@@ -155,6 +155,13 @@ class MemRegistry:
                            f"invalid {what}: size {struct.size} is larger than the {record.size} bytes created")
         return record
 
+    def struct_at(self, addr: int) -> rknn_tensor_mem | None:
+        """The issued struct whose C address is `addr` (what a C caller's `rknn_tensor_mem*` points to), or None —
+        found without reading the memory at `addr`, so a forged or freed pointer is never dereferenced."""
+        with self._lock:
+            record = self._records.get(int(addr))
+        return None if record is None else record.struct
+
     def forget(self, record: MemRecord) -> None:
         """Unregister `record` (its struct becomes stale: priv_data is cleared)."""
         with self._lock:

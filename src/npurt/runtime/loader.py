@@ -26,6 +26,7 @@ from typing import Any, Sequence
 from npurt.errors import ErrorCode, NpuError
 
 MAGIC = b"NPURTMDL"
+VENDOR_MAGIC = b"RKNN"          # a model compiled by the vendor's toolkit: its format is not public
 META_DYNAMIC = "dynamic_input"
 META_SOURCE = "source_onnx_b64"
 ONNX_META_KEY = "npurt.dynamic_input"
@@ -197,6 +198,10 @@ def load_family(model: Any, soc: str, dynamic_input: Any = None, any_soc: bool =
         raise NpuError(ErrorCode.INVALID_MODEL, f"not a model: {type(obj).__name__}")
     if len(raw) == 0:
         raise NpuError(ErrorCode.INVALID_MODEL, "empty model")
+    if bytes(raw[:len(VENDOR_MAGIC)]) == VENDOR_MAGIC:
+        raise NpuError(ErrorCode.INVALID_MODEL, "this is a vendor-compiled .rknn model, which npurt cannot run: pass "
+                                                "the ONNX model it was built from, or compile that with "
+                                                "`npurt convert model.onnx -o model.npurt`")
     if bytes(raw[:len(MAGIC)]) == MAGIC:
         return _check_soc(_family_of_compiled(load_compiled(raw)), soc, any_soc)
     onnx_bytes = bytes(raw)

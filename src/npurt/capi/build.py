@@ -1,0 +1,349 @@
+"""One builder for every C library of npurt: a `LibrarySpec` in, an embedded-cffi shared library out.
+
+A spec names the library (`librknnrt.so`), the headers its C side includes, the C declarations of the functions
+it exports and the Python module whose same-named callables implement them. `build_library(spec, lib_dir)` then
+writes and compiles one C file with cffi's embedding mode (`ffi.embedding_api` / `embedding_init_code` /
+`compile`), in which, for every declaration `R f(A a, B* b)`:
+
+- `f` is an exported C function: it starts the interpreter once (see below), counts the call as in flight, calls
+  `_npurt_f` and returns its value — or the spec's error value (default: -1 for integers, NULL for pointers) if
+  npurt could not start or the process is exiting. A Python exception never reads as success: the callable's
+  exceptions return the same error value (cffi's `def_extern(error=...)`), with a line on stderr.
+- `_npurt_f` is cffi's `extern "Python+C"` function. Pointer arguments and results cross as `uintptr_t`, so the
+  Python callable sees plain ints (addresses) and never needs cffi; scalars keep their C type (typedef names are
+  declared to cffi as `int...`, i.e. whatever integer type the header gives them).
+
+Start-up, in C, before cffi's own (pitfalls of a prototype, each handled here):
+- the interpreter is configured, not defaulted: isolated (no PYTHON* variables, no user site), no signal handlers,
+  `executable` = the Python that built the library, so a venv's `pyvenv.cfg` and site-packages are used; the
+  source folder of the building npurt goes first on `sys.path` — the library runs the npurt that built it;
+- every signal disposition of the program (SIGINT, ...) is saved before and restored after start-up, as Python
+  and the libraries it imports install their own;
+- an `atexit` hook waits (bounded by `NPURT_CAPI_EXIT_WAIT_MS`, default 5000) for calls in flight, so `main`
+  returning while another thread is inside a call does not free memory under it; calls starting after that fail.
+If the process already runs Python (a Python program loading the library), that interpreter is used as it is.
+
+Specs: `npurt.capi.rknnrt` (librknnrt.so, librknnmrt.so); other libraries give their own `LibrarySpec`.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import sysconfig
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from npurt.errors import ErrorCode, NpuError
+
+__all__ = ["LibrarySpec", "Function", "parse_functions", "header_functions", "build_library", "check_toolchain"]
+
+SRC_DIR = Path(__file__).resolve().parents[2]       # the folder holding the `npurt` package
+
+_DECL = re.compile(r"^\s*(?P<ret>[\w\s\*]+?)\s*\b(?P<name>[A-Za-z_]\w*)\s*\((?P<params>.*)\)\s*$", re.S)
+_PARAM_NAME = re.compile(r"([A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)*$")
+_FUNC_PTR = re.compile(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)")
+_C_SCALARS = {"void", "char", "short", "int", "long", "float", "double", "signed", "unsigned", "const",
+              "volatile", "_Bool", "size_t", "ssize_t", "uintptr_t", "intptr_t",
+              *(f"{s}int{n}_t" for s in ("", "u") for n in (8, 16, 32, 64))}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: its C type text, its name, and whether it crosses as an address (pointer / array)."""
+
+    ctype: str
+    name: str
+    pointer: bool
+
+
+@dataclass(frozen=True)
+class Function:
+    """One exported function, parsed from its C declaration."""
+
+    name: str
+    ret: str
+    params: tuple[Param, ...]
+    decl: str
+
+    @property
+    def returns_pointer(self) -> bool:
+        return "*" in self.ret
+
+    @property
+    def returns_void(self) -> bool:
+        return self.ret.replace("const", "").strip() == "void"
+
+    def typedef_names(self) -> set[str]:
+        """Scalar type names that are neither C keywords nor <stdint.h> types (so cffi must be told of them)."""
+        names: set[str] = set()
+        scalars = [p.ctype for p in self.params if not p.pointer]
+        if not self.returns_pointer:
+            scalars.append(self.ret)
+        for text in scalars:
+            names.update(w for w in re.findall(r"[A-Za-z_]\w*", text) if w not in _C_SCALARS)
+        return names
+
+
+@dataclass
+class LibrarySpec:
+    """What `build_library` needs to make one shared library.
+
+    name: the file name (`librknnrt.so`), also the soname. headers: names (`"rknn_api.h"`) in `header_dir`,
+    included by the generated C. functions: the exported C declarations (`;`-separated, no bodies). module:
+    importable Python module with one callable per function name, taking and returning ints for pointers.
+    errors: error value per function name (C expression text) overriding the default (-1 / NULL).
+    extra_cdef / extra_source: more cffi declarations and C code (e.g. `extern "Python+C"` callbacks that a C
+    table points to); the `extern "Python+C"` functions of `extra_cdef` are bound to same-named callables of
+    `module` as well. defines: C macros set before the headers. python_path: folders put on `sys.path` after
+    npurt's own (for a `module` outside npurt).
+    """
+
+    name: str
+    headers: list[str]
+    header_dir: Path
+    functions: str
+    module: str
+    errors: dict[str, str] = field(default_factory=dict)
+    extra_cdef: str = ""
+    extra_source: str = ""
+    defines: dict[str, str] = field(default_factory=dict)
+    python_path: list[str] = field(default_factory=list)
+
+    def parsed(self) -> list[Function]:
+        return parse_functions(self.functions)
+
+    @property
+    def module_name(self) -> str:
+        """The cffi extension module name compiled into the library (unique per library)."""
+        return "_npurt_capi_" + re.sub(r"\W", "_", self.name.split(".so")[0])
+
+
+def _split_params(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _param(text: str, func: str) -> Param:
+    m = _FUNC_PTR.search(text)
+    if m:
+        return Param(text, m.group(1), True)
+    m = _PARAM_NAME.search(text)
+    if not m or m.start() == 0:
+        raise ValueError(f"{func}: cannot read the parameter {text!r} (write `type name`)")
+    ctype = text[:m.start()].strip()
+    return Param(ctype, m.group(1), "*" in ctype or "[" in text[m.start():])
+
+
+def parse_functions(text: str) -> list[Function]:
+    """The functions of C declarations `R name(T a, U* b, V c[]);` (comments allowed)."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", "", text, flags=re.S)
+    out = []
+    for decl in (d.strip() for d in text.split(";")):
+        if not decl:
+            continue
+        m = _DECL.match(decl)
+        if not m:
+            raise ValueError(f"cannot read the declaration {decl!r}")
+        name, params = m.group("name"), m.group("params").strip()
+        items = [] if params in ("", "void") else [_param(p, name) for p in _split_params(params)]
+        out.append(Function(name, " ".join(m.group("ret").split()), tuple(items), " ".join(decl.split())))
+    return out
+
+
+def header_functions(path: Path) -> str:
+    """The function prototypes of a header (top-level declarations, not typedefs, macros or inline bodies)."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", "", Path(path).read_text(), flags=re.S)
+    found = re.findall(r"^(?!static\b|typedef\b|extern\b|#)([A-Za-z_][\w \t\*]*?\b\w+\s*\([^;{}]*\))\s*;", text, re.M)
+    return ";\n".join(" ".join(f.split()) for f in found) + ";"
+
+
+def _internal_decl(f: Function) -> str:
+    ret = "uintptr_t" if f.returns_pointer else f.ret
+    args = ", ".join("uintptr_t " + p.name if p.pointer else f"{p.ctype} {p.name}" for p in f.params)
+    return f"{ret} _npurt_{f.name}({args or 'void'})"
+
+
+def _error_value(spec: LibrarySpec, f: Function) -> str:
+    if f.name in spec.errors:
+        return spec.errors[f.name]
+    return "NULL" if f.returns_pointer else "-1"
+
+
+def _wrapper(spec: LibrarySpec, f: Function) -> str:
+    args = ", ".join(f"(uintptr_t){p.name}" if p.pointer else p.name for p in f.params)
+    call = f"_npurt_{f.name}({args})"
+    if f.returns_void:
+        return (f"CFFI_DLLEXPORT {f.decl} {{\n    if (!npurt_enter()) return;\n    {call};\n"
+                f"    npurt_leave();\n}}\n")
+    value = f"({f.ret})r" if f.returns_pointer else "r"
+    rtype = "uintptr_t" if f.returns_pointer else f.ret
+    return (f"CFFI_DLLEXPORT {f.decl} {{\n    if (!npurt_enter()) return {_error_value(spec, f)};\n"
+            f"    {rtype} r = {call};\n    npurt_leave();\n    return {value};\n}}\n")
+
+
+_RUNTIME_C = r"""
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static pthread_once_t npurt_once = PTHREAD_ONCE_INIT;
+static int npurt_ready;                 /* set by the init code once every function is bound */
+static volatile int npurt_exiting;
+static int npurt_in_flight;
+
+static void npurt_capi_ready(void) { npurt_ready = 1; }
+
+static void npurt_wait_calls(void)
+{
+    const char *env = getenv("NPURT_CAPI_EXIT_WAIT_MS");
+    long budget = env ? atol(env) : 5000;
+    struct timespec tick = {0, 1000000};
+    npurt_exiting = 1;
+    while (__atomic_load_n(&npurt_in_flight, __ATOMIC_SEQ_CST) > 0 && budget-- > 0)
+        nanosleep(&tick, NULL);
+}
+
+static void npurt_start_python(void)
+{
+    PyStatus status;
+    PyConfig config;
+    PyConfig_InitIsolatedConfig(&config);
+    config.install_signal_handlers = 0;
+    config.parse_argv = 0;
+    status = PyConfig_SetBytesString(&config, &config.program_name, NPURT_PYTHON);
+    if (!PyStatus_Exception(status))
+        status = PyConfig_SetBytesString(&config, &config.executable, NPURT_PYTHON);
+    if (!PyStatus_Exception(status))
+        status = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(status)) {
+        fprintf(stderr, "E npurt: %s: cannot start Python (%s): %s\n", NPURT_LIBRARY, NPURT_PYTHON,
+                status.err_msg ? status.err_msg : "unknown error");
+        return;
+    }
+    PyEval_SaveThread();                /* cffi takes the GIL per call */
+}
+
+static void npurt_start(void)
+{
+    static struct sigaction saved[NSIG];
+    int sig;
+    for (sig = 1; sig < NSIG; sig++)
+        sigaction(sig, NULL, &saved[sig]);
+    if (!Py_IsInitialized())
+        npurt_start_python();
+    if (Py_IsInitialized() && _cffi_start_python() == NULL)
+        npurt_ready = 0;
+    for (sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            sigaction(sig, &saved[sig], NULL);
+    atexit(npurt_wait_calls);
+    if (!npurt_ready)
+        fprintf(stderr, "E npurt: %s: npurt could not start; every call fails\n", NPURT_LIBRARY);
+}
+
+static int npurt_enter(void)
+{
+    pthread_once(&npurt_once, npurt_start);
+    if (!npurt_ready || npurt_exiting)
+        return 0;
+    __atomic_add_fetch(&npurt_in_flight, 1, __ATOMIC_SEQ_CST);
+    return 1;
+}
+
+static void npurt_leave(void) { __atomic_sub_fetch(&npurt_in_flight, 1, __ATOMIC_SEQ_CST); }
+"""
+
+_INIT_PY = """\
+import sys
+for _path in {paths!r}:
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+from {module_name} import ffi, lib
+from npurt.capi.embed import attach
+attach(ffi, {module!r}, {names!r}, {errors!r})
+lib.npurt_capi_ready()
+"""
+
+
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _externs(cdef: str) -> list[str]:
+    return re.findall(r'extern\s+"Python\+C"\s+[^;(]*?\b([A-Za-z_]\w*)\s*\(', cdef)
+
+
+def _python_errors(spec: LibrarySpec, functions: list[Function]) -> dict[str, int]:
+    """The value `def_extern(error=...)` returns for an exception: the C error value, as cffi wants it."""
+    out = {}
+    for f in functions:
+        if f.returns_void:
+            continue
+        text = _error_value(spec, f)
+        out[f"_npurt_{f.name}"] = 0 if text == "NULL" else int(text, 0)
+    return out
+
+
+def check_toolchain() -> str:
+    """The C compiler's path, or NpuError naming what to install (no compiler / no Python headers)."""
+    cc = shutil.which(sysconfig.get_config_var("CC").split()[0] if sysconfig.get_config_var("CC") else "cc") \
+        or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise NpuError(ErrorCode.NOT_SUPPORTED, "no C compiler found: install gcc (e.g. `apt-get install gcc`)")
+    include = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not include.exists():
+        raise NpuError(ErrorCode.NOT_SUPPORTED, f"no Python headers ({include} missing): install the Python "
+                                                f"development package (e.g. `apt-get install python3-dev`)")
+    return cc
+
+
+def build_library(spec: LibrarySpec, lib_dir: Path, work_dir: Path | None = None) -> Path:
+    """Compile `spec` into `lib_dir/spec.name`; returns its path. Needs the system C compiler and Python headers."""
+    import cffi
+
+    check_toolchain()
+    functions = spec.parsed()
+    typedefs = sorted(set().union(*(f.typedef_names() for f in functions)))
+    cdef = "".join(f"typedef int... {t};\n" for t in typedefs)
+    cdef += "".join(f'extern "Python+C" {_internal_decl(f)};\n' for f in functions)
+    cdef += spec.extra_cdef + "\nstatic void npurt_capi_ready(void);\n"
+    ffi = cffi.FFI()
+    ffi.cdef(cdef)
+    ffi.embedding_api("")
+    names = [f"_npurt_{f.name}" for f in functions] + _externs(spec.extra_cdef)
+    ffi.embedding_init_code(_INIT_PY.format(paths=[*reversed(spec.python_path), str(SRC_DIR)], module_name=spec.module_name, module=spec.module,
+                                            names=names, errors=_python_errors(spec, functions)))
+    defines = {"NPURT_PYTHON": _c_string(sys.executable), "NPURT_LIBRARY": _c_string(spec.name), **spec.defines}
+    source = "".join(f"#define {k} {v}\n" for k, v in defines.items())
+    source += "".join(f'#include "{h}"\n' for h in spec.headers) + _RUNTIME_C + spec.extra_source + "\n"
+    source += "".join(f"{_internal_decl(f)};\n" for f in functions)
+    source += "".join(_wrapper(spec, f) for f in functions)
+    libdir = sysconfig.get_config_var("LIBDIR")
+    lib_dir = Path(lib_dir)
+    lib_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="npurt-capi-", dir=work_dir) as tmp:
+        exports = Path(tmp) / "exports.map"            # only the API is exported (not cffi's PyInit_...)
+        exports.write_text("{ global: " + "".join(f"{f.name}; " for f in functions) + "local: *; };\n")
+        ffi.set_source(spec.module_name, source, include_dirs=[str(spec.header_dir)],
+                       extra_compile_args=["-O2", "-Wno-unused-function"],
+                       extra_link_args=[f"-Wl,-soname,{spec.name}", f"-Wl,-rpath,{libdir}",
+                                        f"-Wl,--version-script={exports}"])
+        built = Path(ffi.compile(tmpdir=tmp, target=spec.name, verbose=False))
+        target = lib_dir / spec.name
+        shutil.copyfile(built, target.with_suffix(".tmp"))
+        target.with_suffix(".tmp").replace(target)
+    return target

@@ -1,0 +1,85 @@
+"""C pointers into the mirror's ctypes structs, validated first: NULL is None, memory that is not mapped (or, for
+structs the call writes, not writable) is an NpuError naming the argument; nothing is read or written before.
+
+In/out structs (`rknn_tensor_attr*` of a query, `rknn_context*` out-parameters, `rknn_output[]`) alias the C
+caller's memory (`from_address`), so the mirror fills them in place as C expects; input-only structs that the
+mirror may keep (`rknn_custom_op[]`) are copied. The check itself is the kernel's (`process_vm_readv` /
+`process_vm_writev` on our own process, which fail with EFAULT instead of faulting).
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any, TypeVar
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.qnn._ptr import safe_read, safe_write
+
+__all__ = ["struct_at", "array_at", "struct_copy", "c_string", "checked_bytes"]
+
+T = TypeVar("T")
+_MAX_STRING = 4096
+
+
+def _check(addr: int, nbytes: int, what: str, write: bool) -> None:
+    raw = safe_read(addr, nbytes)
+    if raw is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} 0x{addr:x} (+{nbytes}) is not readable memory")
+    if write:
+        keep = ctypes.create_string_buffer(raw, nbytes)
+        if not safe_write(addr, ctypes.addressof(keep), nbytes):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} 0x{addr:x} (+{nbytes}) is not writable memory")
+
+
+def struct_at(cls: type[T], addr: int, what: str, size: int | None = None, write: bool = True) -> T | None:
+    """The `cls` at `addr` (aliasing it), None for NULL. `size`: bytes the caller says it holds (only
+    min(size, sizeof) are checked, so a short struct reaches the mirror's own size check untouched)."""
+    if not addr:
+        return None
+    nbytes = ctypes.sizeof(cls) if size is None else max(1, min(int(size), ctypes.sizeof(cls)))
+    _check(addr, nbytes, what, write)
+    return cls.from_address(addr)
+
+
+def array_at(cls: type, addr: int, count: int, what: str, write: bool = True) -> Any:
+    """`count` consecutive `cls` at `addr` as a ctypes array aliasing them; None for NULL; [] for count 0."""
+    if not addr:
+        return None
+    if count <= 0:
+        return []
+    _check(addr, ctypes.sizeof(cls) * count, what, write)
+    return (cls * count).from_address(addr)
+
+
+def struct_copy(cls: type, addr: int, count: int, what: str) -> Any:
+    """A private copy of `count` `cls` at `addr` (a ctypes array); None for NULL."""
+    if not addr:
+        return None
+    raw = checked_bytes(addr, ctypes.sizeof(cls) * max(count, 0), what)
+    return (cls * max(count, 0)).from_buffer_copy(raw)
+
+
+def checked_bytes(addr: int, nbytes: int, what: str) -> bytes:
+    """A copy of `nbytes` at `addr`; NpuError when NULL or unreadable."""
+    if not addr:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} is NULL")
+    raw = safe_read(addr, nbytes)
+    if raw is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} 0x{addr:x} (+{nbytes}) is not readable memory")
+    return raw
+
+
+def c_string(addr: int, what: str, limit: int = _MAX_STRING) -> bytes | None:
+    """The NUL-terminated string at `addr` (without the NUL), read page by page; None for NULL."""
+    if not addr:
+        return None
+    out = b""
+    while len(out) < limit:
+        chunk = 4096 - (addr + len(out)) % 4096          # never cross into a page not yet known to be mapped
+        raw = safe_read(addr + len(out), min(chunk, limit - len(out)))
+        if raw is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} 0x{addr:x} is not a readable string")
+        end = raw.find(b"\0")
+        if end >= 0:
+            return out + raw[:end]
+        out += raw
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: no NUL within {limit} bytes")

@@ -1,0 +1,21 @@
+"""`npurt capi --prefix DIR`: build npurt's RKNN C library (headers, librknnrt.so, librknnmrt.so, pkg-config and
+CMake files) into DIR, for compiling unmodified RKNN C/C++ programs on this machine (see docs/c-api.md)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("capi", help="build the RKNN C headers and librknnrt.so / librknnmrt.so into a prefix")
+    p.add_argument("--prefix", type=Path, required=True, metavar="DIR",
+                   help="where to write include/, lib/, lib/pkgconfig/ and lib/cmake/")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from npurt.capi.install import install
+
+    for path in install(args.prefix):
+        print(path)
+    return 0
