@@ -96,3 +96,11 @@ def test_librknnmrt_exports_no_matmul_custom_op_or_core_mask_function():
     assert "rknn_init" in names and "rknn_create_mem2" in names and "rknn_set_io_mem" in names
     assert not {n for n in names if "matmul" in n or "custom_op" in n or "core" in n}
     assert names <= set(API_FUNCTIONS) | {"rknn_set_input_shape"}
+
+
+def test_every_export_has_a_mirror_function_wearing_the_boundary():
+    from npurt.capi import rknnrt
+    from npurt.rknn import boundary
+    for name in API_FUNCTIONS:
+        assert name in boundary.WRAPPED, name
+        assert callable(getattr(rknnrt, name)), name

@@ -3,8 +3,8 @@ structs the call writes, not writable) is an NpuError naming the argument; nothi
 
 In/out structs (`rknn_tensor_attr*` of a query, `rknn_context*` out-parameters, `rknn_output[]`) alias the C
 caller's memory (`from_address`), so the mirror fills them in place as C expects; input-only structs that the
-mirror may keep (`rknn_custom_op[]`) are copied. The check itself is the kernel's (`process_vm_readv` /
-`process_vm_writev` on our own process, which fail with EFAULT instead of faulting).
+mirror may keep (`rknn_custom_op[]`) are copied. The checks are `npurt.memory.raw`'s (the one guarded way to
+touch a caller's memory: the kernel copies, and a range starting in an npurt buffer must lie inside it).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import ctypes
 from typing import Any, TypeVar
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.qnn._ptr import safe_read, safe_write
+from npurt.memory import raw
 
 __all__ = ["struct_at", "array_at", "struct_copy", "c_string", "checked_bytes"]
 
@@ -21,13 +21,10 @@ _MAX_STRING = 4096
 
 
 def _check(addr: int, nbytes: int, what: str, write: bool) -> None:
-    raw = safe_read(addr, nbytes)
-    if raw is None:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} 0x{addr:x} (+{nbytes}) is not readable memory")
     if write:
-        keep = ctypes.create_string_buffer(raw, nbytes)
-        if not safe_write(addr, ctypes.addressof(keep), nbytes):
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} 0x{addr:x} (+{nbytes}) is not writable memory")
+        raw.check_writable(addr, nbytes, what)
+    else:
+        raw.read_bytes(addr, nbytes, what)
 
 
 def struct_at(cls: type[T], addr: int, what: str, size: int | None = None, write: bool = True) -> T | None:
@@ -62,10 +59,7 @@ def checked_bytes(addr: int, nbytes: int, what: str) -> bytes:
     """A copy of `nbytes` at `addr`; NpuError when NULL or unreadable."""
     if not addr:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} is NULL")
-    raw = safe_read(addr, nbytes)
-    if raw is None:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} 0x{addr:x} (+{nbytes}) is not readable memory")
-    return raw
+    return raw.read_bytes(addr, nbytes, what).tobytes()
 
 
 def c_string(addr: int, what: str, limit: int = _MAX_STRING) -> bytes | None:
@@ -75,11 +69,11 @@ def c_string(addr: int, what: str, limit: int = _MAX_STRING) -> bytes | None:
     out = b""
     while len(out) < limit:
         chunk = 4096 - (addr + len(out)) % 4096          # never cross into a page not yet known to be mapped
-        raw = safe_read(addr + len(out), min(chunk, limit - len(out)))
-        if raw is None:
+        part = raw.safe_read(addr + len(out), min(chunk, limit - len(out)))
+        if part is None:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} 0x{addr:x} is not a readable string")
-        end = raw.find(b"\0")
+        end = part.find(b"\0")
         if end >= 0:
-            return out + raw[:end]
-        out += raw
+            return out + part[:end]
+        out += part
     raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: no NUL within {limit} bytes")

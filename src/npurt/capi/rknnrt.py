@@ -13,9 +13,10 @@ before it counts), custom-op plugins (`librkcst_*.so`) are registered after `rkn
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import npurt.rknn as r
 from npurt.capi import debugfs, guard
@@ -23,7 +24,7 @@ from npurt.capi.build import LibrarySpec, header_functions
 from npurt.capi.embed import sync_environ
 from npurt.errors import ErrorCode, NpuError
 from npurt.rknn import handles, log, op_plugins
-from npurt.rknn.api_common import mirror
+from npurt.rknn.boundary import fail
 from npurt.rknn.api_query import QUERIES
 
 LIBRARY_NAME = "librknnrt.so"
@@ -49,6 +50,19 @@ def mini_spec() -> LibrarySpec:
     without $NPURT_SOC it emulates an rv1106."""
     return LibrarySpec(name="librknnmrt.so", headers=["rknn_api.h"], header_dir=HEADER_DIR,
                        functions=_functions(["rknn_api.h"], CORE_MASK_FUNCTIONS), module="npurt.capi.rknnmrt")
+
+
+def entry(func_name: str, failure: Any = "status") -> Callable:
+    """An adapter's own boundary: its argument checks fail as the mirror's do (`E RKNN:` line, status or NULL)."""
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def call(*args: Any) -> Any:
+            try:
+                return fn(*args)
+            except Exception as exc:  # noqa: BLE001 - a C caller gets a status, never an exception
+                return fail(func_name, exc, failure)
+        return call
+    return wrap
 
 
 def _mem(addr: int, what: str = "mem") -> Any:
@@ -77,7 +91,7 @@ def _refreshed(result: Any) -> Any:
 
 
 # --- rknn_api.h -------------------------------------------------------------------------------------------------
-@mirror("rknn_init")
+@entry("rknn_init")
 def rknn_init(context: int, model: int, size: int, flag: int, extend: int) -> int:
     sync_environ()
     ctx = guard.struct_at(r.rknn_context, context, "context")
@@ -95,7 +109,7 @@ def rknn_init(context: int, model: int, size: int, flag: int, extend: int) -> in
     return _refreshed(ret)
 
 
-@mirror("rknn_dup_context")
+@entry("rknn_dup_context")
 def rknn_dup_context(context_in: int, context_out: int) -> int:
     return _refreshed(r.rknn_dup_context(_ctx_in(context_in, "context_in"),
                                          guard.struct_at(r.rknn_context, context_out, "context_out")))
@@ -105,14 +119,14 @@ def rknn_destroy(context: int) -> int:
     return _refreshed(r.rknn_destroy(context))
 
 
-@mirror("rknn_query")
+@entry("rknn_query")
 def rknn_query(context: int, cmd: int, info: int, size: int) -> int:
     entry = QUERIES.get(cmd)
     struct = guard.struct_at(entry[1], info, "info", size) if entry is not None else (info or None)
     return r.rknn_query(context, cmd, struct, size)
 
 
-@mirror("rknn_inputs_set")
+@entry("rknn_inputs_set")
 def rknn_inputs_set(context: int, n_inputs: int, inputs: int) -> int:
     return r.rknn_inputs_set(context, n_inputs, guard.array_at(r.rknn_input, inputs, n_inputs, "inputs",
                                                                write=False))
@@ -126,75 +140,75 @@ def rknn_set_core_mask(context: int, core_mask: int) -> int:
     return r.rknn_set_core_mask(context, core_mask)
 
 
-@mirror("rknn_run")
+@entry("rknn_run")
 def rknn_run(context: int, extend: int) -> int:
     return r.rknn_run(context, guard.struct_at(r.rknn_run_extend, extend, "extend"))
 
 
-@mirror("rknn_wait")
+@entry("rknn_wait")
 def rknn_wait(context: int, extend: int) -> int:
     return r.rknn_wait(context, guard.struct_at(r.rknn_run_extend, extend, "extend"))
 
 
-@mirror("rknn_outputs_get")
+@entry("rknn_outputs_get")
 def rknn_outputs_get(context: int, n_outputs: int, outputs: int, extend: int) -> int:
     return r.rknn_outputs_get(context, n_outputs, guard.array_at(r.rknn_output, outputs, n_outputs, "outputs"),
                               guard.struct_at(r.rknn_output_extend, extend, "extend"))
 
 
-@mirror("rknn_outputs_release")
+@entry("rknn_outputs_release")
 def rknn_outputs_release(context: int, n_ouputs: int, outputs: int) -> int:
     return r.rknn_outputs_release(context, n_ouputs, guard.array_at(r.rknn_output, outputs, n_ouputs, "outputs"))
 
 
-@mirror("rknn_create_mem_from_phys", failure=0)
+@entry("rknn_create_mem_from_phys", failure=0)
 def rknn_create_mem_from_phys(ctx: int, phys_addr: int, virt_addr: int, size: int) -> int:
     return _refreshed(_mem_address(r.rknn_create_mem_from_phys(ctx, phys_addr, virt_addr, size)))
 
 
-@mirror("rknn_create_mem_from_fd", failure=0)
+@entry("rknn_create_mem_from_fd", failure=0)
 def rknn_create_mem_from_fd(ctx: int, fd: int, virt_addr: int, size: int, offset: int) -> int:
     return _refreshed(_mem_address(r.rknn_create_mem_from_fd(ctx, fd, virt_addr, size, offset)))
 
 
-@mirror("rknn_create_mem_from_mb_blk", failure=0)
+@entry("rknn_create_mem_from_mb_blk", failure=0)
 def rknn_create_mem_from_mb_blk(ctx: int, mb_blk: int, offset: int) -> int:
     return _mem_address(r.rknn_create_mem_from_mb_blk(ctx, mb_blk, offset))
 
 
-@mirror("rknn_create_mem", failure=0)
+@entry("rknn_create_mem", failure=0)
 def rknn_create_mem(ctx: int, size: int) -> int:
     return _refreshed(_mem_address(r.rknn_create_mem(ctx, size)))
 
 
-@mirror("rknn_create_mem2", failure=0)
+@entry("rknn_create_mem2", failure=0)
 def rknn_create_mem2(ctx: int, size: int, alloc_flags: int) -> int:
     if not ctx:
         sync_environ()
     return _refreshed(_mem_address(r.rknn_create_mem2(ctx, size, alloc_flags)))
 
 
-@mirror("rknn_destroy_mem")
+@entry("rknn_destroy_mem")
 def rknn_destroy_mem(ctx: int, mem: int) -> int:
     return _refreshed(r.rknn_destroy_mem(ctx, _mem(mem)))
 
 
-@mirror("rknn_set_weight_mem")
+@entry("rknn_set_weight_mem")
 def rknn_set_weight_mem(ctx: int, mem: int) -> int:
     return _refreshed(r.rknn_set_weight_mem(ctx, _mem(mem)))
 
 
-@mirror("rknn_set_internal_mem")
+@entry("rknn_set_internal_mem")
 def rknn_set_internal_mem(ctx: int, mem: int) -> int:
     return _refreshed(r.rknn_set_internal_mem(ctx, _mem(mem)))
 
 
-@mirror("rknn_set_io_mem")
+@entry("rknn_set_io_mem")
 def rknn_set_io_mem(ctx: int, mem: int, attr: int) -> int:
     return r.rknn_set_io_mem(ctx, _mem(mem), guard.struct_at(r.rknn_tensor_attr, attr, "attr", write=False))
 
 
-@mirror("rknn_set_input_shape")
+@entry("rknn_set_input_shape")
 def rknn_set_input_shape(ctx: int, attr: int) -> int:
     struct = guard.struct_at(r.rknn_tensor_attr, attr, "attr", write=False)
     mirror_fn = getattr(r, "rknn_set_input_shape", None)
@@ -203,19 +217,19 @@ def rknn_set_input_shape(ctx: int, attr: int) -> int:
     return mirror_fn(ctx, struct)
 
 
-@mirror("rknn_set_input_shapes")
+@entry("rknn_set_input_shapes")
 def rknn_set_input_shapes(ctx: int, n_inputs: int, attr: int) -> int:
     return r.rknn_set_input_shapes(ctx, n_inputs, guard.array_at(r.rknn_tensor_attr, attr, n_inputs, "attr",
                                                                  write=False))
 
 
-@mirror("rknn_mem_sync")
+@entry("rknn_mem_sync")
 def rknn_mem_sync(context: int, mem: int, mode: int) -> int:
     return r.rknn_mem_sync(context, _mem(mem), mode)
 
 
 # --- rknn_matmul_api.h ------------------------------------------------------------------------------------------
-@mirror("rknn_matmul_create")
+@entry("rknn_matmul_create")
 def rknn_matmul_create(ctx: int, info: int, io_attr: int) -> int:
     sync_environ()
     return _refreshed(r.rknn_matmul_create(guard.struct_at(r.rknn_context, ctx, "ctx"),
@@ -223,7 +237,7 @@ def rknn_matmul_create(ctx: int, info: int, io_attr: int) -> int:
                                            guard.struct_at(r.rknn_matmul_io_attr, io_attr, "io_attr")))
 
 
-@mirror("rknn_matmul_create_dynamic_shape")
+@entry("rknn_matmul_create_dynamic_shape")
 def rknn_matmul_create_dynamic_shape(ctx: int, info: int, shape_num: int, dynamic_shapes: int,
                                      io_attrs: int) -> int:
     sync_environ()
@@ -234,7 +248,7 @@ def rknn_matmul_create_dynamic_shape(ctx: int, info: int, shape_num: int, dynami
         guard.array_at(r.rknn_matmul_io_attr, io_attrs, count, "io_attrs")))
 
 
-@mirror("rknn_matmul_set_io_mem")
+@entry("rknn_matmul_set_io_mem")
 def rknn_matmul_set_io_mem(ctx: int, mem: int, attr: int) -> int:
     return r.rknn_matmul_set_io_mem(ctx, _mem(mem), guard.struct_at(r.rknn_matmul_tensor_attr, attr, "attr",
                                                                     write=False))
@@ -244,19 +258,19 @@ def rknn_matmul_set_core_mask(context: int, core_mask: int) -> int:
     return r.rknn_matmul_set_core_mask(context, core_mask)
 
 
-@mirror("rknn_matmul_set_quant_params")
+@entry("rknn_matmul_set_quant_params")
 def rknn_matmul_set_quant_params(context: int, params: int) -> int:
     return r.rknn_matmul_set_quant_params(context, guard.struct_at(r.rknn_quant_params, params, "params",
                                                                    write=False))
 
 
-@mirror("rknn_matmul_get_quant_params")
+@entry("rknn_matmul_get_quant_params")
 def rknn_matmul_get_quant_params(ctx: int, params: int, scale: int) -> int:
     return r.rknn_matmul_get_quant_params(ctx, guard.struct_at(r.rknn_quant_params, params, "params"),
                                           guard.struct_at(ctypes.c_float, scale, "scale"))
 
 
-@mirror("rknn_matmul_set_dynamic_shape")
+@entry("rknn_matmul_set_dynamic_shape")
 def rknn_matmul_set_dynamic_shape(ctx: int, shape: int) -> int:
     return r.rknn_matmul_set_dynamic_shape(ctx, guard.struct_at(r.rknn_matmul_shape, shape, "shape",
                                                                 write=False))
@@ -270,14 +284,14 @@ def rknn_matmul_destroy(ctx: int) -> int:
     return _refreshed(r.rknn_matmul_destroy(ctx))
 
 
-@mirror("rknn_B_normal_layout_to_native_layout")
+@entry("rknn_B_normal_layout_to_native_layout")
 def rknn_B_normal_layout_to_native_layout(B_input: int, B_output: int, K: int, N: int, info: int) -> int:
     return r.rknn_B_normal_layout_to_native_layout(B_input or None, B_output or None, K, N,
                                                    guard.struct_at(r.rknn_matmul_info, info, "info", write=False))
 
 
 # --- rknn_custom_op.h -------------------------------------------------------------------------------------------
-@mirror("rknn_register_custom_ops")
+@entry("rknn_register_custom_ops")
 def rknn_register_custom_ops(ctx: int, op: int, custom_op_num: int) -> int:
     ops = guard.struct_copy(r.rknn_custom_op, op, custom_op_num, "op") if custom_op_num > 0 else op or None
     return r.rknn_register_custom_ops(ctx, ops, custom_op_num)
