@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from npurt.memory import open_devices
+from npurt.memory import PAGE_SIZE, open_devices
+from npurt.memory.sram import format_sram_dump
 
 ENV = "NPURT_DEBUGFS_DIR"
 _last: dict[Path, str] = {}
+_sram_size = {"bytes": 0}         # of the last device seen: once it is closed, its SRAM is all free
 
 
 def refresh() -> None:
@@ -19,9 +21,13 @@ def refresh() -> None:
         return
     try:
         devices = [d for d in open_devices() if d.profile.sram_size]
-        if not devices:
+        if devices:
+            text = devices[0].sram_dump()
+            _sram_size["bytes"] = devices[0].profile.sram_size
+        elif _sram_size["bytes"]:
+            text = format_sram_dump(bytes(_sram_size["bytes"] // PAGE_SIZE), _sram_size["bytes"])
+        else:
             return
-        text = devices[0].sram_dump()
         target = Path(root) / "rknpu" / "mm"
         if _last.get(target) == text:
             return

@@ -1,0 +1,42 @@
+/* The vendor's CPU custom-op demo from C: a model with a cstSigmoid node; the op comes either from C function
+ * pointers given to rknn_register_custom_ops (argv[4] "register") or from a plugin found at rknn_init ("plugin").
+ * The general API runs it twice. argv: model input.bin out.bin register|plugin. */
+#include "common.h"
+#include "custom_sigmoid.h"
+
+int main(int argc, char **argv)
+{
+    CHECK(argc == 5);
+    size_t size;
+    float *x = read_file(argv[2], &size);
+    rknn_context ctx;
+    CHECK_RET(rknn_init(&ctx, argv[1], 0, 0, NULL), RKNN_SUCC);
+    if (strcmp(argv[4], "register") == 0) {
+        rknn_custom_op ops[1];                     /* on the stack: the runtime keeps its own copy */
+        sigmoid_fill(&ops[0]);
+        CHECK_RET(rknn_register_custom_ops(ctx, ops, 1), RKNN_SUCC);
+        CHECK_RET(rknn_register_custom_ops(ctx, ops, 1), RKNN_ERR_PARAM_INVALID);     /* already registered */
+    }
+    rknn_input in;
+    memset(&in, 0, sizeof(in));
+    in.type = RKNN_TENSOR_FLOAT32;
+    in.fmt = RKNN_TENSOR_NCHW;
+    in.buf = x;
+    in.size = (uint32_t)size;
+    rknn_output out;
+    for (int i = 0; i < 2; i++) {
+        CHECK_RET(rknn_inputs_set(ctx, 1, &in), RKNN_SUCC);
+        CHECK_RET(rknn_run(ctx, NULL), RKNN_SUCC);
+        memset(&out, 0, sizeof(out));
+        out.want_float = 1;
+        CHECK_RET(rknn_outputs_get(ctx, 1, &out, NULL), RKNN_SUCC);
+        if (i == 1)
+            write_file(argv[3], out.buf, out.size);
+        CHECK_RET(rknn_outputs_release(ctx, 1, &out), RKNN_SUCC);
+    }
+    fflush(stdout);
+    CHECK_RET(rknn_destroy(ctx), RKNN_SUCC);
+    free(x);
+    printf("OK custom_op\n");
+    return 0;
+}
