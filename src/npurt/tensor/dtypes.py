@@ -1,13 +1,13 @@
 """Element types of NPU tensors: numpy storage type, bits per element and byte sizes.
 
 int4 is packed two values per byte, **low nibble first** (element 2k in bits 0..3 of byte k, element 2k+1 in
-bits 4..7), stored in numpy as uint8; `pack_int4` / `unpack_int4` convert. bfloat16 comes from ml_dtypes.
+bits 4..7), stored in numpy as uint8; `pack_int4` / `unpack_int4` convert. bfloat16 comes from ml_dtypes, imported
+on first use (its import takes about a second: programs that never touch bfloat16 / int4 do not pay it).
 """
 from __future__ import annotations
 
 import enum
 
-import ml_dtypes
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
@@ -35,12 +35,12 @@ class DType(str, enum.Enum):
     @property
     def numpy_dtype(self) -> np.dtype:
         """The numpy dtype of the storage (uint8 for packed int4)."""
-        return _NUMPY[self]
+        return _numpy(self)
 
     @property
     def bits(self) -> int:
         """Bits per element (4 for int4)."""
-        return 4 if self is DType.INT4 else _NUMPY[self].itemsize * 8
+        return 4 if self is DType.INT4 else _numpy(self).itemsize * 8
 
     @property
     def is_float(self) -> bool:
@@ -65,7 +65,7 @@ class DType(str, enum.Enum):
             return -8, 7
         if not self.is_integer:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{self.value} is not an integer type")
-        info = np.iinfo(_NUMPY[self])
+        info = np.iinfo(_numpy(self))
         return int(info.min), int(info.max)
 
     @classmethod
@@ -79,6 +79,9 @@ class DType(str, enum.Enum):
         except TypeError:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"not a numpy dtype: {dtype!r}") from None
         found = _FROM_NUMPY.get(dt)
+        if found is None and dt.name in ("bfloat16", "int4"):       # an ml_dtypes type: ml_dtypes is loaded
+            _numpy(DType.BFLOAT16)
+            found = _FROM_NUMPY.get(dt)
         if found is None:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unsupported element type {dt}")
         return found
@@ -100,13 +103,24 @@ class DType(str, enum.Enum):
 
 _NUMPY: dict[DType, np.dtype] = {
     DType.FLOAT32: np.dtype(np.float32), DType.FLOAT16: np.dtype(np.float16),
-    DType.BFLOAT16: np.dtype(ml_dtypes.bfloat16), DType.INT8: np.dtype(np.int8),
+    DType.INT8: np.dtype(np.int8),
     DType.UINT8: np.dtype(np.uint8), DType.INT16: np.dtype(np.int16), DType.UINT16: np.dtype(np.uint16),
     DType.INT32: np.dtype(np.int32), DType.UINT32: np.dtype(np.uint32), DType.INT64: np.dtype(np.int64),
     DType.BOOL: np.dtype(np.bool_), DType.INT4: np.dtype(np.uint8),
 }
 _FROM_NUMPY: dict[np.dtype, DType] = {dt: t for t, dt in _NUMPY.items() if t is not DType.INT4}
-_FROM_NUMPY[np.dtype(ml_dtypes.int4)] = DType.INT4
+
+
+def _numpy(t: DType) -> np.dtype:
+    """The storage dtype of `t`; bfloat16's (and ml_dtypes.int4 as INT4) are added on first use."""
+    dt = _NUMPY.get(t)
+    if dt is None:
+        import ml_dtypes
+        dt = _NUMPY[DType.BFLOAT16] = np.dtype(ml_dtypes.bfloat16)
+        _FROM_NUMPY[dt] = DType.BFLOAT16
+        _FROM_NUMPY[np.dtype(ml_dtypes.int4)] = DType.INT4
+        dt = _NUMPY[t]
+    return dt
 _ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "half": "float16", "float": "float32"}
 
 
@@ -116,7 +130,7 @@ def pack_int4(values: np.ndarray) -> np.ndarray:
     An odd count leaves the high nibble of the last byte zero. Out-of-range values raise INVALID_ARGUMENT.
     """
     v = np.asarray(values)
-    if v.dtype == np.dtype(ml_dtypes.int4):
+    if v.dtype.name == "int4":                          # ml_dtypes.int4
         v = v.astype(np.int8)
     if v.dtype.kind not in "iu":
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"pack_int4 needs integers, got {v.dtype}")
