@@ -67,3 +67,15 @@ def test_a_library_whose_python_side_cannot_start_fails_every_call(tmp_path):
     assert got["add"] == "-1" and got["raise"] == "-1" and got["pointer1"] == "-1" and got["getenv"] == "-1"
     assert got["void"] == "0"                      # not called
     assert "npurt could not start" in got["stderr"]
+
+
+def test_npurt_capi_without_a_compiler_is_one_line_naming_what_to_install(tmp_path):
+    import os
+    import sys
+    env = {**os.environ, "PATH": str(tmp_path / "empty")}
+    proc = subprocess.run([sys.executable, "-m", "npurt.cli.main", "capi", "--prefix", str(tmp_path / "p")],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no C compiler found: install gcc" in lines[0]
+    assert not (tmp_path / "p").exists()

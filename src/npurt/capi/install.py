@@ -16,7 +16,7 @@ from pathlib import Path
 
 from npurt._version import __version__
 from npurt.capi import rknnrt
-from npurt.capi.build import LibrarySpec, build_library
+from npurt.capi.build import LibrarySpec, build_library, check_toolchain
 
 __all__ = ["install", "LIBRARIES"]
 
@@ -68,6 +68,7 @@ endif()
 def install(prefix: Path, specs: tuple = LIBRARIES) -> list[Path]:
     """Write the headers, build every library of `specs` and the build-system files under `prefix`; the files
     written."""
+    check_toolchain()                      # before anything is written
     prefix = Path(prefix).resolve()
     include, lib = prefix / "include", prefix / "lib"
     include.mkdir(parents=True, exist_ok=True)
