@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-LAYERS = ("soc", "memory", "tensor", "model", "plan", "exec", "runtime", "rknn", "qnn", "api", "capi", "cli")
+LAYERS = ("soc", "memory", "tensor", "plan", "model", "exec", "runtime", "rknn", "qnn", "api", "capi", "cli")
 RANK = {name: i for i, name in enumerate(LAYERS)}
 BASE = ("errors", "_version")          # importable by every layer; they import no other npurt module
 TOP = "cli"                            # may import everything

@@ -135,17 +135,28 @@ def test_file_round_trip(tmp_path):
     assert npurt.load_compiled(path.read_bytes()).plan == cm.plan
 
 
-def test_read_compiled_is_the_planless_reader(tmp_path):
-    """Two readers, two names: `npurt.load_compiled` attaches the plan; the model layer's `read_compiled` does not."""
+def test_read_compiled_is_the_one_reader(tmp_path):
+    """One reader: the model layer's `read_compiled` is `npurt.load_compiled`, and the plan comes with the model."""
     from npurt.model import compiled
     cm = npurt.compile(small_convnet(), precision="fp16")
     raw = cm.to_bytes()
     bare = compiled.read_compiled(raw)
-    assert bare.soc == cm.soc and bare.plan_data == cm.plan_data
-    with pytest.raises(NpuError, match="plan is not attached"):
-        bare.plan
+    assert bare.soc == cm.soc and bare.plan == cm.plan and not bare.plan.check()
     assert not hasattr(compiled, "load_compiled")
+    assert npurt.load_compiled is compiled.read_compiled
     assert npurt.load_compiled(raw).plan == cm.plan
+
+
+def test_inconsistent_plan_in_file_is_invalid_model():
+    """A `.npurt` whose (checksummed) plan puts two live-together tensors on the same bytes is refused."""
+    cm = npurt.compile(small_convnet(), precision="fp16")
+    _, manifest, blob = file_format.decode(cm.to_bytes())
+    life = cm.plan.lifetimes
+    a, b = next((a, b) for a in life for b in life if a != b and life[a][0] < life[b][1] and life[b][0] < life[a][1])
+    manifest["plan"]["offsets"][b] = manifest["plan"]["offsets"][a]
+    with pytest.raises(NpuError) as e:
+        npurt.load_compiled(file_format.encode(cm.soc, manifest, blob))
+    assert e.value.code is ErrorCode.INVALID_MODEL and "share bytes" in str(e.value)
 
 
 def test_corrupt_truncated_foreign_files(tmp_path):

@@ -11,7 +11,7 @@ __all__ = ["ErrorCode", "NpuError", "__version__", "compile", "load_compiled", "
 # Heavy layers (onnx, the kernels) load only when these are first used: `import npurt` stays light.
 _LAZY = {
     "compile": ("npurt.exec.compile", "compile_model"),
-    "load_compiled": ("npurt.exec.compile", "load_compiled"),
+    "load_compiled": ("npurt.model.compiled", "read_compiled"),
     "supported_ops": ("npurt.exec.compile", "supported_ops"),
     "CompiledModel": ("npurt.model.compiled", "CompiledModel"),
     "Session": ("npurt.api.session", "Session"),

@@ -37,8 +37,7 @@ def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, 
              ) -> tuple[Any, str | None]:
     """(what `Context` loads, the SoC to open): compiles ONNX when compile options are given, loads `.npurt`
     files so that their own SoC is used when `soc` is None."""
-    from npurt.exec.compile import load_compiled
-    from npurt.model.compiled import CompiledModel
+    from npurt.model.compiled import CompiledModel, read_compiled
     from npurt.runtime.loader import MAGIC
     compile_opts = quantize is not None or precision is not None or mean is not None or std is not None
     if isinstance(model, (str, os.PathLike)):
@@ -49,9 +48,9 @@ def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, 
             raise NpuError(ErrorCode.INVALID_MODEL, f"cannot read model file {os.fspath(model)!r}: "
                                                     f"{exc.strerror}") from None
         if head == MAGIC:
-            model = load_compiled(model)
+            model = read_compiled(model)
     elif isinstance(model, (bytes, bytearray, memoryview)) and bytes(model[:len(MAGIC)]) == MAGIC:
-        model = load_compiled(bytes(model))
+        model = read_compiled(bytes(model))
     if isinstance(model, CompiledModel):
         if compile_opts:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, "quantize/precision/mean/std apply to ONNX models; this model "

@@ -116,12 +116,12 @@ def _prepare(args: argparse.Namespace, console: Console) -> tuple[Any, Path, dic
 
 def _reference(path: Path, frame: list[np.ndarray]) -> list[np.ndarray] | None:
     """onnxruntime's float outputs for the frame (None without onnxruntime or for a compiled model)."""
+    from npurt.cli._models import is_compiled
+    if is_compiled(path):
+        return None
     try:
         import onnxruntime as ort
-        from npurt.cli._models import is_compiled
     except ImportError:
-        return None
-    if is_compiled(path):
         return None
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1

@@ -8,14 +8,16 @@ from typing import Any
 
 import numpy as np
 
-from npurt.exec.kernels import decode_attributes, get_kernel, supported_ops
+from npurt.exec.kernels import get_kernel, supported_ops
 from npurt.model.ir import Node
-from npurt.model.passes import node_proto, reference_evaluate
+from npurt.model.passes import reference_evaluate
 
 
 def kernel_attrs(node: Node, opset: int) -> dict[str, Any]:
-    """The attrs dict a kernel receives: decoded ONNX attributes, `_opset`, and the fused activation."""
-    attrs = decode_attributes(node_proto(node), opset)
+    """The attrs dict a kernel receives: the IR node's attributes (a copy: kernels may add keys), `_opset`,
+    `_n_outputs` (the declared output count, so a kernel can skip optional outputs nobody asked for) and the fused
+    activation."""
+    attrs = {**node.attrs, "_opset": int(opset), "_n_outputs": len(node.outputs)}
     if node.activation:
         attrs["activation"] = node.activation
         attrs["activation_params"] = node.activation_params

@@ -13,7 +13,10 @@ import onnx
 from onnx import numpy_helper
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.exec.kernels import decode_attributes, get_kernel
+from npurt.exec.evaluate import kernel_attrs
+from npurt.exec.kernels import get_kernel
+from npurt.model.ir import Node
+from npurt.model.onnx_import import constant_value, node_attributes
 
 
 def default_opset(model: onnx.ModelProto) -> int:
@@ -66,7 +69,7 @@ def run_reference(
         if node.domain not in ("", "ai.onnx"):
             raise NpuError(ErrorCode.NOT_SUPPORTED, f"node '{label}': domain '{node.domain}' is not supported")
         if node.op_type == "Constant":
-            out = [_constant(node, opset)]
+            out = [constant_value(node)]
         else:
             try:
                 fn = get_kernel(node.op_type)
@@ -81,7 +84,8 @@ def run_reference(
                 else:
                     raise NpuError(ErrorCode.INVALID_MODEL,
                                    f"node '{label}': input '{name}' is not computed yet")
-            out = fn(args, decode_attributes(node, opset))
+            ir_node = Node(node.name, node.op_type, list(node.input), list(node.output), node_attributes(node))
+            out = fn(args, kernel_attrs(ir_node, opset))
         for name, val in zip(node.output, out):
             if name:
                 values[name] = _as_float32(np.asarray(val))
@@ -94,22 +98,3 @@ def run_reference(
         raise NpuError(ErrorCode.INVALID_OUTPUT, f"unknown outputs {missing}")
     return {n: values[n] for n in names}
 
-
-def _constant(node: onnx.NodeProto, opset: int) -> np.ndarray:
-    """The value of a Constant node (value, value_float(s), value_int(s), sparse unsupported)."""
-    attrs = decode_attributes(node, opset)
-    if "value" in attrs:
-        return np.asarray(attrs["value"])
-    if "value_float" in attrs:
-        return np.array(attrs["value_float"], np.float32)
-    if "value_floats" in attrs:
-        return np.array(attrs["value_floats"], np.float32)
-    if "value_int" in attrs:
-        return np.array(attrs["value_int"], np.int64)
-    if "value_ints" in attrs:
-        return np.array(attrs["value_ints"], np.int64)
-    if "value_string" in attrs:
-        return np.array(attrs["value_string"], dtype=object)
-    if "value_strings" in attrs:
-        return np.array(attrs["value_strings"], dtype=object)
-    raise NpuError(ErrorCode.NOT_SUPPORTED, f"Constant '{node.name}': unsupported value attribute")

@@ -8,10 +8,11 @@ Modules, in pipeline order:
 - `calibrate`: int8 calibration (dataset.txt or arrays, min/max, per-tensor asymmetric affine).
 - `weights`: stored (compute-ready) weights: fp16, or per-channel int8 + int32 bias; the weight blob layout.
 - `attrs`: `TensorAttr` (vendor attr fields) and `TensorStorage` (native layout, type, sizes) per tensor.
-- `compiler`: `compile_onnx`, given the node evaluator, the supported ops and the planner from above
-  (`npurt.exec.compile.compile_model`, exported as `npurt.compile`, passes them).
-- `compiled`, `file_format`: `CompiledModel` (its memory plan as plain data) and its `.npurt` file
-  (`read_compiled`: no plan attached; `npurt.load_compiled` reads and attaches the plan).
+- `compiler`: `compile_onnx`, given the node evaluator and the supported ops from above
+  (`npurt.exec.compile.compile_model`, exported as `npurt.compile`, passes them); it plans memory with the plan
+  layer below.
+- `compiled`, `file_format`: `CompiledModel` (with its `MemoryPlan`) and its `.npurt` file (`read_compiled`,
+  exported as `npurt.load_compiled`).
 - `zoo`: deterministic test models.
 
 Nothing is imported here so that `import npurt.model.attrs` stays light.

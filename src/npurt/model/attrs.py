@@ -20,10 +20,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from npurt.plan.model_plan import INTERNAL_ALIGN
 from npurt.soc import SocProfile
 from npurt.tensor import DType, Layout, align_up, native_shape
-
-INTERNAL_ALIGN = 1024   # size and offset alignment of internal tensors (seed: sizes are 1 KiB multiples)
 
 
 class QntType(str, enum.Enum):

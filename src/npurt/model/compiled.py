@@ -1,17 +1,13 @@
 """`CompiledModel`: the graph, the stored weights, every tensor's storage, the vendor attrs, quantisation and the
-memory plan — everything a runtime needs, and its `.npurt` save/load.
-
-The memory plan is held as plain data (`plan_data`, the JSON-able dict the `.npurt` manifest stores): the plan
-layer sits above the model layer, so turning it into a `npurt.plan.model_plan.MemoryPlan` and attaching that
-(`attach_plan`, then `.plan`) is done from above — `npurt.exec.compile.compile_model` / `load_compiled`, which
-`npurt.compile` and `npurt.load_compiled` are.
+`MemoryPlan` — everything a runtime needs, and its `.npurt` save/load (`read_compiled`, which is
+`npurt.load_compiled`). JSON appears only here, in the manifest.
 """
 from __future__ import annotations
 
 import base64
 import os
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 import onnx
@@ -23,9 +19,7 @@ from npurt.model.attrs import TensorAttr, TensorStorage
 from npurt.model.ir import Graph, Node, TensorInfo
 from npurt.model.onnx_import import attribute_value
 from npurt.model.weights import WeightEntry, stored_view
-
-if TYPE_CHECKING:
-    from npurt.plan.model_plan import MemoryPlan
+from npurt.plan.model_plan import MemoryPlan
 
 
 @dataclass
@@ -38,7 +32,7 @@ class CompiledModel:
     storage: dict[str, TensorStorage]       # every activation, model inputs and outputs included
     weights: dict[str, WeightEntry]         # stored constants (and their scale entries)
     weight_blob: np.ndarray                 # uint8, plan.weight_size bytes, each entry at its planned offset
-    plan_data: dict[str, Any]               # the memory plan as plain data (MemoryPlan.to_json() form)
+    plan: MemoryPlan                        # internal arena offsets and the weight layout
     input_attrs: list[TensorAttr]
     output_attrs: list[TensorAttr]
     native_input_attrs: list[TensorAttr]
@@ -48,20 +42,6 @@ class CompiledModel:
     mean: list[list[float] | None] = field(default_factory=list)   # per input, per channel (None: none)
     std: list[list[float] | None] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
-    _plan: "MemoryPlan | None" = field(default=None, compare=False, repr=False)   # see attach_plan
-
-    @property
-    def plan(self) -> "MemoryPlan":
-        """The memory plan (`npurt.plan.model_plan.MemoryPlan` of `plan_data`), once attached."""
-        if self._plan is None:
-            raise NpuError(ErrorCode.FAIL, "the compiled model's memory plan is not attached: compile or load it "
-                                           "with npurt.compile / npurt.load_compiled")
-        return self._plan
-
-    def attach_plan(self, plan: "MemoryPlan") -> "CompiledModel":
-        """Attach the plan object made from `plan_data` (by the layer that planned or loaded the model); self."""
-        self._plan = plan
-        return self
 
     @property
     def n_inputs(self) -> int:
@@ -74,11 +54,11 @@ class CompiledModel:
     @property
     def internal_size(self) -> int:
         """Bytes of the internal (intermediate tensor) arena, excluding inputs and outputs."""
-        return int(self.plan_data["internal_size"])
+        return self.plan.internal_size
 
     @property
     def weight_size(self) -> int:
-        return int(self.plan_data["weight_size"])
+        return self.plan.weight_size
 
     # --- persistence ------------------------------------------------------------------------------
 
@@ -104,7 +84,7 @@ class CompiledModel:
             },
             "storage": {k: s.to_json() for k, s in self.storage.items()},
             "weights": {k: w.to_json() for k, w in self.weights.items()},
-            "plan": self.plan_data,
+            "plan": _plan_json(self.plan),
             "attrs": {key: [a.to_json() for a in getattr(self, key)] for key in _ATTR_LISTS},
             "mean": self.mean, "std": self.std, "meta": self.meta,
         }
@@ -112,6 +92,23 @@ class CompiledModel:
 
 _ATTR_LISTS = ("input_attrs", "output_attrs", "native_input_attrs", "native_output_attrs",
                "native_nhwc_input_attrs", "native_nhwc_output_attrs")
+
+
+def _plan_json(plan: MemoryPlan) -> dict[str, Any]:
+    d = asdict(plan)
+    d["lifetimes"] = {k: list(v) for k, v in plan.lifetimes.items()}
+    return d
+
+
+def _ints(m: dict[str, Any]) -> dict[str, int]:
+    return {str(k): int(v) for k, v in m.items()}
+
+
+def _plan_from_json(d: dict[str, Any]) -> MemoryPlan:
+    return MemoryPlan(int(d["internal_size"]), _ints(d["offsets"]), _ints(d["sizes"]),
+                      {str(k): (int(v[0]), int(v[1])) for k, v in d["lifetimes"].items()},
+                      _ints(d["weight_offsets"]), _ints(d["weight_sizes"]), int(d["weight_size"]),
+                      int(d["lower_bound"]), str(d["method"]), dict(d["extra"]))
 
 
 def _node_json(n: Node) -> dict[str, Any]:
@@ -138,10 +135,8 @@ def _node_from_json(d: dict[str, Any]) -> Node:
 
 
 def read_compiled(path_or_bytes: "str | os.PathLike | bytes | bytearray | memoryview") -> CompiledModel:
-    """A CompiledModel read from a `.npurt` file or its bytes, *without* its memory plan attached (`.plan` raises;
-    the plan is plain data in `plan_data`) — enough for `.soc`, the graph and the attrs. INVALID_MODEL if corrupt,
-    truncated or foreign. To run or report a model use `npurt.load_compiled` (`npurt.exec.compile`), which reads
-    with this and attaches the plan."""
+    """A CompiledModel read from a `.npurt` file or its bytes (`npurt.load_compiled`); INVALID_MODEL if corrupt,
+    truncated, foreign, or its memory plan is inconsistent."""
     soc, m, blob = file_format.decode(file_format.read_bytes(path_or_bytes))
     try:
         if m.get("format") != "npurt-compiled-model":
@@ -150,13 +145,16 @@ def read_compiled(path_or_bytes: "str | os.PathLike | bytes | bytearray | memory
         tensors = {k: TensorInfo(k, tuple(v["shape"]) if v["shape"] is not None else None, v["dtype"])
                    for k, v in gj["tensors"].items()}
         weights = {k: WeightEntry.from_json(v) for k, v in m["weights"].items()}
-        plan = dict(m["plan"])
-        if int(plan["weight_size"]) != blob.size:
-            raise ValueError(f"weight blob has {blob.size} bytes, the plan says {plan['weight_size']}")
+        plan = _plan_from_json(m["plan"])
+        if plan.weight_size != blob.size:
+            raise ValueError(f"weight blob has {blob.size} bytes, the plan says {plan.weight_size}")
+        bad = plan.check()
+        if bad:
+            raise ValueError(f"memory plan: {'; '.join(bad[:3])}")
         graph = Graph(gj["name"], int(gj["opset"]), [_node_from_json(n) for n in gj["nodes"]], tensors,
                       list(gj["inputs"]), list(gj["outputs"]), {})
         for name in gj["constants"]:
-            graph.constants[name] = stored_view(weights[name], blob, int(plan["weight_offsets"][name]))
+            graph.constants[name] = stored_view(weights[name], blob, plan.weight_offsets[name])
         graph.link()
         attrs = {key: [TensorAttr.from_json(a) for a in m["attrs"][key]] for key in _ATTR_LISTS}
         return CompiledModel(soc, m["precision"], graph, {k: TensorStorage.from_json(v) for k, v in m["storage"].items()},

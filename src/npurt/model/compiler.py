@@ -1,14 +1,14 @@
 """`compile_onnx`: ONNX model → `CompiledModel` (import, optimise, quantise, attrs, weights, memory plan).
 
-The layers above the model layer are passed in, not imported: `evaluate` (a `NodeEvaluator`, for folding, shape
-completion and the calibration run), `supported` (the op set the executor runs) and `plan_memory` (the planner:
-schedule and sizes in, the plan as plain data out). `npurt.exec.compile.compile_model` (`npurt.compile`) passes the
-kernels and `npurt.plan.model_plan.plan_model`, and attaches the plan.
+The kernels (a layer above) are passed in, not imported: `evaluate` (a `NodeEvaluator`, for folding, shape
+completion and the calibration run) and `supported` (the op set the executor runs);
+`npurt.exec.compile.compile_model` (`npurt.compile`) passes them. The memory plan comes from the plan layer below
+(`npurt.plan.model_plan.plan_model`).
 """
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -21,16 +21,12 @@ from npurt.model.ir import Graph, Node
 from npurt.model.onnx_import import import_onnx
 from npurt.model.passes import NodeEvaluator, optimize
 from npurt.model.weights import build_blob, encode_weights, layout_blob, stored_view
+from npurt.plan.model_plan import plan_model
 from npurt.soc import get_profile
 from npurt.tensor import DType
 
 PRECISIONS = ("fp16", "int8", "float32")
 _STORED = {"fp16": DType.FLOAT16, "int8": DType.INT8, "float32": DType.FLOAT32}
-
-# plan_memory(steps, internal_sizes, weight_layout, weight_total) -> the memory plan as plain (JSON-able) data:
-# steps = [(input names, output names)] in schedule order, internal_sizes = {tensor: bytes},
-# weight_layout = {weight entry: (offset, nbytes)}, weight_total = bytes of the weight blob.
-MemoryPlanner = Callable[[list, "dict[str, int]", "dict[str, tuple[int, int]]", int], "dict[str, Any]"]
 
 
 def _per_input(values, n_inputs: int, what: str) -> list[list[float] | None]:
@@ -95,9 +91,8 @@ def _stored_type(dtype: str, precision: str) -> DType:
 def compile_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str | None = None,
                  quantize: object = None, mean: Sequence | None = None, std: Sequence | None = None,
                  input_shapes: Mapping[str, Sequence[int]] | None = None, precision: str | None = None,
-                 progress: bool = True, *, evaluate: NodeEvaluator, supported: Collection[str],
-                 plan_memory: MemoryPlanner) -> CompiledModel:
-    """Compile an ONNX model for `soc` (the plan as `plan_data`, not attached; see the module doc).
+                 progress: bool = True, *, evaluate: NodeEvaluator, supported: Collection[str]) -> CompiledModel:
+    """Compile an ONNX model for `soc` with the kernels given as `evaluate` and `supported` (see the module doc).
 
     `quantize` is a calibration dataset (a dataset.txt path, arrays, lists of arrays per input, or dicts) and
     selects int8; otherwise `precision` ("fp16" default, or "float32" the reference mode). `mean`/`std` are the
@@ -155,13 +150,13 @@ def compile_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str 
     steps = [([i for i in n.inputs if i], [o for o in n.outputs if o]) for n in graph.nodes]
     internal = {n: s.size for n, s in storage.items()
                 if not graph.tensors[n].is_input and not graph.tensors[n].is_output}
-    plan = plan_memory(steps, internal, placed, total)
+    plan = plan_model(steps, internal, placed, total)
 
     ins = [storage[n] for n in graph.inputs]
     outs = [storage[n] for n in graph.outputs]
     return CompiledModel(
         soc=profile.name, precision=precision, graph=graph, storage=storage, weights=entries, weight_blob=blob,
-        plan_data=plan,
+        plan=plan,
         input_attrs=[logical_attr(i, s, profile, True) for i, s in enumerate(ins)],
         output_attrs=[logical_attr(i, s, profile, False) for i, s in enumerate(outs)],
         native_input_attrs=[native_attr(i, s) for i, s in enumerate(ins)],

@@ -2,8 +2,8 @@
 
 A `Graph` owns `Node`s (in execution order) and `TensorInfo`s (by name). Constant values — ONNX initializers,
 `Constant` outputs and everything folded from them — live in `Graph.constants` as logical numpy arrays; their
-`TensorInfo.is_weight` is True. Attributes are kept as the plain Python values of `onnx.helper.get_attribute_value`
-(tensors as numpy arrays), so a node can be rebuilt as an ONNX `NodeProto` for the kernels' attribute decoder.
+`TensorInfo.is_weight` is True. Attributes are kept as plain Python values (`onnx_import.attribute_value`: tensors as
+numpy arrays, strings as str); the kernels take them as they are.
 """
 from __future__ import annotations
 

@@ -155,18 +155,15 @@ def infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
         return proto
 
 
-def _constant_value(node: onnx.NodeProto) -> np.ndarray:
-    for a in node.attribute:
-        if a.name == "value":
-            return numpy_helper.to_array(a.t)
-        if a.name == "value_float":
-            return np.array(a.f, np.float32)
-        if a.name == "value_floats":
-            return np.array(list(a.floats), np.float32)
-        if a.name == "value_int":
-            return np.array(a.i, np.int64)
-        if a.name == "value_ints":
-            return np.array(list(a.ints), np.int64)
+_CONSTANT_VALUES = {"value": None, "value_float": np.float32, "value_floats": np.float32, "value_int": np.int64,
+                    "value_ints": np.int64, "value_string": object, "value_strings": object}
+
+
+def constant_value(node: onnx.NodeProto) -> np.ndarray:
+    """The value of a `Constant` node (value, value_float(s), value_int(s), value_string(s); sparse unsupported)."""
+    for name, value in node_attributes(node).items():
+        if name in _CONSTANT_VALUES:
+            return np.asarray(value, _CONSTANT_VALUES[name])
     raise NpuError(ErrorCode.NOT_SUPPORTED, f"Constant node {node.name!r}: unsupported value attribute")
 
 
@@ -184,9 +181,12 @@ def attribute_value(a: onnx.AttributeProto) -> Any:
     return value
 
 
-def _attr_values(node: onnx.NodeProto) -> dict[str, Any]:
+def node_attributes(node: onnx.NodeProto) -> dict[str, Any]:
+    """Every attribute of `node` decoded by `attribute_value`: the IR's attributes, which the kernels take."""
     attrs: dict[str, Any] = {}
     for a in node.attribute:
+        if a.ref_attr_name:
+            raise NpuError(ErrorCode.NOT_SUPPORTED, f"node {node.name!r}: reference attribute {a.name!r}")
         if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             raise NpuError(ErrorCode.NOT_SUPPORTED,
                            f"node {node.name!r} ({node.op_type}): subgraph attributes are not supported")
@@ -257,9 +257,9 @@ def to_graph(proto: onnx.ModelProto) -> Graph:
         name = n.name or f"{n.op_type}_{i}"
         domain = "" if n.domain in ("", "ai.onnx") else n.domain     # other domains: custom ops
         if n.op_type == "Constant" and not domain:
-            constants[n.output[0]] = _constant_value(n)
+            constants[n.output[0]] = constant_value(n)
             continue
-        nodes.append(Node(name, n.op_type, list(n.input), list(n.output), _attr_values(n), domain=domain))
+        nodes.append(Node(name, n.op_type, list(n.input), list(n.output), node_attributes(n), domain=domain))
     for name, value in constants.items():
         tensors[name] = TensorInfo(name, tuple(int(d) for d in value.shape), value.dtype.name)
     graph = Graph(g.name or "model", opset, topo_sort(nodes, set(inputs) | set(constants)), tensors,

@@ -29,7 +29,7 @@ FUSING_OPS = ("Conv", "ConvTranspose", "Gemm", "MatMul", "Add")
 
 
 def node_proto(node: Node) -> onnx.NodeProto:
-    """`node` as an ONNX NodeProto (attributes re-encoded), for attribute decoding and the reference fallback."""
+    """`node` as an ONNX NodeProto (attributes re-encoded), for the `onnx.reference` fallback."""
     attrs = {}
     for k, v in node.attrs.items():
         if isinstance(v, np.ndarray):

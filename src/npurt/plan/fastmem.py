@@ -182,7 +182,7 @@ def place_with_fast_memory(problem: Problem, fast_size: int, tolerance: float = 
                    time.perf_counter() - t0, f"fast-memory:{method}", fits)
     bad = violations(problem, sol)
     if bad:
-        raise NpuError(ErrorCode.FAIL, f"fast-memory placement produced an invalid plan: {bad[:3]}")
+        raise NpuError(ErrorCode.INTERNAL, f"fast-memory placement produced an invalid plan: {bad[:3]}")
     hits = hit_bytes_of(a.size, best, fast_size)
     return FastMemoryPlan(sol, int(fast_size), dict(zip(ids, hits.tolist())), best_value,
                           float(a.weight.sum()), base.arena, dict(zip(ids, a.size.tolist())))

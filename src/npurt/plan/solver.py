@@ -110,7 +110,7 @@ def solve(problem: Problem, time_limit: float = 10.0, seed: int = 0) -> Solution
     solution = to_solution(problem, best, lb, t0, method)
     problems = violations(problem, solution)
     if problems:  # a planner bug: never hand out an invalid plan
-        raise NpuError(ErrorCode.FAIL, f"solver produced an invalid plan ({method}): {problems[:3]}")
+        raise NpuError(ErrorCode.INTERNAL, f"solver produced an invalid plan ({method}): {problems[:3]}")
     return solution
 
 

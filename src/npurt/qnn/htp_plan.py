@@ -7,9 +7,8 @@ that fit live in VTCM (the device's fast memory, `HtpProfile.vtcm_size`); the re
 is the spill-fill buffer (mapped right behind it), so a plan is the compiled plan with offsets moved into that
 combined arena.
 
-Placement: `npurt.plan.place_with_fast_memory(problem, fast_size)` when the planner package has it, else this
-module's fallback: greedy-by-size over all activations, keep those that end inside the VTCM, re-plan the rest
-into the spill arena.
+Placement: `npurt.plan.place_with_fast_memory(problem, fast_size)` (its two-pool view: the buffers wholly below
+the VTCM size, and the rest rebased into the spill arena); the combined plan is checked by `npurt.plan.check`.
 
 Property sizes follow what the x86 HTP library reports (qnn-htp-x86-observations §3.1): weights and spill-fill
 sizes rounded up to a multiple of 2 MiB (0 stays 0), buffer start alignment 4096. The VTCM backup size (no public
@@ -19,9 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from npurt.errors import ErrorCode, NpuError
 from npurt.memory.mapping import page_round
+from npurt.plan.fastmem import place_with_fast_memory
 from npurt.plan.model_plan import INTERNAL_ALIGN, MemoryPlan
-from npurt.plan.problem import PlanBuffer, Problem
 
 PROPERTY_GRANULE = 2 << 20      # observed: weights / spill-fill sizes are 2 MiB multiples
 BUFFER_START_ALIGNMENT = 4096   # observed: QNN_HTP_CONTEXT_GET_PROP_BUFFER_START_ALIGNMENT
@@ -60,40 +60,10 @@ class HtpMemoryPlan:
         return round_granule(self.vtcm_used)
 
 
-def _greedy(buffers: list[PlanBuffer]) -> dict[str, int]:
-    if not buffers:
-        return {}
-    from npurt.plan.greedy import greedy_by_size
-    return {b: int(o) for b, o in greedy_by_size(Problem(buffers)).offsets.items()}
-
-
-def _fallback(buffers: list[PlanBuffer], vtcm: int) -> tuple[dict[str, int], dict[str, int], str]:
-    """(VTCM offsets, spill offsets): greedy over everything, keep what ends inside VTCM, re-plan the rest."""
-    first = _greedy(buffers)
-    sizes = {b.id: b.size for b in buffers}
-    fast = {n: o for n, o in first.items() if o + sizes[n] <= vtcm}
-    rest = [b for b in buffers if b.id not in fast]
-    return fast, _greedy(rest), "greedy+spill"
-
-
-def _place(buffers: list[PlanBuffer], vtcm: int) -> tuple[dict[str, int], dict[str, int], str]:
-    try:
-        from npurt.plan import place_with_fast_memory  # type: ignore[attr-defined]
-    except ImportError:
-        return _fallback(buffers, vtcm)
-    result = place_with_fast_memory(Problem(buffers), vtcm)
-    fast = getattr(result, "fast_offsets", None)
-    slow = getattr(result, "slow_offsets", None)
-    if fast is None or slow is None:        # an interface this adapter does not know yet
-        return _fallback(buffers, vtcm)
-    return dict(fast), dict(slow), str(getattr(result, "method", "place_with_fast_memory"))
-
-
 def plan_htp(plan: MemoryPlan, vtcm_size: int) -> HtpMemoryPlan:
     """The HTP plan of a compiled model's `plan` on an HTP with `vtcm_size` bytes of VTCM."""
-    buffers = [PlanBuffer(n, plan.lifetimes[n][0], plan.lifetimes[n][1], plan.sizes[n], INTERNAL_ALIGN)
-               for n in plan.offsets]
-    fast, slow, method = _place(buffers, vtcm_size)
+    placed = place_with_fast_memory(plan.problem(), vtcm_size)
+    fast, slow, method = placed.fast_offsets, placed.slow_offsets, placed.method
     vtcm_used = page_round(max((fast[n] + plan.sizes[n] for n in fast), default=0))
     spill = max((slow[n] + plan.sizes[n] for n in slow), default=0)
     spill = -(-spill // INTERNAL_ALIGN) * INTERNAL_ALIGN
@@ -101,4 +71,7 @@ def plan_htp(plan: MemoryPlan, vtcm_size: int) -> HtpMemoryPlan:
     offsets.update({n: vtcm_used + slow[n] for n in slow})
     combined = replace(plan, offsets=offsets, internal_size=vtcm_used + spill, method=f"htp:{method}",
                        extra={**plan.extra, "vtcm_used": vtcm_used, "spill_size": spill})
+    bad = combined.check()
+    if bad:
+        raise NpuError(ErrorCode.INTERNAL, f"HTP plan ({method}) is invalid: {bad[:3]}")
     return HtpMemoryPlan(vtcm_size, vtcm_used, spill, plan.weight_size, combined, frozenset(fast), method)

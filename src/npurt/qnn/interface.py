@@ -21,7 +21,7 @@ import os
 from typing import Any, Callable
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.exec.compile import load_compiled
+from npurt.model.compiled import read_compiled
 from npurt.model.compiled import CompiledModel
 from npurt.model.file_format import MAGIC
 from npurt.qnn import constants as C
@@ -364,7 +364,7 @@ def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "binaryBuffer is not readable")
         if data[:len(MAGIC)] == MAGIC:
             try:
-                compiled = load_compiled(data)
+                compiled = read_compiled(data)
             except NpuError as exc:
                 raise QnnError(C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY, f"corrupt context binary: {exc.message}") \
                     from None

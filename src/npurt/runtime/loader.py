@@ -184,8 +184,7 @@ def _family_from_onnx(onnx_bytes: bytes, soc: str, shape_sets: list[Shapes] | No
 def load_family(model: Any, soc: str, dynamic_input: Any = None, any_soc: bool = False) -> ModelFamily:
     """The model family for `model` on `soc` (see the module doc); errors as NpuError. `any_soc`: accept a compiled
     model made for another SoC (ONNX is still compiled for `soc`)."""
-    from npurt.exec.compile import load_compiled
-    from npurt.model.compiled import CompiledModel
+    from npurt.model.compiled import CompiledModel, read_compiled
     raw, obj = _read(model)
     shape_sets = parse_shape_sets(dynamic_input) if dynamic_input is not None else None
     if obj is not None:
@@ -203,7 +202,7 @@ def load_family(model: Any, soc: str, dynamic_input: Any = None, any_soc: bool =
                                                 "the ONNX model it was built from, or compile that with "
                                                 "`npurt convert model.onnx -o model.npurt`")
     if bytes(raw[:len(MAGIC)]) == MAGIC:
-        return _check_soc(_family_of_compiled(load_compiled(raw)), soc, any_soc)
+        return _check_soc(_family_of_compiled(read_compiled(raw)), soc, any_soc)
     onnx_bytes = bytes(raw)
     try:
         import onnx

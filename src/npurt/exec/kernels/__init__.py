@@ -4,8 +4,10 @@ Every kernel has the signature ``fn(inputs, attrs) -> list[np.ndarray]``:
 
 - ``inputs``: numpy arrays in the ONNX logical layout (float tensors as float32, integer and
   bool tensors keep their dtype); missing optional inputs are ``None``.
-- ``attrs``: ONNX attributes decoded to Python by `decode_attributes`, plus ``"_opset"`` (the
-  default-domain opset of the model) so kernels can honour version differences. Conv,
+- ``attrs``: the IR node's attributes (ONNX attributes as `npurt.model.onnx_import.attribute_value`
+  decodes them: tensors as numpy arrays, strings as str), plus ``"_opset"`` (the default-domain opset of
+  the model, so kernels can honour version differences) and ``"_n_outputs"``; see
+  `npurt.exec.evaluate.kernel_attrs`. Conv,
   ConvTranspose, Gemm, MatMul and Add also accept the npurt fusion attrs ``"activation"`` and
   ``"activation_params"`` (see `apply_activation`).
 
@@ -21,8 +23,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
-import onnx
-from onnx import numpy_helper
 
 from npurt.errors import ErrorCode, NpuError
 
@@ -56,41 +56,6 @@ def get_kernel(op_type: str) -> Kernel:
 def supported_ops() -> list[str]:
     """The registered op types, sorted."""
     return sorted(_REGISTRY)
-
-
-def decode_attributes(node: onnx.NodeProto, opset: int) -> dict[str, Any]:
-    """ONNX attributes of `node` as Python values, plus ``"_opset"`` and ``"_n_outputs"``.
-
-    Ints, floats, strings (bytes decoded), lists of those, tensors as numpy arrays.
-    ``_n_outputs`` (the node's declared output count) lets a kernel skip optional outputs
-    nobody asked for (MaxPool's Indices).
-    """
-    attrs: dict[str, Any] = {"_opset": int(opset), "_n_outputs": len(node.output)}
-    for a in node.attribute:
-        if a.ref_attr_name:
-            raise NpuError(ErrorCode.NOT_SUPPORTED, f"node '{node.name}': reference attribute '{a.name}'")
-        t = a.type
-        A = onnx.AttributeProto
-        if t == A.INT:
-            v: Any = int(a.i)
-        elif t == A.FLOAT:
-            v = float(a.f)
-        elif t == A.STRING:
-            v = a.s.decode("utf-8", "replace")
-        elif t == A.INTS:
-            v = [int(x) for x in a.ints]
-        elif t == A.FLOATS:
-            v = [float(x) for x in a.floats]
-        elif t == A.STRINGS:
-            v = [s.decode("utf-8", "replace") for s in a.strings]
-        elif t == A.TENSOR:
-            v = numpy_helper.to_array(a.t)
-        elif t == A.TENSORS:
-            v = [numpy_helper.to_array(x) for x in a.tensors]
-        else:
-            v = onnx.helper.get_attribute_value(a)
-        attrs[a.name] = v
-    return attrs
 
 
 # --- fused activations ------------------------------------------------------------------------
