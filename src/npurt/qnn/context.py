@@ -29,7 +29,8 @@ from npurt.model.compiled import CompiledModel
 from npurt.qnn import constants as C
 from npurt.qnn.backend import Backend, drop_handle, new_handle
 from npurt.qnn.htp_plan import HtpMemoryPlan, plan_htp
-from npurt.qnn.mem_registry import REGISTRY, SPILLFILL, VTCMBACKUP, WEIGHTS, MemRecord, QnnError
+from npurt.qnn.boundary import QnnError, from_npu
+from npurt.qnn.mem_registry import REGISTRY, SPILLFILL, VTCMBACKUP, WEIGHTS, MemRecord
 from npurt.runtime import Context as RuntimeContext
 from npurt.runtime import ContextOptions, MemRef
 
@@ -97,9 +98,13 @@ class Context:
         except QnnError:
             self._release_memory()
             raise
-        except Exception as exc:
+        except NpuError as exc:
             self._release_memory()
-            raise QnnError(C.QNN_CONTEXT_ERROR_MEM_ALLOC, f"cannot build the context memory: {exc}") from exc
+            raise from_npu(exc, "context", "cannot build the context memory",
+                           general=C.QNN_CONTEXT_ERROR_MEM_ALLOC) from exc
+        except BaseException:
+            self._release_memory()
+            raise
         for rec in ext.values():
             rec.in_use = True
         self.external = ext
@@ -112,7 +117,8 @@ class Context:
             rt = RuntimeContext(m, device=device, options=RUNTIME_OPTIONS, plan=htp.plan, any_soc=True,
                                 name=f"qnn-context-{self.handle:x}")
         except NpuError as exc:
-            raise QnnError(C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY, f"cannot load the context binary: {exc}") from exc
+            raise from_npu(exc, "context", "cannot load the context binary",
+                           general=C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY) from exc
         self.runtime = rt
         if WEIGHTS in ext:
             rec = ext[WEIGHTS]

@@ -34,7 +34,8 @@ from npurt.model.attrs import TensorAttr
 from npurt.qnn import constants as C
 from npurt.memory.raw import pointer_value, safe_copy_in, safe_write
 from npurt.qnn.backend import new_handle
-from npurt.qnn.mem_registry import ION, REGISTRY, SHARED, SPILLFILL, VTCMBACKUP, WEIGHTS, QnnError
+from npurt.qnn.boundary import QnnError, from_npu
+from npurt.qnn.mem_registry import ION, REGISTRY, SHARED, SPILLFILL, VTCMBACKUP, WEIGHTS
 from npurt.qnn.structs import Qnn_Tensor_t
 from npurt.runtime import MemRef
 from npurt.tensor import DType
@@ -267,13 +268,13 @@ class Graph:
                 try:
                     rt.bind(ref, spec.attr)                 # the native format: the memory itself is bound
                 except NpuError as exc:
-                    raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{spec.name}: {exc}") from exc
+                    raise from_npu(exc, "graph", spec.name, general=C.QNN_GRAPH_ERROR_INVALID_TENSOR) from exc
             self._bound_key = key
         _vtcm_handover(ctx, core)
         try:
             rt.run()
         except NpuError as exc:
-            raise QnnError(C.QNN_GRAPH_ERROR_GENERAL, f"graph {self.name!r} failed: {exc}") from exc
+            raise from_npu(exc, "graph", f"graph {self.name!r} failed") from exc
         for (_, ref, data), spec in zip(resolved[n_in:], self.outputs):
             if data and not safe_write(data, ref.device_u8().ctypes.data, spec.nbytes):
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,

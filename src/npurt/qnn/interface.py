@@ -15,10 +15,9 @@ change nothing else.
 from __future__ import annotations
 
 import ctypes
-import functools
 import logging
 import os
-from typing import Any, Callable
+from typing import Any
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.model.compiled import read_compiled
@@ -29,7 +28,8 @@ from npurt.memory.raw import pointer_value, read_struct, safe_read, safe_write
 from npurt.qnn.backend import Backend, QnnDevice, lookup
 from npurt.qnn.context import Context
 from npurt.qnn.graph import Graph
-from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY, QnnError, as_descriptor_list
+from npurt.qnn.boundary import BACKEND_INVALID_HANDLE, DEVICE_INVALID_HANDLE, QnnError, from_npu, qnn_call
+from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY, as_descriptor_list
 from npurt.qnn.structs import (Qnn_ApiVersion_t, Qnn_Version_t, QnnContext_Config_t, QnnContext_Property_t,
                                QnnHtpContext_CustomConfig_t, QnnHtpContext_CustomProperty_t)
 from npurt.soc.htp import get_htp_profile, is_htp_soc
@@ -112,27 +112,6 @@ def _items(seq: Any) -> list[Any]:
     return out
 
 
-def _qnn_call(name: str, invalid: int = C.QNN_COMMON_ERROR_INVALID_ARGUMENT) -> Callable:
-    """Turn QnnError / NpuError into the function's QNN return code and a log line; arguments of the wrong Python
-    type (what would not compile in C) give the function family's INVALID_ARGUMENT code `invalid`."""
-    def wrap(fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        def call(*args, **kwargs) -> int:
-            try:
-                return fn(*args, **kwargs)
-            except QnnError as exc:
-                log.error("<E> %s: %s (%s)", name, exc.message, C.error_string(exc.code))
-                return exc.code
-            except NpuError as exc:
-                log.error("<E> %s: %s", name, exc)
-                return C.QNN_COMMON_ERROR_GENERAL
-            except (TypeError, ValueError, AttributeError, OverflowError, ctypes.ArgumentError) as exc:
-                log.error("<E> %s: bad argument: %s (%s)", name, exc, C.error_string(invalid))
-                return invalid
-        return call
-    return wrap
-
-
 def _context(handle: Any, code: int = C.QNN_CONTEXT_ERROR_INVALID_HANDLE) -> Context:
     ctx = lookup(handle, Context)
     if ctx is None or ctx.freed:
@@ -154,7 +133,7 @@ class QnnInterfaceTable:
         return f"<QnnInterface {C.QNN_INTERFACE_VER_NAME} HTP {self.use_case} {self.soc}>"
 
     # -- backend / device ----------------------------------------------------------------------------------
-    @_qnn_call("backendCreate")
+    @qnn_call("backendCreate")
     def backendCreate(self, logger: Any, config: Any, backend: Any) -> int:
         """QnnBackend_create(logger, config, &backend): a backend of this table's use case and SoC."""
         if _cell(backend) is None:
@@ -163,38 +142,39 @@ class QnnInterfaceTable:
         _set_handle(backend, b.handle)
         return C.QNN_SUCCESS
 
-    @_qnn_call("backendFree")
+    @qnn_call("backendFree")
     def backendFree(self, backend: Any) -> int:
         """QnnBackend_free(backend): frees its contexts too."""
         b = lookup(backend, Backend)
         if b is None or b.freed:
-            raise QnnError(C.QNN_MIN_ERROR_BACKEND + 1, "invalid backend handle")  # npurt's value for BACKEND_ERROR_INVALID_HANDLE
+            raise QnnError(BACKEND_INVALID_HANDLE, "invalid backend handle")
         b.free()
         return C.QNN_SUCCESS
 
+    @qnn_call("backendGetBuildId")
     def backendGetBuildId(self, id_out: list) -> int:
         """QnnBackend_getBuildId(&id): the build id string (appended to a list)."""
         id_out.append(BUILD_ID)
         return C.QNN_SUCCESS
 
-    @_qnn_call("deviceCreate")
+    @qnn_call("deviceCreate")
     def deviceCreate(self, logger: Any, config: Any, device: Any) -> int:
         """QnnDevice_create(logger, config, &device): the HTP device (one core) of this table's SoC."""
         if _cell(device) is None:
-            raise QnnError(C.QNN_MIN_ERROR_DEVICE + 1, "device out-parameter must be a Qnn_DeviceHandle_t")
+            raise QnnError(DEVICE_INVALID_HANDLE, "device out-parameter must be a Qnn_DeviceHandle_t")
         _set_handle(device, QnnDevice(self.soc).handle)
         return C.QNN_SUCCESS
 
-    @_qnn_call("deviceFree")
+    @qnn_call("deviceFree")
     def deviceFree(self, device: Any) -> int:
         d = lookup(device, QnnDevice)
         if d is None:
-            raise QnnError(C.QNN_MIN_ERROR_DEVICE + 1, "invalid device handle")
+            raise QnnError(DEVICE_INVALID_HANDLE, "invalid device handle")
         d.free()
         return C.QNN_SUCCESS
 
     # -- context ---------------------------------------------------------------------------------------
-    @_qnn_call("contextCreateFromBinary", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
+    @qnn_call("contextCreateFromBinary")
     def contextCreateFromBinary(self, backend: Any, device: Any, config: Any, binaryBuffer: Any,
                                 binaryBufferSize: int, context: Any, profile: Any = None) -> int:
         """QnnContext_createFromBinary: load a context binary (a `CompiledModel`, `.npurt` bytes, or a pointer to
@@ -221,7 +201,7 @@ class QnnInterfaceTable:
         _set_handle(context, ctx.handle)
         return C.QNN_SUCCESS
 
-    @_qnn_call("contextGetProperty", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
+    @qnn_call("contextGetProperty")
     def contextGetProperty(self, contextHandle: Any, properties: Any) -> int:
         """QnnContext_getProperty(ctx, properties): HTP custom properties (alignment, spill-fill, weights and —
         Non-RPC only — VTCM backup sizes), written into each QnnHtpContext_CustomProperty_t. Only contexts
@@ -246,7 +226,7 @@ class QnnInterfaceTable:
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "customProperty is not writable")
         return C.QNN_SUCCESS
 
-    @_qnn_call("contextFinalize", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
+    @qnn_call("contextFinalize")
     def contextFinalize(self, context: Any, profile: Any = None) -> int:
         """QnnContext_finalize(ctx, profile): deserialise a DEFER_GRAPH_INIT context (weights copied into the
         registered weights buffer, graphs bound to the registered spill-fill buffer)."""
@@ -258,7 +238,7 @@ class QnnInterfaceTable:
             ctx.finalize()
         return C.QNN_SUCCESS
 
-    @_qnn_call("contextFree", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
+    @qnn_call("contextFree")
     def contextFree(self, context: Any, profile: Any = None) -> int:
         """QnnContext_free(ctx, profile): frees graphs, deregisters every handle of the context, frees memory."""
         ctx = _context(context)
@@ -266,7 +246,7 @@ class QnnInterfaceTable:
         return C.QNN_CONTEXT_NO_ERROR
 
     # -- graph -----------------------------------------------------------------------------------------
-    @_qnn_call("graphRetrieve", C.QNN_GRAPH_ERROR_INVALID_ARGUMENT)
+    @qnn_call("graphRetrieve")
     def graphRetrieve(self, contextHandle: Any, graphName: Any, graphHandle: Any) -> int:
         """QnnGraph_retrieve(ctx, name, &graph)."""
         ctx = _context(contextHandle, C.QNN_GRAPH_ERROR_INVALID_CONTEXT)
@@ -282,7 +262,7 @@ class QnnInterfaceTable:
         _set_handle(graphHandle, graph.handle)
         return C.QNN_SUCCESS
 
-    @_qnn_call("graphExecute", C.QNN_GRAPH_ERROR_INVALID_ARGUMENT)
+    @qnn_call("graphExecute")
     def graphExecute(self, graphHandle: Any, inputs: Any, numInputs: int, outputs: Any, numOutputs: int,
                      profileHandle: Any = None, signalHandle: Any = None) -> int:
         """QnnGraph_execute(graph, inputs, n, outputs, n, profile, signal): run with RAW or MEMHANDLE tensors."""
@@ -294,7 +274,7 @@ class QnnInterfaceTable:
         return C.QNN_GRAPH_NO_ERROR
 
     # -- memory ----------------------------------------------------------------------------------------
-    @_qnn_call("memRegister", C.QNN_MEM_ERROR_INVALID_ARGUMENT)
+    @qnn_call("memRegister")
     def memRegister(self, context: Any, memDescriptors: Any, numDescriptors: int, memHandles: Any) -> int:
         """QnnMem_register(ctx, descriptors, n, handles): all-or-nothing; handles stay NULL on failure."""
         n = int(numDescriptors)
@@ -313,7 +293,7 @@ class QnnInterfaceTable:
         _set_handles(memHandles, handles, n)
         return C.QNN_SUCCESS
 
-    @_qnn_call("memDeRegister", C.QNN_MEM_ERROR_INVALID_ARGUMENT)
+    @qnn_call("memDeRegister")
     def memDeRegister(self, memHandles: Any, numHandles: int) -> int:
         """QnnMem_deRegister(handles, n): removes every valid handle, even when it reports an error. Context
         buffers of a finalized context are in use and stay (8000); contextFree deregisters them."""
@@ -366,8 +346,8 @@ def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
             try:
                 compiled = read_compiled(data)
             except NpuError as exc:
-                raise QnnError(C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY, f"corrupt context binary: {exc.message}") \
-                    from None
+                raise from_npu(exc, "context", "corrupt context binary",
+                               general=C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY) from None
         else:
             compiled = _compile_onnx(data, backend)
     if is_htp_soc(compiled.soc) and get_htp_profile(compiled.soc).name != backend.profile.name:
@@ -384,7 +364,8 @@ def _compile_onnx(model: Any, backend: Backend) -> CompiledModel:
     try:
         return compile_model(model, soc=backend.profile.name, progress=False)
     except NpuError as exc:
-        raise QnnError(C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY, f"not a context binary: {exc.message}") from None
+        raise from_npu(exc, "context", "not a context binary", general=C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY) \
+            from None
 
 
 def _context_options(config: Any, backend: Backend) -> dict:
@@ -487,6 +468,7 @@ def interface(use_case: str = FASTRPC, soc: str | None = None) -> QnnInterfaceTa
     return QnnInterfaceTable(_use_case(use_case), get_htp_profile(soc or default_soc()).name)
 
 
+@qnn_call("QnnInterface_getProviders")
 def QnnInterface_getProviders(providerList: Any, numProviders: Any) -> int:
     """`QnnInterface_getProviders(&providerList, &numProviders)`: fills the list with the one HTP provider."""
     if not isinstance(providerList, list) or _count_cell(numProviders) is None:

@@ -38,6 +38,7 @@ from npurt.memory import Buffer
 from npurt.qnn import constants as C
 from npurt.qnn import rpcmem
 from npurt.memory.raw import pointer_value, read_struct, read_u32_array
+from npurt.qnn.boundary import QnnError
 from npurt.qnn.htp_plan import BUFFER_START_ALIGNMENT
 from npurt.qnn.structs import Qnn_MemDescriptor_t, QnnMemHtp_Descriptor_t
 
@@ -60,15 +61,6 @@ _ELEMENT_BITS = {
     C.QNN_DATATYPE_UFIXED_POINT_32: 32, C.QNN_DATATYPE_BOOL_8: 8, C.QNN_DATATYPE_SFIXED_POINT_4: 4,
     C.QNN_DATATYPE_UFIXED_POINT_4: 4,
 }
-
-
-class QnnError(Exception):
-    """A QNN failure inside the mirror: `code` is what the C function returns."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = int(code)
-        self.message = message
 
 
 def tensor_bytes(data_type: int, dims: Sequence[int]) -> int | None:
