@@ -24,7 +24,8 @@ from npurt.model.compiled import read_compiled
 from npurt.model.compiled import CompiledModel
 from npurt.model.file_format import MAGIC
 from npurt.qnn import constants as C
-from npurt.memory.raw import pointer_value, read_struct, safe_read, safe_write
+from npurt.memory.cargs import as_struct
+from npurt.memory.raw import pointer_value, safe_read, safe_write
 from npurt.qnn.backend import Backend, QnnDevice, lookup
 from npurt.qnn.context import Context
 from npurt.qnn.graph import Graph
@@ -44,20 +45,8 @@ BUILD_ID = "npurt-qnn-htp-mirror v2.32 (HTP API 5.43)"
 # ---------------------------------------------------------------------------------------------------------
 # out-parameter helpers
 # ---------------------------------------------------------------------------------------------------------
-def _cell(out: Any) -> Any:
-    """The c_void_p an out-parameter names (the object itself, or what byref / pointer point at)."""
-    if isinstance(out, ctypes.c_void_p):
-        return out
-    obj = getattr(out, "_obj", None)            # ctypes.byref(...)
-    if isinstance(obj, ctypes.c_void_p):
-        return obj
-    if isinstance(out, ctypes._Pointer) and isinstance(out.contents, ctypes.c_void_p):  # type: ignore[attr-defined]
-        return out.contents
-    return None
-
-
 def _set_handle(out: Any, value: int | None) -> bool:
-    cell = _cell(out)
+    cell = as_struct(out, ctypes.c_void_p)
     if cell is None:
         return False
     cell.value = value or None
@@ -92,7 +81,7 @@ def _handles_in(arr: Any, count: int) -> list[int] | None:
             return None
         return [pointer_value(h) for h in list(arr)[:count]]
     if count <= 1:
-        cell = _cell(arr)
+        cell = as_struct(arr, ctypes.c_void_p)
         if cell is not None:
             return [pointer_value(cell.value)][:count]
         if isinstance(arr, int):
@@ -136,7 +125,7 @@ class QnnInterfaceTable:
     @qnn_call("backendCreate")
     def backendCreate(self, logger: Any, config: Any, backend: Any) -> int:
         """QnnBackend_create(logger, config, &backend): a backend of this table's use case and SoC."""
-        if _cell(backend) is None:
+        if as_struct(backend, ctypes.c_void_p) is None:
             raise QnnError(C.QNN_COMMON_ERROR_INVALID_ARGUMENT, "backend out-parameter must be a Qnn_BackendHandle_t")
         b = Backend(self.use_case, self.soc)
         _set_handle(backend, b.handle)
@@ -160,7 +149,7 @@ class QnnInterfaceTable:
     @qnn_call("deviceCreate")
     def deviceCreate(self, logger: Any, config: Any, device: Any) -> int:
         """QnnDevice_create(logger, config, &device): the HTP device (one core) of this table's SoC."""
-        if _cell(device) is None:
+        if as_struct(device, ctypes.c_void_p) is None:
             raise QnnError(DEVICE_INVALID_HANDLE, "device out-parameter must be a Qnn_DeviceHandle_t")
         _set_handle(device, QnnDevice(self.soc).handle)
         return C.QNN_SUCCESS
@@ -186,7 +175,7 @@ class QnnInterfaceTable:
             d = lookup(device, QnnDevice)
             if d is None or d.freed or d.soc != b.profile.name:
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid device handle for this backend")
-        if _cell(context) is None:
+        if as_struct(context, ctypes.c_void_p) is None:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context out-parameter must be a "
                                                                  "Qnn_ContextHandle_t")
         compiled = _load_binary(binaryBuffer, binaryBufferSize, b)
@@ -215,7 +204,7 @@ class QnnInterfaceTable:
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "only QNN_CONTEXT_PROPERTY_OPTION_CUSTOM is "
                                                                      "supported")
             addr = pointer_value(prop.customProperty)
-            custom = read_struct(QnnHtpContext_CustomProperty_t, addr)
+            custom = as_struct(addr, QnnHtpContext_CustomProperty_t, address=True)
             if custom is None:
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "customProperty is NULL or unreadable")
             answers.append((addr, _property_value(ctx, int(custom.option))))
@@ -250,7 +239,7 @@ class QnnInterfaceTable:
     def graphRetrieve(self, contextHandle: Any, graphName: Any, graphHandle: Any) -> int:
         """QnnGraph_retrieve(ctx, name, &graph)."""
         ctx = _context(contextHandle, C.QNN_GRAPH_ERROR_INVALID_CONTEXT)
-        if _cell(graphHandle) is None:
+        if as_struct(graphHandle, ctypes.c_void_p) is None:
             raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, "graph out-parameter must be a Qnn_GraphHandle_t")
         if not ctx.finalized:
             raise QnnError(C.QNN_GRAPH_ERROR_GRAPH_NOT_FINALIZED, f"Context 0x{ctx.handle:x} needs finalization.")
@@ -384,7 +373,7 @@ def _context_options(config: Any, backend: Backend) -> dict:
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, f"unknown priority {int(cfg.priority)}")
             opts["priority"] = int(cfg.priority)
         elif option == C.QNN_CONTEXT_CONFIG_OPTION_CUSTOM:
-            custom = read_struct(QnnHtpContext_CustomConfig_t, cfg.customConfig)
+            custom = as_struct(cfg.customConfig, QnnHtpContext_CustomConfig_t, address=True)
             if custom is None:
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, "customConfig is NULL or unreadable")
             _htp_option(custom, opts)
@@ -471,16 +460,10 @@ def interface(use_case: str = FASTRPC, soc: str | None = None) -> QnnInterfaceTa
 @qnn_call("QnnInterface_getProviders")
 def QnnInterface_getProviders(providerList: Any, numProviders: Any) -> int:
     """`QnnInterface_getProviders(&providerList, &numProviders)`: fills the list with the one HTP provider."""
-    if not isinstance(providerList, list) or _count_cell(numProviders) is None:
+    count = as_struct(numProviders, ctypes.c_uint32)
+    if not isinstance(providerList, list) or count is None:
         return C.QNN_COMMON_ERROR_INVALID_ARGUMENT
     from npurt.qnn.device import default_soc
     providerList[:] = [QnnInterface_t(QnnInterfaceTable(_use_case(None), default_soc()))]
-    _count_cell(numProviders).value = 1
+    count.value = 1
     return C.QNN_SUCCESS
-
-
-def _count_cell(out: Any) -> Any:
-    if isinstance(out, ctypes.c_uint32):
-        return out
-    obj = getattr(out, "_obj", None)
-    return obj if isinstance(obj, ctypes.c_uint32) else None

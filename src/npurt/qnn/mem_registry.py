@@ -37,7 +37,8 @@ from npurt.errors import NpuError
 from npurt.memory import Buffer
 from npurt.qnn import constants as C
 from npurt.qnn import rpcmem
-from npurt.memory.raw import pointer_value, read_struct, read_u32_array
+from npurt.memory.cargs import as_struct
+from npurt.memory.raw import pointer_value, read_u32_array
 from npurt.qnn.boundary import QnnError
 from npurt.qnn.htp_plan import BUFFER_START_ALIGNMENT
 from npurt.qnn.structs import Qnn_MemDescriptor_t, QnnMemHtp_Descriptor_t
@@ -179,7 +180,7 @@ class MemRegistry:
         if mem_type == C.QNN_MEM_TYPE_ION:
             kind, htp = ION, None
         elif mem_type == C.QNN_MEM_TYPE_CUSTOM:
-            htp = read_struct(QnnMemHtp_Descriptor_t, desc.customInfo)
+            htp = as_struct(desc.customInfo, QnnMemHtp_Descriptor_t, address=True)
             if htp is None:
                 raise QnnError(C.QNN_MEM_ERROR_INVALID_ARGUMENT,
                                f"descriptor {i}: customInfo is NULL or unreadable (needs a QnnMemHtp_Descriptor_t)")
@@ -391,6 +392,7 @@ def as_descriptor_list(descriptors: Any, count: int) -> list[Qnn_MemDescriptor_t
         return items if all(isinstance(d, Qnn_MemDescriptor_t) for d in items) else None
     addr = pointer_value(descriptors)
     if addr:
-        out = [read_struct(Qnn_MemDescriptor_t, addr + k * ctypes.sizeof(Qnn_MemDescriptor_t)) for k in range(count)]
+        size = ctypes.sizeof(Qnn_MemDescriptor_t)
+        out = [as_struct(addr + k * size, Qnn_MemDescriptor_t, address=True) for k in range(count)]
         return None if any(d is None for d in out) else out  # type: ignore[return-value]
     return None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.memory.cargs import as_struct
 from npurt.model.attrs import QntType, TensorAttr
 from npurt.rknn import constants as c
 from npurt.rknn import handles
@@ -38,16 +39,19 @@ def require_api(func: str, profile: Any = None) -> Any:
     return profile
 
 
+def _handle_cell(obj: Any) -> Any:
+    """The rknn_context (uint64, or uint32 under __arm__) that `obj` names, or None."""
+    for cls in (ctypes.c_uint64, ctypes.c_uint32):
+        cell = as_struct(obj, cls)
+        if cell is not None:            # (a ctypes integer 0 is falsy)
+            return cell
+    return None
+
+
 def ctx_value(ctx: Any) -> int | None:
     """The integer handle in what a caller passed as a context (rknn_context, pointer/byref to one, or int)."""
-    inner = getattr(ctx, "_obj", None)
-    if inner is not None:
-        ctx = inner
-    if isinstance(ctx, ctypes._Pointer):
-        if not ctx:
-            return None
-        ctx = ctx.contents
-    value = getattr(ctx, "value", ctx)
+    cell = _handle_cell(ctx)
+    value = ctx if cell is None else cell.value
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value
@@ -88,15 +92,12 @@ def any_ctx(ctx: Any) -> Any:
 
 
 def struct_arg(obj: Any, cls: type, what: str) -> Any:
-    """A ctypes struct of type `cls` from the struct itself, a pointer to it or ctypes.byref(it)."""
-    if isinstance(obj, cls):
-        return obj
-    if isinstance(obj, ctypes._Pointer) and getattr(obj, "_type_", None) is cls and obj:
-        return obj.contents
-    inner = getattr(obj, "_obj", None)
-    if isinstance(inner, cls):
-        return inner
-    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid {what}: expected {cls.__name__}, got {type(obj).__name__}")
+    """The `cls` struct `obj` names (`npurt.memory.cargs.as_struct`); PARAM_INVALID naming `what` otherwise."""
+    struct = as_struct(obj, cls)
+    if struct is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid {what}: expected {cls.__name__}, got "
+                                                   f"{type(obj).__name__}")
+    return struct
 
 
 def struct_list(items: Any, n: int, cls: type, what: str) -> list:
@@ -163,13 +164,10 @@ def read_attr(src: rknn_tensor_attr) -> TensorAttr:
 
 def store_ctx(out: Any, value: int) -> None:
     """Write a handle into a C out-parameter (rknn_context, a pointer to it, or ctypes.byref of it)."""
-    inner = getattr(out, "_obj", None)
-    target = out if inner is None else inner
-    if isinstance(target, ctypes._Pointer):
-        if not target:
+    target = _handle_cell(out)
+    if target is None:
+        if isinstance(out, ctypes._Pointer) and not out:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, "context out-parameter is NULL")
-        target = target.contents
-    if not isinstance(target, (rknn_context, ctypes.c_uint64, ctypes.c_uint32)):
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"context out-parameter must be an rknn_context, got "
                                                    f"{type(out).__name__}")
     target.value = value

@@ -18,6 +18,7 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import SyncMode, open_device, open_devices
+from npurt.memory.cargs import as_struct
 from npurt.rknn import constants as c
 from npurt.rknn import handles, log
 from npurt.rknn.api_common import (any_ctx, ctx_value, get_ctx, read_attr, require_api, struct_arg)
@@ -186,7 +187,7 @@ def rknn_create_mem_from_mb_blk(ctx: Any, mb_blk: Any, offset: int) -> rknn_tens
 def rknn_destroy_mem(ctx: Any, mem: Any) -> int:
     """Destroy a struct from rknn_create_mem*: runtime memory is freed, a wrapper frees only itself. A second
     destroy, a stale or a forged struct is RKNN_ERR_PARAM_INVALID; nothing else changes."""
-    struct = handles.as_mem_struct(mem)
+    struct = as_struct(mem, rknn_tensor_mem)
     record = None
     if struct is not None:
         try:
@@ -205,7 +206,7 @@ def rknn_destroy_mem(ctx: Any, mem: Any) -> int:
 def mem_ref(mem: Any, device: Any, what: str) -> MemRef:
     """The MemRef an issued struct stands for (validated; its memory must be alive and on `device`)."""
     record = handles.mems.lookup(mem, what)
-    struct = handles.as_mem_struct(mem)
+    struct = as_struct(mem, rknn_tensor_mem)
     if not record.buffer.alive:
         raise NpuError(ErrorCode.INVALID_HANDLE, f"{what}: the memory it wraps has been destroyed")
     if record.buffer.device is not device:
@@ -285,7 +286,7 @@ def mem_view(mem: Any, dtype: Any = np.uint8, count: int | None = None, offset: 
     wrote without a sync from device logs a W line.
     """
     record = handles.mems.lookup(mem)
-    struct = handles.as_mem_struct(mem)
+    struct = as_struct(mem, rknn_tensor_mem)
     dt = np.dtype(dtype)
     avail = int(struct.size) - int(offset)
     if offset < 0 or avail < 0:

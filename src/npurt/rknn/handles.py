@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.memory.cargs import as_struct
 from npurt.rknn.structs import rknn_tensor_mem
 
-__all__ = ["HandleTable", "MemRecord", "MemRegistry", "contexts", "mems", "as_mem_struct"]
+__all__ = ["HandleTable", "MemRecord", "MemRegistry", "contexts", "mems"]
 
 
 class HandleTable:
@@ -100,18 +101,6 @@ class MemRecord:
         return self.ctx == 0
 
 
-def as_mem_struct(mem: Any) -> rknn_tensor_mem | None:
-    """An `rknn_tensor_mem` from what a caller passed (the struct, a pointer to it, or ctypes.byref of it)."""
-    if isinstance(mem, rknn_tensor_mem):
-        return mem
-    if isinstance(mem, ctypes._Pointer) and getattr(mem, "_type_", None) is rknn_tensor_mem:
-        return mem.contents if mem else None
-    obj = getattr(mem, "_obj", None)          # ctypes.byref(...)
-    if isinstance(obj, rknn_tensor_mem):
-        return obj
-    return None
-
-
 class MemRegistry:
     """The issued `rknn_tensor_mem` structs (see the module doc). Thread-safe."""
 
@@ -136,7 +125,7 @@ class MemRegistry:
 
     def lookup(self, mem: Any, what: str = "mem") -> MemRecord:
         """The record of a live issued struct; NpuError(INVALID_HANDLE) naming the problem otherwise."""
-        struct = as_mem_struct(mem)
+        struct = as_struct(mem, rknn_tensor_mem)
         if struct is None:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid {what}: not an rknn_tensor_mem ({type(mem).__name__})")
         with self._lock:

@@ -50,6 +50,7 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import raw
+from npurt.memory.cargs import as_struct
 from npurt.memory.device import open_device
 from npurt.rknn import constants as c
 from npurt.rknn import handles, log
@@ -57,7 +58,7 @@ from npurt.rknn import matmul_math as mm
 from npurt.rknn.api_common import require_api, store_ctx, struct_arg
 from npurt.rknn.boundary import mirror
 from npurt.rknn.structs import (rknn_matmul_info, rknn_matmul_io_attr, rknn_matmul_shape, rknn_matmul_tensor_attr,
-                                rknn_quant_params)
+                                rknn_quant_params, rknn_tensor_mem)
 from npurt.tensor.dtypes import DType
 
 __all__ = [
@@ -294,13 +295,12 @@ def rknn_matmul_set_quant_params(ctx: Any, params: Any) -> int:
 
 def _float_target(out: Any) -> Any:
     """Where a C `float*` out-parameter points: a ctypes float, array or numpy array to write element 0 of."""
-    inner = getattr(out, "_obj", None)
-    target = out if inner is None else inner
-    if isinstance(target, ctypes._Pointer):
-        target = target.contents
-    if isinstance(target, (ctypes.Array, ctypes.c_float, ctypes.c_double)) or \
-            (isinstance(target, np.ndarray) and target.size >= 1 and target.dtype.kind == "f"):
-        return target
+    for cls in (ctypes.c_float, ctypes.c_double, ctypes.Array):
+        target = as_struct(out, cls)
+        if target is not None:
+            return target
+    if isinstance(out, np.ndarray) and out.size >= 1 and out.dtype.kind == "f":
+        return out
     raise NpuError(ErrorCode.INVALID_ARGUMENT, f"scale must be a float*, got {type(out).__name__}")
 
 
@@ -357,7 +357,7 @@ def rknn_matmul_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
     record = handles.mems.lookup(mem)
     if record.buffer.device is not obj.device:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name} memory belongs to another device")
-    have = min(handles.as_mem_struct(mem).size, record.size)
+    have = min(as_struct(mem, rknn_tensor_mem).size, record.size)
     if have < a.size:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name} memory size must be >= {a.size}, but is: {have}")
     obj.bindings[name] = _Binding(record, a.size)
