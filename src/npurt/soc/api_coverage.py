@@ -1,0 +1,113 @@
+"""What of the vendors' C APIs the mirrors emulate, as data: the QNN interface table's members in ABI order, and the
+one table of functions / members npurt does not emulate, each with the reason.
+
+Every name of seed table 3-1 (`API_FUNCTIONS`) and every member of `QNN_INTERFACE_MEMBERS` is either wrapped by its
+mirror's boundary (`npurt.rknn.boundary.WRAPPED`, `npurt.qnn.boundary.WRAPPED`) or listed in `NOT_EMULATED`; the
+test suite checks that no name is both or neither. In the C face a member that is not emulated is a NULL pointer
+in the provider's table, which the QNN headers allow.
+"""
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Mapping
+
+# QnnInterface_t's function table (QNN API 2.x, x86-64): 71 members from byte 40, in this order.
+QNN_INTERFACE_MEMBERS: tuple[str, ...] = (
+    "propertyHasCapability",
+    "backendCreate", "backendSetConfig", "backendGetApiVersion", "backendGetBuildId", "backendRegisterOpPackage",
+    "backendGetSupportedOperations", "backendValidateOpConfig", "backendFree",
+    "contextCreate", "contextSetConfig", "contextGetBinarySize", "contextGetBinary", "contextCreateFromBinary",
+    "contextFree",
+    "graphCreate", "graphCreateSubgraph", "graphSetConfig", "graphAddNode", "graphFinalize", "graphRetrieve",
+    "graphExecute", "graphExecuteAsync",
+    "tensorCreateContextTensor", "tensorCreateGraphTensor",
+    "logCreate", "logSetLogLevel", "logFree",
+    "profileCreate", "profileSetConfig", "profileGetEvents", "profileGetSubEvents", "profileGetEventData",
+    "profileGetExtendedEventData", "profileFree",
+    "memRegister", "memDeRegister",
+    "deviceGetPlatformInfo", "deviceFreePlatformInfo", "deviceGetInfrastructure", "deviceCreate", "deviceSetConfig",
+    "deviceGetInfo", "deviceFree",
+    "signalCreate", "signalSetConfig", "signalTrigger", "signalFree",
+    "errorGetMessage", "errorGetVerboseMessage", "errorFreeVerboseMessage",
+    "graphPrepareExecutionEnvironment", "graphReleaseExecutionEnvironment", "graphGetProperty",
+    "contextValidateBinary", "contextCreateFromBinaryWithSignal", "contextCreateFromBinaryListAsync",
+    "tensorUpdateGraphTensors", "tensorUpdateContextTensors",
+    "contextGetBinarySectionSize", "contextGetBinarySection", "contextApplyBinarySection", "backendGetProperty",
+    "contextGetProperty",
+    "contextGetIncrementalBinary", "contextReleaseIncrementalBinary", "contextFinalize", "globalConfigSet",
+    "contextCreateFromBinaryWithCallback", "contextGetBinarySectionUpdate", "contextFreeBinarySectionUpdate",
+)
+
+_ONLINE = ("building graphs op by op (online prepare) is not emulated: npurt's HTP backend loads context binaries "
+           "(a compiled .npurt or an ONNX model), as deployed programs do")
+_SERIALISE = "writing a context back out as a binary is not emulated: binaries are made by `npurt convert`"
+_ASYNC = "asynchronous execution and signals are not emulated: graphExecute runs to completion before it returns"
+_RECONFIGURE = "reconfiguring after creation is not emulated: npurt reads configs only where the object is created"
+_PROFILE = "profiling events are not emulated (the RKNN mirror's perf queries report npurt's timings)"
+_LOG = "QNN log handles are not emulated: the mirror logs to the `npurt.qnn` Python logger"
+_INFO = "backend / device introspection is not emulated beyond the provider's apiVersion and the build id"
+_ERROR = "error-handle messages are not emulated: `npurt.qnn.error_string` names any code"
+_ENVIRONMENT = "execution environments are not emulated: memory is bound at contextFinalize and graphExecute"
+
+NOT_EMULATED: Mapping[str, str] = MappingProxyType({
+    "propertyHasCapability": _INFO,
+    "backendSetConfig": _RECONFIGURE,
+    "backendGetApiVersion": _INFO,
+    "backendRegisterOpPackage": _ONLINE,
+    "backendGetSupportedOperations": _ONLINE,
+    "backendValidateOpConfig": _ONLINE,
+    "contextCreate": _ONLINE,
+    "contextSetConfig": _RECONFIGURE,
+    "contextGetBinarySize": _SERIALISE,
+    "contextGetBinary": _SERIALISE,
+    "graphCreate": _ONLINE,
+    "graphCreateSubgraph": _ONLINE,
+    "graphSetConfig": _RECONFIGURE,
+    "graphAddNode": _ONLINE,
+    "graphFinalize": _ONLINE,
+    "graphExecuteAsync": _ASYNC,
+    "tensorCreateContextTensor": _ONLINE,
+    "tensorCreateGraphTensor": _ONLINE,
+    "logCreate": _LOG,
+    "logSetLogLevel": _LOG,
+    "logFree": _LOG,
+    "profileCreate": _PROFILE,
+    "profileSetConfig": _PROFILE,
+    "profileGetEvents": _PROFILE,
+    "profileGetSubEvents": _PROFILE,
+    "profileGetEventData": _PROFILE,
+    "profileGetExtendedEventData": _PROFILE,
+    "profileFree": _PROFILE,
+    "deviceGetPlatformInfo": _INFO,
+    "deviceFreePlatformInfo": _INFO,
+    "deviceGetInfrastructure": _INFO,
+    "deviceSetConfig": _RECONFIGURE,
+    "deviceGetInfo": _INFO,
+    "signalCreate": _ASYNC,
+    "signalSetConfig": _ASYNC,
+    "signalTrigger": _ASYNC,
+    "signalFree": _ASYNC,
+    "errorGetMessage": _ERROR,
+    "errorGetVerboseMessage": _ERROR,
+    "errorFreeVerboseMessage": _ERROR,
+    "graphPrepareExecutionEnvironment": _ENVIRONMENT,
+    "graphReleaseExecutionEnvironment": _ENVIRONMENT,
+    "graphGetProperty": "graph properties are not emulated: a graph's I/O is read from the context binary",
+    "contextValidateBinary": "validating a binary without loading it is not emulated: contextCreateFromBinary "
+                             "refuses a bad one with the same codes",
+    "contextCreateFromBinaryWithSignal": _ASYNC,
+    "contextCreateFromBinaryListAsync": _ASYNC,
+    "tensorUpdateGraphTensors": _ONLINE,
+    "tensorUpdateContextTensors": _ONLINE,
+    "contextGetBinarySectionSize": _SERIALISE,
+    "contextGetBinarySection": _SERIALISE,
+    "contextApplyBinarySection": _SERIALISE,
+    "backendGetProperty": _INFO,
+    "contextGetIncrementalBinary": _SERIALISE,
+    "contextReleaseIncrementalBinary": _SERIALISE,
+    "globalConfigSet": _RECONFIGURE,
+    "contextCreateFromBinaryWithCallback": _ASYNC,
+    "contextGetBinarySectionUpdate": _SERIALISE,
+    "contextFreeBinarySectionUpdate": _SERIALISE,
+})
+"""Vendor function / interface member -> why npurt does not emulate it (every table 3-1 function is emulated)."""
