@@ -30,13 +30,15 @@ class ErrorCode(enum.IntEnum):
 
 class NpuError(Exception):
     """An npurt failure carrying a neutral `ErrorCode` in `.code`, a neutral `.message` and, where a mirror words
-    the remedy in its vendor's terms, a stable `.hint` key (see `npurt.rknn.boundary.HINTS`)."""
+    the remedy in its vendor's terms, a stable `.hint` key and the `.details` its wording needs (see
+    `npurt.rknn.boundary.HINTS`). The runtime's messages never name a vendor's functions or flags."""
 
-    def __init__(self, code: ErrorCode, message: str, hint: str | None = None) -> None:
+    def __init__(self, code: ErrorCode, message: str, hint: str | None = None, **details: object) -> None:
         super().__init__(message)
         self.code = ErrorCode(code)
         self.message = message
         self.hint = hint
+        self.details = details
 
     def __str__(self) -> str:
         return f"{self.code.name}: {self.message}"

@@ -52,7 +52,7 @@ def _custom_kernel(custom_ops: MutableMapping[str, Callable], node: Any) -> Call
         fn = custom_ops.get(node.op_type)
         if fn is None:
             raise NpuError(ErrorCode.NOT_SUPPORTED, f"node {node.name!r}: custom op {node.op_type!r} is not "
-                                                    f"registered (rknn_register_custom_ops)")
+                                                    f"registered", hint="custom_op_unregistered")
         return fn(node, inputs, attrs)
     return run
 

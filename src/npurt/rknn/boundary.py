@@ -6,6 +6,9 @@ and a status (or NULL / nothing for functions that return a pointer / void). Not
 unexpected Python exception is npurt's own bug (`ErrorCode.INTERNAL`), logged as `internal error: ...` and counted
 in `internal_errors()`, so tests can assert it never happens; it still reads as a failure, never as success.
 
+The runtime speaks neutrally; where its error carries a hint key, the line says it the way librknnrt does
+(`HINTS`, rendered by `vendor_message`), naming the RKNN call or flag the C caller has to use.
+
 Status table (`STATUS`; complete over `ErrorCode`). Where the vendor has no status of its own, npurt's choice:
 NOT_SUPPORTED (a call the platform lacks), BUSY ("failed to submit"-style conflicts), FAIL and INTERNAL map to
 RKNN_ERR_FAIL.
@@ -21,7 +24,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.rknn import constants as c
 from npurt.rknn import log
 
-__all__ = ["STATUS", "WRAPPED", "mirror", "status_of", "fail", "internal_errors"]
+__all__ = ["STATUS", "HINTS", "WRAPPED", "mirror", "status_of", "vendor_message", "fail", "internal_errors"]
 
 STATUS: Mapping[ErrorCode, int] = MappingProxyType({
     ErrorCode.FAIL: c.RKNN_ERR_FAIL,
@@ -41,6 +44,25 @@ STATUS: Mapping[ErrorCode, int] = MappingProxyType({
     ErrorCode.INTERNAL: c.RKNN_ERR_FAIL,
 })
 
+HINTS: Mapping[str, str] = MappingProxyType({
+    "info_only": "{what}: the context was created with RKNN_FLAG_COLLECT_MODEL_INFO_ONLY (query only)",
+    "weights_not_outside": "You must set RKNN_FLAG_MEM_ALLOC_OUTSIDE on rknn_init() if you want to call "
+                           "rknn_set_weight_mem!",
+    "internal_not_outside": "You must set RKNN_FLAG_MEM_ALLOC_OUTSIDE on rknn_init() if you want to call "
+                            "rknn_set_internal_mem!",
+    "internal_before_io": "You must call rknn_set_internal_mem before rknn_set_io_mem!",
+    "weights_unset": "weight memory is not set: with RKNN_FLAG_MEM_ALLOC_OUTSIDE you must call rknn_set_weight_mem "
+                     "before rknn_run",
+    "internal_unset": "internal memory is not set: you must call rknn_set_internal_mem before rknn_run",
+    "input_unset": "input({name}) is not set: call rknn_inputs_set before rknn_run",
+    "outputs_before_run": "no outputs yet: call rknn_inputs_set and rknn_run before rknn_outputs_get",
+    "perf_not_collected": "per-op timings need RKNN_FLAG_COLLECT_PERF_MASK on rknn_init",
+    "no_flush_inputs": "RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE must not be combined with rknn_inputs_set",
+    "no_invalidate_outputs": "RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE must not be combined with rknn_outputs_get",
+    "custom_op_unregistered": "{message} (rknn_register_custom_ops)",
+})
+"""Runtime hint key -> the RKNN wording of that error (format fields: `message` and the error's `details`)."""
+
 WRAPPED: dict[str, Callable] = {}
 """C function name -> the mirror function wearing `@mirror` (what the C face exports and the coverage test reads)."""
 
@@ -51,6 +73,12 @@ _internal_lock = threading.Lock()
 def status_of(error: NpuError | ErrorCode) -> int:
     """The RKNN status of a neutral error (or error code)."""
     return STATUS[error.code if isinstance(error, NpuError) else ErrorCode(error)]
+
+
+def vendor_message(error: NpuError) -> str:
+    """The message of `error` in RKNN's terms: its hint's wording (`HINTS`), else its own message."""
+    wording = HINTS.get(error.hint or "")
+    return error.message if wording is None else wording.format(message=error.message, **error.details)
 
 
 def internal_errors() -> int:
@@ -71,7 +99,7 @@ def fail(func_name: str, error: BaseException, failure: Any = "status") -> Any:
             _note_internal()
             log.error(f"{func_name}: internal error: {error.message}")
         else:
-            log.error(f"{func_name}: {error.message}")
+            log.error(f"{func_name}: {vendor_message(error)}")
         return status_of(error) if failure == "status" else failure
     _note_internal()
     log.error(f"{func_name}: internal error: {type(error).__name__}: {error}")

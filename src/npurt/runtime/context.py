@@ -48,7 +48,7 @@ from npurt.runtime.general import GeneralPath, InputData
 from npurt.runtime.loader import ModelFamily, load_family
 from npurt.runtime.options import PRIORITIES, ContextOptions, MemSize
 from npurt.runtime.perf import PerfCounters, op_timings, run_executor
-from npurt.runtime.weights import WeightStore, weight_digest
+from npurt.runtime.weights import WEIGHTS_UNSET, WeightStore, weight_digest
 from npurt.runtime.zero_copy import ZeroCopyPath
 from npurt.tensor import Layout
 
@@ -197,8 +197,8 @@ class Context(GeneralPath, ZeroCopyPath):
 
     def _require_runnable(self, what: str) -> None:
         if self.options.info_only:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                           f"{what}: the context was created with RKNN_FLAG_COLLECT_MODEL_INFO_ONLY (query only)")
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: the context was created for queries only (info_only)",
+                           hint="info_only", what=what)
 
     def _require_io_mode_not(self, other: str) -> None:
         """The general and zero-copy paths cannot be mixed on one context: fail if `other` is already in use."""
@@ -327,8 +327,8 @@ class Context(GeneralPath, ZeroCopyPath):
         with self._busy("set_weight_memory"):
             self._require_runnable("set_weight_memory")
             if not self.options.weights_outside:
-                raise NpuError(ErrorCode.INVALID_ARGUMENT, "You must set RKNN_FLAG_MEM_ALLOC_OUTSIDE on rknn_init() "
-                                                           "if you want to call rknn_set_weight_mem!")
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "weight memory can be set only on a context created with "
+                                                           "weights_outside", hint="weights_not_outside")
             self._weights.set_user_memory(ref)
             self._dirty = True
             self._executors.clear()        # weights are decoded at bind: rebind from the new memory
@@ -340,8 +340,8 @@ class Context(GeneralPath, ZeroCopyPath):
         with self._busy("set_internal_memory"):
             self._require_runnable("set_internal_memory")
             if not self.options.internal_outside:
-                raise NpuError(ErrorCode.INVALID_ARGUMENT, "You must set RKNN_FLAG_MEM_ALLOC_OUTSIDE on rknn_init() "
-                                                           "if you want to call rknn_set_internal_mem!")
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "internal memory can be set only on a context created with "
+                                                           "internal_outside", hint="internal_not_outside")
             if ref.size < self.internal_capacity:
                 raise NpuError(ErrorCode.INVALID_ARGUMENT, f"internal memory size must be >= "
                                                            f"{self.internal_capacity}, but is: {ref.size}")
@@ -363,21 +363,21 @@ class Context(GeneralPath, ZeroCopyPath):
 
     def _check_ready(self) -> None:
         if self._weights is None or not self._weights.ready:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "weight memory is not set: with RKNN_FLAG_MEM_ALLOC_OUTSIDE "
-                                                       "you must call rknn_set_weight_mem before rknn_run")
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, WEIGHTS_UNSET, hint="weights_unset")
         if self.internal_capacity and self._internal_ref is None:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "internal memory is not set: you must call "
-                                                       "rknn_set_internal_mem before rknn_run")
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "internal memory is not set: the context was created with "
+                                                       "internal_outside; set it before running",
+                           hint="internal_unset")
         if self._internal_ref is not None:
             self._internal_ref.require_alive("internal memory")
         if self._model_buffer is not None:
-            self._model_buffer.require_alive("model buffer (RKNN_FLAG_MODEL_BUFFER_ZERO_COPY)")
+            self._model_buffer.require_alive("model buffer (model_buffer_zero_copy)")
         names_in, names_out = self.compiled.graph.inputs, self.compiled.graph.outputs
         if self.io_mode == "general":
             for i, done in enumerate(self._gen_set):
                 if not done:
-                    raise NpuError(ErrorCode.INVALID_INPUT, f"input({names_in[i]}) is not set: call rknn_inputs_set "
-                                                            f"before rknn_run")
+                    raise NpuError(ErrorCode.INVALID_INPUT, f"input({names_in[i]}) is not set: set every input "
+                                                            f"before running", hint="input_unset", name=names_in[i])
             for i in range(self.n_outputs):
                 self._general_buffer(False, i)
             return
@@ -443,7 +443,8 @@ class Context(GeneralPath, ZeroCopyPath):
         from npurt.runtime.perf import format_perf_detail
         self._require_live()
         if not self.options.collect_perf:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "per-op timings need RKNN_FLAG_COLLECT_PERF_MASK on rknn_init")
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "per-op timings need a context created with collect_perf",
+                           hint="perf_not_collected")
         return format_perf_detail(self.perf)
 
     # ------------------------------------------------------------------------------------------------------------

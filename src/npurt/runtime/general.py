@@ -62,8 +62,8 @@ class GeneralPath:
             self._require_runnable("inputs_set")
             self._require_io_mode_not("zero_copy")
             if not self.options.flush_inputs:
-                raise NpuError(ErrorCode.INVALID_ARGUMENT, "RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE must not be "
-                                                           "combined with rknn_inputs_set")
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "a context that does not flush its inputs (flush_inputs "
+                                                           "off) cannot take copied inputs", hint="no_flush_inputs")
             if len(inputs) != self.n_inputs:
                 self._log("warning", f"inputs_set: {len(inputs)} inputs given, the model has {self.n_inputs}")
             plans = []
@@ -104,10 +104,12 @@ class GeneralPath:
             self._require_runnable("outputs_get")
             self._require_io_mode_not("zero_copy")
             if not self.options.invalidate_outputs:
-                raise NpuError(ErrorCode.INVALID_ARGUMENT, "RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE must not be "
-                                                           "combined with rknn_outputs_get")
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "a context that does not invalidate its outputs "
+                                                           "(invalidate_outputs off) cannot hand out copied outputs",
+                               hint="no_invalidate_outputs")
             if not self._ran or self.io_mode != "general":
-                raise NpuError(ErrorCode.INVALID_OUTPUT, "no outputs yet: call inputs_set and run before outputs_get")
+                raise NpuError(ErrorCode.INVALID_OUTPUT, "no outputs yet: set the inputs and run first",
+                               hint="outputs_before_run")
             indices = list(range(self.n_outputs)) if indices is None else list(indices)
             flags = [want_float] * len(indices) if isinstance(want_float, (bool, int)) else list(want_float)
             out = []

@@ -16,6 +16,8 @@ import numpy as np
 from npurt.errors import ErrorCode, NpuError
 from npurt.runtime.binding import MemRef
 
+WEIGHTS_UNSET = "weight memory is not set: the context was created with weights_outside; set it before running"
+
 
 def weight_digest(compiled: Any) -> str:
     """The SHA-256 of a compiled model's weight blob: two models can share weight memory only if these match."""
@@ -75,9 +77,7 @@ class WeightStore:
         if self.buffer is not None:
             return self.buffer.device_view(np.uint8, nbytes=self.size)
         if self.ref is None:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                           "weight memory is not set: with RKNN_FLAG_MEM_ALLOC_OUTSIDE you must call "
-                           "rknn_set_weight_mem before rknn_run")
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, WEIGHTS_UNSET, hint="weights_unset")
         self.ref.require_alive("weight memory")
         return self.ref.device_u8()[:self.size]
 

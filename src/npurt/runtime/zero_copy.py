@@ -46,8 +46,9 @@ class ZeroCopyPath:
             self._require_runnable("set_io_mem")
             self._require_io_mode_not("general")
             if self.options.internal_outside and self._internal_ref is None and self.internal_capacity:
-                raise NpuError(ErrorCode.INVALID_ARGUMENT, "You must call rknn_set_internal_mem before "
-                                                           "rknn_set_io_mem!")
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "internal memory must be set before input / output memory "
+                                                           "(the context was created with internal_outside)",
+                               hint="internal_before_io")
             ref.require_alive(f"tensor {attr.name!r}")
             is_input, index = self._resolve(attr)
             native = (self.compiled.native_input_attrs if is_input else self.compiled.native_output_attrs)[index]
