@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
 
 import npurt.qnn as q
+from npurt.qnn import boundary
 from npurt.qnn import device as htp_device
 from npurt.qnn.mem_registry import REGISTRY
 from conftest import open_fds
@@ -36,6 +37,7 @@ class QnnMachine(RuleBasedStateMachine):
         self.specs = q.tensor_specs(self.model)
         self.x, _ = sample(SMALL)
         self.fds = open_fds()                    # after the (cached) model and onnxruntime reference exist
+        self.internal = boundary.internal_errors()
         self.qi = q.interface("fastrpc", soc="sm8350")
         self.backend = q.Qnn_BackendHandle_t()
         assert self.qi.backendCreate(None, None, self.backend) == 0
@@ -129,6 +131,10 @@ class QnnMachine(RuleBasedStateMachine):
             self.live_ptr.discard(p)
         else:
             self.leaked = getattr(self, "leaked", set()) | {p}
+
+    @invariant()
+    def no_internal_error(self):
+        assert boundary.internal_errors() == self.internal
 
     @invariant()
     def handles_match_the_model(self):

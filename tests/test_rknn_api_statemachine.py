@@ -14,7 +14,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 
 from npurt.memory import open_device
 from npurt.rknn import *  # noqa: F403
-from npurt.rknn import handles
+from npurt.rknn import boundary, handles
 from conftest import open_fds
 from test_runtime_models import convnet, image
 
@@ -54,6 +54,7 @@ class MirrorMachine(RuleBasedStateMachine):
         os.environ.pop("NPURT_SOC", None)
         self.dev = open_device()
         self.base = (self.dev.stats().buffers, self.dev.stats().sram_bytes, len(handles.contexts), len(handles.mems))
+        self.internal = boundary.internal_errors()
         self.fds = open_fds()
         self.all_ctx: list[Ctx] = []
         self.all_mem: list[Mem] = []
@@ -218,6 +219,12 @@ class MirrorMachine(RuleBasedStateMachine):
             assert output_view(out[0]).size == 320 and np.isfinite(output_view(out[0])).all()
             assert rknn_outputs_release(c.handle, 1, out) == RKNN_SUCC
             assert rknn_outputs_release(c.handle, 1, out) == RKNN_SUCC       # harmless twice
+
+    @invariant()
+    def no_internal_error(self):
+        """Whatever the calls, no mirror call ended in npurt's own bug (ErrorCode.INTERNAL)."""
+        if hasattr(self, "internal"):
+            assert boundary.internal_errors() == self.internal
 
     @invariant()
     def registries_match(self):

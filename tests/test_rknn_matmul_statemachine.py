@@ -9,7 +9,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from npurt.memory import open_device
 from npurt.rknn import constants as c
-from npurt.rknn import handles
+from npurt.rknn import boundary, handles
 from npurt.rknn import matmul_math as mm
 from npurt.rknn.matmul import (rknn_matmul_create, rknn_matmul_destroy, rknn_matmul_run, rknn_matmul_set_core_mask,
                                rknn_matmul_set_io_mem, rknn_matmul_set_quant_params)
@@ -27,6 +27,7 @@ class MatmulMachine(RuleBasedStateMachine):
         self.device = open_device("rk3588")
         self.base = self.device.stats()
         self.n_mems = len(handles.mems)
+        self.internal = boundary.internal_errors()
         self.ctxs: list[tuple[rknn_matmul_ctx, rknn_matmul_io_attr, int]] = []
         self.dead: list[rknn_matmul_ctx] = []
         self.mems: list[tuple[rknn_matmul_ctx, object]] = []
@@ -111,6 +112,10 @@ class MatmulMachine(RuleBasedStateMachine):
         else:
             ctx = self.dead[0] if self.dead else rknn_matmul_ctx(0)
             assert rknn_matmul_destroy(ctx) == c.RKNN_ERR_CTX_INVALID
+
+    @invariant()
+    def no_internal_error(self):
+        assert boundary.internal_errors() == self.internal
 
     @invariant()
     def handles_match(self):
