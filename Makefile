@@ -6,7 +6,8 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test test-optional bench capi clean
 
-$(STAMP): pyproject.toml
+# The install builds the compiled kernels (csrc/) with the machine's C compiler; it reruns when they change.
+$(STAMP): pyproject.toml setup.py $(wildcard csrc/*.c csrc/*.h csrc/*.py)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	@touch $(STAMP)
@@ -25,7 +26,7 @@ capi: $(STAMP)
 	$(VENV)/bin/npurt capi --prefix build/capi
 
 clean:
-	rm -rf $(VENV) .cache build src/*.egg-info
+	rm -rf $(VENV) .cache build src/*.egg-info src/npurt/*.so
 
 # The optional tier: tests that download an extra wheel once (a real trained model) and cache it.
 test-optional: $(STAMP)

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import npurt._kernels as native_kernels
 from npurt.errors import ErrorCode, NpuError
 from npurt.soc import get_profile
 from npurt.tensor import (Layout, native_shape, nc1hwc2_to_nchw, nc1hwc2_to_nhwc, nchw_to_nc1hwc2, nchw_to_nhwc,
@@ -15,6 +16,14 @@ from npurt.tensor import (Layout, native_shape, nc1hwc2_to_nchw, nc1hwc2_to_nhwc
 from helpers.data import nc1hwc2_examples
 
 DTYPES = [np.int8, np.uint8, np.float16, np.float32, np.int16, np.bool_, ml_dtypes.bfloat16, np.int64]
+
+
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def conversion_path(request):
+    """Every test here runs twice: with the compiled kernels doing the conversions and with the numpy code alone."""
+    before = native_kernels.set_enabled(request.param == "compiled")
+    yield request.param
+    native_kernels.set_enabled(before)
 
 
 # ---- reference: flat offsets from rknn-api-facts §4.9, loops over n, c, h, w -----------------------------------
@@ -290,7 +299,9 @@ def test_out_in_the_same_arena_as_the_input():
 
 @pytest.fixture
 def tiny_tiles(monkeypatch):
+    """The numpy kernels with tiny tiles (the compiled ones are off: the tiles are numpy's)."""
     from npurt.tensor import _kernels
+    monkeypatch.setattr(native_kernels, "_enabled", False)
     monkeypatch.setattr(_kernels, "TILE_BYTES", 96)
     monkeypatch.setattr(_kernels, "GROUP_TILE_BYTES", 40)
     monkeypatch.setattr(_kernels, "PACK_LANES", 3)

@@ -23,6 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
+import npurt._kernels as _kernels
 from npurt.errors import ErrorCode, NpuError
 from npurt.model.attrs import TensorStorage
 from npurt.tensor import DType, Layout
@@ -56,21 +57,37 @@ def conversion_threads() -> int:
 def pcopyto(dst: np.ndarray, src: np.ndarray, casting: str = "same_kind") -> None:
     """`np.copyto(dst, src)` split along axis 1 over a few threads when large (numpy releases the GIL): the
     layout conversions are memory-bound transposes, so two cores move nearly twice the bytes."""
-    global _pool, _pool_size
     k = conversion_threads()
     if k == 1 or dst.size < _PARALLEL_MIN or dst.ndim < 2 or dst.shape[1] < 2:
         np.copyto(dst, src, casting=casting)
         return
-    if _pool is None or _pool_size != k:
-        from concurrent.futures import ThreadPoolExecutor
-        _pool, _pool_size = ThreadPoolExecutor(k, thread_name_prefix="npurt-conv"), k
     k = min(k, dst.shape[1])
     bounds = [dst.shape[1] * i // k for i in range(k + 1)]
-    futures = [_pool.submit(np.copyto, dst[:, a:b], src[:, a:b], casting=casting)
+    futures = [_thread_pool(k).submit(np.copyto, dst[:, a:b], src[:, a:b], casting=casting)
                for a, b in zip(bounds[1:-1], bounds[2:])]
     np.copyto(dst[:, :bounds[1]], src[:, :bounds[1]], casting=casting)
     for f in futures:
         f.result()
+
+
+def _thread_pool(k: int):
+    global _pool, _pool_size
+    if _pool is None or _pool_size != k:
+        from concurrent.futures import ThreadPoolExecutor
+        _pool, _pool_size = ThreadPoolExecutor(k, thread_name_prefix="npurt-conv"), k
+    return _pool
+
+
+def pconvert(kernel, blocks: int, size: int) -> bool:
+    """Run `kernel(blocks=(lo, hi))` (a compiled layout kernel: it releases the GIL) over C1 blocks [0, blocks),
+    split over `conversion_threads()` threads when `size` elements are many; False when the kernel declined."""
+    k = min(conversion_threads(), blocks)
+    if k <= 1 or size < _PARALLEL_MIN:
+        return kernel(blocks=None)
+    bounds = [blocks * i // k for i in range(k + 1)]
+    futures = [_thread_pool(k).submit(kernel, blocks=(a, b)) for a, b in zip(bounds[1:-1], bounds[2:])]
+    done = kernel(blocks=(0, bounds[1]))
+    return all([f.result() for f in futures]) and done
 
 
 def typed_view(raw: np.ndarray, dtype: np.dtype, dims: Sequence[int], offset: int = 0) -> np.ndarray:
@@ -113,14 +130,31 @@ class SlotReader:
             self.src = self.view
             self.tmp = scratch[:math.prod(shape)].reshape(shape)
             self.result = self.tmp
+        self.native = None
+        if st.layout in (Layout.NC1HWC2, Layout.NHWC) and not self.direct:
+            self.native = self._native(st)
         self.stage = None
         if self.quantized and not self.src.flags.c_contiguous:
             if stage is None or stage.size < self.tmp.size:
                 stage = np.empty(self.tmp.size, np.int8)
             self.stage = stage[:self.tmp.size].reshape(self.tmp.shape)
 
+    def _native(self, st: TensorStorage):
+        """The compiled transpose-and-convert for this read (NC1HWC2, or NHWC as one block of C lanes), or None."""
+        lanes = self.view if st.layout is Layout.NC1HWC2 else self.view.reshape(st.dims[0], 1, *st.dims[1:])
+        planes = self.tmp.reshape(lanes.shape[0], -1, *self.tmp.shape[-2:])
+        quant = (self.scale, self.bias) if self.quantized else None
+
+        def convert(blocks):
+            return _kernels.lanes_to_planes(planes, lanes, quant, blocks)
+        if not _kernels.enabled() or not convert(blocks=(0, 0)):        # an empty range: only the checks run
+            return None
+        return lambda: pconvert(convert, lanes.shape[1], planes.size)
+
     def read(self) -> np.ndarray:
-        if not self.direct:
+        if self.native is not None:
+            self.native()
+        elif not self.direct:
             if self.quantized:
                 q = self.src
                 if self.stage is not None:
@@ -169,6 +203,11 @@ class SlotWriter:
             if used < c1:
                 self.pad_views.append(self.view[:, used:])
             self.nc = (n, c2, h, w)
+        self.native = None
+        if st.layout is Layout.NC1HWC2 and _kernels.enabled():
+            quant = (self.inv_scale, self.zp) if st.quantized else None
+            self.native = lambda y: pconvert(lambda blocks: _kernels.planes_to_lanes(self.view, y, quant, blocks),
+                                             st.dims[1], self.view.size)
 
     @staticmethod
     def needs_scratch(st: TensorStorage) -> int:
@@ -187,6 +226,8 @@ class SlotWriter:
                 raise NpuError(ErrorCode.FAIL, f"tensor {self.st.name!r}: kernel produced shape {y.shape}, "
                                                f"the plan expects {self.shape}")
             y = y.reshape(self.shape)
+        if self.native is not None and y.dtype == np.float32 and self.native(y):
+            return
         if self.tmp is not None:
             y = self._quantize(y)
         if self.st.layout is not Layout.NC1HWC2:

@@ -10,6 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
+import npurt._kernels as _kernels
 from npurt.errors import ErrorCode, NpuError
 from npurt.exec.bind import SlotReader, SlotWriter, typed_view
 from npurt.exec.executor import Executor, allocate
@@ -90,6 +91,9 @@ def _pack_nhwc(st: TensorStorage, x: np.ndarray, raw: np.ndarray, m: np.ndarray 
     exact = x.dtype in (np.float32, np.float16, np.uint8, np.int8, np.uint16, np.int16)  # cast via f32 == direct
     if not float_in or (m is None and s is None and not st.quantized and exact):
         np.copyto(dst[:, :, :w, :], src, casting="unsafe")
+    elif nhwc and _kernels.normalize_image(dst, x, 0.0 if m is None else m, 1.0 if s is None else s,
+                                           (np.float32(1.0 / st.scale), np.float32(st.zp)) if st.quantized else None):
+        return                              # one compiled pass (x - 0 and x / 1 are exact: the same bytes)
     else:
         # arithmetic in the user's order (contiguous passes), one transposing copy at the end if NCHW
         y = _frame_scratch(tuple(x.shape))

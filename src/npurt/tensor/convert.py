@@ -7,12 +7,15 @@ input's dtype, and every check runs before the first byte is written. Errors are
 
 Speed: a byte-wise transpose in numpy runs at ~30% of memcpy, so the copies move the widest unit the
 permutation allows (a whole C2 group as one 4/8/16-byte item where channels stay together) and walk the tensor
-in blocks that stay in L2; see bench/layout.py for the measured ratios against np.copyto.
+in blocks that stay in L2; see bench/layout.py for the measured ratios against np.copyto. Where the compiled
+kernels (`npurt._kernels`) handle the arrays they do the whole conversion (SIMD tile transposes, group moves),
+bit-identical to the numpy code below them, which stays the reference.
 """
 from __future__ import annotations
 
 import numpy as np
 
+import npurt._kernels as _kernels
 from npurt.errors import ErrorCode, NpuError
 from npurt.tensor._kernels import move_groups, pack_lanes, unpack_lanes
 from npurt.tensor.layout import logical_shape, native_shape
@@ -98,6 +101,8 @@ def nchw_to_nc1hwc2(x: np.ndarray, c2: int, c1: int | None = None, w_stride: int
     n, c, h, w = x.shape
     dims = native_shape(x.shape, c2, c1, w_stride)
     out = _output(out, dims, x, "nchw_to_nc1hwc2")
+    if _kernels.planes_to_lanes(out, x):
+        return out
     _zero_nc1hwc2_padding(out, c, w)
     full, rem = divmod(c, c2)
     for b in range(n if full else 0):
@@ -115,6 +120,8 @@ def nc1hwc2_to_nchw(x: np.ndarray, channels: int, width: int | None = None,
     n, c, h, w = shape
     c2 = x.shape[4]
     out = _output(out, shape, x, "nc1hwc2_to_nchw")
+    if _kernels.lanes_to_planes(out, x):
+        return out
     full, rem = divmod(c, c2)
     for b in range(n if full else 0):
         unpack_lanes(out[b, :full * c2].reshape(full, c2, h, w), x[b, :full, :, :w, :])
@@ -131,6 +138,8 @@ def nhwc_to_nc1hwc2(x: np.ndarray, c2: int, c1: int | None = None, w_stride: int
     w = _width(width, ws_in, "nhwc_to_nc1hwc2")
     dims = native_shape((n, c, h, w), c2, c1, w_stride)
     out = _output(out, dims, x, "nhwc_to_nc1hwc2")
+    if _kernels.regroup(out, x, w):
+        return out
     _zero_nc1hwc2_padding(out, c, w)
     full, rem = divmod(c, c2)
     if full:
@@ -148,6 +157,8 @@ def nc1hwc2_to_nhwc(x: np.ndarray, channels: int, width: int | None = None, w_st
     n, c, h, w = logical_shape(x.shape, channels, width)
     ws = _stride(w_stride, w, "nc1hwc2_to_nhwc")
     out = _output(out, (n, h, ws, c), x, "nc1hwc2_to_nhwc")
+    if _kernels.regroup(out, x, w):
+        return out
     if ws > w:
         out[:, :, w:, :] = 0
     c2 = x.shape[4]
@@ -166,6 +177,8 @@ def nchw_to_nhwc(x: np.ndarray, w_stride: int | None = None, out: np.ndarray | N
     n, c, h, w = x.shape
     ws = _stride(w_stride, w, "nchw_to_nhwc")
     out = _output(out, (n, h, ws, c), x, "nchw_to_nhwc")
+    if _kernels.planes_to_lanes(out.reshape(n, 1, h, ws, c), x):
+        return out
     if ws > w:
         out[:, :, w:, :] = 0
     pack_lanes(out[:, :, :w, :], x)
@@ -178,5 +191,7 @@ def nhwc_to_nchw(x: np.ndarray, width: int | None = None, out: np.ndarray | None
     n, h, ws, c = x.shape
     w = _width(width, ws, "nhwc_to_nchw")
     out = _output(out, (n, c, h, w), x, "nhwc_to_nchw")
+    if x.flags.c_contiguous and _kernels.lanes_to_planes(out, x.reshape(n, 1, h, ws, c)):
+        return out
     unpack_lanes(out, x[:, :, :w, :])
     return out

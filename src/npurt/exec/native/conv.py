@@ -15,8 +15,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+import npurt._kernels as _kernels
 from npurt.exec.kernels.conv import ConvGeometry, conv_geometry
-from npurt.exec.native.epilogue import ConvEpilogue, padding_lanes, zero
+from npurt.exec.native.epilogue import ConvEpilogue, cast_copy, padding_lanes, zero
 from npurt.exec.native.scratch import Context
 from npurt.exec.native.slots import Skip, activation, kind_of
 from npurt.tensor import DType, Layout
@@ -114,7 +115,7 @@ def _input_filler(src: ConvInput, x: np.ndarray, interior: np.ndarray, as_nhwc: 
         interior = interior.reshape(h, w, c1, c2)
     else:
         values = x[0]
-    return lambda: np.copyto(interior, values, casting="unsafe")
+    return lambda: cast_copy(interior, values)
 
 
 def _fold_input(src: ConvInput, weights: np.ndarray, bias: np.ndarray, sum_axes) -> float:
@@ -182,7 +183,7 @@ def _dense(out_name: str, attrs: dict, ctx: Context, src: ConvInput, so, cw: Con
         np.matmul(a2, wm, out=y)
         np.add(y, bias, out=y)
         epilogue(y)
-        np.copyto(stored, y, casting="unsafe")
+        cast_copy(stored, y)
         np.copyto(dst, groups)
         zero(pads)
     return run
@@ -246,7 +247,9 @@ def _depthwise(out_name: str, attrs: dict, ctx: Context, src: ConvInput, so, cw:
                 rs = dy + sh * r0
                 tap = xph[a1:b1, rs:rs + sh * (r1 - r0 - 1) + 1:sh, dx % sw, dx // sw:dx // sw + wo, :]
                 taps.append((tap, tap_weights[dy * kw + dx, a1:b1]))
-        plan.append((acc, tmp, taps, tiled_bias[a1:b1], o[a1:b1, r0:r1]))
+        compiled = _kernels.depthwise_rows(acc, xph[a1:b1, sh * r0:], tap_weights[:, a1:b1], tiled_bias[a1:b1],
+                                           (kh, kw), (sh, sw))
+        plan.append((acc, tmp, taps, tiled_bias[a1:b1], o[a1:b1, r0:r1], compiled))
     pads = padding_lanes(so, ctx.slot(out_name))
     edges = [e for e in edges if e.size]
 
@@ -255,14 +258,17 @@ def _depthwise(out_name: str, attrs: dict, ctx: Context, src: ConvInput, so, cw:
             e.fill(border)
         for f in fills:
             f()
-        for acc, tmp, taps, block_bias, dst in plan:
-            (first, first_weights), rest = taps[0], taps[1:]
-            np.multiply(first, first_weights, out=acc)
-            for tap, weights in rest:
-                np.multiply(tap, weights, out=tmp)
-                np.add(acc, tmp, out=acc)
-            np.add(acc, block_bias, out=acc)
+        for acc, tmp, taps, block_bias, dst, compiled in plan:
+            if compiled is not None:
+                compiled()
+            else:
+                (first, first_weights), rest = taps[0], taps[1:]
+                np.multiply(first, first_weights, out=acc)
+                for tap, weights in rest:
+                    np.multiply(tap, weights, out=tmp)
+                    np.add(acc, tmp, out=acc)
+                np.add(acc, block_bias, out=acc)
             epilogue(acc)
-            np.copyto(dst, acc, casting="unsafe")
+            cast_copy(dst, acc)
         zero(pads)
     return run

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import npurt._kernels as _kernels
 from npurt.exec.kernels import apply_activation
 from npurt.exec.native.slots import quantize
 
@@ -24,6 +25,18 @@ def padding_lanes(st, view: np.ndarray) -> list[np.ndarray]:
 def zero(pads: list[np.ndarray]) -> None:
     for p in pads:
         p.fill(0)
+
+
+def cast_copy(dst: np.ndarray, src: np.ndarray) -> None:
+    """np.copyto(dst, src, casting="unsafe") through the compiled kernels where they handle the pair: float32 results
+    (for int8 outputs: codes already rounded and saturated) into a stored float16 / int8 array, or a stored input into
+    a float32 work buffer."""
+    if dst.dtype == np.int8 and src.dtype == np.float32:
+        done = _kernels.quantize(dst, src, 1.0, 0.0)     # exact for integral values in [-128, 127]
+    else:
+        done = _kernels.cast(dst, src)
+    if not done:
+        np.copyto(dst, src, casting="unsafe")
 
 
 def stored_table(kind: str, y: np.ndarray, st) -> np.ndarray:

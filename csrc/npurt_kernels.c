@@ -1,0 +1,746 @@
+/* npurt's compiled kernels (see npurt_kernels.h). Results are bit-identical to numpy's:
+ * - float32 <-> float16 follow numpy's own conversions: round to nearest even, subnormals kept, NaN payloads
+ *   shifted (not quieted). The AVX2 (F16C) and AVX-512 paths convert 8 / 16 values per instruction and redo a
+ *   vector holding a NaN with the portable code, the only inputs where the hardware differs (it quiets NaNs).
+ * - quantise is numpy's x * a, + b, rint, clip, cast in float32, in that order; dequantise q * a, - b. Built with
+ *   -ffp-contract=off so no multiply-add is fused.
+ * - layout transposes move 16-byte tiles with SSE2 shuffles (16x16 bytes, 8x8 halves, 4x4 words); conversions
+ *   run on contiguous plane segments staged in a small L1 scratch beside the transpose.
+ */
+#include "npurt_kernels.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define NPK_X86 1
+#include <immintrin.h>
+#endif
+
+static int level_in_use = -1;
+
+int npk_cpu_level(void)
+{
+#ifdef NPK_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")
+        && __builtin_cpu_supports("f16c"))
+        return 2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))
+        return 1;
+#endif
+    return 0;
+}
+
+int npk_set_level(int level)
+{
+    int cpu = npk_cpu_level();
+    if (level < 0 || level > cpu)
+        level = cpu;
+    level_in_use = level;
+    return level;
+}
+
+int npk_level(void)
+{
+    if (level_in_use < 0)
+        npk_set_level(-1);
+    return level_in_use;
+}
+
+/* ---- portable scalar conversions ------------------------------------------------------------------------ */
+
+static inline uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+static inline uint16_t f32_to_f16(float value)
+{
+    uint32_t f = f32_bits(value);
+    uint16_t sign = (uint16_t)((f >> 16) & 0x8000u);
+    uint32_t exp = (f >> 23) & 0xffu, man = f & 0x7fffffu;
+    if (exp == 0xffu) {
+        if (man == 0)
+            return sign | 0x7c00u;
+        uint16_t nan = (uint16_t)(0x7c00u | (man >> 13));
+        return sign | (nan == 0x7c00u ? 0x7c01u : nan);       /* keep it a NaN */
+    }
+    int e = (int)exp - 112;                                   /* half exponent field */
+    if (e >= 31)
+        return sign | 0x7c00u;
+    uint32_t q, rem, half;
+    if (e <= 0) {                                             /* half subnormal (or zero) */
+        int shift = 14 - e;
+        if (exp == 0 || shift > 24)
+            return sign;
+        uint32_t m = man | 0x800000u;
+        q = m >> shift;
+        rem = m & ((1u << shift) - 1u);
+        half = 1u << (shift - 1);
+    } else {
+        q = ((uint32_t)e << 10) | (man >> 13);
+        rem = man & 0x1fffu;
+        half = 0x1000u;
+    }
+    if (rem > half || (rem == half && (q & 1u)))
+        q++;                                                  /* a carry may reach infinity: correct */
+    return sign | (uint16_t)q;
+}
+
+static inline float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0x1fu)
+        return bits_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        if (man == 0)
+            return bits_f32(sign);
+        int e = -1;
+        do { e++; man <<= 1; } while (!(man & 0x400u));      /* normalise the subnormal */
+        return bits_f32(sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13));
+    }
+    return bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+static inline int8_t quantize_one(float x, float a, float b)
+{
+    float t = x * a;
+    t = t + b;
+    t = nearbyintf(t);
+    if (t != t)
+        return 0;
+    if (t < -128.0f) t = -128.0f;
+    if (t > 127.0f) t = 127.0f;
+    return (int8_t)t;
+}
+
+static void cast_portable(int conv, const void *src, void *dst, int64_t n, float a, float b)
+{
+    int64_t i;
+    switch (conv) {
+    case NPK_F32_F16:
+        for (i = 0; i < n; i++) ((uint16_t *)dst)[i] = f32_to_f16(((const float *)src)[i]);
+        break;
+    case NPK_F16_F32:
+        for (i = 0; i < n; i++) ((float *)dst)[i] = f16_to_f32(((const uint16_t *)src)[i]);
+        break;
+    case NPK_F32_I8:
+        for (i = 0; i < n; i++) ((int8_t *)dst)[i] = quantize_one(((const float *)src)[i], a, b);
+        break;
+    case NPK_I8_F32:
+        for (i = 0; i < n; i++) {
+            float t = (float)((const int8_t *)src)[i] * a;
+            ((float *)dst)[i] = t - b;
+        }
+        break;
+    case NPK_COPY1: memcpy(dst, src, (size_t)n); break;
+    case NPK_COPY2: memcpy(dst, src, (size_t)n * 2); break;
+    case NPK_COPY4: memcpy(dst, src, (size_t)n * 4); break;
+    }
+}
+
+/* ---- AVX2 + F16C ----------------------------------------------------------------------------------------- */
+#ifdef NPK_X86
+__attribute__((target("avx2,f16c")))
+static void cast_avx2(int conv, const void *src, void *dst, int64_t n, float a, float b)
+{
+    int64_t i = 0;
+    if (conv == NPK_F32_F16) {
+        const float *s = src; uint16_t *d = dst;
+        for (; i + 8 <= n; i += 8) {
+            __m256 v = _mm256_loadu_ps(s + i);
+            if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)))
+                cast_portable(conv, s + i, d + i, 8, a, b);
+            else
+                _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        }
+        cast_portable(conv, s + i, d + i, n - i, a, b);
+    } else if (conv == NPK_F16_F32) {
+        const uint16_t *s = src; float *d = dst;
+        const __m128i abs = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7c00);
+        for (; i + 8 <= n; i += 8) {
+            __m128i h = _mm_loadu_si128((const __m128i *)(s + i));
+            if (_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, abs), inf)))
+                cast_portable(conv, s + i, d + i, 8, a, b);
+            else
+                _mm256_storeu_ps(d + i, _mm256_cvtph_ps(h));
+        }
+        cast_portable(conv, s + i, d + i, n - i, a, b);
+    } else if (conv == NPK_F32_I8) {
+        const float *s = src; int8_t *d = dst;
+        const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+        const __m256 lo = _mm256_set1_ps(-128.0f), hi = _mm256_set1_ps(127.0f);
+        const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for (; i + 32 <= n; i += 32) {
+            __m256i q[4];
+            for (int k = 0; k < 4; k++) {
+                __m256 t = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(s + i + 8 * k), va), vb);
+                t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));          /* NaN -> 0 */
+                t = _mm256_min_ps(_mm256_max_ps(t, lo), hi);
+                q[k] = _mm256_cvtps_epi32(t);
+            }
+            __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            _mm256_storeu_si256((__m256i *)(d + i), _mm256_permutevar8x32_epi32(w, order));
+        }
+        cast_portable(conv, s + i, d + i, n - i, a, b);
+    } else if (conv == NPK_I8_F32) {
+        const int8_t *s = src; float *d = dst;
+        const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+        for (; i + 8 <= n; i += 8) {
+            __m128i q = _mm_loadl_epi64((const __m128i *)(s + i));
+            __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), va);
+            _mm256_storeu_ps(d + i, _mm256_sub_ps(t, vb));
+        }
+        cast_portable(conv, s + i, d + i, n - i, a, b);
+    } else {
+        cast_portable(conv, src, dst, n, a, b);
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c,avx2")))
+static void cast_avx512(int conv, const void *src, void *dst, int64_t n, float a, float b)
+{
+    int64_t i = 0;
+    if (conv == NPK_F32_F16) {
+        const float *s = src; uint16_t *d = dst;
+        for (; i + 16 <= n; i += 16) {
+            __m512 v = _mm512_loadu_ps(s + i);
+            if (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q))
+                cast_portable(conv, s + i, d + i, 16, a, b);
+            else
+                _mm256_storeu_si256((__m256i *)(d + i), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        }
+        cast_avx2(conv, s + i, d + i, n - i, a, b);
+    } else if (conv == NPK_F16_F32) {
+        const uint16_t *s = src; float *d = dst;
+        const __m256i abs = _mm256_set1_epi16(0x7fff), inf = _mm256_set1_epi16(0x7c00);
+        for (; i + 16 <= n; i += 16) {
+            __m256i h = _mm256_loadu_si256((const __m256i *)(s + i));
+            if (_mm256_movemask_epi8(_mm256_cmpgt_epi16(_mm256_and_si256(h, abs), inf)))
+                cast_portable(conv, s + i, d + i, 16, a, b);
+            else
+                _mm512_storeu_ps(d + i, _mm512_cvtph_ps(h));
+        }
+        cast_avx2(conv, s + i, d + i, n - i, a, b);
+    } else if (conv == NPK_F32_I8) {
+        const float *s = src; int8_t *d = dst;
+        const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+        const __m512 lo = _mm512_set1_ps(-128.0f), hi = _mm512_set1_ps(127.0f);
+        for (; i + 16 <= n; i += 16) {
+            __m512 t = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(s + i), va), vb);
+            t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            __mmask16 ordered = _mm512_cmp_ps_mask(t, t, _CMP_ORD_Q);
+            t = _mm512_maskz_mov_ps(ordered, t);                                    /* NaN -> 0 */
+            t = _mm512_min_ps(_mm512_max_ps(t, lo), hi);
+            _mm_storeu_si128((__m128i *)(d + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(t)));
+        }
+        cast_avx2(conv, s + i, d + i, n - i, a, b);
+    } else if (conv == NPK_I8_F32) {
+        const int8_t *s = src; float *d = dst;
+        const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+        for (; i + 16 <= n; i += 16) {
+            __m128i q = _mm_loadu_si128((const __m128i *)(s + i));
+            __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), va);
+            _mm512_storeu_ps(d + i, _mm512_sub_ps(t, vb));
+        }
+        cast_avx2(conv, s + i, d + i, n - i, a, b);
+    } else {
+        cast_portable(conv, src, dst, n, a, b);
+    }
+}
+#endif
+
+/* `rows` runs of n contiguous elements, src and dst rows `ss` / `ds` bytes apart: one dispatch for all of them */
+static void rows_portable(int conv, int64_t rows, int64_t n, const char *s, int64_t ss, char *d, int64_t ds,
+                          float a, float b)
+{
+    for (int64_t r = 0; r < rows; r++) cast_portable(conv, s + r * ss, d + r * ds, n, a, b);
+}
+
+#ifdef NPK_X86
+__attribute__((target("avx2,f16c")))
+static void rows_avx2(int conv, int64_t rows, int64_t n, const char *s, int64_t ss, char *d, int64_t ds,
+                      float a, float b)
+{
+    for (int64_t r = 0; r < rows; r++) cast_avx2(conv, s + r * ss, d + r * ds, n, a, b);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c,avx2")))
+static void rows_avx512(int conv, int64_t rows, int64_t n, const char *s, int64_t ss, char *d, int64_t ds,
+                        float a, float b)
+{
+    if (n < 16) {                     /* short runs: the 8-wide code, without a 16-wide attempt per run */
+        for (int64_t r = 0; r < rows; r++) cast_avx2(conv, s + r * ss, d + r * ds, n, a, b);
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++) cast_avx512(conv, s + r * ss, d + r * ds, n, a, b);
+}
+#endif
+
+static void cast_rows(int conv, int64_t rows, int64_t n, const char *s, int64_t ss, char *d, int64_t ds,
+                      float a, float b)
+{
+#ifdef NPK_X86
+    int level = level_in_use < 0 ? npk_level() : level_in_use;
+    if (level == 2) { rows_avx512(conv, rows, n, s, ss, d, ds, a, b); return; }
+    if (level == 1) { rows_avx2(conv, rows, n, s, ss, d, ds, a, b); return; }
+#endif
+    rows_portable(conv, rows, n, s, ss, d, ds, a, b);
+}
+
+static inline void cast_run(int conv, const void *src, void *dst, int64_t n, float a, float b)
+{
+    cast_rows(conv, 1, n, src, 0, dst, 0, a, b);
+}
+
+static int src_size(int conv)
+{
+    static const int size[] = {1, 2, 4, 4, 2, 4, 1};
+    return size[conv];
+}
+
+static int dst_size(int conv)
+{
+    static const int size[] = {1, 2, 4, 2, 4, 1, 4};
+    return size[conv];
+}
+
+static int bad_conv(int conv) { return conv < NPK_COPY1 || conv > NPK_I8_F32; }
+
+int npk_cast(int conv, const void *src, void *dst, int64_t n, float a, float b)
+{
+    if (bad_conv(conv) || n < 0)
+        return -1;
+    cast_run(conv, src, dst, n, a, b);
+    return 0;
+}
+
+/* one element, for runs whose elements are not adjacent */
+static inline void cast_one(int conv, const char *s, char *d, float a, float b)
+{
+    switch (conv) {
+    case NPK_F32_F16: { float v; memcpy(&v, s, 4); uint16_t h = f32_to_f16(v); memcpy(d, &h, 2); break; }
+    case NPK_F16_F32: { uint16_t h; memcpy(&h, s, 2); float v = f16_to_f32(h); memcpy(d, &v, 4); break; }
+    case NPK_F32_I8: { float v; memcpy(&v, s, 4); *(int8_t *)d = quantize_one(v, a, b); break; }
+    case NPK_I8_F32: { float t = (float)*(const int8_t *)s * a; t = t - b; memcpy(d, &t, 4); break; }
+    default: memcpy(d, s, (size_t)src_size(conv));
+    }
+}
+
+static void cast_nd(int conv, int ndim, const int64_t *shape, const char *src, const int64_t *ss, char *dst,
+                    const int64_t *ds, float a, float b)
+{
+    if (ndim == 2 && ss[1] == src_size(conv) && ds[1] == dst_size(conv)) {
+        cast_rows(conv, shape[0], shape[1], src, ss[0], dst, ds[0], a, b);
+        return;
+    }
+    if (ndim == 1) {
+        if (ss[0] == src_size(conv) && ds[0] == dst_size(conv)) {
+            cast_run(conv, src, dst, shape[0], a, b);
+        } else {
+            for (int64_t i = 0; i < shape[0]; i++)
+                cast_one(conv, src + i * ss[0], dst + i * ds[0], a, b);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < shape[0]; i++)
+        cast_nd(conv, ndim - 1, shape + 1, src + i * ss[0], ss + 1, dst + i * ds[0], ds + 1, a, b);
+}
+
+int npk_cast_nd(int conv, int ndim, const int64_t *shape, const void *src, const int64_t *src_strides,
+                void *dst, const int64_t *dst_strides, float a, float b)
+{
+    if (bad_conv(conv) || ndim < 1 || ndim > 8)
+        return -1;
+    for (int k = 0; k < ndim; k++)
+        if (shape[k] <= 0)
+            return shape[k] == 0 ? 0 : -1;
+    cast_nd(conv, ndim, shape, src, src_strides, dst, dst_strides, a, b);
+    return 0;
+}
+
+/* ---- transposes -------------------------------------------------------------------------------------------
+ * transpose(src, ss, dst, ds, R, C, e): dst[c * ds + r * e] = src[r * ss + c * e] for r < R, c < C (bytes). */
+
+#ifdef NPK_X86
+/* 16 rows of 16 bytes to 16 columns: four butterfly stages of unpacks on rows j and j + n/2 (element width 1, 2 or
+ * 4 bytes gives the 16x16, 8x8 and 4x4 transposes) */
+#define NPK_TILE(name, n, unlo, unhi, stages)                                                              \
+    static inline void name(const char *s, int64_t ss, char *d, int64_t ds)                               \
+    {                                                                                                      \
+        __m128i r[n], o[n];                                                                                \
+        for (int i = 0; i < n; i++) r[i] = _mm_loadu_si128((const __m128i *)(s + i * ss));                 \
+        for (int st = 0; st < stages; st++) {                                                              \
+            for (int j = 0; j < n / 2; j++) {                                                              \
+                o[2 * j] = unlo(r[j], r[j + n / 2]);                                                       \
+                o[2 * j + 1] = unhi(r[j], r[j + n / 2]);                                                   \
+            }                                                                                              \
+            memcpy(r, o, sizeof r);                                                                        \
+        }                                                                                                  \
+        for (int i = 0; i < n; i++) _mm_storeu_si128((__m128i *)(d + i * ds), r[i]);                       \
+    }
+NPK_TILE(tile_e1, 16, _mm_unpacklo_epi8, _mm_unpackhi_epi8, 4)
+NPK_TILE(tile_e2, 8, _mm_unpacklo_epi16, _mm_unpackhi_epi16, 3)
+NPK_TILE(tile_e4, 4, _mm_unpacklo_epi32, _mm_unpackhi_epi32, 2)
+#endif
+
+static void transpose_scalar(const char *s, int64_t ss, char *d, int64_t ds, int64_t R, int64_t C, int e)
+{
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t r = 0; r < R; r++)
+            memcpy(d + c * ds + r * e, s + r * ss + c * e, (size_t)e);
+}
+
+#ifdef NPK_X86
+/* AVX2: two 16-byte tiles per instruction (the unpacks work within each 128-bit lane). `cols`: rows r..r+n-1 by
+ * 2 tiles of columns, loaded as 32 contiguous bytes, each output register split to two destination rows; `rows`: 2
+ * tiles of rows (i and i + n in the two lanes), each output register 32 contiguous destination bytes. */
+#define NPK_TILE2(name, n, unlo, unhi, stages, cols)                                                       \
+    __attribute__((target("avx2"))) static void name(const char *s, int64_t ss, char *d, int64_t ds)       \
+    {                                                                                                      \
+        __m256i r[n], o[n];                                                                                \
+        for (int i = 0; i < n; i++)                                                                        \
+            r[i] = cols ? _mm256_loadu_si256((const __m256i *)(s + i * ss))                                \
+                        : _mm256_inserti128_si256(                                                         \
+                              _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(s + i * ss))),      \
+                              _mm_loadu_si128((const __m128i *)(s + (i + n) * ss)), 1);                    \
+        for (int st = 0; st < stages; st++) {                                                              \
+            for (int j = 0; j < n / 2; j++) {                                                              \
+                o[2 * j] = unlo(r[j], r[j + n / 2]);                                                       \
+                o[2 * j + 1] = unhi(r[j], r[j + n / 2]);                                                   \
+            }                                                                                              \
+            memcpy(r, o, sizeof r);                                                                        \
+        }                                                                                                  \
+        for (int i = 0; i < n; i++) {                                                                      \
+            if (cols) {                                                                                    \
+                _mm_storeu_si128((__m128i *)(d + i * ds), _mm256_castsi256_si128(r[i]));                   \
+                _mm_storeu_si128((__m128i *)(d + (i + n) * ds), _mm256_extracti128_si256(r[i], 1));        \
+            } else {                                                                                       \
+                _mm256_storeu_si256((__m256i *)(d + i * ds), r[i]);                                        \
+            }                                                                                              \
+        }                                                                                                  \
+    }
+NPK_TILE2(cols_e1, 16, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, 4, 1)
+NPK_TILE2(cols_e2, 8, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16, 3, 1)
+NPK_TILE2(cols_e4, 4, _mm256_unpacklo_epi32, _mm256_unpackhi_epi32, 2, 1)
+NPK_TILE2(rows_e1, 16, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, 4, 0)
+NPK_TILE2(rows_e2, 8, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16, 3, 0)
+NPK_TILE2(rows_e4, 4, _mm256_unpacklo_epi32, _mm256_unpackhi_epi32, 2, 0)
+
+typedef void (*tile_fn)(const char *, int64_t, char *, int64_t);
+#endif
+
+#define NPK_BLOCK 64    /* rows and columns per cache block of a transpose */
+
+/* dst[c * ds + r * e] = src[r * ss + c * e] for r < R, c < C (strides in bytes) */
+static void transpose(const char *s, int64_t ss, char *d, int64_t ds, int64_t R, int64_t C, int e)
+{
+#ifdef NPK_X86
+    if (e == 1 || e == 2 || e == 4) {
+        static const tile_fn one[] = {0, tile_e1, tile_e2, 0, tile_e4};
+        static const tile_fn two_cols[] = {0, cols_e1, cols_e2, 0, cols_e4};
+        static const tile_fn two_rows[] = {0, rows_e1, rows_e2, 0, rows_e4};
+        const int t = 16 / e, wide = (level_in_use < 0 ? npk_level() : level_in_use) >= 1;
+        /* two tiles at once along the longer side; the tile grid is (tr x tc) elements */
+        const int by_cols = wide && C >= R, by_rows = wide && !by_cols;
+        const int64_t tr = by_rows ? 2 * t : t, tc = by_cols ? 2 * t : t;
+        const tile_fn fn = by_cols ? two_cols[e] : by_rows ? two_rows[e] : one[e];
+        for (int64_t r0 = 0; r0 < R; r0 += NPK_BLOCK)
+            for (int64_t c0 = 0; c0 < C; c0 += NPK_BLOCK) {
+                int64_t r1 = r0 + NPK_BLOCK < R ? r0 + NPK_BLOCK : R, c1 = c0 + NPK_BLOCK < C ? c0 + NPK_BLOCK : C;
+                int64_t rf = r0 + (r1 - r0) / tr * tr, cf = c0 + (c1 - c0) / tc * tc;
+                for (int64_t r = r0; r < rf; r += tr)
+                    for (int64_t c = c0; c < cf; c += tc)
+                        fn(s + r * ss + c * e, ss, d + c * ds + r * e, ds);
+                if (cf < c1) transpose_scalar(s + r0 * ss + cf * e, ss, d + cf * ds + r0 * e, ds, r1 - r0, c1 - cf, e);
+                if (rf < r1) transpose_scalar(s + rf * ss + c0 * e, ss, d + c0 * ds + rf * e, ds, r1 - rf, cf - c0, e);
+            }
+        return;
+    }
+#endif
+    transpose_scalar(s, ss, d, ds, R, C, e);
+}
+
+/* ---- layouts ---------------------------------------------------------------------------------------------- */
+
+#define NPK_STAGE_BYTES (16 * 1024)     /* L1 scratch beside a converting transpose */
+
+static int dims_ok(int64_t N, int64_t C, int64_t H, int64_t W, int64_t C1, int64_t C2, int64_t Ws,
+                   int64_t c1_lo, int64_t c1_hi)
+{
+    return N >= 0 && C >= 0 && H >= 0 && W >= 0 && C2 >= 1 && C1 * C2 >= C && Ws >= W
+        && 0 <= c1_lo && c1_lo <= c1_hi && c1_hi <= C1;
+}
+
+/* pixels per staged chunk: the scratch holds `lanes` planes of it in the wider of the two types */
+static int64_t chunk_pixels(int64_t lanes)
+{
+    int64_t p = NPK_STAGE_BYTES / 4 / (lanes ? lanes : 1);
+    p = p / 16 * 16;
+    return p < 16 ? 16 : p;
+}
+
+int npk_planes_to_lanes(int conv, const void *src, int64_t sn, int64_t sc, int64_t sh, void *dst,
+                        int64_t N, int64_t C, int64_t H, int64_t W, int64_t C1, int64_t C2, int64_t Wd,
+                        int64_t c1_lo, int64_t c1_hi, float a, float b)
+{
+    if (bad_conv(conv) || !dims_ok(N, C, H, W, C1, C2, Wd, c1_lo, c1_hi))
+        return -1;
+    const int es = src_size(conv), ed = dst_size(conv);
+    const int plain = conv <= NPK_COPY4;
+    const int contiguous = sh == W && Wd == W;                 /* whole planes as one row of H * W pixels */
+    const int64_t rows = contiguous ? 1 : H, width = contiguous ? H * W : W;
+    int64_t P = plain ? (width ? width : 1) : chunk_pixels(C2);
+    char *stage = plain ? NULL : malloc((size_t)(P * C2 * ed));
+    if (!plain && !stage)
+        return -1;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c1 = c1_lo; c1 < c1_hi; c1++) {
+            char *block = (char *)dst + ((n * C1 + c1) * H * Wd * C2) * ed;
+            int64_t k0 = c1 * C2, lanes = C - k0 < 0 ? 0 : (C - k0 < C2 ? C - k0 : C2);
+            if (lanes == 0) { memset(block, 0, (size_t)(H * Wd * C2 * ed)); continue; }
+            for (int64_t h = 0; h < rows; h++) {
+                char *drow = block + h * Wd * C2 * ed;
+                const char *srow = (const char *)src + (n * sn + k0 * sc + h * sh) * es;
+                for (int64_t w0 = 0; w0 < width; w0 += P) {
+                    int64_t p = width - w0 < P ? width - w0 : P;
+                    if (plain) {
+                        transpose(srow + w0 * es, sc * es, drow + w0 * C2 * ed, C2 * ed, lanes, p, ed);
+                    } else {
+                        for (int64_t k = 0; k < lanes; k++)
+                            cast_run(conv, srow + (k * sc + w0) * es, stage + k * p * ed, p, a, b);
+                        transpose(stage, p * ed, drow + w0 * C2 * ed, C2 * ed, lanes, p, ed);
+                    }
+                    if (lanes < C2)
+                        for (int64_t w = w0; w < w0 + p; w++)
+                            memset(drow + (w * C2 + lanes) * ed, 0, (size_t)((C2 - lanes) * ed));
+                }
+                if (!contiguous && Wd > W)
+                    memset(drow + W * C2 * ed, 0, (size_t)((Wd - W) * C2 * ed));
+            }
+        }
+    free(stage);
+    return 0;
+}
+
+int npk_lanes_to_planes(int conv, const void *src, void *dst, int64_t dn, int64_t dc, int64_t dh,
+                        int64_t N, int64_t C, int64_t H, int64_t W, int64_t C1, int64_t C2, int64_t Ws,
+                        int64_t c1_lo, int64_t c1_hi, float a, float b)
+{
+    if (bad_conv(conv) || !dims_ok(N, C, H, W, C1, C2, Ws, c1_lo, c1_hi))
+        return -1;
+    const int es = src_size(conv), ed = dst_size(conv);
+    const int plain = conv <= NPK_COPY4;
+    const int contiguous = dh == W && Ws == W;
+    const int64_t rows = contiguous ? 1 : H, width = contiguous ? H * W : W;
+    int64_t P = plain ? (width ? width : 1) : chunk_pixels(C2);
+    char *stage = plain ? NULL : malloc((size_t)(P * C2 * es));
+    if (!plain && !stage)
+        return -1;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c1 = c1_lo; c1 < c1_hi; c1++) {
+            const char *block = (const char *)src + ((n * C1 + c1) * H * Ws * C2) * es;
+            int64_t k0 = c1 * C2, lanes = C - k0 < 0 ? 0 : (C - k0 < C2 ? C - k0 : C2);
+            if (lanes == 0) continue;
+            for (int64_t h = 0; h < rows; h++) {
+                const char *srow = block + h * Ws * C2 * es;
+                char *drow = (char *)dst + (n * dn + k0 * dc + h * dh) * ed;
+                for (int64_t w0 = 0; w0 < width; w0 += P) {
+                    int64_t p = width - w0 < P ? width - w0 : P;
+                    if (plain) {
+                        transpose(srow + w0 * C2 * es, C2 * es, drow + w0 * ed, dc * ed, p, lanes, es);
+                    } else {
+                        transpose(srow + w0 * C2 * es, C2 * es, stage, p * es, p, lanes, es);
+                        for (int64_t k = 0; k < lanes; k++)
+                            cast_run(conv, stage + k * p * es, drow + (k * dc + w0) * ed, p, a, b);
+                    }
+                }
+            }
+        }
+    free(stage);
+    return 0;
+}
+
+static inline void copy_group(char *d, const char *s, int64_t bytes)
+{
+    if (bytes == 16) memcpy(d, s, 16);
+    else if (bytes == 8) memcpy(d, s, 8);
+    else memcpy(d, s, (size_t)bytes);
+}
+
+int npk_regroup(int to_lanes, int e, const void *src, void *dst, int64_t N, int64_t C, int64_t H, int64_t W,
+                int64_t C1, int64_t C2, int64_t Wsrc, int64_t Wdst)
+{
+    if ((e != 1 && e != 2 && e != 4 && e != 8) || N < 0 || C < 0 || H < 0 || W < 0 || C2 < 1 || C1 * C2 < C
+        || Wsrc < W || Wdst < W)
+        return -1;
+    const char *s = src;
+    char *d = dst;
+    const int64_t group = C2 * e;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t c1 = 0; c1 < C1; c1++) {
+                int64_t k0 = c1 * C2, lanes = C - k0 < 0 ? 0 : (C - k0 < C2 ? C - k0 : C2);
+                if (to_lanes) {
+                    const char *sp = s + ((n * H + h) * Wsrc * C + k0) * e;
+                    char *dp = d + (((n * C1 + c1) * H + h) * Wdst) * group;
+                    if (lanes == C2) {
+                        for (int64_t w = 0; w < W; w++) copy_group(dp + w * group, sp + w * C * e, group);
+                    } else {
+                        for (int64_t w = 0; w < W; w++) {
+                            memcpy(dp + w * group, sp + w * C * e, (size_t)(lanes * e));
+                            memset(dp + w * group + lanes * e, 0, (size_t)((C2 - lanes) * e));
+                        }
+                    }
+                    if (Wdst > W) memset(dp + W * group, 0, (size_t)((Wdst - W) * group));
+                } else if (lanes) {
+                    const char *sp = s + (((n * C1 + c1) * H + h) * Wsrc) * group;
+                    char *dp = d + ((n * H + h) * Wdst * C + k0) * e;
+                    if (lanes == C2) {
+                        for (int64_t w = 0; w < W; w++) copy_group(dp + w * C * e, sp + w * group, group);
+                    } else {
+                        for (int64_t w = 0; w < W; w++) memcpy(dp + w * C * e, sp + w * group, (size_t)(lanes * e));
+                    }
+                }
+            }
+    if (!to_lanes && Wdst > W)
+        for (int64_t r = 0; r < N * H; r++) memset(d + (r * Wdst + W) * C * e, 0, (size_t)((Wdst - W) * C * e));
+    return 0;
+}
+
+/* ---- depthwise conv ------------------------------------------------------------------------------------- */
+
+static inline __attribute__((always_inline)) void depthwise_body(
+    const float *x, int64_t xc1, int64_t xrow, int64_t xphase, int64_t c2, const float *w, int64_t wtap,
+    int64_t wc1, const float *bias, int64_t bc1, float *acc, int64_t nc1, int64_t nrows, int64_t row,
+    int kh, int kw, int sh, int sw)
+{
+    for (int64_t c = 0; c < nc1; c++)
+        for (int64_t r = 0; r < nrows; r++) {
+            float *restrict a = acc + (c * nrows + r) * row;
+            for (int t = 0; t < kh * kw; t++) {
+                int dy = t / kw, dx = t % kw;
+                const float *restrict xs = x + c * xc1 + (dy + (int64_t)sh * r) * xrow + (dx % sw) * xphase
+                                           + (int64_t)(dx / sw) * c2;
+                const float *restrict ws = w + t * wtap + c * wc1;
+                if (t == 0)
+                    for (int64_t m = 0; m < row; m++) a[m] = xs[m] * ws[m];
+                else
+                    for (int64_t m = 0; m < row; m++) a[m] = a[m] + xs[m] * ws[m];
+            }
+            const float *restrict b = bias + c * bc1;
+            for (int64_t m = 0; m < row; m++) a[m] = a[m] + b[m];
+        }
+}
+
+static void depthwise_portable(const float *x, int64_t xc1, int64_t xrow, int64_t xphase, int64_t c2,
+                               const float *w, int64_t wtap, int64_t wc1, const float *bias, int64_t bc1,
+                               float *acc, int64_t nc1, int64_t nrows, int64_t row, int kh, int kw, int sh, int sw)
+{
+    depthwise_body(x, xc1, xrow, xphase, c2, w, wtap, wc1, bias, bc1, acc, nc1, nrows, row, kh, kw, sh, sw);
+}
+
+#ifdef NPK_X86
+__attribute__((target("avx2")))
+static void depthwise_avx2(const float *x, int64_t xc1, int64_t xrow, int64_t xphase, int64_t c2,
+                           const float *w, int64_t wtap, int64_t wc1, const float *bias, int64_t bc1,
+                           float *acc, int64_t nc1, int64_t nrows, int64_t row, int kh, int kw, int sh, int sw)
+{
+    depthwise_body(x, xc1, xrow, xphase, c2, w, wtap, wc1, bias, bc1, acc, nc1, nrows, row, kh, kw, sh, sw);
+}
+
+__attribute__((target("avx512f")))
+static void depthwise_avx512(const float *x, int64_t xc1, int64_t xrow, int64_t xphase, int64_t c2,
+                             const float *w, int64_t wtap, int64_t wc1, const float *bias, int64_t bc1,
+                             float *acc, int64_t nc1, int64_t nrows, int64_t row, int kh, int kw, int sh, int sw)
+{
+    depthwise_body(x, xc1, xrow, xphase, c2, w, wtap, wc1, bias, bc1, acc, nc1, nrows, row, kh, kw, sh, sw);
+}
+#endif
+
+int npk_depthwise_rows(const float *x, int64_t xc1, int64_t xrow, int64_t xphase, int64_t c2,
+                       const float *w, int64_t wtap, int64_t wc1, const float *bias, int64_t bc1, float *acc,
+                       int64_t nc1, int64_t nrows, int64_t row, int kh, int kw, int sh, int sw)
+{
+    if (nc1 < 0 || nrows < 0 || row < 0 || kh < 1 || kw < 1 || sh < 1 || sw < 1 || c2 < 1)
+        return -1;
+#ifdef NPK_X86
+    int level = level_in_use < 0 ? npk_level() : level_in_use;
+    if (level == 2) {
+        depthwise_avx512(x, xc1, xrow, xphase, c2, w, wtap, wc1, bias, bc1, acc, nc1, nrows, row, kh, kw, sh, sw);
+        return 0;
+    }
+    if (level == 1) {
+        depthwise_avx2(x, xc1, xrow, xphase, c2, w, wtap, wc1, bias, bc1, acc, nc1, nrows, row, kh, kw, sh, sw);
+        return 0;
+    }
+#endif
+    depthwise_portable(x, xc1, xrow, xphase, c2, w, wtap, wc1, bias, bc1, acc, nc1, nrows, row, kh, kw, sh, sw);
+    return 0;
+}
+
+/* ---- image input -------------------------------------------------------------------------------------------- */
+
+#define NPK_NORM_PIXELS 256
+
+static inline __attribute__((always_inline)) void normalize_body(const uint8_t *x, float *y, const float *m,
+                                                                   const float *s, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float v = (float)x[i] - m[i];
+        y[i] = v / s[i];
+    }
+}
+
+static void normalize_portable(const uint8_t *x, float *y, const float *m, const float *s, int64_t n)
+{
+    normalize_body(x, y, m, s, n);
+}
+
+#ifdef NPK_X86
+__attribute__((target("avx2")))
+static void normalize_avx2(const uint8_t *x, float *y, const float *m, const float *s, int64_t n)
+{
+    normalize_body(x, y, m, s, n);
+}
+
+__attribute__((target("avx512f,avx512bw")))
+static void normalize_avx512(const uint8_t *x, float *y, const float *m, const float *s, int64_t n)
+{
+    normalize_body(x, y, m, s, n);
+}
+#endif
+
+int npk_normalize_u8(const uint8_t *src, int64_t src_row, void *dst, int64_t dst_row, int conv, int64_t rows,
+                     int64_t w, int64_t c, const float *mean, const float *std, float a, float b)
+{
+    if ((conv != NPK_COPY4 && conv != NPK_F32_F16 && conv != NPK_F32_I8) || rows < 0 || w < 0 || c < 1
+        || src_row < w * c || dst_row < w * c)
+        return -1;
+    const int64_t chunk = NPK_NORM_PIXELS * c, ed = dst_size(conv);
+    float *m = malloc((size_t)chunk * 4), *s = malloc((size_t)chunk * 4), *y = malloc((size_t)chunk * 4);
+    if (!m || !s || !y) { free(m); free(s); free(y); return -1; }
+    for (int64_t i = 0; i < chunk; i++) { m[i] = mean[i % c]; s[i] = std[i % c]; }
+    int level = npk_level();
+    for (int64_t r = 0; r < rows; r++) {
+        const uint8_t *xr = src + r * src_row;
+        char *dr = (char *)dst + r * dst_row * ed;
+        for (int64_t i0 = 0; i0 < w * c; i0 += chunk) {
+            int64_t n = w * c - i0 < chunk ? w * c - i0 : chunk;
+#ifdef NPK_X86
+            if (level == 2) normalize_avx512(xr + i0, y, m, s, n);
+            else if (level == 1) normalize_avx2(xr + i0, y, m, s, n);
+            else
+#endif
+                normalize_portable(xr + i0, y, m, s, n);
+            (void)level;
+            cast_run(conv, y, dr + i0 * ed, n, a, b);
+        }
+        if (dst_row > w * c)
+            memset(dr + w * c * ed, 0, (size_t)((dst_row - w * c) * ed));
+    }
+    free(m); free(s); free(y);
+    return 0;
+}

@@ -1,0 +1,61 @@
+/* npurt's compiled kernels: pure functions over caller-owned buffers (no state but the chosen instruction set).
+ * Every function returns 0, or -1 when an argument is out of range (nothing is written then). */
+#include <stdint.h>
+#include <stddef.h>
+
+/* conversions: the element kinds a kernel reads and writes */
+enum npk_conv {
+    NPK_COPY1 = 0,   /* 1-byte elements, unchanged */
+    NPK_COPY2 = 1,   /* 2-byte elements, unchanged */
+    NPK_COPY4 = 2,   /* 4-byte elements, unchanged */
+    NPK_F32_F16 = 3, /* float32 -> float16, round to nearest even */
+    NPK_F16_F32 = 4, /* float16 -> float32 (exact) */
+    NPK_F32_I8 = 5,  /* float32 -> int8: rint(x * a + b), saturated to [-128, 127], NaN -> 0 */
+    NPK_I8_F32 = 6   /* int8 -> float32: q * a - b */
+};
+
+/* instruction sets: 0 portable C, 1 AVX2 + F16C, 2 AVX-512 (F, BW, VL) */
+int npk_cpu_level(void);
+int npk_set_level(int level);
+int npk_level(void);
+
+/* dst[i] = conv(src[i]) for n contiguous elements */
+int npk_cast(int conv, const void *src, void *dst, int64_t n, float a, float b);
+
+/* dst[idx] = conv(src[idx]) over an ndim-D index space (ndim <= 8); strides in bytes */
+int npk_cast_nd(int conv, int ndim, const int64_t *shape, const void *src, const int64_t *src_strides,
+                void *dst, const int64_t *dst_strides, float a, float b);
+
+/* planes -> lanes: src element (n, c, h, w) at n*sn + c*sc + h*sh + w (elements of the source type) goes to
+ * dst (n, c / c2, h, w, c % c2) of a C-contiguous (N, C1, H, Wd, C2) array; lanes c >= C, pixels w >= W and
+ * blocks past ceil(C / C2) are zero. Blocks [c1_lo, c1_hi) only (the rest is untouched). */
+int npk_planes_to_lanes(int conv, const void *src, int64_t sn, int64_t sc, int64_t sh, void *dst,
+                        int64_t N, int64_t C, int64_t H, int64_t W, int64_t C1, int64_t C2, int64_t Wd,
+                        int64_t c1_lo, int64_t c1_hi, float a, float b);
+
+/* lanes -> planes: src (n, c1, h, w, k) of a C-contiguous (N, C1, H, Ws, C2) array goes to dst element
+ * (n, c1 * C2 + k, h, w) at n*dn + c*dc + h*dh + w, for channels c < C and pixels w < W; blocks [c1_lo, c1_hi). */
+int npk_lanes_to_planes(int conv, const void *src, void *dst, int64_t dn, int64_t dc, int64_t dh,
+                        int64_t N, int64_t C, int64_t H, int64_t W, int64_t C1, int64_t C2, int64_t Ws,
+                        int64_t c1_lo, int64_t c1_hi, float a, float b);
+
+/* whole C2 groups between NHWC and NC1HWC2 (same element size e): to_lanes = 1 reads a C-contiguous NHWC
+ * (N, H, Wsrc, C) and writes a C-contiguous NC1HWC2 (N, C1, H, Wdst, C2), padding lanes, pixels and blocks zero;
+ * to_lanes = 0 reads NC1HWC2 (N, C1, H, Wsrc, C2) and writes NHWC (N, H, Wdst, C), pixels >= W zero. */
+int npk_regroup(int to_lanes, int e, const void *src, void *dst, int64_t N, int64_t C, int64_t H, int64_t W,
+                int64_t C1, int64_t C2, int64_t Wsrc, int64_t Wdst);
+
+/* depthwise conv taps in float32, rows of `row` = Wo * C2 values: for each block c < nc1 and output row r < nrows,
+ * acc[c, r, :] = x(t0) * w[t0] + x(t1) * w[t1] + ... (in tap order, each product rounded, no fused multiply-add),
+ * then + bias[c]; tap t = dy * kw + dx reads x + c * xc1 + (dy + sh * r) * xrow + (dx % sw) * xphase
+ * + (dx / sw) * c2 (a phase-split padded input) and weights w + t * wtap + c * wc1 (tiled along the row). */
+int npk_depthwise_rows(const float *x, int64_t xc1, int64_t xrow, int64_t xphase, int64_t c2,
+                       const float *w, int64_t wtap, int64_t wc1, const float *bias, int64_t bc1, float *acc,
+                       int64_t nc1, int64_t nrows, int64_t row, int kh, int kw, int sh, int sw);
+
+/* image input: rows of w pixels of c uint8 channels (src rows `src_row` bytes apart) to (x - mean[k]) / std[k] in
+ * float32 (numpy's subtract, then divide), stored by `conv` (NPK_COPY4: float32, NPK_F32_F16, or NPK_F32_I8 with
+ * a = 1 / scale, b = zp) into dst rows `dst_row` elements apart; pixels w.. of each dst row up to dst_row / c are
+ * zero. */
+int npk_normalize_u8(const uint8_t *src, int64_t src_row, void *dst, int64_t dst_row, int conv, int64_t rows,
+                     int64_t w, int64_t c, const float *mean, const float *std, float a, float b);

@@ -1,0 +1,287 @@
+"""The compiled kernels: casts, quantisation and NC1HWC2 / NCHW / NHWC transposes in C (`npurt._kernels_c`, built
+from csrc/ by the package's own build), with the instruction set chosen at run time (AVX-512, AVX2 + F16C, or
+portable C) and the GIL released inside every call.
+
+Pure functions over numpy buffers, importable by every layer. Each returns True when it did the work and False when
+the arrays are not a case it handles (a dtype pair, a stride): the caller then runs its numpy code, which stays the
+reference the results are bit-identical to. `NPURT_NATIVE=0` in the environment turns every kernel off (the
+pure-numpy path); `set_enabled` and `set_level` do the same from Python (tests compare every instruction set).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+try:
+    from npurt._kernels_c import ffi, lib
+    BUILD_ERROR = ""
+except ImportError as exc:            # not built (an un-installed source tree): every kernel answers False
+    ffi = lib = None
+    BUILD_ERROR = (f"npurt._kernels_c is not built ({exc}): install the package (`make`, `pip install .`), or in a "
+                   "source tree run `python setup.py build_ext --inplace`")
+
+LEVELS = ("portable", "avx2", "avx512")
+_F16, _F32, _I8 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.int8)
+# (source dtype, destination dtype) -> conversion code of npurt_kernels.h (same-size copies keyed by item size)
+# int8 -> float32 is the dequantisation q * 1 - 0 (exact); float32 -> int8 is not a cast here (see `quantize`)
+_CASTS = {(_F32, _F16): 3, (_F16, _F32): 4, (_I8, _F32): 6}
+_COPIES = {1: 0, 2: 1, 4: 2}
+_QUANTIZE, _DEQUANTIZE = 5, 6
+_enabled = lib is not None and os.environ.get("NPURT_NATIVE", "1") != "0"
+
+
+def available() -> bool:
+    """Whether the compiled module is built and importable."""
+    return lib is not None
+
+
+def enabled() -> bool:
+    """Whether the kernels run (built, and not turned off by NPURT_NATIVE=0 or `set_enabled(False)`)."""
+    return _enabled
+
+
+def set_enabled(flag: bool) -> bool:
+    """Turn the kernels on or off for this process; returns the previous state. On needs the built module."""
+    global _enabled
+    before, _enabled = _enabled, bool(flag) and lib is not None
+    return before
+
+
+def level() -> str:
+    """The instruction set in use: 'avx512', 'avx2' or 'portable' ('none' when not built)."""
+    return LEVELS[lib.npk_level()] if lib is not None else "none"
+
+
+def cpu_level() -> str:
+    """The best instruction set this CPU has."""
+    return LEVELS[lib.npk_cpu_level()] if lib is not None else "none"
+
+
+def set_level(name: str) -> str:
+    """Use instruction set `name` (capped at what the CPU has; '' = the best); returns the one now in use."""
+    if lib is None:
+        return "none"
+    return LEVELS[lib.npk_set_level(LEVELS.index(name) if name else -1)]
+
+
+def _ptr(a: np.ndarray):
+    return ffi.cast("void *", a.ctypes.data)
+
+
+def _writable(a: np.ndarray) -> bool:
+    return isinstance(a, np.ndarray) and a.flags.writeable
+
+
+def cast(dst: np.ndarray, src: np.ndarray) -> bool:
+    """np.copyto(dst, src, casting="unsafe") for float32 <-> float16, int8 -> float32 and same-dtype copies of 1/2/4-byte
+    items, any strides (src broadcast to dst's shape). No overlap check: dst and src must not share memory."""
+    if not _enabled or not _writable(dst) or not isinstance(src, np.ndarray) or dst.ndim > 8 or dst.ndim == 0:
+        return False
+    conv = _CASTS.get((src.dtype, dst.dtype))
+    if conv is None:
+        if src.dtype != dst.dtype or src.dtype.kind not in "iufb" and src.dtype != _F16 and src.dtype != _F32:
+            return False
+        conv = _COPIES.get(src.dtype.itemsize)
+        if conv is None:
+            return False
+    if src.shape != dst.shape:
+        try:
+            src = np.broadcast_to(src, dst.shape)
+        except ValueError:
+            return False
+    if dst.size == 0:
+        return True
+    if dst.ndim > 2:
+        dst, src = _row_order(dst, src)
+    shape = ffi.new("int64_t[]", dst.shape)
+    lib.npk_cast_nd(conv, dst.ndim, shape, _ptr(src), ffi.new("int64_t[]", src.strides), _ptr(dst),
+                    ffi.new("int64_t[]", dst.strides), 1.0, 0.0)
+    return True
+
+
+def _row_order(dst: np.ndarray, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """dst and src with their axes reordered for `cast`: the last axis stays last (the contiguous runs), the longest
+    other axis goes next to it (the rows one kernel call converts), the rest by dst stride, largest first."""
+    outer = list(range(dst.ndim - 1))
+    row = max(outer, key=lambda k: (dst.shape[k], -dst.strides[k]))
+    outer.remove(row)
+    outer.sort(key=lambda k: -dst.strides[k])
+    axes = outer + [row, dst.ndim - 1]
+    return dst.transpose(axes), src.transpose(axes)
+
+
+def _contiguous_pair(dst: np.ndarray, src: np.ndarray, src_dtype: np.dtype, dst_dtype: np.dtype) -> bool:
+    return (_enabled and _writable(dst) and isinstance(src, np.ndarray) and src.dtype == src_dtype
+            and dst.dtype == dst_dtype and src.shape == dst.shape and src.flags.c_contiguous
+            and dst.flags.c_contiguous)
+
+
+def quantize(dst: np.ndarray, src: np.ndarray, inv_scale: float, zp: float) -> bool:
+    """dst = int8(clip(rint(src * inv_scale + zp), -128, 127)) in float32 arithmetic (NaN -> 0): numpy's
+    multiply, add, rint, clip and cast, bit for bit. Contiguous float32 -> int8 only."""
+    if not _contiguous_pair(dst, src, _F32, _I8):
+        return False
+    lib.npk_cast(_QUANTIZE, _ptr(src), _ptr(dst), src.size, float(np.float32(inv_scale)), float(np.float32(zp)))
+    return True
+
+
+def dequantize(dst: np.ndarray, src: np.ndarray, scale: float, bias: float) -> bool:
+    """dst = float32(src) * scale - bias in float32 (bias = zp * scale): numpy's multiply then subtract. Contiguous
+    int8 -> float32 only."""
+    if not _contiguous_pair(dst, src, _I8, _F32):
+        return False
+    lib.npk_cast(_DEQUANTIZE, _ptr(src), _ptr(dst), src.size, float(np.float32(scale)), float(np.float32(bias)))
+    return True
+
+
+def _conversion(src: np.dtype, dst: np.dtype, quant: tuple[float, float] | None) -> int | None:
+    if quant is not None:
+        if (src, dst) == (_F32, _I8):
+            return _QUANTIZE
+        if (src, dst) == (_I8, _F32):
+            return _DEQUANTIZE
+        return None
+    if src == dst:
+        return _COPIES.get(src.itemsize)
+    return _CASTS.get((src, dst))
+
+
+def _element_strides(a: np.ndarray) -> tuple[int, ...] | None:
+    """a's strides in elements when every one is a non-negative multiple of the item size, else None."""
+    e = a.itemsize
+    if any(s < 0 or s % e for s in a.strides):
+        return None
+    return tuple(s // e for s in a.strides)
+
+
+def planes_to_lanes(dst: np.ndarray, src: np.ndarray, quant: tuple[float, float] | None = None,
+                    blocks: tuple[int, int] | None = None) -> bool:
+    """Pack planes `src` (N, C, H, W; pixels of a row adjacent) into lanes `dst` (N, C1, H, Wd, C2; C-contiguous,
+    Wd >= W, C1 * C2 >= C): dst[n, c // C2, h, w, c % C2] = src[n, c, h, w], converted (float32 -> float16, or
+    quantised with `quant` = (inv_scale, zp)); padding lanes, pixels and blocks are zero. NCHW -> NC1HWC2, and
+    NCHW -> NHWC as C1 = 1, C2 = C. `blocks` = (lo, hi) limits the work to C1 blocks [lo, hi)."""
+    if not _enabled or not _writable(dst) or not isinstance(src, np.ndarray) or dst.ndim != 5 or src.ndim != 4:
+        return False
+    conv = _conversion(src.dtype, dst.dtype, quant)
+    n, c1, h, wd, c2 = dst.shape
+    sn, sc, sh, sw = _element_strides(src) or (0, 0, 0, 0)
+    if conv is None or not dst.flags.c_contiguous or sw != 1 or src.shape[0] != n or src.shape[2] != h \
+            or src.shape[3] > wd or src.shape[1] > c1 * c2 or (src.size and not sn and n > 1):
+        return False
+    if _element_strides(src) is None:
+        return False
+    lo, hi = blocks or (0, c1)
+    a, b = quant or (0.0, 0.0)
+    lib.npk_planes_to_lanes(conv, _ptr(src), sn, sc, sh, _ptr(dst), n, src.shape[1], h, src.shape[3], c1, c2, wd,
+                            lo, hi, float(np.float32(a)), float(np.float32(b)))
+    return True
+
+
+def lanes_to_planes(dst: np.ndarray, src: np.ndarray, quant: tuple[float, float] | None = None,
+                    blocks: tuple[int, int] | None = None) -> bool:
+    """Unpack lanes `src` (N, C1, H, Ws, C2; C-contiguous) into planes `dst` (N, C, H, W; pixels of a row adjacent;
+    C <= C1 * C2, W <= Ws): dst[n, c, h, w] = src[n, c // C2, h, w, c % C2], converted (float16 -> float32, or
+    dequantised with `quant` = (scale, zp * scale)). NC1HWC2 -> NCHW, and NHWC -> NCHW as C1 = 1, C2 = C."""
+    if not _enabled or not _writable(dst) or not isinstance(src, np.ndarray) or src.ndim != 5 or dst.ndim != 4:
+        return False
+    conv = _conversion(src.dtype, dst.dtype, quant)
+    n, c1, h, ws, c2 = src.shape
+    strides = _element_strides(dst)
+    if conv is None or strides is None or not src.flags.c_contiguous or strides[3] != 1 or dst.shape[0] != n \
+            or dst.shape[2] != h or dst.shape[3] > ws or dst.shape[1] > c1 * c2:
+        return False
+    dn, dc, dh, _ = strides
+    lo, hi = blocks or (0, c1)
+    a, b = quant or (0.0, 0.0)
+    lib.npk_lanes_to_planes(conv, _ptr(src), _ptr(dst), dn, dc, dh, n, dst.shape[1], h, dst.shape[3], c1, c2, ws,
+                            lo, hi, float(np.float32(a)), float(np.float32(b)))
+    return True
+
+
+def regroup(dst: np.ndarray, src: np.ndarray, width: int) -> bool:
+    """Move whole C2 groups between NHWC and NC1HWC2 of one dtype, both C-contiguous: NHWC (N, H, Ws, C) ->
+    NC1HWC2 (N, C1, H, Wd, C2) with zero padding, or NC1HWC2 -> NHWC (N, H, Wd, C) with pixels >= `width` zero;
+    which one is told by the ranks (4-D src packs, 5-D src unpacks)."""
+    if not _enabled or not _writable(dst) or not isinstance(src, np.ndarray) or src.dtype != dst.dtype \
+            or src.itemsize not in (1, 2, 4, 8) or not src.flags.c_contiguous or not dst.flags.c_contiguous:
+        return False
+    if src.ndim == 4 and dst.ndim == 5:
+        n, h, ws, c = src.shape
+        _, c1, hd, wd, c2 = dst.shape
+        to_lanes = 1
+    elif src.ndim == 5 and dst.ndim == 4:
+        n, c1, h, ws, c2 = src.shape
+        _, hd, wd, c = dst.shape
+        to_lanes = 0
+    else:
+        return False
+    if dst.shape[0] != n or hd != h or not (0 <= width <= min(ws, wd)) or c > c1 * c2:
+        return False
+    lib.npk_regroup(to_lanes, src.itemsize, _ptr(src), _ptr(dst), n, c, h, width, c1, c2, ws, wd)
+    return True
+
+
+def depthwise_rows(acc: np.ndarray, x: np.ndarray, weights: np.ndarray, bias: np.ndarray, kernel: tuple[int, int],
+                   strides: tuple[int, int]):
+    """A zero-argument function computing depthwise conv taps into `acc` (nc1, rows, Wo, C2; float32, C-contiguous)
+    from the phase-split padded input `x` (nc1, rows_in, sw, Wq, C2; the block's first row at x[:, 0]), per-tap
+    weights (taps, nc1, 1, Wo, C2) and bias (nc1, 1, Wo, C2) tiled along the row: acc = x(t0) * w(t0) + x(t1) * w(t1)
+    ... + bias, rounded as numpy's multiply / add sequence. None when the arrays are not that case (or the kernels are
+    off); every index the kernel reads is checked here, once (the function keeps using C after `set_enabled(False)`:
+    prepare again to switch)."""
+    if not _enabled or not all(isinstance(a, np.ndarray) and a.dtype == _F32 for a in (acc, x, weights, bias)):
+        return None
+    kh, kw = (int(k) for k in kernel)
+    sh, sw = (int(s) for s in strides)
+    if acc.ndim != 4 or x.ndim != 5 or weights.ndim != 5 or bias.ndim != 4 or not acc.flags.c_contiguous \
+            or not acc.flags.writeable or min(kh, kw, sh, sw) < 1:
+        return None
+    nc1, rows, wo, c2 = acc.shape
+    xs, ws, bs = _element_strides(x), _element_strides(weights), _element_strides(bias)
+    if xs is None or ws is None or bs is None or xs[3:] != (c2, 1) or ws[3:] != (c2, 1) or bs[2:] != (c2, 1):
+        return None
+    if x.shape[0] < nc1 or x.shape[4] != c2 or (kh - 1) + sh * (rows - 1) >= x.shape[1] or sw > x.shape[2] \
+            or (kw - 1) // sw + wo > x.shape[3] or weights.shape[:2] != (kh * kw, nc1) \
+            or weights.shape[2:] != (1, wo, c2) or bias.shape != (nc1, 1, wo, c2):
+        return None
+    if acc.size == 0:
+        return lambda: None
+    args = (ffi.cast("float *", x.ctypes.data), xs[0], xs[1], xs[2], c2, ffi.cast("float *", weights.ctypes.data),
+            ws[0], ws[1], ffi.cast("float *", bias.ctypes.data), bs[0], ffi.cast("float *", acc.ctypes.data),
+            nc1, rows, wo * c2, kh, kw, sh, sw)
+
+    def run() -> None:
+        lib.npk_depthwise_rows(*args)
+    run.arrays = (acc, x, weights, bias)       # the memory the pointers point into stays alive with the function
+    return run
+
+
+def normalize_image(dst: np.ndarray, src: np.ndarray, mean: np.ndarray, std: np.ndarray,
+                    quant: tuple[float, float] | None = None) -> bool:
+    """An image input in one pass: uint8 `src` (N, H, W, C; pixels adjacent, rows any distance apart) to (src - mean) / std per channel in float32
+    (numpy's subtract then divide), written into `dst` (N, H, Ws, C; C-contiguous; Ws >= W, pixels >= W zeroed) as
+    float32, float16, or int8 quantised with `quant` = (inv_scale, zp)."""
+    if not _enabled or not _writable(dst) or not isinstance(src, np.ndarray) or src.dtype != np.uint8 \
+            or src.ndim != 4 or dst.ndim != 4 or not dst.flags.c_contiguous:
+        return False
+    n, h, w, c = src.shape
+    sn, sh, sw, sc = src.strides
+    row = sh if h > 1 else (sn if n > 1 else w * c)       # bytes from one of the n * h rows to the next
+    if sc != 1 or sw != c or row < w * c or (n > 1 and h > 1 and sn != h * sh):
+        return False
+    if dst.shape[0] != n or dst.shape[1] != h or dst.shape[2] < w or dst.shape[3] != c or c == 0:
+        return False
+    if quant is not None:
+        conv = _QUANTIZE if dst.dtype == _I8 else None
+    else:
+        conv = {_F32: _COPIES[4], _F16: _CASTS[(_F32, _F16)]}.get(dst.dtype)
+    m = np.ascontiguousarray(np.broadcast_to(np.asarray(mean, _F32).reshape(-1), (c,)))
+    s = np.ascontiguousarray(np.broadcast_to(np.asarray(std, _F32).reshape(-1), (c,)))
+    if conv is None:
+        return False
+    a, b = quant or (0.0, 0.0)
+    lib.npk_normalize_u8(ffi.cast("uint8_t *", src.ctypes.data), row, _ptr(dst), dst.shape[2] * c, conv, n * h, w, c,
+                         ffi.cast("float *", m.ctypes.data), ffi.cast("float *", s.ctypes.data),
+                         float(np.float32(a)), float(np.float32(b)))
+    return True

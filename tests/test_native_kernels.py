@@ -1,0 +1,251 @@
+"""The compiled kernels (`npurt._kernels`) give numpy's bytes: every kernel on every instruction set this CPU has,
+against the numpy code it replaces (casts with NaN / Inf / subnormal inputs, quantisation, layout transposes over
+every platform's C2, padded widths, extra C1 blocks, batch > 1, the image-input pass); and the whole executor writes
+the same bytes into every activation with and without them, on the zoo models."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import npurt
+import npurt._kernels as K
+from npurt.tensor import nc1hwc2_to_nchw, nchw_to_nc1hwc2
+
+LEVELS = K.LEVELS[:K.LEVELS.index(K.cpu_level()) + 1] if K.available() else ()
+
+
+def test_the_compiled_module_is_built():
+    assert K.available(), K.BUILD_ERROR
+    assert K.cpu_level() in K.LEVELS and K.level() == K.cpu_level()
+
+
+@pytest.fixture(params=LEVELS)
+def level(request):
+    """Each instruction set this CPU has, in turn (portable C, AVX2 + F16C, AVX-512)."""
+    before = K.level()
+    assert K.set_level(request.param) == request.param
+    enabled = K.set_enabled(True)
+    yield request.param
+    K.set_level(before)
+    K.set_enabled(enabled)
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> None:
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert np.array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}"))
+
+
+def test_float16_to_float32_every_value(level):
+    h = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    out = np.empty(h.shape, np.float32)
+    assert K.cast(out, h)
+    _same_bits(out, h.astype(np.float32))
+
+
+def _float32_cases(rng) -> np.ndarray:
+    """Random bit patterns (every class: NaN payloads, Inf, subnormals, overflow) plus the exact midpoints between
+    neighbouring float16 values and their float32 neighbours (the round-to-nearest-even ties)."""
+    bits = rng.integers(0, 1 << 32, 200_000, dtype=np.uint64).astype(np.uint32)
+    h = np.arange(0x7c00, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float64)
+    mid = ((h[:-1] + h[1:]) / 2).astype(np.float32).view(np.uint32)
+    special = np.array([0x7f800001, 0x7fc00000, 0x7f801fff, 0xffa00000, 0x7f800000, 0xff800000, 0x477ff000,
+                        0x477fefff, 0x33000000, 0x33000001, 0x32ffffff, 0x00000001, 0x80000000], np.uint32)
+    both = np.concatenate([bits, mid, mid + 1, mid - 1, special, special | 0x80000000])
+    return both.view(np.float32)
+
+
+def test_float32_to_float16_bits(level):
+    x = _float32_cases(np.random.default_rng(0))
+    out = np.empty(x.shape, np.float16)
+    assert K.cast(out, x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        _same_bits(out, x.astype(np.float16))
+
+
+floats = st.floats(width=32, allow_nan=True, allow_infinity=True, allow_subnormal=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(floats, min_size=0, max_size=300), scale=st.floats(0.0001220703125, 50.0, width=32),
+       zp=st.integers(-128, 127), pad=st.integers(0, 40))
+def test_quantize_and_dequantize(values, scale, zp, pad):
+    with np.errstate(over="ignore"):
+        x = np.array(values + [v * 7.5 for v in values[:pad]], np.float32)
+    inv, szp = np.float32(1.0 / scale), np.float32(zp)
+    for name in LEVELS:
+        K.set_level(name)
+        q = np.empty(x.shape, np.int8)
+        assert K.quantize(q, x, inv, szp)
+        with np.errstate(invalid="ignore", over="ignore"):
+            t = np.multiply(x, inv)
+            np.add(t, szp, out=t)
+            np.rint(t, out=t)
+            np.clip(t, -128, 127, out=t)
+            np.testing.assert_array_equal(q, t.astype(np.int8))
+        f = np.empty(q.shape, np.float32)
+        assert K.dequantize(f, q, np.float32(scale), np.float32(zp * scale))
+        ref = np.empty(q.shape, np.float32)
+        np.multiply(q, np.float32(scale), out=ref)
+        np.subtract(ref, np.float32(zp * scale), out=ref)
+        _same_bits(f, ref)
+    K.set_level("")
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=5), seed=st.integers(0, 2**32 - 1),
+       pair=st.sampled_from([(np.float32, np.float16), (np.float16, np.float32), (np.int8, np.float32),
+                             (np.int8, np.int8), (np.float16, np.float16), (np.float32, np.float32)]))
+def test_strided_cast_matches_copyto(shape, seed, pair):
+    rng = np.random.default_rng(seed)
+    src_t, dst_t = pair
+    base = (rng.standard_normal([d * 2 for d in shape]) * 300).astype(src_t)
+    src = base[tuple(slice(rng.integers(0, 2), None, int(rng.integers(1, 3))) for _ in shape)]
+    src = src.transpose(rng.permutation(src.ndim))
+    dst_base = np.full([d + 1 for d in src.shape], 3, dst_t)
+    dst = dst_base[tuple(slice(0, d) for d in src.shape)]
+    ref = dst_base.copy()
+    with np.errstate(over="ignore"):
+        np.copyto(ref[tuple(slice(0, d) for d in src.shape)], src, casting="unsafe")
+    assert K.cast(dst, src)
+    _same_bits(dst_base, ref)
+
+
+layout_case = st.fixed_dictionaries({
+    "n": st.integers(1, 3), "c": st.integers(1, 40), "h": st.integers(1, 6), "w": st.integers(1, 37),
+    "c2": st.sampled_from([4, 8, 16]), "extra_c1": st.sampled_from([0, 0, 1, 2]), "pad_w": st.sampled_from([0, 0, 3]),
+    "dtype": st.sampled_from([np.int8, np.float16, np.float32]), "seed": st.integers(0, 2**32 - 1)})
+
+
+def _numpy(fn, *args, **kw):
+    before = K.set_enabled(False)
+    try:
+        return fn(*args, **kw)
+    finally:
+        K.set_enabled(before)
+
+
+@settings(max_examples=80, deadline=None)
+@given(layout_case)
+def test_layout_kernels_match_numpy(p):
+    rng = np.random.default_rng(p["seed"])
+    n, c, h, w, c2 = p["n"], p["c"], p["h"], p["w"], p["c2"]
+    c1, ws = -(-c // c2) + p["extra_c1"], w + p["pad_w"]
+    x = (rng.standard_normal((n, c, h, w)) * 100).astype(p["dtype"])
+    for name in LEVELS:
+        K.set_level(name)
+        packed = np.full((n, c1, h, ws, c2), 5, x.dtype)
+        assert K.planes_to_lanes(packed, x)
+        expect = _numpy(nchw_to_nc1hwc2, x, c2, c1, ws)
+        _same_bits(packed, expect)
+        dirty = packed.copy()
+        dirty[:, -1, :, :, -1] = 9                       # garbage in padding lanes is never read
+        back = np.zeros(x.shape, x.dtype)
+        dirty_expect = _numpy(nc1hwc2_to_nchw, dirty, c, w)
+        assert K.lanes_to_planes(back, dirty)
+        _same_bits(back, dirty_expect)
+        if x.dtype == np.float32:                        # the converting variants: float16, int8 quantisation
+            half = np.full(packed.shape, 5, np.float16)
+            assert K.planes_to_lanes(half, x)
+            with np.errstate(over="ignore"):
+                _same_bits(half, _numpy(nchw_to_nc1hwc2, x.astype(np.float16), c2, c1, ws))
+            planes = np.empty(x.shape, np.float32)
+            assert K.lanes_to_planes(planes, half)
+            _same_bits(planes, _numpy(nc1hwc2_to_nchw, half, c, w).astype(np.float32))
+            inv, zp = np.float32(1 / 0.7), np.float32(-3)
+            codes = np.full(packed.shape, 5, np.int8)
+            assert K.planes_to_lanes(codes, x, quant=(inv, zp))
+            t = np.clip(np.rint(x * inv + zp), -128, 127).astype(np.int8)
+            _same_bits(codes, _numpy(nchw_to_nc1hwc2, t, c2, c1, ws))
+            deq = np.empty(x.shape, np.float32)
+            assert K.lanes_to_planes(deq, codes, quant=(np.float32(0.7), np.float32(-3 * 0.7)))
+            ref = np.empty(x.shape, np.float32)
+            np.multiply(_numpy(nc1hwc2_to_nchw, codes, c, w), np.float32(0.7), out=ref)
+            np.subtract(ref, np.float32(-3 * 0.7), out=ref)
+            _same_bits(deq, ref)
+    K.set_level("")
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 2), h=st.integers(1, 9), w=st.integers(1, 40), c=st.integers(1, 4),
+       pad_in=st.integers(0, 5), pad_out=st.integers(0, 5), seed=st.integers(0, 2**32 - 1),
+       out=st.sampled_from(["float32", "float16", "int8"]))
+def test_image_input_pass_matches_numpy(n, h, w, c, pad_in, pad_out, seed, out):
+    from npurt.model.attrs import QntType, TensorAttr
+    from npurt.runtime.user_io import pack_input
+    from npurt.tensor import DType, Layout
+    rng = np.random.default_rng(seed)
+    frame = rng.integers(0, 256, (n, h, w + pad_in, c), dtype=np.uint8)[:, :, :w, :]
+    mean, std = list(rng.uniform(0, 255, c)), list(rng.uniform(0.5, 80, c))
+    dtype = {"float32": DType.FLOAT32, "float16": DType.FLOAT16, "int8": DType.INT8}[out]
+    quant = out == "int8"
+    ws = w + pad_out
+    attr = TensorAttr(index=0, name="x", n_dims=4, dims=[n, h, w, c], n_elems=n * h * w * c,
+                      size=dtype.nbytes(n * h * w * c), fmt=Layout.NHWC, type=dtype, w_stride=ws,
+                      qnt_type=QntType.AFFINE_ASYMMETRIC if quant else QntType.NONE, scale=0.021 if quant else 1.0,
+                      zp=-7 if quant else 0, size_with_stride=dtype.nbytes(n * h * ws * c))
+    got, ref = (np.full(attr.size_with_stride, 7, np.uint8) for _ in range(2))
+    pack_input(attr, frame, got, mean, std, layout="nhwc")
+    _numpy(pack_input, attr, frame, ref, mean, std, layout="nhwc")
+    assert np.array_equal(got, ref)
+
+
+ZOO = {
+    "mobilenet_v2_like": lambda: npurt.model.zoo.mobilenet_v2_like(size=64),
+    "mobilenet_v1": lambda: npurt.model.zoo.mobilenet_v1(size=64, num_classes=10),
+    "yolov8n_like": lambda: npurt.model.zoo.yolov8n_like(size=64),
+    "yolo_head": lambda: npurt.model.zoo.yolo_head(size=64),
+    "small_convnet": lambda: npurt.model.zoo.small_convnet(),
+    "transformer_block": lambda: npurt.model.zoo.transformer_block(seq=16, dim=32, heads=2),
+}
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_executor_writes_the_same_bytes_with_and_without_the_kernels(name, precision):
+    import npurt.model.zoo  # noqa: F401
+    from npurt.exec.executor import Executor, allocate
+    from npurt.runtime.user_io import pack_input
+    rng = np.random.default_rng(3)
+    model = ZOO[name]()
+    shape = tuple(d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim)
+    calib = [rng.standard_normal(shape).astype(np.float32) for _ in range(2)] if precision == "int8" else None
+    cm = npurt.compile(model, soc="rk3588", quantize=calib, progress=False)
+    x = rng.standard_normal(shape).astype(np.float32)
+    for native_steps in (True, False):
+        stored = []
+        for compiled in (True, False):
+            before = K.set_enabled(compiled)
+            try:
+                w, a, i, o = allocate(cm)
+                ex = Executor(cm, native=native_steps)
+                ex.bind(w, a, i, o)
+                pack_input(cm.native_input_attrs[0], x, i[0])
+                ex.run()
+                stored.append({t: ex.tensor_view(t).copy() for t in list(cm.plan.offsets) + list(cm.graph.outputs)})
+            finally:
+                K.set_enabled(before)
+        for t in stored[0]:
+            _same_bits(stored[0][t], stored[1][t])
+
+
+def test_npurt_native_0_runs_the_numpy_path():
+    code = "import npurt._kernels as k; print(k.available(), k.enabled())"
+    env = dict(os.environ, NPURT_NATIVE="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "False"]
+
+
+def test_kernels_decline_what_they_do_not_handle():
+    x = np.zeros((2, 3), np.float64)
+    assert not K.cast(np.zeros((2, 3), np.float16), x)                  # float64 is numpy's
+    assert not K.quantize(np.zeros(4, np.int8), np.zeros(8, np.float32)[::2], 1.0, 0.0)   # strided
+    assert not K.planes_to_lanes(np.zeros((1, 1, 2, 2, 8), np.float32), np.zeros((1, 9, 2, 2), np.float32))
+    ro = np.zeros((1, 1, 2, 2, 8), np.int8)
+    ro.flags.writeable = False
+    assert not K.planes_to_lanes(ro, np.zeros((1, 8, 2, 2), np.int8))
