@@ -223,8 +223,8 @@ class SlotWriter:
     def write(self, y: np.ndarray) -> None:
         if y.shape != self.shape:
             if y.size != math.prod(self.shape):
-                raise NpuError(ErrorCode.FAIL, f"tensor {self.st.name!r}: kernel produced shape {y.shape}, "
-                                               f"the plan expects {self.shape}")
+                raise NpuError(ErrorCode.INTERNAL, f"tensor {self.st.name!r}: kernel produced shape {y.shape}, "
+                                                   f"the plan expects {self.shape}")
             y = y.reshape(self.shape)
         if self.native is not None and y.dtype == np.float32 and self.native(y):
             return

@@ -95,14 +95,15 @@ def _as_u8(name: str, view: Any) -> np.ndarray:
 
 
 def _execute(fn: Callable[[list, dict], Any], attrs: dict, readers: tuple, writers: tuple, node: Any) -> None:
-    """One prepared step: read the inputs, run the kernel, write the outputs; a non-NpuError failure becomes FAIL
-    naming the node."""
+    """One prepared step: read the inputs, run the kernel, write the outputs; a non-NpuError failure of a kernel is
+    npurt's own bug: INTERNAL, naming the node."""
     try:
         results = fn([r() for r in readers], attrs)
     except NpuError:
         raise
     except Exception as exc:
-        raise NpuError(ErrorCode.FAIL, f"node {node.name!r} ({node.display_type}) failed: {exc}") from exc
+        raise NpuError(ErrorCode.INTERNAL, f"node {node.name!r} ({node.display_type}) failed: {type(exc).__name__}: "
+                                           f"{exc}") from exc
     for write, y in zip(writers, results):
         if write is not None:
             write(y)
