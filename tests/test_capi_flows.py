@@ -150,6 +150,19 @@ def test_matmul_float16_and_int8_against_a_c_reference():
     assert "int8 A=INT8 B=INT8 C=INT32" in proc.stdout
 
 
+def test_custom_op_init_returning_skip_keeps_the_builtin(tmp_path):
+    """An op registered over the model's built-in Sigmoid whose init returns RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE:
+    the built-in computes, the op's compute is never called."""
+    from test_rknn_custom_op import SHAPE, model, reference
+    (tmp_path / "sig.onnx").write_bytes(model("Sigmoid", domain=""))
+    x = np.random.default_rng(12).standard_normal(SHAPE).astype(np.float32)
+    x.tofile(tmp_path / "x.bin")
+    proc = run_c(compile_c("custom_op", prefix(), flags=("-lm",)), tmp_path / "sig.onnx", tmp_path / "x.bin",
+                 tmp_path / "y.bin", "skip")
+    assert "skip init" in proc.stdout and "compute called" not in proc.stdout and "OK custom_op" in proc.stdout
+    np.testing.assert_allclose(_floats(tmp_path / "y.bin"), reference(x).reshape(-1), atol=ATOL)
+
+
 @pytest.mark.parametrize("source", ["register", "plugin"])
 def test_custom_cpu_op_from_c_callbacks_and_from_a_plugin(tmp_path, source):
     """cstSigmoid computed by C: init reads the node's attrs with rknn_custom_op_get_op_attr, compute writes the

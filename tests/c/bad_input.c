@@ -49,6 +49,8 @@ int main(int argc, char **argv)
     CHECK(mem != NULL);
     rknn_tensor_mem *gone = rknn_create_mem(ctx, 4096);
     CHECK_RET(rknn_destroy_mem(ctx, gone), RKNN_SUCC);
+    rknn_tensor_mem *fresh = rknn_create_mem(ctx, 4096);
+    CHECK(fresh != NULL && fresh != gone);               /* a destroyed struct's address is not handed out again */
     SHOW("destroy_mem_forged", rknn_destroy_mem(ctx, &forged));
     SHOW("destroy_mem_null", rknn_destroy_mem(ctx, NULL));
     SHOW("destroy_mem_wild", rknn_destroy_mem(ctx, WILD));
@@ -114,6 +116,7 @@ int main(int argc, char **argv)
     CHECK_RET(rknn_inputs_set(ctx, 1, &in), RKNN_SUCC);
     CHECK_RET(rknn_run(ctx, NULL), RKNN_SUCC);
     CHECK_RET(rknn_destroy_mem(ctx, mem), RKNN_SUCC);
+    CHECK_RET(rknn_destroy_mem(ctx, fresh), RKNN_SUCC);
     CHECK_RET(rknn_destroy(ctx), RKNN_SUCC);
     printf("OK bad_input\n");
     return 0;

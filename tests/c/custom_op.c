@@ -1,8 +1,23 @@
 /* The vendor's CPU custom-op demo from C: a model with a cstSigmoid node; the op comes either from C function
- * pointers given to rknn_register_custom_ops (argv[4] "register") or from a plugin found at rknn_init ("plugin").
- * The general API runs it twice. argv: model input.bin out.bin register|plugin. */
+ * pointers given to rknn_register_custom_ops (argv[4] "register") or from a plugin found at rknn_init ("plugin");
+ * "skip" registers an op over the model's built-in Sigmoid whose init returns RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE,
+ * so the built-in runs. The general API runs the model twice. argv: model input.bin out.bin register|plugin|skip. */
 #include "common.h"
 #include "custom_sigmoid.h"
+
+static int skip_init(rknn_custom_op_context *op_ctx, rknn_custom_op_tensor *inputs, uint32_t n_inputs,
+                     rknn_custom_op_tensor *outputs, uint32_t n_outputs)
+{
+    printf("skip init\n");
+    return RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE;
+}
+
+static int never_compute(rknn_custom_op_context *op_ctx, rknn_custom_op_tensor *inputs, uint32_t n_inputs,
+                         rknn_custom_op_tensor *outputs, uint32_t n_outputs)
+{
+    printf("compute called despite skip\n");
+    return -1;
+}
 
 int main(int argc, char **argv)
 {
@@ -16,6 +31,15 @@ int main(int argc, char **argv)
         sigmoid_fill(&ops[0]);
         CHECK_RET(rknn_register_custom_ops(ctx, ops, 1), RKNN_SUCC);
         CHECK_RET(rknn_register_custom_ops(ctx, ops, 1), RKNN_ERR_PARAM_INVALID);     /* already registered */
+    } else if (strcmp(argv[4], "skip") == 0) {
+        rknn_custom_op ops[1];
+        memset(ops, 0, sizeof(ops));
+        ops[0].version = 1;
+        ops[0].target = RKNN_TARGET_TYPE_CPU;
+        strcpy(ops[0].op_type, "Sigmoid");
+        ops[0].init = skip_init;
+        ops[0].compute = never_compute;
+        CHECK_RET(rknn_register_custom_ops(ctx, ops, 1), RKNN_SUCC);
     }
     rknn_input in;
     memset(&in, 0, sizeof(in));

@@ -61,6 +61,10 @@ int main(int argc, char **argv)
     CHECK(out != NULL);
     CHECK_RET(rknn_set_io_mem(ctx, out, &out_attr), RKNN_SUCC);
     run_with_input(ctx, in_phys, &in_attr, out, &out_attr, dir, "from_phys");
+    /* the fd of runtime memory is real: a second mapping of it shows the same bytes */
+    void *again = mmap(NULL, big->size, PROT_READ, MAP_SHARED, big->fd, 0);
+    CHECK(again != MAP_FAILED && memcmp(again, big->virt_addr, big->size) == 0);
+    munmap(again, big->size);
 
     /* rknn_create_mem2 with every alloc flag */
     static const struct { const char *name; uint64_t flags; int no_ctx; } allocs[] = {

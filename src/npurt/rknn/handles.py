@@ -15,6 +15,7 @@ C hands out pointers; the mirror hands out integers and ctypes structs, and neve
 """
 from __future__ import annotations
 
+import collections
 import ctypes
 import itertools
 import threading
@@ -24,6 +25,8 @@ from typing import Any, Callable, Iterator
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory.cargs import as_struct
 from npurt.rknn.structs import rknn_tensor_mem
+
+RETIRED = 4096
 
 __all__ = ["HandleTable", "MemRecord", "MemRegistry", "contexts", "mems"]
 
@@ -107,6 +110,9 @@ class MemRegistry:
     def __init__(self) -> None:
         self._records: dict[int, MemRecord] = {}
         self._generation = itertools.count(0x6E70_0001)
+        # The last RETIRED destroyed structs stay allocated, so their addresses are not reused at once: a C caller's
+        # pointer to a struct it destroyed is then recognised as stale, not taken for a newer struct at that address.
+        self._retired: collections.deque = collections.deque(maxlen=RETIRED)
         self._lock = threading.RLock()
 
     def issue(self, struct: rknn_tensor_mem, **fields: Any) -> MemRecord:
@@ -158,6 +164,7 @@ class MemRegistry:
             if self._records.get(key) is record:
                 del self._records[key]
             record.struct.priv_data = None
+            self._retired.append(record.struct)
 
     def owned_by(self, ctx: int) -> list[MemRecord]:
         """Live records created with context `ctx`, in creation order."""
