@@ -35,8 +35,15 @@ def test_the_headers_declare_table_3_1_and_set_input_shape():
 
 
 def _demo_spec(module: str = "capi_demo_module") -> LibrarySpec:
+    """The demo library; `demo_via_table` calls, through a C table of function pointers (the shape of the QNN
+    interface table), a callback of `extra_cdef` that is implemented in Python but not exported."""
     return LibrarySpec(name="libnpurtdemo.so", headers=["demo.h"], header_dir=DEMO,
-                       functions=header_functions(DEMO / "demo.h"), module=module, python_path=[str(DEMO)])
+                       functions=header_functions(DEMO / "demo.h"), module=module, python_path=[str(DEMO)],
+                       extra_cdef='extern "Python+C" int demo_triple(int x);\nuintptr_t demo_table(void);',
+                       extra_source="int demo_triple(int x);\nstatic int (*const demo_entries[1])(int) = "
+                                    "{demo_triple};\nstatic uintptr_t demo_table(void) "
+                                    "{ return (uintptr_t)demo_entries; }\n",
+                       errors={"demo_triple": "-9"})
 
 
 def _run_demo(lib_dir: Path) -> dict[str, str]:
@@ -55,11 +62,12 @@ def test_demo_library_calls_python_and_never_reads_an_error_as_success(tmp_path)
     assert got["pointer0"] == "1" and got["pointer1"] == "99" and got["pointer_error"] == "1"
     assert got["getenv"] == "17"                   # setenv after the interpreter started
     assert got["void"] == "7"
+    assert got["table"] == "16"                    # 3 * 5 through the C table, + 1
     assert got["sigint_kept"] == "1"
     out = subprocess.run(["nm", "-D", "--defined-only", str(tmp_path / "ok" / "libnpurtdemo.so")],
                          capture_output=True, text=True, check=True).stdout
     assert {line.split()[-1] for line in out.splitlines() if " T " in line} == \
-        {"demo_add", "demo_raise", "demo_pointer", "demo_getenv", "demo_void"}
+        {"demo_add", "demo_raise", "demo_pointer", "demo_getenv", "demo_void", "demo_via_table"}
 
 
 def test_a_library_whose_python_side_cannot_start_fails_every_call(tmp_path):

@@ -20,6 +20,7 @@ int main(void)
     printf("getenv %d\n", demo_getenv("DEMO_VALUE"));
     demo_void(&w);
     printf("void %d\n", w);
+    printf("table %d\n", demo_via_table(5));
     struct sigaction sa;
     sigaction(SIGINT, NULL, &sa);
     printf("sigint_kept %d\n", sa.sa_handler == on_sigint);

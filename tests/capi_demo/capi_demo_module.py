@@ -1,5 +1,6 @@
 """The Python side of the demo library of test_capi_build.py: one callable per exported C function."""
 import ctypes
+import importlib
 import os
 import signal  # noqa: F401 - importing it is what installs Python's SIGINT handler in a fresh interpreter
 
@@ -31,3 +32,14 @@ def demo_void(p: int) -> None:
 
 
 _KEEP = ctypes.c_int(99)
+
+
+def demo_triple(x: int) -> int:
+    """An `extra_cdef` callback: not exported, reached through the C table of `extra_source`."""
+    return 3 * x
+
+
+def demo_via_table(x: int) -> int:
+    lib = importlib.import_module("_npurt_capi_libnpurtdemo").lib
+    entry = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(ctypes.c_void_p.from_address(lib.demo_table()).value)
+    return entry(x) + 1

@@ -5,3 +5,4 @@ int demo_raise(demo_handle handle);
 void *demo_pointer(int n);
 int demo_getenv(const char *name);
 void demo_void(int *p);
+int demo_via_table(int x);

@@ -93,10 +93,11 @@ class LibrarySpec:
     name: the file name (`librknnrt.so`), also the soname. headers: names (`"rknn_api.h"`) in `header_dir`,
     included by the generated C. functions: the exported C declarations (`;`-separated, no bodies). module:
     importable Python module with one callable per function name, taking and returning ints for pointers.
-    errors: error value per function name (C expression text) overriding the default (-1 / NULL).
-    extra_cdef / extra_source: more cffi declarations and C code (e.g. `extern "Python+C"` callbacks that a C
-    table points to); the `extern "Python+C"` functions of `extra_cdef` are bound to same-named callables of
-    `module` as well. defines: C macros set before the headers. python_path: folders put on `sys.path` after
+    errors: error value per function name (an integer literal or "NULL") overriding the default (-1 / NULL); also
+    for the callbacks of `extra_cdef`. extra_cdef / extra_source: more cffi declarations and C code (e.g.
+    `extern "Python+C"` callbacks that a C table in `extra_source` points to: declare them there too, as cffi
+    defines them after it); the `extern "Python+C"` functions of `extra_cdef` are bound to same-named callables
+    of `module` as well (not exported). defines: C macros set before the headers. python_path: folders put on `sys.path` after
     npurt's own (for a `module` outside npurt).
     """
 
@@ -288,13 +289,17 @@ def _externs(cdef: str) -> list[str]:
 
 
 def _python_errors(spec: LibrarySpec, functions: list[Function]) -> dict[str, int]:
-    """The value `def_extern(error=...)` returns for an exception: the C error value, as cffi wants it."""
+    """The value `def_extern(error=...)` returns for an exception: the C error value, as cffi wants it (for the
+    exported functions, and for the `extra_cdef` callbacks named in `spec.errors`)."""
     out = {}
     for f in functions:
         if f.returns_void:
             continue
         text = _error_value(spec, f)
         out[f"_npurt_{f.name}"] = 0 if text == "NULL" else int(text, 0)
+    for name in _externs(spec.extra_cdef):
+        if name in spec.errors:
+            out[name] = 0 if spec.errors[name] == "NULL" else int(spec.errors[name], 0)
     return out
 
 
@@ -325,12 +330,13 @@ def build_library(spec: LibrarySpec, lib_dir: Path, work_dir: Path | None = None
     ffi.cdef(cdef)
     ffi.embedding_api("")
     names = [f"_npurt_{f.name}" for f in functions] + _externs(spec.extra_cdef)
-    ffi.embedding_init_code(_INIT_PY.format(paths=[*reversed(spec.python_path), str(SRC_DIR)], module_name=spec.module_name, module=spec.module,
-                                            names=names, errors=_python_errors(spec, functions)))
+    ffi.embedding_init_code(_INIT_PY.format(paths=[*reversed(spec.python_path), str(SRC_DIR)],
+                                            module_name=spec.module_name, module=spec.module, names=names,
+                                            errors=_python_errors(spec, functions)))
     defines = {"NPURT_PYTHON": _c_string(sys.executable), "NPURT_LIBRARY": _c_string(spec.name), **spec.defines}
     source = "".join(f"#define {k} {v}\n" for k, v in defines.items())
-    source += "".join(f'#include "{h}"\n' for h in spec.headers) + _RUNTIME_C + spec.extra_source + "\n"
-    source += "".join(f"{_internal_decl(f)};\n" for f in functions)
+    source += "".join(f'#include "{h}"\n' for h in spec.headers) + _RUNTIME_C
+    source += "".join(f"{_internal_decl(f)};\n" for f in functions) + spec.extra_source + "\n"
     source += "".join(_wrapper(spec, f) for f in functions)
     libdir = sysconfig.get_config_var("LIBDIR")
     lib_dir = Path(lib_dir)
