@@ -1,12 +1,16 @@
 /* Figure 3-1, the general (copying) flow: init from a buffer -> query -> inputs_set -> run -> outputs_get ->
  * outputs_release -> destroy. argv: model image.bin out.bin. The image is uint8 HxWxC (NHWC); the float output
  * goes to out.bin. */
+#include <signal.h>
 #include "common.h"
 #include "rknn_api.h"
+
+static void on_sigint(int sig) { (void)sig; }
 
 int main(int argc, char **argv)
 {
     CHECK(argc == 4);
+    signal(SIGINT, on_sigint);                 /* the program's own handler must survive the runtime */
     size_t model_size, image_size;
     void *model = read_file(argv[1], &model_size);
     void *image = read_file(argv[2], &image_size);
@@ -62,6 +66,9 @@ int main(int argc, char **argv)
     CHECK_RET(rknn_destroy(ctx), RKNN_SUCC);
     CHECK_RET(rknn_destroy(ctx), RKNN_ERR_CTX_INVALID);
     free(image);
+    struct sigaction sa;
+    sigaction(SIGINT, NULL, &sa);
+    CHECK(sa.sa_handler == on_sigint);
     printf("OK general_flow\n");
     return 0;
 }
