@@ -1,12 +1,13 @@
 """The seeds' flows as C programs (tests/c/*.c) against npurt's librknnrt.so: each compiled at test time, run as a
-subprocess, its outputs compared with onnxruntime and with the Python mirror making the same calls."""
+subprocess, its outputs compared with onnxruntime (and, for the general and zero-copy flows, bit for bit with the
+Python mirror's general path on the same image)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from capi_helpers import compile_c, prefix, run_c
-from test_flows_rknn import ATOL, classifier_model, frame, onnx_ref, uint8_model
+from test_flows_rknn import ATOL, classifier_model, frame, general_path, onnx_ref, uint8_model
 from test_runtime_models import convnet
 
 import npurt
@@ -37,7 +38,9 @@ def test_general_flow_matches_onnxruntime(models, tmp_path):
     assert "OK general_flow" in proc.stdout
     assert "fmt=NCHW" in proc.stdout or "fmt=NHWC" in proc.stdout
     want = onnx_ref(models["conv_onnx"], img).reshape(-1)
-    np.testing.assert_allclose(_floats(tmp_path / "out.bin"), want, atol=ATOL)
+    got = _floats(tmp_path / "out.bin")
+    np.testing.assert_allclose(got, want, atol=ATOL)
+    np.testing.assert_array_equal(got, general_path(uint8_model(), img)[0].reshape(-1))   # the mirror, same calls
 
 
 @pytest.mark.parametrize("size", [8, 24])
@@ -51,6 +54,8 @@ def test_zero_copy_flow_with_padded_rows_matches_onnxruntime(models, tmp_path, s
     assert "OK zero_copy_flow" in proc.stdout
     want = onnx_ref(onnx_bytes, img).reshape(-1)
     np.testing.assert_allclose(_floats(tmp_path / "out.bin"), want, atol=ATOL)
+    model = uint8_model() if size == 8 else classifier_model()
+    np.testing.assert_array_equal(_floats(tmp_path / "out.bin"), general_path(model, img)[0].reshape(-1))
 
 
 def _check_outputs(outdir, names, want):
