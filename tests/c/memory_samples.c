@@ -1,9 +1,11 @@
 /* The seed's 5.4 samples from C, one after the other on one context, each writing its float output:
  * rknn_create_mem_from_fd (an fd this program allocated itself, non-zero offset), rknn_create_mem_from_phys
- * (wrapping another buffer by its device address), rknn_create_mem2 with every alloc flag, rknn_mem_sync both
+ * (wrapping another buffer by its device address; its fd mapped again here and written by a child process),
+ * rknn_create_mem2 with every alloc flag, rknn_mem_sync both
  * ways, rknn_destroy_mem (a second destroy is refused). argv: model image.bin H W C outdir. */
 #define _GNU_SOURCE
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "flow_helpers.h"
 
@@ -65,6 +67,20 @@ int main(int argc, char **argv)
     void *again = mmap(NULL, big->size, PROT_READ, MAP_SHARED, big->fd, 0);
     CHECK(again != MAP_FAILED && memcmp(again, big->virt_addr, big->size) == 0);
     munmap(again, big->size);
+    /* ... and another process writing through it is seen at virt_addr (the bytes before the wrapped input) */
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        unsigned char *w = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, big->fd, 0);
+        if (w == MAP_FAILED)
+            _exit(1);
+        memset(w, 0xab, 64);
+        _exit(0);
+    }
+    int status = -1;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_RET(rknn_mem_sync(ctx, big, RKNN_MEMORY_SYNC_FROM_DEVICE), RKNN_SUCC);   /* cacheable: invalidate */
+    CHECK(((unsigned char *)big->virt_addr)[0] == 0xab && ((unsigned char *)big->virt_addr)[63] == 0xab);
 
     /* rknn_create_mem2 with every alloc flag */
     static const struct { const char *name; uint64_t flags; int no_ctx; } allocs[] = {
