@@ -1,6 +1,8 @@
 """The C face's cost over the Python mirror, in one run: the same calls from a C program linked against npurt's
 librknnrt.so (bench/capi_bench.c) and from Python on `npurt.rknn` — rknn_query (INPUT_ATTR),
-rknn_create_mem + rknn_destroy_mem, and a zero-copy rknn_run on a tiny convnet and on a MobileNet-sized model.
+rknn_create_mem + rknn_destroy_mem, and a zero-copy rknn_run on a tiny convnet and on a MobileNet-sized model;
+plus the first call (rknn_init starting the interpreter inside the C program) against a fresh Python process
+importing npurt.rknn and calling rknn_init.
 Each time is the best of several batches, and the two sides alternate for a few rounds (best of each kept), so a
 machine busy with other work skews both alike; µs per call; ratio = C / Python (goal: <= 1.05 on the MobileNet
 run, <= 50 µs extra on the tiny calls). Rows also give the load average during the run.
@@ -65,6 +67,21 @@ def _python_side(models: list[Path], iters: int, batches: int) -> dict[str, floa
     return out
 
 
+_FRESH = """
+import sys, time
+t0 = time.perf_counter()
+import npurt.rknn as r
+ctx = r.rknn_context()
+assert r.rknn_init(ctx, sys.argv[1], 0, 0, None) == 0
+print((time.perf_counter() - t0) * 1e6)
+"""
+
+
+def _first_call_python(model: Path) -> float:
+    proc = subprocess.run([sys.executable, "-c", _FRESH, str(model)], capture_output=True, text=True, check=True)
+    return float(proc.stdout.split()[-1])
+
+
 def _c_side(prefix: Path, work: Path, models: list[Path], iters: int, batches: int) -> dict[str, float]:
     exe = work / "capi_bench"
     subprocess.run(["gcc", "-O2", "-I", str(prefix / "include"), str(HERE / "capi_bench.c"), "-o", str(exe),
@@ -91,11 +108,13 @@ def run(quick: bool = False) -> list[dict]:
         c_us: dict[str, float] = {}
         py_us: dict[str, float] = {}
         for _ in range(2 if quick else 3):
-            for side, got in ((c_us, _c_side(prefix, work, models, iters, batches)),
-                              (py_us, _python_side(models, iters, batches))):
+            py = _python_side(models, iters, batches)
+            py["first_call"] = _first_call_python(tiny)
+            for side, got in ((c_us, _c_side(prefix, work, models, iters, batches)), (py_us, py)):
                 for key, value in got.items():
                     side[key] = min(value, side.get(key, float("inf")))
-    labels = {"rknn_run:0": "rknn_run small_convnet 16", "rknn_run:1": f"rknn_run mobilenet_v1 {128 if quick else 224}"}
+    labels = {"first_call": "first call: rknn_init (+ interpreter start / import)",
+              "rknn_run:0": "rknn_run small_convnet 16", "rknn_run:1": f"rknn_run mobilenet_v1 {128 if quick else 224}"}
     rows = []
     for key, c in c_us.items():
         p = py_us[key]

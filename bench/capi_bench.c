@@ -1,6 +1,6 @@
 /* The C side of bench/capi.py: microseconds per call of rknn_query, rknn_create_mem + rknn_destroy_mem and a
  * zero-copy rknn_run on each model given, each the best of BATCHES batches (the Python side times the same calls
- * on the mirror). argv: batches iterations model... Prints "name microseconds" lines. */
+ * on the mirror); and the first call, rknn_init, which starts the interpreter. argv: batches iterations model... Prints "name microseconds" lines. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +46,11 @@ int main(int argc, char **argv)
     int batches = atoi(argv[1]), iters = atoi(argv[2]);
     for (int m = 3; m < argc; m++) {
         rknn_context ctx;
+        double t0 = now_us();
         if (rknn_init(&ctx, argv[m], 0, 0, NULL) != RKNN_SUCC)
             return 1;
+        if (m == 3)
+            printf("first_call %.3f\n", now_us() - t0);     /* starts the interpreter and imports npurt */
         char label[64];
         if (m == 3) {
             rknn_tensor_attr attr;

@@ -4,6 +4,7 @@ change it, so `cat $NPURT_DEBUGFS_DIR/rknpu/mm` shows it while the program runs.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from npurt.memory import PAGE_SIZE, open_devices
@@ -32,7 +33,7 @@ def refresh() -> None:
         if _last.get(target) == text:
             return
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".mm.{os.getpid()}")
+        tmp = target.with_name(f".mm.{os.getpid()}.{threading.get_ident()}")
         tmp.write_text(text if text.endswith("\n") else text + "\n")
         tmp.replace(target)
         _last[target] = text
