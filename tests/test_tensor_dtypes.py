@@ -64,6 +64,17 @@ def test_int4_low_nibble_first():
         unpack_int4(np.zeros(2, np.float32))
 
 
+def test_int4_one_packer_for_both_nibble_orders():
+    """The matmul mirror's native B layout (high nibble first) and a packed prefix of a larger buffer use the same
+    packer as int4 tensors."""
+    v = np.array([1, -2, 7, -8, 3], dtype=np.int8)
+    high = pack_int4(v, high_first=True)
+    assert high.tolist() == [0x1E, 0x78, 0x30]
+    assert unpack_int4(np.append(high, np.uint8(0xFF)), 5, high_first=True).tolist() == v.tolist()
+    out = np.full(4, 0xAA, np.uint8)
+    assert pack_int4(v, out=out) is out and out.tolist() == [0xE1, 0x87, 0x03, 0xAA]
+
+
 @given(st.lists(st.integers(-8, 7), max_size=41))
 def test_int4_round_trip(values):
     p = pack_int4(np.array(values, dtype=np.int64))

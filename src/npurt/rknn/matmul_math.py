@@ -19,8 +19,9 @@ Facts (restated from `rknn_matmul_api.h` V2.3.2 and the RKNNRT API reference §3
 
 npurt's choices where the sources are silent (documented, easy to change):
 
-- int4 packing: two per byte, **low nibble first** in NORM / TP_NORM / perf layouts (what the vendor demo writes
-  and the runtime reads), **high nibble first** in the native B layout (the vendor demo's native converter).
+- int4 packing (`npurt.tensor.pack_int4` / `unpack_int4`): two per byte, **low nibble first** in NORM / TP_NORM /
+  perf layouts (what the vendor demo writes and the runtime reads), **high nibble first** in the native B layout
+  (the vendor demo's native converter).
 - C perf tile: 4 elements for 4-byte outputs (documented), 8 for 2-byte outputs (documented for int16; npurt
   uses it for float16 / bfloat16 too), 16 for int8 outputs.
 - Supported types per SoC: npurt's reading of table 3-6 (flattened in the public text), with the types added
@@ -38,7 +39,7 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.rknn import constants as c
-from npurt.tensor.dtypes import DType
+from npurt.tensor.dtypes import DType, pack_int4, unpack_int4
 
 __all__ = [
     "TypeSpec", "MATMUL_TYPES", "SOC_TYPES", "RKNN_TYPE", "Tiles", "Shape", "Quant", "tiles_for", "k_segment",
@@ -224,34 +225,6 @@ def operand_attrs(spec: TypeSpec, tiles: Tiles, shape: Shape, B_layout: int,
     out = {}
     for name, dims, dt in (("A", a_dims, spec.a), ("B", b_dims, spec.b), ("C", c_dims, spec.c)):
         out[name] = (dims, dt.nbytes(int(np.prod(dims))), dt)
-    return out
-
-
-# --- int4 ----------------------------------------------------------------------------------------------------
-def unpack_int4(raw: np.ndarray, count: int, high_first: bool = False) -> np.ndarray:
-    """`count` int4 values (as int8) from packed bytes; low nibble first unless `high_first`."""
-    b = np.asarray(raw).reshape(-1).view(np.uint8)[: (count + 1) // 2]
-    first, second = (b >> 4, b & 0xF) if high_first else (b & 0xF, b >> 4)
-    out = np.empty(2 * b.size, dtype=np.int8)
-    out[0::2] = first.astype(np.int8)
-    out[1::2] = second.astype(np.int8)
-    out -= (out > 7).astype(np.int8) * 16
-    return out[:count]
-
-
-def pack_int4(values: np.ndarray, high_first: bool = False, out: np.ndarray | None = None) -> np.ndarray:
-    """Pack int4 values (-8..7) two per byte (low nibble first unless `high_first`) into `out` or a new array."""
-    v = np.asarray(values).reshape(-1)
-    if v.size and (v.min() < -8 or v.max() > 7):
-        raise _bad("int4 values must be in -8..7")
-    nib = (v.astype(np.int16) & 0xF).astype(np.uint8)
-    if nib.size % 2:
-        nib = np.append(nib, np.uint8(0))
-    first, second = nib[0::2], nib[1::2]
-    packed = (first << 4 | second) if high_first else (first | second << 4)
-    if out is None:
-        return packed.astype(np.uint8)
-    np.copyto(out.reshape(-1).view(np.uint8)[: packed.size], packed, casting="unsafe")
     return out
 
 

@@ -124,10 +124,11 @@ def _numpy(t: DType) -> np.dtype:
 _ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "half": "float16", "float": "float32"}
 
 
-def pack_int4(values: np.ndarray) -> np.ndarray:
-    """Pack int4 values (any integer array, each in -8..7) two per byte, low nibble first, into a flat uint8 array.
-
-    An odd count leaves the high nibble of the last byte zero. Out-of-range values raise INVALID_ARGUMENT.
+def pack_int4(values: np.ndarray, high_first: bool = False, out: np.ndarray | None = None) -> np.ndarray:
+    """Pack int4 values (any integer array, each in -8..7) two per byte into a flat uint8 array, or into the first
+    bytes of `out` (returned). Low nibble first, as npurt stores int4 tensors; `high_first` for the RKNN matmul
+    native B layout. An odd count leaves the last byte's other nibble zero. Out-of-range or non-integer values
+    raise INVALID_ARGUMENT.
     """
     v = np.asarray(values)
     if v.dtype.name == "int4":                          # ml_dtypes.int4
@@ -140,22 +141,30 @@ def pack_int4(values: np.ndarray) -> np.ndarray:
     nib = (v.astype(np.int16) & 0xF).astype(np.uint8)
     if nib.size % 2:
         nib = np.append(nib, np.uint8(0))
-    return (nib[0::2] | (nib[1::2] << 4)).astype(np.uint8)
+    first, second = nib[0::2], nib[1::2]
+    packed = (first << 4 | second) if high_first else (first | second << 4)
+    if out is None:
+        return packed.astype(np.uint8)
+    np.copyto(out.reshape(-1).view(np.uint8)[: packed.size], packed, casting="unsafe")
+    return out
 
 
-def unpack_int4(packed: np.ndarray, n_elems: int | None = None) -> np.ndarray:
-    """Unpack bytes holding int4 pairs (low nibble first) to a flat int8 array of `n_elems` (default 2 per byte)."""
+def unpack_int4(packed: np.ndarray, n_elems: int | None = None, high_first: bool = False) -> np.ndarray:
+    """The first `n_elems` (default 2 per byte) int4 values of packed bytes, as a flat int8 array; low nibble
+    first unless `high_first`. INVALID_ARGUMENT when the bytes hold fewer than `n_elems` values."""
     p = np.asarray(packed)
     if p.dtype != np.uint8 and p.dtype != np.int8:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unpack_int4 needs uint8 bytes, got {p.dtype}")
     p = p.reshape(-1).view(np.uint8)
     n = 2 * p.size if n_elems is None else int(n_elems)
-    if n < 0 or (n + 1) // 2 != p.size:
+    if n < 0 or (n + 1) // 2 > p.size:
         raise NpuError(ErrorCode.INVALID_ARGUMENT,
                        f"unpack_int4: {n} elements do not fit {p.size} bytes (need ceil(n/2) bytes)")
-    out = np.empty(2 * p.size, dtype=np.int8)
+    p = p[: (n + 1) // 2]
     lo = (p & 0xF).astype(np.int8)
     hi = (p >> 4).astype(np.int8)
-    out[0::2] = np.where(lo > 7, lo - 16, lo)
-    out[1::2] = np.where(hi > 7, hi - 16, hi)
+    first, second = (hi, lo) if high_first else (lo, hi)
+    out = np.empty(2 * p.size, dtype=np.int8)
+    out[0::2] = np.where(first > 7, first - 16, first)
+    out[1::2] = np.where(second > 7, second - 16, second)
     return out[:n]
