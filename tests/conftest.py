@@ -1,5 +1,7 @@
-"""Shared fixtures: onnxruntime as the numerical oracle, single-node ONNX models, the leak check (`open_fds()`,
-`no_leaks`; tests import `from conftest import open_fds`) and `dev`, an RK3588 device closed without leaks."""
+"""Shared fixtures: onnxruntime as the numerical oracle, single-node ONNX models, the one leak check (`no_leaks`,
+which a module opts into with `pytestmark = pytest.mark.usefixtures("no_leaks")`; `open_fds()` for tests that count
+fds themselves) and `dev`, an RK3588 device closed without leaks. Every test starts without the shell's NPURT_SOC,
+NPURT_COHERENCE and RKNN_LOG_LEVEL. Helpers shared by several test modules live in `tests/helpers/`."""
 from __future__ import annotations
 
 import os
@@ -55,22 +57,43 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+@pytest.fixture(autouse=True)
+def _default_environment(monkeypatch):
+    for name in ("NPURT_SOC", "NPURT_COHERENCE", "RKNN_LOG_LEVEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def held_resources() -> dict:
+    """Everything a test could leak: per-device buffers and bytes (devices holding any), RKNN contexts (models and
+    matmul) and mems, QNN memory handles and rpcmem buffers, and this process's open fds."""
+    from npurt.memory import open_devices
+    from npurt.qnn.mem_registry import REGISTRY
+    from npurt.qnn.rpcmem import rpcmem_leaks
+    from npurt.rknn import handles
+
+    devices = {}
+    for d in open_devices():
+        st = d.stats()
+        if st.buffers or st.ddr_bytes or st.sram_bytes:
+            devices[d.soc] = (st.buffers, st.ddr_bytes, st.sram_bytes)
+    return {"device buffers, ddr and sram bytes": devices, "rknn contexts": len(handles.contexts),
+            "rknn mems": len(handles.mems), "qnn mem handles": REGISTRY.count(),
+            "rpcmem buffers": [leak["base"] for leak in rpcmem_leaks()], "open fds": open_fds()}
+
+
 @pytest.fixture
-def no_leaks(monkeypatch):
-    """NPURT_SOC / NPURT_COHERENCE cleared; the test must give back every fd, device buffer and byte it took
-    (the default device is held open for the test, so its accounting can be compared)."""
+def no_leaks():
+    """The test gives back every fd, device buffer and byte, RKNN context and mem, QNN handle and rpcmem buffer it
+    took. The default device is held open for the test, so user buffers may outlive the contexts that use them."""
     from npurt.memory import open_device
 
-    monkeypatch.delenv("NPURT_SOC", raising=False)
-    monkeypatch.delenv("NPURT_COHERENCE", raising=False)
-    fds = open_fds()
-    dev = open_device()
-    base = dev.stats()
+    device = open_device()
+    before = held_resources()
     yield
-    after = dev.stats()
-    assert (after.buffers, after.ddr_bytes, after.sram_bytes) == (base.buffers, base.ddr_bytes, base.sram_bytes)
-    dev.close()
-    assert open_fds() == fds
+    after = held_resources()
+    device.close()
+    leaked = {k: (before[k], after[k]) for k in before if before[k] != after[k]}
+    assert not leaked, f"leaked (before, after): {leaked}"
 
 
 @pytest.fixture

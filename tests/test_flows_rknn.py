@@ -22,27 +22,16 @@ import numpy as np
 import pytest
 
 import npurt
-from npurt.memory import dma_alloc, open_devices
+from npurt.memory import dma_alloc
 from npurt.rknn import *  # noqa: F403
-from npurt.rknn import handles
 from npurt.rknn.api import context_of
-from conftest import open_fds
 from test_runtime_models import convnet, convnet_other, dynamic_convnet, reference
 
 ATOL = 0.03
 MEAN, STD = [[127.5] * 3], [[127.5] * 3]
 
 
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch):
-    monkeypatch.delenv("NPURT_SOC", raising=False)
-    monkeypatch.delenv("NPURT_COHERENCE", raising=False)
-    monkeypatch.delenv("RKNN_LOG_LEVEL", raising=False)
-    before = ({d.soc: d.stats().buffers for d in open_devices()}, len(handles.contexts), len(handles.mems), open_fds())
-    yield
-    after = ({d.soc: d.stats().buffers for d in open_devices()}, len(handles.contexts), len(handles.mems), open_fds())
-    assert {k: v for k, v in after[0].items() if v} == {k: v for k, v in before[0].items() if v}, "device buffers"
-    assert after[1:] == before[1:], "contexts, mems or fds leaked"
+pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
 
 
 # --- models and oracles ---------------------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ from conftest import open_fds
 from test_qnn_support import (SMALL, SPILL, binary, code, custom_descriptor, defer_config,  # noqa: F401
                               get_property, htp, ion_descriptor, native, ok, raw_tensors, register_ion, sample)
 
+pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
+
 
 def state():
     """What must not change when a call fails: live handles, rpcmem buffers, open fds."""
@@ -584,13 +586,6 @@ def test_bad_register_arguments(htp):
     assert code(htp.qi.memRegister(0xABC, desc, 1, q.Qnn_MemHandle_t())) == q.QNN_MEM_ERROR_INVALID_HANDLE
     assert code(htp.qi.memRegister(ctx, desc, 2, (q.Qnn_MemHandle_t * 2)())) == q.QNN_MEM_ERROR_INVALID_ARGUMENT
     assert REGISTRY.count() == 0
-
-
-@pytest.fixture(autouse=True)
-def _all_released():
-    yield
-    assert REGISTRY.count() == 0
-    assert q.rpcmem_leaks() == []
 
 
 def test_onnx_as_context_binary_and_bad_binaries(htp):

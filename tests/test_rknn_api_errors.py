@@ -4,23 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from npurt.memory import open_device
 from npurt.rknn import *  # noqa: F403
-from npurt.rknn import handles
 from test_rknn_api_init import errline, init, query, shape_attr, state
 from test_runtime_models import convnet, dynamic_convnet, image, npurt_bytes
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch):
-    monkeypatch.delenv("NPURT_SOC", raising=False)
-    monkeypatch.delenv("NPURT_COHERENCE", raising=False)
-    monkeypatch.delenv("RKNN_LOG_LEVEL", raising=False)
-    dev = open_device()
-    n_ctx, n_mem = len(handles.contexts), len(handles.mems)
-    yield
-    assert len(handles.contexts) == n_ctx and len(handles.mems) == n_mem
-    dev.close()
+pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
 
 
 def check(capsys, status, words, call):

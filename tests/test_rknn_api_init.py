@@ -15,14 +15,7 @@ from npurt.rknn.api import context_of
 from test_runtime_models import convnet, convnet_other, dynamic_convnet, npurt_bytes, two_io
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch):
-    monkeypatch.delenv("NPURT_SOC", raising=False)
-    monkeypatch.delenv("NPURT_COHERENCE", raising=False)
-    monkeypatch.delenv("RKNN_LOG_LEVEL", raising=False)
-    n_ctx, n_mem = len(handles.contexts), len(handles.mems)
-    yield
-    assert len(handles.contexts) == n_ctx and len(handles.mems) == n_mem, "test leaked contexts or mems"
+pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
 
 
 def state() -> tuple:

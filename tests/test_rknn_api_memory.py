@@ -9,26 +9,14 @@ import os
 import numpy as np
 import pytest
 
-from npurt.memory import dma_alloc, open_device
+from npurt.memory import dma_alloc
 from npurt.rknn import *  # noqa: F403
-from npurt.rknn import handles
 from npurt.rknn.api import context_of
 from test_rknn_api_init import errline, init, query, state
 from test_runtime_models import convnet, image, npurt_bytes, reference
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch):
-    monkeypatch.delenv("NPURT_SOC", raising=False)
-    monkeypatch.delenv("NPURT_COHERENCE", raising=False)
-    monkeypatch.delenv("RKNN_LOG_LEVEL", raising=False)
-    dev = open_device()
-    base = dev.stats()
-    n_ctx, n_mem = len(handles.contexts), len(handles.mems)
-    yield
-    assert len(handles.contexts) == n_ctx and len(handles.mems) == n_mem, "test leaked contexts or mems"
-    assert dev.stats().buffers == base.buffers and dev.stats().sram_bytes == base.sram_bytes
-    dev.close()
+pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
 
 
 @pytest.fixture

@@ -24,18 +24,7 @@ from test_runtime_models import (X_SHAPE, Y_SHAPE, convnet, convnet_other, dynam
 ATOL = 0.02
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch):
-    monkeypatch.delenv("NPURT_SOC", raising=False)
-    monkeypatch.delenv("NPURT_COHERENCE", raising=False)
-    monkeypatch.delenv("RKNN_LOG_LEVEL", raising=False)
-    dev = open_device()
-    base = dev.stats().buffers
-    n_ctx, n_mem = len(handles.contexts), len(handles.mems)
-    yield
-    assert len(handles.contexts) == n_ctx and len(handles.mems) == n_mem, "test leaked contexts or mems"
-    assert dev.stats().buffers == base
-    dev.close()
+pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
 
 
 def attr(ctx, cmd, index=0) -> rknn_tensor_attr:

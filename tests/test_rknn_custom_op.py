@@ -10,7 +10,6 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from npurt.memory import open_device
 from npurt.rknn import constants as c
 from npurt.rknn import handles
 from npurt.rknn.api import (addr_view, output_view, rknn_destroy, rknn_init, rknn_inputs_set, rknn_outputs_get,
@@ -22,17 +21,12 @@ from npurt.rknn.structs import (RKNN_CUSTOM_OP_CALLBACK, RKNN_CUSTOM_OP_DESTROY_
 SHAPE = (1, 3, 4, 4)
 
 
+pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
+
+
 @pytest.fixture(autouse=True)
-def _env(monkeypatch):
+def _board(monkeypatch):
     monkeypatch.setenv("NPURT_SOC", "rk3588")
-    monkeypatch.delenv("RKNN_LOG_LEVEL", raising=False)
-    dev = open_device("rk3588")
-    base = dev.stats().buffers
-    n_ctx, n_mem = len(handles.contexts), len(handles.mems)
-    yield
-    assert len(handles.contexts) == n_ctx and len(handles.mems) == n_mem, "test leaked contexts or mems"
-    assert dev.stats().buffers == base
-    dev.close()
 
 
 def model(op_type: str = "cstSigmoid", domain: str = "rknn.custom", declare: bool = True) -> bytes:

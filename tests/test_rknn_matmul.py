@@ -29,11 +29,7 @@ from test_rknn_matmul_support import (native_b_reference, operands, quant_params
 NORM, NATIVE, TP = c.RKNN_MM_LAYOUT_NORM, c.RKNN_MM_LAYOUT_NATIVE, c.RKNN_MM_LAYOUT_TP_NORM
 
 
-@pytest.fixture(autouse=True)
-def _no_leaks():
-    before = len(handles.contexts.live("matmul"))
-    yield
-    assert len(handles.contexts.live("matmul")) == before, "a test leaked a matmul context"
+pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
 
 
 def _cases():

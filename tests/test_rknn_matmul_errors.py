@@ -20,13 +20,12 @@ PARAM, CTX, FAIL = c.RKNN_ERR_PARAM_INVALID, c.RKNN_ERR_CTX_INVALID, c.RKNN_ERR_
 I8_I32, F16_F32 = c.RKNN_INT8_MM_INT8_TO_INT32, c.RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32
 
 
+pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
+
+
 @pytest.fixture(autouse=True)
 def _board(monkeypatch):
     monkeypatch.setenv("NPURT_SOC", "rk3588")
-    monkeypatch.delenv("RKNN_LOG_LEVEL", raising=False)
-    before = len(handles.contexts.live("matmul"))
-    yield
-    assert len(handles.contexts.live("matmul")) == before
 
 
 def _create(**fields):

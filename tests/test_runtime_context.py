@@ -11,7 +11,7 @@ import pytest
 import npurt
 from npurt.errors import ErrorCode, NpuError
 from npurt.runtime.user_io import run_once
-from npurt.memory import dma_alloc, open_device, open_devices
+from npurt.memory import dma_alloc, open_device
 from npurt.rknn.boundary import vendor_message
 from npurt.runtime import Context, ContextOptions, InputData, MemRef
 from npurt.tensor import DType, Layout, nc1hwc2_to_nchw
@@ -21,17 +21,7 @@ from test_runtime_models import (Y_SHAPE, convnet, convnet_other, dynamic_convne
 ATOL = 0.02      # fp16 storage of activations
 
 
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch):
-    """Default SoC, and every device this test opened must be closed again by the end (no leaked context)."""
-    monkeypatch.delenv("NPURT_SOC", raising=False)
-    monkeypatch.delenv("NPURT_COHERENCE", raising=False)
-    dev = open_device()          # held for the test, so user buffers outlive the contexts that use them
-    before = {d.soc: d.stats().buffers for d in open_devices()}
-    yield
-    after = {d.soc: d.stats().buffers for d in open_devices()}
-    dev.close()
-    assert after == before, f"leaked device memory: {after} vs {before}"
+pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
 
 
 def _code(excinfo) -> ErrorCode:

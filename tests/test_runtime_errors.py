@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.memory import open_device
 from npurt.rknn.boundary import vendor_message
 from npurt.runtime import Context, ContextOptions, InputData, MemRef, load_family
 from npurt.runtime.loader import parse_shape_sets
@@ -16,15 +15,7 @@ from npurt.tensor import DType, Layout
 from test_runtime_models import convnet, dynamic_convnet, image, reference, two_io
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch):
-    monkeypatch.delenv("NPURT_SOC", raising=False)
-    monkeypatch.delenv("NPURT_COHERENCE", raising=False)
-    dev = open_device()
-    base = dev.stats().buffers
-    yield
-    assert dev.stats().buffers == base
-    dev.close()
+pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
 
 
 def _raises(code: ErrorCode, words: str, call) -> None:
