@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from capi_helpers import compile_c, prefix, run_c
-from test_runtime_models import convnet
+from helpers.models import convnet
 
 PARAM, MODEL, CTX, FAIL = -5, -6, -7, -1
 EXPECTED = {

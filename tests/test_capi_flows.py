@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from capi_helpers import compile_c, prefix, run_c
-from test_flows_rknn import ATOL, classifier_model, frame, general_path, onnx_ref, uint8_model
-from test_runtime_models import convnet
+from helpers.flows import ATOL, classifier_model, frame, general_path, onnx_ref, uint8_model
+from helpers.models import convnet
 
 import npurt
 from npurt.model import zoo
@@ -79,7 +79,7 @@ def test_tensor_memory_samples(models, tmp_path, coherence):
 def test_internal_memory_shared_by_two_contexts(models, tmp_path):
     """4.5: MEM_ALLOC_OUTSIDE, one internal buffer (create_mem_from_fd of one create_mem) set into two contexts,
     weights from create_mem; model A, model B, model A again."""
-    from test_runtime_models import convnet_other
+    from helpers.models import convnet_other
     (tmp_path / "b.npurt").write_bytes(uint8_model(convnet_other()))
     img = frame(seed=5)
     img.tofile(tmp_path / "img.bin")
@@ -132,7 +132,7 @@ def test_sram_chapter_and_debugfs_bitmap(models, tmp_path):
 def test_dynamic_shapes_general_api(tmp_path):
     """rknn_dynshape_inference from C: every shape of INPUT_DYNAMIC_RANGE through set_input_shapes, and the last
     once more through the deprecated rknn_set_input_shape, against onnxruntime."""
-    from test_runtime_models import DYNAMIC_SHAPES, dynamic_convnet, reference
+    from helpers.models import DYNAMIC_SHAPES, dynamic_convnet, reference
     onnx_bytes = dynamic_convnet()
     (tmp_path / "dyn.onnx").write_bytes(onnx_bytes)
     rng = np.random.default_rng(7)
@@ -158,7 +158,7 @@ def test_matmul_float16_and_int8_against_a_c_reference():
 def test_custom_op_init_returning_skip_keeps_the_builtin(tmp_path):
     """An op registered over the model's built-in Sigmoid whose init returns RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE:
     the built-in computes, the op's compute is never called."""
-    from test_rknn_custom_op import SHAPE, model, reference
+    from helpers.custom_op import SHAPE, model, reference
     (tmp_path / "sig.onnx").write_bytes(model("Sigmoid", domain=""))
     x = np.random.default_rng(12).standard_normal(SHAPE).astype(np.float32)
     x.tofile(tmp_path / "x.bin")
@@ -173,7 +173,7 @@ def test_custom_cpu_op_from_c_callbacks_and_from_a_plugin(tmp_path, source):
     """cstSigmoid computed by C: init reads the node's attrs with rknn_custom_op_get_op_attr, compute writes the
     output's device memory, destroy runs at rknn_destroy; from rknn_register_custom_ops or from librkcst_*.so."""
     import shutil
-    from test_rknn_custom_op import SHAPE, model, reference
+    from helpers.custom_op import SHAPE, model, reference
     (tmp_path / "cst.onnx").write_bytes(model())
     x = np.random.default_rng(11).standard_normal(SHAPE).astype(np.float32)
     x.tofile(tmp_path / "x.bin")

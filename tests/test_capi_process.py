@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from capi_helpers import compile_c, prefix, run_c
-from test_runtime_models import convnet
+from helpers.models import convnet
 
 
 @pytest.fixture(scope="module")

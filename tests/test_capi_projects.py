@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from capi_helpers import C_DIR, prefix, run_c
-from test_runtime_models import convnet
+from helpers.models import convnet
 
 
 def _tool(name: str) -> str:
@@ -53,7 +53,7 @@ def test_examples_c_classifier_builds_with_its_makefile_and_ranks_like_onnxrunti
     """examples/c: `make PREFIX=...` as docs/c-api.md says; its top-5 equals onnxruntime's on the same image."""
     import numpy as np
     from capi_helpers import REPO
-    from test_flows_rknn import classifier_model, frame, onnx_ref
+    from helpers.flows import classifier_model, frame, onnx_ref
     from npurt.model import zoo
     shutil.copytree(REPO / "examples" / "c", tmp_path / "c", ignore=shutil.ignore_patterns("classify"))
     subprocess.run([_tool("make"), "-C", tmp_path / "c", f"PREFIX={prefix()}"], check=True, capture_output=True)

@@ -21,51 +21,16 @@ import mmap
 import numpy as np
 import pytest
 
-import npurt
 from npurt.memory import dma_alloc
 from npurt.rknn import *  # noqa: F403
 from npurt.rknn.api import context_of
-from test_runtime_models import convnet, convnet_other, dynamic_convnet, reference
-
-ATOL = 0.03
-MEAN, STD = [[127.5] * 3], [[127.5] * 3]
-
+from helpers.flows import ATOL, classifier_model, classifier_onnx, frame, general_path, onnx_ref, uint8_model
+from helpers.models import convnet, convnet_other, dynamic_convnet, reference
 
 pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
 
 
-# --- models and oracles ---------------------------------------------------------------------------------------------
-_cache: dict = {}
-
-
-def uint8_model(onnx_bytes: bytes = None, soc: str = "rk3588") -> bytes:
-    """An .npurt (fp16) whose input takes uint8 images: mean/std 127.5 fused, as the demos' models are."""
-    onnx_bytes = convnet() if onnx_bytes is None else onnx_bytes
-    key = (onnx_bytes, soc)
-    if key not in _cache:
-        _cache[key] = npurt.compile(onnx_bytes, soc=soc, mean=MEAN, std=STD, progress=False).to_bytes()
-    return _cache[key]
-
-
-def classifier_model() -> bytes:
-    """zoo.small_convnet at 24x24 (w_stride 32 on RK3588: padded rows) with a 2-D (1, 10) output, uint8 input."""
-    if "cls" not in _cache:
-        from npurt.model import zoo
-        _cache["cls_onnx"] = zoo.small_convnet(24).SerializeToString()
-        _cache["cls"] = npurt.compile(_cache["cls_onnx"], mean=MEAN, std=STD, progress=False).to_bytes()
-    return _cache["cls"]
-
-
-def frame(h: int = 8, w: int = 10, seed: int = 0) -> np.ndarray:
-    """A uint8 H x W x 3 image (the demos' decoded frame)."""
-    return np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
-
-
-def onnx_ref(onnx_bytes: bytes, img: np.ndarray) -> np.ndarray:
-    x = ((img.astype(np.float32) - 127.5) / 127.5).transpose(2, 0, 1)[None]
-    return reference(onnx_bytes, x)[0]
-
-
+# --- the demos' boilerplate ------------------------------------------------------------------------------------------
 def query(ctx, cmd, info) -> int:
     return rknn_query(ctx, cmd, info, ctypes.sizeof(info))
 
@@ -89,27 +54,6 @@ def preamble(ctx):
     custom = rknn_custom_string()
     assert query(ctx, RKNN_QUERY_CUSTOM_STRING, custom) == RKNN_SUCC
     return io_num, input_attrs, output_attrs
-
-
-def general_path(model: bytes, img: np.ndarray) -> list[np.ndarray]:
-    """The same image through the general API (§4.7: UINT8 / NHWC, want_float)."""
-    ctx = rknn_context()
-    assert rknn_init(ctx, model, len(model), 0, None) == RKNN_SUCC
-    io_num = rknn_input_output_num()
-    query(ctx, RKNN_QUERY_IN_OUT_NUM, io_num)
-    inputs = (rknn_input * 1)()
-    inputs[0].index, inputs[0].type, inputs[0].fmt = 0, RKNN_TENSOR_UINT8, RKNN_TENSOR_NHWC
-    inputs[0].buf, inputs[0].size, inputs[0].pass_through = img.ctypes.data, img.nbytes, 0
-    assert rknn_inputs_set(ctx, 1, inputs) == RKNN_SUCC
-    assert rknn_run(ctx, None) == RKNN_SUCC
-    outputs = (rknn_output * io_num.n_output)()
-    for i in range(io_num.n_output):
-        outputs[i].index, outputs[i].want_float, outputs[i].is_prealloc = i, 1, 0
-    assert rknn_outputs_get(ctx, io_num.n_output, outputs, None) == RKNN_SUCC
-    res = [output_view(o).copy() for o in outputs]
-    assert rknn_outputs_release(ctx, io_num.n_output, outputs) == RKNN_SUCC
-    assert rknn_destroy(ctx) == RKNN_SUCC
-    return res
 
 
 def copy_image(dst: np.ndarray, img: np.ndarray, w_stride: int) -> None:
@@ -200,7 +144,7 @@ def test_fig_3_2_zero_copy_flow_as_the_set_io_mem_sample():
     # 7. "Read the output result from output_mems[0]->virt_addr ..."
     probs = mem_view(output_mems[0], np.float32).copy()
     top5 = np.argsort(probs)[::-1][:5]
-    ref = onnx_ref(_cache["cls_onnx"], img).reshape(-1)
+    ref = onnx_ref(classifier_onnx(), img).reshape(-1)
     np.testing.assert_allclose(probs, ref, atol=ATOL)
     assert set(top5[:3]) == set(np.argsort(ref)[::-1][:3])
     # 8./9. release order (lifecycle seed §3.1.5, zero-copy API): every input and output mem, then the context

@@ -8,7 +8,7 @@ from npurt.rknn.api import memory_table
 from npurt.runtime import Context, ContextOptions
 from npurt.runtime.report import context_layout, context_rows, context_table
 from npurt.tensor import DType
-from test_runtime_models import convnet, two_io
+from helpers.models import convnet, two_io
 
 
 def test_rows_follow_the_seed():

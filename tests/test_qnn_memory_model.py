@@ -12,7 +12,7 @@ from npurt.qnn.context import Context
 from npurt.qnn.graph import Graph
 from npurt.qnn.htp_plan import PROPERTY_GRANULE, plan_htp, round_granule
 from npurt.soc.htp import HTP_PROFILES
-from test_qnn_support import (SMALL, SPILL, binary, custom_descriptor, defer_config, get_property, htp,  # noqa: F401
+from helpers.qnn import (SMALL, SPILL, binary, custom_descriptor, defer_config, get_property, htp,  # noqa: F401
                               ok, raw_tensors, sample)
 
 

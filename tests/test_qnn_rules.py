@@ -16,7 +16,7 @@ from npurt.qnn.backend import core_of, lookup
 from npurt.qnn.context import Context
 from npurt.qnn.mem_registry import REGISTRY
 from conftest import open_fds
-from test_qnn_support import (SMALL, SPILL, binary, code, custom_descriptor, defer_config,  # noqa: F401
+from helpers.qnn import (SMALL, SPILL, binary, code, custom_descriptor, defer_config,  # noqa: F401
                               get_property, htp, ion_descriptor, native, ok, raw_tensors, register_ion, sample)
 
 pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
@@ -590,7 +590,7 @@ def test_bad_register_arguments(htp):
 
 def test_onnx_as_context_binary_and_bad_binaries(htp):
     """The loader also takes ONNX (compiled on the fly, fp16); corrupt .npurt bytes are CREATE_FROM_BINARY."""
-    from test_qnn_support import onnx_model
+    from helpers.qnn import onnx_model
     x, ref = sample(SMALL)
     ctx = q.Qnn_ContextHandle_t()
     data = onnx_model(SMALL).SerializeToString()
@@ -614,7 +614,7 @@ def test_onnx_as_context_binary_and_bad_binaries(htp):
 
 def test_onnx_binary_is_compiled_for_the_backends_soc():
     """ONNX given to an sm8550 backend becomes an sm8550 binary (runs there; another HTP SoC refuses it)."""
-    from test_qnn_support import Htp, onnx_model
+    from helpers.qnn import Htp, onnx_model
     x, ref = sample(SMALL)
     data = onnx_model(SMALL).SerializeToString()
     h8550 = Htp(soc="sm8550")

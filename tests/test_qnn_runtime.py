@@ -85,7 +85,7 @@ def test_runtime_context_runs_an_htp_plan_over_a_composite_arena():
     model's own plan, and the activations live where the HTP plan says."""
     from npurt.qnn.htp_plan import plan_htp
     from npurt.runtime import Context, ContextOptions, InputData, MemRef
-    from test_qnn_support import SPILL, binary, sample
+    from helpers.qnn import SPILL, binary, sample
     model, (x, ref) = binary(SPILL), sample(SPILL)
     dev = open_device("sm8350")
     htp = plan_htp(model.plan, dev.profile.vtcm_size)
@@ -122,7 +122,7 @@ def test_runtime_context_runs_an_htp_plan_over_a_composite_arena():
 def test_runtime_context_refuses_a_plan_that_does_not_fit_the_model():
     import dataclasses
     from npurt.runtime import Context
-    from test_qnn_support import SMALL, binary
+    from helpers.qnn import SMALL, binary
     model = binary(SMALL)
     bad = dataclasses.replace(model.plan, offsets={})
     with pytest.raises(NpuError) as err:
@@ -138,7 +138,7 @@ def test_qnn_graph_execute_goes_through_runtime_context_run(monkeypatch):
     from npurt.qnn.context import Context as QnnContext
     from npurt.qnn.graph import Graph
     from npurt.runtime import Context
-    from test_qnn_support import SPILL, Htp, binary, ok, raw_tensors, sample
+    from helpers.qnn import SPILL, Htp, binary, ok, raw_tensors, sample
     calls = []
     real_run = Context.run
 

@@ -15,7 +15,7 @@ from npurt.qnn import boundary
 from npurt.qnn import device as htp_device
 from npurt.qnn.mem_registry import REGISTRY
 from conftest import open_fds
-from test_qnn_support import (SMALL, binary, code, custom_descriptor, defer_config,
+from helpers.qnn import (SMALL, binary, code, custom_descriptor, defer_config,
                               ion_descriptor, raw_tensors, sample)
 
 WSIZE_DEFAULT = 2 << 20     # the small model's WEIGHTS_BUFFER_SIZE

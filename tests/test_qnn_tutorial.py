@@ -19,7 +19,7 @@ import npurt.qnn as q
 from npurt.qnn import device as htp_device
 from npurt.qnn.mem_registry import REGISTRY
 from conftest import open_fds
-from test_qnn_support import (SMALL, SPILL, Htp, binary, custom_descriptor, defer_config, get_property,  # noqa: F401
+from helpers.qnn import (SMALL, SPILL, Htp, binary, custom_descriptor, defer_config, get_property,  # noqa: F401
                               htp, native, ok, onnx_model, raw_tensors, register_ion, sample)
 
 TOL = 1e-4

@@ -15,7 +15,7 @@ import pytest
 from conftest import open_fds
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import raw
-from test_runtime_models import convnet
+from helpers.models import convnet
 
 PRELUDE = textwrap.dedent("""
     import ctypes, gc, mmap, os, sys

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from npurt.rknn import *  # noqa: F403
-from test_rknn_api_init import errline, init, query, shape_attr, state
-from test_runtime_models import convnet, dynamic_convnet, image, npurt_bytes
+from helpers.rknn import errline, init, query, shape_attr, state
+from helpers.models import convnet, dynamic_convnet, image, npurt_bytes
 
 
 pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back

@@ -12,8 +12,8 @@ import pytest
 from npurt.memory import dma_alloc
 from npurt.rknn import *  # noqa: F403
 from npurt.rknn.api import context_of
-from test_rknn_api_init import errline, init, query, state
-from test_runtime_models import convnet, image, npurt_bytes, reference
+from helpers.rknn import errline, init, query, state
+from helpers.models import convnet, image, npurt_bytes, reference
 
 
 pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back

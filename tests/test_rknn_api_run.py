@@ -17,8 +17,8 @@ from npurt.rknn import *  # noqa: F403
 from npurt.rknn import handles
 from npurt.rknn.api import context_of
 from npurt.tensor import nc1hwc2_to_nchw
-from test_rknn_api_init import errline, init, query, shape_attr, state
-from test_runtime_models import (X_SHAPE, Y_SHAPE, convnet, convnet_other, dynamic_convnet, image, int8_convnet,
+from helpers.rknn import errline, init, query, shape_attr, state
+from helpers.models import (X_SHAPE, Y_SHAPE, convnet, convnet_other, dynamic_convnet, image, int8_convnet,
                                  npurt_bytes, reference, two_io)
 
 ATOL = 0.02

@@ -16,7 +16,7 @@ from npurt.memory import open_device
 from npurt.rknn import *  # noqa: F403
 from npurt.rknn import boundary, handles
 from conftest import open_fds
-from test_runtime_models import convnet, image
+from helpers.models import convnet, image
 
 MODEL = convnet()
 X = image(seed=99)

@@ -18,8 +18,7 @@ from npurt.rknn.custom_op import rknn_custom_op_get_op_attr, rknn_register_custo
 from npurt.rknn.structs import (RKNN_CUSTOM_OP_CALLBACK, RKNN_CUSTOM_OP_DESTROY_CALLBACK, rknn_context,
                                 rknn_custom_op, rknn_custom_op_attr, rknn_input, rknn_output)
 
-SHAPE = (1, 3, 4, 4)
-
+from helpers.custom_op import SHAPE, model, reference
 
 pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
 
@@ -27,20 +26,6 @@ pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, by
 @pytest.fixture(autouse=True)
 def _board(monkeypatch):
     monkeypatch.setenv("NPURT_SOC", "rk3588")
-
-
-def model(op_type: str = "cstSigmoid", domain: str = "rknn.custom", declare: bool = True) -> bytes:
-    """x -> Relu -> <op> -> + x -> y; a custom-domain op carries attrs alpha, axis, mode, ks."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(SHAPE))
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, list(SHAPE))
-    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
-             helper.make_node(op_type, ["r"], ["m"], name="cst0", domain=domain,
-                              **(dict(alpha=2.0, axis=1, mode="fast", ks=[3, 3]) if domain else {})),
-             helper.make_node("Add", ["m", "x"], ["y"], name="add")]
-    info = [helper.make_tensor_value_info("m", TensorProto.FLOAT, list(SHAPE))] if declare else []
-    g = helper.make_graph(nodes, "custom", [x], [y], value_info=info)
-    opsets = [helper.make_opsetid("", 13)] + ([helper.make_opsetid(domain, 1)] if domain else [])
-    return helper.make_model(g, opset_imports=opsets).SerializeToString()
 
 
 def init(data: bytes) -> rknn_context:
@@ -87,10 +72,6 @@ def sigmoid_compute(op_ctx, inputs, n_inputs, outputs, n_outputs):
     x, y = tensor_view(inputs[0]), tensor_view(outputs[0])
     y[:] = 1 / (1 + np.exp(-x))
     return 0
-
-
-def reference(x: np.ndarray) -> np.ndarray:
-    return 1 / (1 + np.exp(-np.maximum(x, 0))) + x
 
 
 X = np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)

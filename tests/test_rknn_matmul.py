@@ -23,7 +23,7 @@ from npurt.rknn.matmul import (rknn_B_normal_layout_to_native_layout, rknn_matmu
 from npurt.rknn.structs import (rknn_matmul_ctx, rknn_matmul_info, rknn_matmul_io_attr, rknn_matmul_shape,
                                 rknn_quant_params)
 from npurt.tensor.dtypes import DType
-from test_rknn_matmul_support import (native_b_reference, operands, quant_params, read, reference, rknn_create_mem,
+from helpers.matmul import (native_b_reference, operands, quant_params, read, reference, rknn_create_mem,
                                       rknn_destroy_mem, stored, stored_a, tolerance, write)
 
 NORM, NATIVE, TP = c.RKNN_MM_LAYOUT_NORM, c.RKNN_MM_LAYOUT_NATIVE, c.RKNN_MM_LAYOUT_TP_NORM

@@ -14,7 +14,7 @@ from npurt.rknn.matmul import (rknn_B_normal_layout_to_native_layout, rknn_matmu
                                rknn_matmul_set_io_mem, rknn_matmul_set_quant_params)
 from npurt.rknn.structs import (rknn_matmul_ctx, rknn_matmul_info, rknn_matmul_io_attr, rknn_matmul_shape,
                                 rknn_quant_params)
-from test_rknn_matmul_support import quant_params, rknn_create_mem, rknn_destroy_mem
+from helpers.matmul import quant_params, rknn_create_mem, rknn_destroy_mem
 
 PARAM, CTX, FAIL = c.RKNN_ERR_PARAM_INVALID, c.RKNN_ERR_CTX_INVALID, c.RKNN_ERR_FAIL
 I8_I32, F16_F32 = c.RKNN_INT8_MM_INT8_TO_INT32, c.RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32

@@ -9,7 +9,7 @@ from npurt.rknn import matmul_math as mm
 from npurt.rknn.matmul import rknn_B_normal_layout_to_native_layout
 from npurt.rknn.structs import rknn_matmul_info
 from npurt.tensor.dtypes import DType, pack_int4
-from test_rknn_matmul_support import native_b_reference, stored
+from helpers.matmul import native_b_reference, stored
 
 
 def test_int4_nibble_orders():

@@ -14,7 +14,7 @@ from npurt.rknn import matmul_math as mm
 from npurt.rknn.matmul import (rknn_matmul_create, rknn_matmul_destroy, rknn_matmul_run, rknn_matmul_set_core_mask,
                                rknn_matmul_set_io_mem, rknn_matmul_set_quant_params)
 from npurt.rknn.structs import rknn_matmul_ctx, rknn_matmul_info, rknn_matmul_io_attr
-from test_rknn_matmul_support import quant_params, read, rknn_create_mem, rknn_destroy_mem, write
+from helpers.matmul import quant_params, read, rknn_create_mem, rknn_destroy_mem, write
 
 STATUSES = {0, c.RKNN_ERR_FAIL, c.RKNN_ERR_PARAM_INVALID, c.RKNN_ERR_CTX_INVALID, c.RKNN_ERR_INPUT_INVALID,
             c.RKNN_ERR_OUTPUT_INVALID, c.RKNN_ERR_MALLOC_FAIL}

@@ -15,7 +15,7 @@ from npurt.memory import dma_alloc, open_device
 from npurt.rknn.boundary import vendor_message
 from npurt.runtime import Context, ContextOptions, InputData, MemRef
 from npurt.tensor import DType, Layout, nc1hwc2_to_nchw
-from test_runtime_models import (Y_SHAPE, convnet, convnet_other, dynamic_convnet, image, int8_convnet,
+from helpers.models import (Y_SHAPE, convnet, convnet_other, dynamic_convnet, image, int8_convnet,
                                  npurt_bytes, reference, two_io)
 
 ATOL = 0.02      # fp16 storage of activations

@@ -12,7 +12,7 @@ from npurt.rknn.boundary import vendor_message
 from npurt.runtime import Context, ContextOptions, InputData, MemRef, load_family
 from npurt.runtime.loader import parse_shape_sets
 from npurt.tensor import DType, Layout
-from test_runtime_models import convnet, dynamic_convnet, image, reference, two_io
+from helpers.models import convnet, dynamic_convnet, image, reference, two_io
 
 
 pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back

@@ -14,7 +14,7 @@ from npurt import ErrorCode, NpuError
 from npurt.runtime.user_io import run_once
 from npurt.memory import open_device
 from conftest import open_fds
-from test_runtime_models import Y_SHAPE, convnet, dynamic_convnet, image, reference, two_io
+from helpers.models import Y_SHAPE, convnet, dynamic_convnet, image, reference, two_io
 
 ATOL = 0.02
 
