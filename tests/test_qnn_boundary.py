@@ -11,7 +11,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.qnn import boundary
 from npurt.qnn.interface import QnnInterfaceTable
 from npurt.runtime import Context as RuntimeContext
-from test_qnn_support import binary, code, htp, ok, raw_tensors, sample  # noqa: F401
+from helpers.qnn import binary, code, htp, ok, raw_tensors, sample  # noqa: F401
 
 DISTINCT = (ErrorCode.OUT_OF_MEMORY, ErrorCode.BUSY, ErrorCode.INVALID_ARGUMENT, ErrorCode.INVALID_HANDLE,
             ErrorCode.NOT_SUPPORTED)
