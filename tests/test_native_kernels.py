@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import npurt
 import npurt._kernels as K
+from npurt.model import zoo
 from npurt.tensor import nc1hwc2_to_nchw, nchw_to_nc1hwc2
 
 LEVELS = K.LEVELS[:K.LEVELS.index(K.cpu_level()) + 1] if K.available() else ()
@@ -196,19 +197,18 @@ def test_image_input_pass_matches_numpy(n, h, w, c, pad_in, pad_out, seed, out):
 
 
 ZOO = {
-    "mobilenet_v2_like": lambda: npurt.model.zoo.mobilenet_v2_like(size=64),
-    "mobilenet_v1": lambda: npurt.model.zoo.mobilenet_v1(size=64, num_classes=10),
-    "yolov8n_like": lambda: npurt.model.zoo.yolov8n_like(size=64),
-    "yolo_head": lambda: npurt.model.zoo.yolo_head(size=64),
-    "small_convnet": lambda: npurt.model.zoo.small_convnet(),
-    "transformer_block": lambda: npurt.model.zoo.transformer_block(seq=16, dim=32, heads=2),
+    "mobilenet_v2_like": lambda: zoo.mobilenet_v2_like(size=64),
+    "mobilenet_v1": lambda: zoo.mobilenet_v1(size=64, num_classes=10),
+    "yolov8n_like": lambda: zoo.yolov8n_like(size=64),
+    "yolo_head": lambda: zoo.yolo_head(size=64),
+    "small_convnet": lambda: zoo.small_convnet(),
+    "transformer_block": lambda: zoo.transformer_block(seq=16, dim=32, heads=2),
 }
 
 
 @pytest.mark.parametrize("precision", ["fp16", "int8"])
 @pytest.mark.parametrize("name", sorted(ZOO))
 def test_executor_writes_the_same_bytes_with_and_without_the_kernels(name, precision):
-    import npurt.model.zoo  # noqa: F401
     from npurt.exec.executor import Executor, allocate
     from npurt.runtime.user_io import pack_input
     rng = np.random.default_rng(3)
@@ -249,3 +249,27 @@ def test_kernels_decline_what_they_do_not_handle():
     ro = np.zeros((1, 1, 2, 2, 8), np.int8)
     ro.flags.writeable = False
     assert not K.planes_to_lanes(ro, np.zeros((1, 8, 2, 2), np.int8))
+
+
+def test_threaded_slot_conversions_give_the_same_bytes(monkeypatch):
+    """The generic path's slot reads/writes split C1 blocks over $NPURT_EXEC_THREADS threads (the GIL is released in
+    the kernels): same bytes as one thread and as numpy."""
+    from npurt.exec.executor import Executor, allocate
+    from npurt.model.zoo import mobilenet_v2_like
+    from npurt.runtime.user_io import pack_input
+    cm = npurt.compile(mobilenet_v2_like(size=96), precision="fp16")
+    x = np.random.default_rng(1).normal(size=(1, 3, 96, 96)).astype(np.float32)
+    results = []
+    for threads, compiled in (("3", True), ("1", True), ("1", False)):
+        monkeypatch.setenv("NPURT_EXEC_THREADS", threads)
+        before = K.set_enabled(compiled)
+        try:
+            w, a, i, o = allocate(cm)
+            ex = Executor(cm, native=False)
+            ex.bind(w, a, i, o)
+            pack_input(cm.native_input_attrs[0], x, i[0])
+            ex.run()
+            results.append(np.concatenate([a, *o]))
+        finally:
+            K.set_enabled(before)
+    assert np.array_equal(results[0], results[1]) and np.array_equal(results[1], results[2])
