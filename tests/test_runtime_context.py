@@ -465,7 +465,7 @@ def test_check_coherence_reports_a_missed_sync_by_buffer_name():
                 din.view(np.float32)[:] = x.transpose(0, 2, 3, 1).reshape(-1)
                 ctx.run()                                 # external memory, CPU wrote, no sync: reported
                 assert len(ctx.coherence_violations) == 1
-                assert "input(x)" in ctx.coherence_violations[0] and "RKNN_MEMORY_SYNC_TO_DEVICE" in msgs[-1][1]
+                assert "input(x)" in ctx.coherence_violations[0] and "RKNN_MEMORY_SYNC_TO_DEVICE" in vendor_message(msgs[-1][1])
                 din.sync(1)
                 ctx.run()                                 # synced: nothing new
                 assert len(ctx.coherence_violations) == 1

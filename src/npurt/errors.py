@@ -28,6 +28,24 @@ class ErrorCode(enum.IntEnum):
     INTERNAL = 15           # npurt's own invariant broke (a bug in npurt, never the caller's doing)
 
 
+class Hinted(str):
+    """A neutral log message with the hint key and details a mirror words it by (as `NpuError.hint`); it is a
+    plain `str` to every other log sink."""
+
+    hint: str | None
+    details: dict
+
+    def __new__(cls, text: str, hint: str | None = None, **details: object) -> "Hinted":
+        obj = super().__new__(cls, text)
+        obj.hint = hint
+        obj.details = details
+        return obj
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
 class NpuError(Exception):
     """An npurt failure carrying a neutral `ErrorCode` in `.code`, a neutral `.message` and, where a mirror words
     the remedy in its vendor's terms, a stable `.hint` key and the `.details` its wording needs (see

@@ -20,7 +20,7 @@ import threading
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from npurt.errors import ErrorCode, NpuError
+from npurt.errors import ErrorCode, Hinted, NpuError
 from npurt.rknn import constants as c
 from npurt.rknn import log
 
@@ -60,6 +60,7 @@ HINTS: Mapping[str, str] = MappingProxyType({
     "no_flush_inputs": "RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE must not be combined with rknn_inputs_set",
     "no_invalidate_outputs": "RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE must not be combined with rknn_outputs_get",
     "custom_op_unregistered": "{message} (rknn_register_custom_ops)",
+    "input_not_synced": "{message} (rknn_mem_sync(ctx, mem, RKNN_MEMORY_SYNC_TO_DEVICE) before rknn_run)",
 })
 """Runtime hint key -> the RKNN wording of that error (format fields: `message` and the error's `details`)."""
 
@@ -75,9 +76,9 @@ def status_of(error: NpuError | ErrorCode) -> int:
     return STATUS[error.code if isinstance(error, NpuError) else ErrorCode(error)]
 
 
-def vendor_message(error: NpuError) -> str:
-    """The message of `error` in RKNN's terms: its hint's wording (`HINTS`), else its own message."""
-    wording = HINTS.get(error.hint or "")
+def vendor_message(error: NpuError | Hinted) -> str:
+    """The message of a runtime error or log line in RKNN's terms: its hint's wording (`HINTS`), else its own."""
+    wording = HINTS.get(getattr(error, "hint", None) or "")
     return error.message if wording is None else wording.format(message=error.message, **error.details)
 
 

@@ -86,5 +86,8 @@ def verbose(message: str) -> None:
 
 def runtime_sink(lvl: str, message: str) -> None:
     """Adapter for `npurt.runtime.Context(log=...)`: neutral level names ("error", "warning", "info", "debug",
-    "verbose") to RKNN lines."""
+    "verbose") to RKNN lines; a hinted message is worded as librknnrt words it (`npurt.rknn.boundary.HINTS`)."""
+    if getattr(message, "hint", None):
+        from npurt.rknn.boundary import vendor_message      # the boundary logs through this module
+        message = vendor_message(message)  # type: ignore[arg-type]
     emit({"error": ERROR, "warning": WARNING, "info": INFO, "debug": DEBUG}.get(lvl, VERBOSE), message)

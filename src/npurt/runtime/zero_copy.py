@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from npurt.errors import ErrorCode, NpuError
+from npurt.errors import ErrorCode, Hinted, NpuError
 from npurt.memory import SyncMode
 from npurt.model.attrs import TensorAttr
 from npurt.runtime import convert
@@ -97,9 +97,9 @@ class ZeroCopyPath:
             if b.ref.runtime_known and self.options.flush_inputs:
                 buf.sync(SyncMode.TO_DEVICE)
             elif device.coherence == "check" and buf.cpu_written_since_sync():
-                msg = (f"coherence: input({b.native.name}) buffer {buf.name or 'buffer'}#{buf.handle} "
-                       f"(0x{buf.dev_addr:x}) was written by the CPU after its last sync to device: rknn_run reads "
-                       f"stale data on the board; call rknn_mem_sync(ctx, mem, RKNN_MEMORY_SYNC_TO_DEVICE) first")
+                msg = Hinted(f"coherence: input({b.native.name}) buffer {buf.name or 'buffer'}#{buf.handle} "
+                             f"(0x{buf.dev_addr:x}) was written by the CPU after its last sync to device: the run "
+                             f"reads stale data on the board; sync it to the device first", hint="input_not_synced")
                 self.coherence_violations.append(msg)
                 self._log("warning", msg)
             if b.staging is not None:
