@@ -80,7 +80,7 @@ def cast(dst: np.ndarray, src: np.ndarray) -> bool:
         return False
     conv = _CASTS.get((src.dtype, dst.dtype))
     if conv is None:
-        if src.dtype != dst.dtype or src.dtype.kind not in "iufb" and src.dtype != _F16 and src.dtype != _F32:
+        if src.dtype != dst.dtype or src.dtype.kind not in "iufb":
             return False
         conv = _COPIES.get(src.dtype.itemsize)
         if conv is None:
@@ -165,12 +165,11 @@ def planes_to_lanes(dst: np.ndarray, src: np.ndarray, quant: tuple[float, float]
         return False
     conv = _conversion(src.dtype, dst.dtype, quant)
     n, c1, h, wd, c2 = dst.shape
-    sn, sc, sh, sw = _element_strides(src) or (0, 0, 0, 0)
-    if conv is None or not dst.flags.c_contiguous or sw != 1 or src.shape[0] != n or src.shape[2] != h \
-            or src.shape[3] > wd or src.shape[1] > c1 * c2 or (src.size and not sn and n > 1):
+    strides = _element_strides(src)
+    if conv is None or strides is None or not dst.flags.c_contiguous or strides[3] != 1 or src.shape[0] != n \
+            or src.shape[2] != h or src.shape[3] > wd or src.shape[1] > c1 * c2:
         return False
-    if _element_strides(src) is None:
-        return False
+    sn, sc, sh, _ = strides
     lo, hi = blocks or (0, c1)
     a, b = quant or (0.0, 0.0)
     lib.npk_planes_to_lanes(conv, _ptr(src), sn, sc, sh, _ptr(dst), n, src.shape[1], h, src.shape[3], c1, c2, wd,
