@@ -12,7 +12,7 @@ from npurt.memory.cargs import as_struct
 from npurt.model.attrs import QntType, TensorAttr
 from npurt.rknn import constants as c
 from npurt.rknn import handles
-from npurt.rknn.structs import rknn_context, rknn_tensor_attr
+from npurt.rknn.structs import rknn_tensor_attr
 from npurt.soc import get_profile
 from npurt.tensor import DType, Layout
 
