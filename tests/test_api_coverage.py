@@ -4,6 +4,8 @@ with a reason — never both, never neither."""
 from __future__ import annotations
 
 import inspect
+import re
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,30 @@ from npurt.qnn.interface import QnnInterfaceTable
 from npurt.rknn import boundary as rknn_boundary
 from npurt.soc import API_FUNCTIONS
 from npurt.soc.api_coverage import NOT_EMULATED, QNN_INTERFACE_MEMBERS
+
+
+HEADERS = Path(__file__).resolve().parent.parent / "src" / "npurt" / "capi" / "include"
+
+
+def _c_declarations() -> dict[str, tuple[str, int]]:
+    """RKNN function name -> (return type, parameter count), from npurt's own headers."""
+    text = "".join(p.read_text(encoding="utf-8") for p in sorted(HEADERS.glob("rknn*.h")))
+    text = re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", "", text, flags=re.S))
+    found = {}
+    for ret, name, params in re.findall(r"(?:^|[;}\n])\s*([A-Za-z_][\w\s*]*?)\b(rknn_\w+)\s*\(([^()]*)\)\s*;", text):
+        found[name] = (" ".join(ret.split()), len([p for p in params.split(",") if p.strip() not in ("", "void")]))
+    return found
+
+
+def test_every_wrapped_rknn_function_has_its_c_signature():
+    """The signature table: each mirror function takes the C declaration's parameters, in number, and returns
+    a status exactly where C returns int (NULL / nothing where C returns a pointer / void)."""
+    decls = _c_declarations()
+    assert set(API_FUNCTIONS) <= set(decls), sorted(set(API_FUNCTIONS) - set(decls))
+    for name, fn in rknn_boundary.WRAPPED.items():
+        ret, n_params = decls[name]
+        assert len(inspect.signature(fn).parameters) == n_params, name
+        assert fn.returns_status == (ret == "int"), (name, ret)
 
 
 def test_the_interface_table_has_71_members_at_the_measured_indices():

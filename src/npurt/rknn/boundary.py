@@ -124,6 +124,7 @@ def mirror(func_name: str, failure: Any = "status") -> Callable:
                                                                     f"status"), failure)
             return result
         call.c_name = func_name  # type: ignore[attr-defined]
+        call.returns_status = failure == "status"  # type: ignore[attr-defined]
         WRAPPED[func_name] = call
         return call
     return wrap
