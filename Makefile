@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 # The install builds the compiled kernels (csrc/) with the machine's C compiler; it reruns when they change.
 $(STAMP): pyproject.toml setup.py $(wildcard csrc/*.c csrc/*.h csrc/*.py)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,accuracy]'
 	@touch $(STAMP)
 
 demo: $(STAMP)

@@ -7,7 +7,7 @@ import pytest
 import npurt
 from cli_helpers import fails, npurt as run_cli, ok_json
 
-COMMANDS = ("bench", "capi", "convert", "demo", "mm", "plan", "report", "run")
+COMMANDS = ("accuracy", "bench", "capi", "convert", "demo", "mm", "plan", "report", "run")
 
 
 def test_help_lists_every_command():
@@ -142,3 +142,9 @@ def test_bench_keeps_going_when_one_benchmark_fails(tmp_path, monkeypatch):
     import json
     d = json.loads(p.stdout)
     assert d["rows"] == [{"bench": "b_fine", "name": "x", "ratio": 0.5}] and "a_broken" in d["errors"]
+
+
+def test_bench_accuracy_quick():
+    d = ok_json("bench", "--quick", "--only", "accuracy", timeout=600)
+    row, = d["rows"]
+    assert row["bench"] == "accuracy" and row["ratio"] > 0 and row["inputs"] == 2 and row["tensors"] > 20

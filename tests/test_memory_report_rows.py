@@ -37,9 +37,13 @@ def test_one_table_for_rknn_session_and_context():
         table = context_table(ctx)
         assert memory_table(ctx) == table and s.memory_report().startswith(table.rstrip("\n"))
         rows, totals, _ = context_rows(ctx)
-        assert rows == memory_rows(ctx.compiled, lay.sram_size, lay.arena_base, lay.io_addrs, plan=ctx.plan)[0]
+        assert rows == memory_rows(ctx.compiled, lay.sram_size, lay.arena_base, lay.io_addrs, plan=ctx.plan,
+                                   output_formats=lay.output_formats)[0]
+        assert rows[-1].dtype == "FLOAT16" and rows[-1].native_shape == tuple(outs[0].user.dims)  # as bound
         assert totals.internal_size == s.mem_size().internal_size
     with Context(convnet(), options=ContextOptions()) as ctx:            # nothing bound: I/O at address 0
         rows, _, sram = context_rows(ctx)
         assert sram is None and rows[0].start == 0 and rows[-1].start == 0
+        assert (rows[-1].dtype, rows[-1].native_shape) == ("FLOAT", rows[-1].orig_shape)   # the general API's
+        assert rows[-1].size == 4 * ctx.compiled.output_attrs[0].n_elems
         assert all(r.sram_hit == 0 for r in rows[1:-1])

@@ -66,3 +66,18 @@ def test_arena_is_at_most_the_vendors(compiled):
     assert compiled.internal_size <= 2157568
     assert compiled.plan.internal_size >= compiled.plan.lower_bound
     assert all(off % 1024 == 0 for off in compiled.plan.offsets.values())
+
+
+def test_user_column_and_last_row_match_the_seed(compiled):
+    """seeds/rknn-npu-sram.txt: User is the consuming op; the output row is the float output the API returns."""
+    from npurt.plan.model_report import memory_rows
+    rows, _ = memory_rows(compiled)
+    by_name = {r.tensor: r for r in rows}
+    assert (rows[0].id, rows[0].user, rows[0].tensor) == (1, "ConvRelu", "input0")
+    seed_users = {f"output{k}": "ConvRelu" for k in range(2, 53, 2)}
+    seed_users.update({"output54": "AveragePool", "output55": "Conv", "output56": "Softmax"})
+    assert {name: by_name[name].user for name in seed_users} == seed_users
+    last = rows[-1]
+    assert (last.id, last.user, last.tensor, last.dtype) == (31, "OutputOperator", "output57", "FLOAT")
+    assert last.orig_shape == last.native_shape == (1, 1000, 1, 1)
+    assert last.size == last.end - last.start == 0xFA0

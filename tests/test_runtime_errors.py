@@ -66,9 +66,9 @@ def test_dynamic_input_given_to_the_context():
             lambda: Context(dynamic_convnet(False)))                     # symbolic dims and no shape sets
 
 
-def test_int8_dynamic_models_are_refused():
+def test_int8_dynamic_models_need_a_calibration_set():
     from npurt.runtime.loader import _family_from_onnx
-    _raises(ErrorCode.NOT_SUPPORTED, "must be float", lambda: _family_from_onnx(
+    _raises(ErrorCode.INVALID_ARGUMENT, "calibration dataset", lambda: _family_from_onnx(
         dynamic_convnet(False), "rk3588", [[(1, 3, 8, 8)]], precision="int8"))
 
 

@@ -6,7 +6,7 @@ from typing import Any
 from npurt._version import __version__
 from npurt.errors import ErrorCode, NpuError
 
-__all__ = ["ErrorCode", "NpuError", "__version__", "compile", "load_compiled", "supported_ops"]
+__all__ = ["ErrorCode", "NpuError", "__version__", "accuracy_analysis", "compile", "load_compiled", "supported_ops"]
 
 # Heavy layers (onnx, the kernels) load only when these are first used: `import npurt` stays light.
 _LAZY = {
@@ -15,6 +15,7 @@ _LAZY = {
     "supported_ops": ("npurt.exec.compile", "supported_ops"),
     "CompiledModel": ("npurt.model.compiled", "CompiledModel"),
     "Session": ("npurt.api.session", "Session"),
+    "accuracy_analysis": ("npurt.api.accuracy", "accuracy_analysis"),
     "DeviceTensor": ("npurt.api.tensor", "DeviceTensor"),
 }
 

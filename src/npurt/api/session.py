@@ -33,13 +33,15 @@ from npurt.runtime import Context, ContextOptions, MemRef
 _ids = itertools.count(1)
 
 
-def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, mean: Any, std: Any
-             ) -> tuple[Any, str | None]:
+def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, mean: Any, std: Any,
+             dynamic_input: Any = None, **int8_options: Any) -> tuple[Any, str | None]:
     """(what `Context` loads, the SoC to open): compiles ONNX when compile options are given, loads `.npurt`
     files so that their own SoC is used when `soc` is None."""
     from npurt.model.compiled import CompiledModel, read_compiled
     from npurt.runtime.loader import MAGIC
-    compile_opts = quantize is not None or precision is not None or mean is not None or std is not None
+    int8_options = {k: v for k, v in int8_options.items() if v}
+    compile_opts = quantize is not None or precision is not None or mean is not None or std is not None \
+        or bool(int8_options)
     if isinstance(model, (str, os.PathLike)):
         try:
             with open(model, "rb") as f:
@@ -53,13 +55,20 @@ def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, 
         model = read_compiled(bytes(model))
     if isinstance(model, CompiledModel):
         if compile_opts:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "quantize/precision/mean/std apply to ONNX models; this model "
-                                                       "is already compiled")
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "quantize/precision/mean/std and the int8 options apply to "
+                                                       "ONNX models; this model is already compiled")
         return model, soc or model.soc
     if compile_opts:
         from npurt.exec.compile import compile_model
+        from npurt.runtime.loader import compile_dynamic, dynamic_shape_sets
+        shape_sets = dynamic_shape_sets(model, dynamic_input)
+        if shape_sets:              # one compile per shape set; int8 with one calibration shared by all of them
+            from npurt.soc import get_profile
+            soc = get_profile(soc).name
+            return compile_dynamic(model, soc, shape_sets, precision, mean, std, quantize=quantize,
+                                   **int8_options), soc
         return compile_model(model, soc=soc, quantize=quantize, mean=mean, std=std, precision=precision,
-                             progress=False), soc
+                             progress=False, **int8_options), soc
     return model, soc
 
 
@@ -70,6 +79,7 @@ class Session:
     soc: the SoC to emulate (None: a compiled model's own SoC, else `$NPURT_SOC`, else rk3588).
     sram: put the internal arena in the NPU SRAM first (rest in DDR), as RKNN_FLAG_ENABLE_SRAM.
     quantize: a calibration dataset -> int8 (ONNX only); precision: "fp16" (default), "float32" or "int8";
+    quantized_algorithm ("normal", "kl_divergence", "mmse") and float_layers (kept fp16): as `npurt.compile`;
     mean / std: per-channel input normalisation fused into input conversion (then inputs are raw values).
     coherence: "coherent" (default), "strict" or "check" (see DESIGN.md); dynamic_input: shape sets of a
     dynamic-shape ONNX model.
@@ -77,12 +87,14 @@ class Session:
 
     def __init__(self, model: Any, soc: str | None = None, *, sram: bool = False, quantize: Any = None,
                  precision: str | None = None, mean: Any = None, std: Any = None, coherence: str | None = None,
-                 dynamic_input: Any = None, name: str = "") -> None:
+                 dynamic_input: Any = None, name: str = "", quantized_algorithm: str | None = None,
+                 float_layers: Any = None) -> None:
         self.name = name or f"session{next(_ids)}"
         self._closed = True
         self._in_bufs: list[Any] = []
         self._out_bufs: list[Any] = []
-        source, soc = _prepare(model, soc, quantize, precision, mean, std)
+        source, soc = _prepare(model, soc, quantize, precision, mean, std, dynamic_input,
+                               quantized_algorithm=quantized_algorithm, float_layers=float_layers)
         self._ctx = Context(source, soc=soc, coherence=coherence, options=ContextOptions(sram=bool(sram)),
                             dynamic_input=dynamic_input, name=self.name)
         self._closed = False

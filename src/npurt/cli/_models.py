@@ -15,7 +15,8 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 
-ZOO = ("mobilenet_v1", "mobilenet_v2_like", "small_convnet", "yolo_head", "yolov8n_like", "transformer_block")
+ZOO = ("mobilenet_v1", "mobilenet_v2_like", "small_convnet", "yolo_head", "yolov8n_like", "transformer_block",
+       "outlier_convnet")
 RANDOM_SAMPLES = 4
 
 
@@ -117,22 +118,47 @@ def quantize_arg(value: str | None, path: Path) -> Any:
     return value
 
 
+def add_quantize_args(p: Any,
+                      dataset_help: str = "int8: calibrate on a dataset.txt of .npy files, or 'random'") -> None:
+    """The int8 options every compiling command shares: --quantize DATASET, --quantized-algorithm, --float-layers."""
+    from npurt.tensor.ranges import ALGORITHMS
+    p.add_argument("--quantize", metavar="DATASET|random", help=dataset_help)
+    p.add_argument("--quantized-algorithm", choices=ALGORITHMS, default=None,
+                   help="how int8 activation ranges are chosen (default normal: min/max)")
+    p.add_argument("--float-layers", nargs="+", metavar="NAME", default=None,
+                   help="keep these layers (by the tensor they produce) in fp16, the rest int8")
+
+
+def quantize_options(args: Any) -> dict[str, Any]:
+    """The compile keywords of `add_quantize_args`' options that were given (for `load_model`)."""
+    options = {}
+    if getattr(args, "quantized_algorithm", None) is not None:
+        options["quantized_algorithm"] = args.quantized_algorithm
+    if getattr(args, "float_layers", None):
+        options["float_layers"] = list(args.float_layers)
+    if options and getattr(args, "quantize", None) is None:
+        raise _bad("--quantized-algorithm and --float-layers need --quantize (they shape the int8 model)")
+    return options
+
+
 def load_model(arg: str, soc: str | None, quantize: str | None = None, mean: Any = None, std: Any = None,
-               progress: bool | None = None) -> Any:
-    """A CompiledModel for `arg`: loaded from a `.npurt` (its SoC must match `soc` when given) or compiled."""
+               progress: bool | None = None, **options: Any) -> Any:
+    """A CompiledModel for `arg`: loaded from a `.npurt` (its SoC must match `soc` when given) or compiled
+    (`options`: further `npurt.compile` keywords, e.g. quantized_algorithm)."""
     import npurt
     path = resolve_model(arg)
     if progress is None:
         progress = sys.stdout.isatty()
     if is_compiled(path):
-        if quantize is not None or mean is not None or std is not None:
-            raise _bad(f"{path.name} is already compiled: --quantize/--mean/--std apply to ONNX models")
+        if quantize is not None or mean is not None or std is not None or options:
+            raise _bad(f"{path.name} is already compiled: --quantize/--mean/--std and the other compile options "
+                       f"apply to ONNX models")
         compiled = npurt.load_compiled(path)
         if soc and compiled.soc != soc.lower():
             raise NpuError(ErrorCode.PLATFORM_MISMATCH, f"{path.name} was compiled for {compiled.soc}, not {soc}")
         return compiled
     return npurt.compile(path, soc=soc, quantize=quantize_arg(quantize, path), mean=mean, std=std,
-                         progress=progress)
+                         progress=progress, **options)
 
 
 def parse_floats(text: str | None, what: str) -> list[float] | None:
@@ -143,3 +169,22 @@ def parse_floats(text: str | None, what: str) -> list[float] | None:
         return [float(v) for v in text.replace(" ", ",").split(",") if v]
     except ValueError:
         raise _bad(f"{what} must be comma-separated numbers, got {text!r}") from None
+
+
+def read_inputs(paths: list[Path], compiled: Any) -> list[np.ndarray]:
+    """One array per model input from `--input` .npy files, in order, each of the input's shape."""
+    names = list(compiled.graph.inputs)
+    if len(paths) != len(names):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"the model has {len(names)} input(s) {names}, got {len(paths)} "
+                                                   f"--input file(s)")
+    arrays = []
+    for name, p in zip(names, paths):
+        try:
+            a = np.load(p, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"cannot read {p}: {exc}") from None
+        want = tuple(compiled.storage[name].shape)
+        if tuple(a.shape) != want:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{p}: shape {tuple(a.shape)} != input {name!r} shape {want}")
+        arrays.append(a)
+    return arrays

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from npurt.cli._models import is_compiled, load_model, parse_floats, resolve_model
+from npurt.cli._models import (add_quantize_args, is_compiled, load_model, parse_floats, quantize_options,
+                               resolve_model)
 from npurt.cli._output import human_bytes, make_console, print_json
 from npurt.errors import ErrorCode, NpuError
 from npurt.soc import get_profile
@@ -20,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="an .onnx file or a zoo name")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="M.npurt", help="the compiled model file")
     p.add_argument("--soc", default="rk3588", help="target SoC (default rk3588)")
-    p.add_argument("--quantize", metavar="DATASET", help="int8: calibrate on a dataset.txt of .npy files, or 'random'")
+    add_quantize_args(p)
     p.add_argument("--mean", help="per-channel input mean, e.g. 127.5,127.5,127.5")
     p.add_argument("--std", help="per-channel input std, e.g. 127.5,127.5,127.5")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
@@ -35,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{path} is already a compiled .npurt model")
     mean, std = parse_floats(args.mean, "--mean"), parse_floats(args.std, "--std")
     compiled = load_model(str(path), profile.name, quantize=args.quantize, mean=[mean] if mean else None,
-                          std=[std] if std else None, progress=not args.json and console.is_terminal)
+                          std=[std] if std else None, progress=not args.json and console.is_terminal,
+                          **quantize_options(args))
     if args.output.suffix != ".npurt":
         console.print(f"[yellow]note[/yellow]: {args.output} does not end in .npurt")
     compiled.save(args.output)

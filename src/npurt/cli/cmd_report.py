@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from npurt.cli._models import load_model
+from npurt.cli._models import add_quantize_args, load_model, quantize_options
 from npurt.cli._output import make_console, print_json, print_text
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import page_round
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--soc", default="rk3588", help="target SoC (default rk3588)")
     p.add_argument("--sram", type=int, default=None, metavar="BYTES",
                    help="SRAM available to the model (default: the SoC's NPU SRAM; 0 for none)")
-    p.add_argument("--quantize", metavar="DATASET|random", help="int8 with this calibration set (default fp16)")
+    add_quantize_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--plot", type=Path, metavar="PLAN.png", help="save a time x offset picture of the plan")
     p.set_defaults(func=run)
@@ -55,7 +55,7 @@ def sram_for(compiled, profile, sram: int | None) -> int:
 def run(args: argparse.Namespace) -> int:
     console = make_console(quiet=args.json)
     profile = get_profile(args.soc)
-    compiled = load_model(args.model, profile.name, quantize=args.quantize,
+    compiled = load_model(args.model, profile.name, quantize=args.quantize, **quantize_options(args),
                           progress=not args.json and console.is_terminal)
     sram = sram_for(compiled, profile, args.sram)
     if args.plot:

@@ -14,7 +14,7 @@ import numpy as np
 from rich import box
 from rich.table import Table
 
-from npurt.cli._models import load_model, resolve_model
+from npurt.cli._models import add_quantize_args, load_model, quantize_options, read_inputs, resolve_model
 from npurt.cli._output import make_console, ms, print_json
 from npurt.cli._rknn_flow import Rknn, ZeroCopy, board_soc, general_frame, random_frames
 from npurt.errors import ErrorCode, NpuError
@@ -28,29 +28,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="one .npy per model input, in order (default: random inputs)")
     p.add_argument("--soc", default="rk3588", help="SoC to emulate (default rk3588)")
     p.add_argument("--zero-copy", action="store_true", help="bind native-format I/O buffers (rknn_set_io_mem)")
-    p.add_argument("--quantize", metavar="DATASET", help="compile int8, calibrating on a dataset.txt (or 'random')")
+    add_quantize_args(p)
     p.add_argument("--sram", action="store_true", help="rknn_init with RKNN_FLAG_ENABLE_SRAM")
     p.add_argument("--output", type=Path, metavar="OUT.npz", help="save the outputs, keyed by output name")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.set_defaults(func=run)
-
-
-def _read_inputs(paths: list[Path], compiled) -> list[np.ndarray]:
-    names = list(compiled.graph.inputs)
-    if len(paths) != len(names):
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"the model has {len(names)} input(s) {names}, got {len(paths)} "
-                                                   f"--input file(s)")
-    arrays = []
-    for name, p in zip(names, paths):
-        try:
-            a = np.load(p, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"cannot read {p}: {exc}") from None
-        want = tuple(compiled.storage[name].shape)
-        if tuple(a.shape) != want:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{p}: shape {tuple(a.shape)} != input {name!r} shape {want}")
-        arrays.append(a)
-    return arrays
 
 
 def _summary(name: str, y: np.ndarray) -> dict:
@@ -67,10 +49,10 @@ def run(args: argparse.Namespace) -> int:
     console = make_console(quiet=args.json)
     profile = get_profile(args.soc)
     path = resolve_model(args.model)
-    compiled = load_model(str(path), profile.name, quantize=args.quantize, progress=not args.json and
-                          console.is_terminal)
+    compiled = load_model(str(path), profile.name, quantize=args.quantize,
+                          progress=not args.json and console.is_terminal, **quantize_options(args))
     random = not args.input
-    frame = random_frames(compiled, 1)[0] if random else _read_inputs(args.input, compiled)
+    frame = random_frames(compiled, 1)[0] if random else read_inputs(args.input, compiled)
     rk = Rknn()
     r = rk.r
     with board_soc(profile.name):

@@ -10,6 +10,7 @@ import numpy as np
 
 from npurt.exec.kernels import get_kernel, supported_ops
 from npurt.model.ir import Node
+from npurt.model.mixed import CONVERT
 from npurt.model.passes import reference_evaluate
 
 
@@ -26,6 +27,8 @@ def kernel_attrs(node: Node, opset: int) -> dict[str, Any]:
 
 def evaluate_node(node: Node, values: list[np.ndarray | None], opset: int) -> list[np.ndarray]:
     """Evaluate one node on numpy inputs with the kernels (float inputs as float32), else onnx.reference."""
+    if node.op_type == CONVERT:         # npurt's storage conversion: the identity on logical values
+        return [values[0]]
     if node.op_type in supported_ops():
         args = [None if v is None else (v.astype(np.float32) if v.dtype.kind == "f" else v) for v in values]
         return list(get_kernel(node.op_type)(args, kernel_attrs(node, opset)))

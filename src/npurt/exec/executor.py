@@ -28,8 +28,10 @@ from npurt.exec.bind import SlotReader, SlotWriter, typed_view
 from npurt.exec.evaluate import kernel_attrs
 from npurt.exec.kernels.blas import policy_threads, set_blas_threads
 from npurt.model.compiled import CompiledModel
+from npurt.model.mixed import CONVERT
 from npurt.model.weights import decode_weight, stored_view
 from npurt.plan.model_plan import MemoryPlan
+from npurt.tensor import DType
 
 
 def _identity(inputs: list, attrs: dict) -> list:
@@ -40,7 +42,7 @@ def _kernel_for(op_type: str) -> Callable[[list, dict], list]:
     from npurt.exec.kernels import get_kernel, supported_ops
     if op_type in supported_ops():
         return get_kernel(op_type)
-    if op_type == "Identity":
+    if op_type in ("Identity", CONVERT):      # Convert: a storage conversion, done by the slot reader and writer
         return _identity
     raise NpuError(ErrorCode.NOT_SUPPORTED, f"op {op_type!r} is not supported")
 
@@ -204,9 +206,10 @@ class Executor:
             need = max(need, ins + outs)
         self._scratch = np.empty(max(need, 1), np.float32)
         out_max = max([math.prod(m.storage[t].shape) for n in g.nodes for t in n.outputs if t] + [1])
-        self._half = np.empty(out_max, np.float16) if m.precision == "fp16" else None
+        dtypes = {s.dtype for s in m.storage.values()}          # mixed precision: fp16 and int8 side by side
+        self._half = np.empty(out_max, np.float16) if DType.FLOAT16 in dtypes else None
         in_max = max([math.prod(s.dims) for s in m.storage.values()] + [1])
-        self._stage = np.empty(in_max, np.int8) if m.precision == "int8" else None
+        self._stage = np.empty(in_max, np.int8) if DType.INT8 in dtypes else None
         weights = {name: self._weight_reader(name, w) for name in g.constants}
         ctx = native.Context(m.storage, views, {n: r.value for n, r in weights.items() if r.value is not None}) \
             if self.native else None
@@ -267,7 +270,34 @@ class Executor:
             timings.append(((clock() - t0) // 1000, step[-1]))
         return timings
 
+    def run_step(self, index: int) -> None:
+        """Execute step `index` of the schedule alone (it reads its inputs' slots as they are now)."""
+        self._check_bound()
+        set_blas_threads(self._threads)
+        _execute(*self._steps[index])
+
     # --- inspection ------------------------------------------------------------------------------
+
+    def read_tensor(self, name: str) -> np.ndarray:
+        """A copy of activation `name`'s current logical value (float32, dequantised, ONNX layout)."""
+        self._check_bound()
+        st = self.model.storage[name]
+        raw, off = self._views[name]
+        k = SlotReader.needs_scratch(st)
+        return np.array(SlotReader(st, raw, off, np.empty(k, np.float32) if k else None).read())
+
+    def write_tensor(self, name: str, value: np.ndarray) -> None:
+        """Store a logical value into internal or output activation `name`'s slot (packed, cast or quantised as
+        the tensor is stored); model inputs are written with `pack_input`."""
+        self._check_bound()
+        st = self.model.storage[name]
+        if name in self.model.graph.inputs:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name!r} is a model input: write it with pack_input")
+        raw, off = self._views[name]
+        n = math.prod(st.shape)
+        value = np.asarray(value, np.float32) if st.logical_dtype.startswith("float") else np.asarray(value)
+        SlotWriter(st, raw, off, np.empty(n, np.float32) if st.quantized else None,
+                   np.empty(n, np.float16)).write(value)
 
     def tensor_view(self, name: str) -> np.ndarray:
         """The stored bytes of activation `name` as a typed array in its native dims (a view of bound memory)."""

@@ -1,5 +1,6 @@
 """int8 calibration: read the dataset (the vendor's `dataset.txt` or arrays), run the float graph, collect the
-min/max of every activation, and choose per-tensor asymmetric affine parameters.
+min/max (and, for `kl_divergence` / `mmse`, the histogram) of every activation, and choose per-tensor asymmetric
+affine parameters over the range the `quantized_algorithm` picks (`npurt.tensor.ranges`).
 
 The float run walks the optimised IR with the node evaluator the caller passes in (the compiler passes the
 executor's kernels, so the calibrated tensors are exactly the tensors the executor stores, fused activations
@@ -17,6 +18,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.model.ir import Graph
 from npurt.model.passes import NodeEvaluator
 from npurt.tensor.quant import choose_affine_params
+from npurt.tensor.ranges import HIST_BINS, check_algorithm, choose_range, histogram_range
 
 Dataset = "str | os.PathLike | Sequence[np.ndarray] | Sequence[Sequence[np.ndarray]] | Sequence[Mapping[str, np.ndarray]]"
 
@@ -129,33 +131,66 @@ def iterate_float(graph: Graph, feeds: Mapping[str, np.ndarray],
                 values.pop(t, None)
 
 
+def _float_values(graph: Graph, sample: list[np.ndarray], mean: list | None, std: list | None,
+                  evaluate: NodeEvaluator) -> Iterable[tuple[str, np.ndarray]]:
+    """(name, finite float values) of every float activation of one calibration sample's float run."""
+    feeds = {}
+    for k, (name, arr) in enumerate(zip(graph.inputs, sample)):
+        if graph.tensors[name].is_float:
+            arr = apply_normalization(arr, mean[k] if mean else None, std[k] if std else None)
+        feeds[name] = arr
+    for name, value in iterate_float(graph, feeds, evaluate):
+        if value.dtype.kind != "f" or value.size == 0:
+            continue
+        if not np.isfinite(value).all():
+            value = value[np.isfinite(value)]
+        yield name, value
+
+
 def calibrate(graph: Graph, samples: list[list[np.ndarray]], mean: list | None = None, std: list | None = None,
-              progress: bool = True, *, evaluate: NodeEvaluator) -> dict[str, tuple[float, int]]:
-    """{tensor: (scale, zero_point)} for every float activation, from min/max over all samples (the float run
-    evaluates each node with `evaluate`)."""
+              progress: bool = True, *, evaluate: NodeEvaluator,
+              algorithm: str = "normal") -> dict[str, tuple[float, int]]:
+    """{tensor: (scale, zero_point)} for every float activation of `graph` over `samples` (the float run evaluates
+    each node with `evaluate`); `algorithm` picks the range as `npurt.tensor.ranges` says."""
+    return calibrate_shared([(graph, samples)], mean, std, progress, evaluate=evaluate, algorithm=algorithm)
+
+
+def calibrate_shared(runs: Sequence[tuple[Graph, list[list[np.ndarray]]]], mean: list | None = None,
+                     std: list | None = None, progress: bool = True, *, evaluate: NodeEvaluator,
+                     algorithm: str = "normal") -> dict[str, tuple[float, int]]:
+    """One calibration shared by several graphs of one model (its dynamic shape sets), each run on its own
+    samples: ranges are taken over all of them. `normal` needs one float run per sample, the histogram
+    algorithms two (min/max, then the histograms over those ranges)."""
+    check_algorithm(algorithm)
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
+    hists: dict[str, np.ndarray] = {}
+    passes = 1 if algorithm == "normal" else 2
     from rich.progress import Progress
     with Progress(transient=True, disable=not progress) as bar:
-        task = bar.add_task("calibrating", total=len(samples))
-        for sample in samples:
-            feeds = {}
-            for k, (name, arr) in enumerate(zip(graph.inputs, sample)):
-                if graph.tensors[name].is_float:
-                    arr = apply_normalization(arr, mean[k] if mean else None, std[k] if std else None)
-                feeds[name] = arr
-            for name, value in iterate_float(graph, feeds, evaluate):
-                if value.dtype.kind != "f" or value.size == 0:
-                    continue
-                mn, mx = float(np.min(value)), float(np.max(value))
-                if not (np.isfinite(mn) and np.isfinite(mx)):
-                    finite = value[np.isfinite(value)]
-                    mn, mx = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
-                lo[name] = min(lo.get(name, mn), mn)
-                hi[name] = max(hi.get(name, mx), mx)
-            bar.advance(task)
-    params = {name: choose_affine_params(lo[name], hi[name], "int8") for name in lo}
-    return share_passthrough_params(graph, params)
+        task = bar.add_task(f"calibrating ({algorithm})", total=passes * sum(len(s) for _, s in runs))
+        for pass_no in range(passes):
+            for graph, samples in runs:
+                for sample in samples:
+                    for name, value in _float_values(graph, sample, mean, std, evaluate):
+                        if pass_no == 1:
+                            h, _ = np.histogram(value, HIST_BINS, histogram_range(lo[name], hi[name]))
+                            hists[name] = hists[name] + h if name in hists else h
+                        elif value.size:
+                            mn, mx = float(np.min(value)), float(np.max(value))
+                            lo[name] = min(lo.get(name, mn), mn)
+                            hi[name] = max(hi.get(name, mx), mx)
+                        else:
+                            lo.setdefault(name, 0.0)
+                            hi.setdefault(name, 0.0)
+                    bar.advance(task)
+    params = {}
+    for name in lo:
+        a, b = histogram_range(lo[name], hi[name]) if name in hists else (lo[name], hi[name])
+        if name in hists:
+            a, b = choose_range(algorithm, hists[name], a, b)
+        params[name] = choose_affine_params(a, b, "int8")
+    return share_passthrough_params(runs[0][0], params)
 
 
 # Ops whose output values are a subset of their (first) input's values: they keep the input's quantisation, as

@@ -2,7 +2,8 @@
 
 - fp16 precision: float constants as float16 (float32 if a value would overflow float16); others unchanged.
 - int8 precision: Conv/ConvTranspose/Gemm/MatMul weight operands as per-channel symmetric int8 + float32 scales;
-  their biases as int32 with scale = input scale * weight scale (per channel); other float constants float16.
+  their biases as int32 with scale = input scale * weight scale (per channel); other float constants float16;
+  the constants of the nodes kept in fp16 (mixed precision, `float_nodes`) float16.
 - float32 precision: everything as given (float constants as float32).
 
 `decode_weight` turns a stored entry back into the logical float32 (or integer) array the kernels take.
@@ -76,10 +77,11 @@ def _as_fp16_or_f32(value: np.ndarray) -> np.ndarray:
     return v.astype(np.float16)
 
 
-def encode_weights(graph: Graph, precision: str,
-                   act_qparams: dict[str, tuple[float, int]] | None = None) -> tuple[dict[str, WeightEntry],
-                                                                                   dict[str, np.ndarray]]:
-    """({name: WeightEntry}, {entry name: stored array}) for every constant a node reads."""
+def encode_weights(graph: Graph, precision: str, act_qparams: dict[str, tuple[float, int]] | None = None,
+                   float_nodes: "set[int] | frozenset[int]" = frozenset()
+                   ) -> tuple[dict[str, WeightEntry], dict[str, np.ndarray]]:
+    """({name: WeightEntry}, {entry name: stored array}) for every constant a node reads (`float_nodes`: schedule
+    indices of the nodes of an int8 model that compute in fp16)."""
     used: dict[str, list[tuple[int, int]]] = {}
     for i, node in enumerate(graph.nodes):
         for pos, t in enumerate(node.inputs):
@@ -105,7 +107,7 @@ def encode_weights(graph: Graph, precision: str,
         if precision == "float32":
             add(name, value.astype(np.float32, copy=False), logical)
             continue
-        if precision == "int8":
+        if precision == "int8" and not any(i in float_nodes for i, _ in uses):
             axes = {_weight_axis(graph.nodes[i].op_type, p, graph.nodes[i].attrs, value.shape) for i, p in uses}
             if len(axes) == 1 and None not in axes and np.all(np.isfinite(value)):
                 axis = axes.pop()

@@ -9,6 +9,8 @@ biases. `save_cached` / `cached` keep serialised models under `.cache/models/` (
   AveragePool, a 1x1 Conv classifier and Softmax on (1, 1000, 1, 1); tensor names follow the
   table: input0, output1 ... output57).
 - `mobilenet_v2_like`, `small_convnet`, `yolo_head`, `yolov8n_like`, `transformer_block`.
+- `outlier_convnet`: three convolutions whose first layer has one outlier channel (rare, huge activations that the
+  next layer weighs down): the int8 accuracy case of `docs/quantization.md`.
 - `light_model(name)`: the 9 "light" real architectures shipped in the onnx wheel, with their
   ConstantOfShape weights replaced by random initializers.
 """
@@ -173,6 +175,27 @@ def small_convnet(size: int = 32, num_classes: int = 10, seed: int = 0) -> onnx.
     x = g.node("Gemm", [x, w, g.const(np.zeros(num_classes, np.float32), "b")])
     y = g.node("Softmax", [x], "probs", axis=-1)
     return g.model([("input", [1, 3, size, size])], [(y, [1, num_classes])], "small_convnet")
+
+
+def outlier_convnet(size: int = 16, gain: float = 200.0, seed: int = 0) -> onnx.ModelProto:
+    """input (1,3,size,size) -> Conv+Relu "conv1" (8 ch) -> Conv+Relu "conv2" (8 ch) -> Conv 1x1 "output" (4 ch).
+
+    conv1's channel 0 has its weights scaled by `gain` and a bias of -2 * gain, so it is zero almost everywhere
+    and huge where it fires; conv2 divides its weights from that channel by `gain`. Min/max int8 calibration then
+    spends conv1's 256 codes on the outlier and leaves a few for the other seven channels."""
+    g = _Graph(seed)
+    w1 = g.rng.normal(0, 0.3, (8, 3, 3, 3)).astype(np.float32)
+    b1 = np.zeros(8, np.float32)
+    w1[0] *= gain
+    b1[0] = -2.0 * gain
+    w2 = g.rng.normal(0, 0.3, (8, 8, 3, 3)).astype(np.float32)
+    w2[:, 0] /= gain
+    w3 = g.rng.normal(0, 0.3, (4, 8, 1, 1)).astype(np.float32)
+    pads = [1, 1, 1, 1]
+    x = g.node("Relu", [g.node("Conv", ["input", g.const(w1), g.const(b1, "b")], pads=pads)], "conv1")
+    x = g.node("Relu", [g.node("Conv", [x, g.const(w2)], pads=pads)], "conv2")
+    y = g.node("Conv", [x, g.const(w3)], "output")
+    return g.model([("input", [1, 3, size, size])], [(y, [1, 4, size, size])], "outlier_convnet")
 
 
 # --- YOLO-style head --------------------------------------------------------------------------

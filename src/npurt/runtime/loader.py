@@ -9,8 +9,9 @@ Dynamic shapes: the compiler builds one static model per shape, so a dynamic-sha
 and reports the largest one first, as the vendor's INPUT_ATTR does before the first `rknn_set_input_shapes`.
 Shape sets are declared by `Context(dynamic_input=...)`, by ONNX metadata `npurt.dynamic_input` (JSON: a list
 of shape sets, each a list with one shape per input), or by a `.npurt` compiled by `compile_dynamic` (which keeps
-the ONNX and the shape sets in the manifest's `meta`). Only float (fp16 / float32) models can be dynamic: an int8
-model would need its calibration data again for every shape.
+the ONNX and the shape sets in the manifest's `meta`). An int8 dynamic-shape model is calibrated once, over
+samples of any of its shape sets (`compile_dynamic(quantize=...)`); that calibration is kept in its compile
+arguments, so every shape set compiled later quantises with the same parameters.
 """
 from __future__ import annotations
 
@@ -38,19 +39,19 @@ _CACHE_SIZE = 16
 Shapes = list[tuple[int, ...]]
 
 
-def _compile(onnx_bytes: bytes, soc: str, input_shapes: dict | None = None, precision: str | None = None,
-             mean=None, std=None):
-    """compile_model with a small content-keyed cache (compiled models are never mutated by the runtime)."""
+def _compile(onnx_bytes: bytes, soc: str, input_shapes: dict | None = None, **options: Any):
+    """compile_model with a small content-keyed cache (compiled models are never mutated by the runtime);
+    `options`: JSON-able compile keywords (precision, mean, std, qparams, float_layers)."""
     from npurt.exec.compile import compile_model
-    key = (hashlib.sha256(onnx_bytes).hexdigest(), soc, json.dumps(input_shapes, sort_keys=True), precision,
-           json.dumps(mean), json.dumps(std))
+    key = (hashlib.sha256(onnx_bytes).hexdigest(), soc, json.dumps(input_shapes, sort_keys=True),
+           json.dumps(options, sort_keys=True))
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    compiled = compile_model(onnx_bytes, soc=soc, input_shapes=input_shapes, precision=precision, mean=mean,
-                             std=std, progress=False)
+    compiled = compile_model(onnx_bytes, soc=soc, input_shapes=input_shapes, progress=False,
+                             **{k: v for k, v in options.items() if v is not None})
     with _cache_lock:
         _cache[key] = compiled
         while len(_cache) > _CACHE_SIZE:
@@ -82,6 +83,17 @@ def _onnx_dynamic_input(onnx_bytes: bytes) -> list[Shapes] | None:
         if prop.key == ONNX_META_KEY:
             return parse_shape_sets(json.loads(prop.value))
     return None
+
+
+def dynamic_shape_sets(onnx_model: Any, dynamic_input: Any = None) -> list[Shapes] | None:
+    """The shape sets of an ONNX model: `dynamic_input` if given, else its `npurt.dynamic_input` metadata, else
+    None (a static model)."""
+    if dynamic_input is not None:
+        return parse_shape_sets(dynamic_input)
+    raw, obj = _read(onnx_model)
+    if raw is None:
+        raw = obj.SerializeToString() if hasattr(obj, "SerializeToString") else b""
+    return _onnx_dynamic_input(bytes(raw))
 
 
 def parse_shape_sets(value: Any) -> list[Shapes]:
@@ -149,12 +161,16 @@ class ModelFamily:
 
 
 def compile_dynamic(onnx_model: Any, soc: str, dynamic_input: Any, precision: str | None = None,
-                    mean=None, std=None) -> Any:
+                    mean=None, std=None, quantize: Any = None, quantized_algorithm: str = "normal",
+                    float_layers: Sequence[str] = ()) -> Any:
     """Compile a dynamic-shape model: the largest shape set, with the ONNX source and the shape sets kept in
-    `meta` so the `.npurt` it saves to can be loaded as a dynamic-shape model by `rknn_init`."""
+    `meta` so the `.npurt` it saves to can be loaded as a dynamic-shape model by `rknn_init`. `quantize` (a
+    calibration set whose samples each match one shape set) makes it int8 with one calibration shared by every
+    shape set (kept in `meta` too, so each shape set compiled later uses it)."""
     raw, obj = _read(onnx_model)
     onnx_bytes = bytes(raw) if raw is not None else obj.SerializeToString()
-    family = _family_from_onnx(onnx_bytes, soc, parse_shape_sets(dynamic_input), precision, mean, std)
+    family = _family_from_onnx(onnx_bytes, soc, parse_shape_sets(dynamic_input), precision, mean, std,
+                               quantize=quantize, quantized_algorithm=quantized_algorithm, float_layers=float_layers)
     import dataclasses
     meta = dict(family.current.meta, **{META_DYNAMIC: [[list(s) for s in ss] for ss in family.shape_sets],
                                         META_SOURCE: base64.b64encode(onnx_bytes).decode("ascii"),
@@ -162,21 +178,38 @@ def compile_dynamic(onnx_model: Any, soc: str, dynamic_input: Any, precision: st
     return dataclasses.replace(family.current, meta=meta)      # the cached model itself stays as it was
 
 
-def _family_from_onnx(onnx_bytes: bytes, soc: str, shape_sets: list[Shapes] | None, precision=None, mean=None,
-                      std=None) -> ModelFamily:
-    args = {"precision": precision, "mean": mean, "std": std}
-    if not shape_sets:
-        return ModelFamily(_compile(onnx_bytes, soc, None, **args))
-    if precision == "int8":
-        raise NpuError(ErrorCode.NOT_SUPPORTED, "dynamic-shape models must be float (fp16/float32), not int8")
-    tmp = ModelFamily(None, onnx_bytes, shape_sets, args)
-    biggest = tmp.largest()
+def _input_names(onnx_bytes: bytes) -> list[str]:
     import onnx
     proto = onnx.load_from_string(onnx_bytes)
-    names = [vi.name for vi in proto.graph.input if vi.name not in {i.name for i in proto.graph.initializer}]
-    if len(names) != len(biggest):
+    return [vi.name for vi in proto.graph.input if vi.name not in {i.name for i in proto.graph.initializer}]
+
+
+def _family_from_onnx(onnx_bytes: bytes, soc: str, shape_sets: list[Shapes] | None, precision=None, mean=None,
+                      std=None, quantize: Any = None, quantized_algorithm: str = "normal",
+                      float_layers: Sequence[str] = ()) -> ModelFamily:
+    args: dict[str, Any] = {"precision": precision, "mean": mean, "std": std}
+    if float_layers:
+        args["float_layers"] = list(float_layers)
+    if not shape_sets:
+        if quantize is not None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "quantize= here is for dynamic-shape models: compile a "
+                                                       "static model with npurt.compile")
+        return ModelFamily(_compile(onnx_bytes, soc, None, **args))
+    names = _input_names(onnx_bytes)
+    bad = next((s for s in shape_sets if len(s) != len(names)), None)
+    if bad is not None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                       f"dynamic_input shape sets have {len(biggest)} shapes, the model has {len(names)} inputs")
+                       f"dynamic_input shape sets have {len(bad)} shapes, the model has {len(names)} inputs")
+    if quantize is not None:
+        from npurt.exec.compile import calibrate_dynamic
+        qparams = calibrate_dynamic(onnx_bytes, [dict(zip(names, map(list, s))) for s in shape_sets], quantize,
+                                    mean, std, progress=False, quantized_algorithm=quantized_algorithm)
+        args.update(precision="int8", qparams={k: [float(v[0]), int(v[1])] for k, v in sorted(qparams.items())})
+    elif precision == "int8":
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "an int8 dynamic-shape model needs a calibration dataset "
+                                                   "(quantize=...) covering its shape sets")
+    tmp = ModelFamily(None, onnx_bytes, shape_sets, args)
+    biggest = tmp.largest()
     first = _compile(onnx_bytes, soc, dict(zip(names, map(list, biggest))), **args)
     return ModelFamily(first, onnx_bytes, shape_sets, args)
 

@@ -7,14 +7,15 @@ Addresses: internal tensors at the arena's address plus their planned offset. Wh
 placed "SRAM first"; an arena spilling to DDR is one contiguous range) the table counts from the SRAM address on,
 as the seed's log does ("Total allocated Internal SRAM Size: 524288, Addr: [0xff3e0000, ...)" and the first
 internal tensor at 0xff3e0000). Inputs and outputs are at the memory bound to them (zero-copy `bind`, e.g.
-rknn_set_io_mem or a Session's buffers), 0 while unbound.
+rknn_set_io_mem or a Session's buffers), 0 while unbound; a bound output's row has the type, dims and size of its
+buffer's format, an unbound one the general API's float output.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from npurt.plan.model_report import memory_rows
+from npurt.plan.model_report import dtype_name, memory_rows
 from npurt.plan.report import MemoryRow, MemoryTotals, format_memory_table
 
 
@@ -26,6 +27,7 @@ class ContextLayout:
     sram_size: int
     sram_addr: int | None
     io_addrs: dict[str, int]
+    output_formats: dict[str, tuple[str, tuple[int, ...], int]]     # bound outputs: (type, dims, bytes)
 
     @property
     def sram_header(self) -> tuple[int, int] | None:
@@ -47,18 +49,23 @@ def context_layout(ctx: Any) -> ContextLayout:
             base = sram_addr
     compiled = ctx.compiled
     io: dict[str, int] = {}
+    formats: dict[str, tuple[str, tuple[int, ...], int]] = {}
     ins, outs = ctx.bindings()
     for names, binds in ((compiled.graph.inputs, ins), (compiled.graph.outputs, outs)):
         for name, b in zip(names, binds):
             if b is not None and b.ref.alive:
                 io[name] = int(b.ref.buffer.dev_addr) + int(b.ref.offset)
-    return ContextLayout(base, sram_size, sram_addr, io)
+                if not b.is_input:
+                    formats[name] = (dtype_name(b.user.type), tuple(b.user.dims),
+                                     int(b.user.size_with_stride or b.user.size))
+    return ContextLayout(base, sram_size, sram_addr, io, formats)
 
 
 def context_rows(ctx: Any) -> tuple[list[MemoryRow], MemoryTotals, tuple[int, int] | None]:
     """Rows, totals and the SRAM header (size, address) or None of `ctx`'s current model and plan."""
     lay = context_layout(ctx)
-    rows, totals = memory_rows(ctx.compiled, lay.sram_size, lay.arena_base, lay.io_addrs, plan=ctx.plan)
+    rows, totals = memory_rows(ctx.compiled, lay.sram_size, lay.arena_base, lay.io_addrs, plan=ctx.plan,
+                               output_formats=lay.output_formats)
     return rows, totals, lay.sram_header
 
 
