@@ -207,8 +207,8 @@ def test_int8_dynamic_shapes_share_one_calibration_session_and_rknn():
                             rknn_context, rknn_destroy, rknn_init, rknn_input_range, rknn_query,
                             rknn_set_input_shapes, rknn_tensor_attr)
     from npurt.runtime.loader import compile_dynamic
-    from test_runtime_models import DYNAMIC_SHAPES, dynamic_convnet, image, reference
-    from test_rknn_api_run import general_run
+    from helpers.models import DYNAMIC_SHAPES, dynamic_convnet, image, reference
+    from helpers.rknn import general_run
     calib = [image(tuple(s[0]), seed=10 * k + i) for k, s in enumerate(DYNAMIC_SHAPES) for i in range(3)]
     with npurt.Session(dynamic_convnet(), quantize=calib) as s:
         members = s.context.family.all()
@@ -242,7 +242,7 @@ def test_int8_dynamic_shapes_share_one_calibration_session_and_rknn():
 
 def test_int8_dynamic_shapes_bad_input():
     from npurt.runtime.loader import compile_dynamic
-    from test_runtime_models import DYNAMIC_SHAPES, dynamic_convnet, image
+    from helpers.models import DYNAMIC_SHAPES, dynamic_convnet, image
     with pytest.raises(NpuError) as e:               # a sample of a shape that is not declared
         compile_dynamic(dynamic_convnet(), "rk3588", DYNAMIC_SHAPES, quantize=[image((1, 3, 9, 9))])
     assert e.value.code is ErrorCode.INVALID_ARGUMENT and "dynamic shapes" in str(e.value)

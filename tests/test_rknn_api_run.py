@@ -17,7 +17,7 @@ from npurt.rknn import *  # noqa: F403
 from npurt.rknn import handles
 from npurt.rknn.api import context_of
 from npurt.tensor import nc1hwc2_to_nchw
-from helpers.rknn import errline, init, query, shape_attr, state
+from helpers.rknn import errline, general_run, init, query, shape_attr, state
 from helpers.models import (X_SHAPE, Y_SHAPE, convnet, convnet_other, dynamic_convnet, image, int8_convnet,
                                  npurt_bytes, reference, two_io)
 
@@ -31,26 +31,6 @@ def attr(ctx, cmd, index=0) -> rknn_tensor_attr:
     a = rknn_tensor_attr(index=index)
     assert query(ctx, cmd, a) == RKNN_SUCC
     return a
-
-
-def general_run(ctx, *arrays, fmt=RKNN_TENSOR_NCHW, want_float=1):
-    """rknn_inputs_set (FLOAT32) -> rknn_run -> rknn_outputs_get -> copies -> rknn_outputs_release."""
-    inputs = (rknn_input * len(arrays))()
-    for i, a in enumerate(arrays):
-        inputs[i].index, inputs[i].buf, inputs[i].size = i, a.ctypes.data, a.nbytes
-        inputs[i].type = {np.float32: RKNN_TENSOR_FLOAT32, np.uint8: RKNN_TENSOR_UINT8}[a.dtype.type]
-        inputs[i].fmt = fmt if a.ndim == 4 else RKNN_TENSOR_UNDEFINED
-    assert rknn_inputs_set(ctx, len(arrays), inputs) == RKNN_SUCC
-    assert rknn_run(ctx, None) == RKNN_SUCC
-    io = rknn_input_output_num()
-    query(ctx, RKNN_QUERY_IN_OUT_NUM, io)
-    outputs = (rknn_output * io.n_output)()
-    for i in range(io.n_output):
-        outputs[i].index, outputs[i].want_float = i, want_float
-    assert rknn_outputs_get(ctx, io.n_output, outputs, None) == RKNN_SUCC
-    res = [output_view(o).copy() for o in outputs]
-    assert rknn_outputs_release(ctx, io.n_output, outputs) == RKNN_SUCC
-    return res
 
 
 # --- general API ------------------------------------------------------------------------------------------------------
