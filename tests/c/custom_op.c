@@ -2,8 +2,8 @@
  * pointers given to rknn_register_custom_ops (argv[4] "register") or from a plugin found at rknn_init ("plugin");
  * "skip" registers an op over the model's built-in Sigmoid whose init returns RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE,
  * so the built-in runs. The general API runs the model twice. argv: model input.bin out.bin register|plugin|skip. */
-#include "common.h"
 #include "custom_sigmoid.h"
+#include "flow_helpers.h"
 
 static int skip_init(rknn_custom_op_context *op_ctx, rknn_custom_op_tensor *inputs, uint32_t n_inputs,
                      rknn_custom_op_tensor *outputs, uint32_t n_outputs)
@@ -41,12 +41,7 @@ int main(int argc, char **argv)
         ops[0].compute = never_compute;
         CHECK_RET(rknn_register_custom_ops(ctx, ops, 1), RKNN_SUCC);
     }
-    rknn_input in;
-    memset(&in, 0, sizeof(in));
-    in.type = RKNN_TENSOR_FLOAT32;
-    in.fmt = RKNN_TENSOR_NCHW;
-    in.buf = x;
-    in.size = (uint32_t)size;
+    rknn_input in = float_nchw_input(x, size);
     rknn_output out;
     for (int i = 0; i < 2; i++) {
         CHECK_RET(rknn_inputs_set(ctx, 1, &in), RKNN_SUCC);

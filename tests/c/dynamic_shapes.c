@@ -14,13 +14,7 @@ static void run_shape(rknn_context ctx, const char *indir, const char *outdir, u
     rknn_tensor_attr cur_out = query_attr(ctx, RKNN_QUERY_CURRENT_OUTPUT_ATTR, 0);
     CHECK(cur_in.n_elems * sizeof(float) == size);
     printf("shape %u: input n_elems=%u output n_elems=%u\n", s, cur_in.n_elems, cur_out.n_elems);
-    rknn_input in;
-    memset(&in, 0, sizeof(in));
-    in.index = 0;
-    in.type = RKNN_TENSOR_FLOAT32;
-    in.fmt = RKNN_TENSOR_NCHW;
-    in.buf = x;
-    in.size = (uint32_t)size;
+    rknn_input in = float_nchw_input(x, size);
     CHECK_RET(rknn_inputs_set(ctx, 1, &in), RKNN_SUCC);
     CHECK_RET(rknn_run(ctx, NULL), RKNN_SUCC);
     rknn_output out;

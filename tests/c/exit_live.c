@@ -2,8 +2,7 @@
  * without destroying anything. The process must exit 0, neither crashing nor hanging. argv: model input.bin. */
 #include <pthread.h>
 #include <unistd.h>
-#include "common.h"
-#include "rknn_api.h"
+#include "flow_helpers.h"
 
 static rknn_context ctx2;
 static volatile int started;
@@ -28,12 +27,7 @@ int main(int argc, char **argv)
     rknn_tensor_mem *mem = rknn_create_mem(ctx, 1 << 20);
     CHECK(mem != NULL);
     CHECK_RET(rknn_dup_context(&ctx, &ctx2), RKNN_SUCC);
-    rknn_input in;
-    memset(&in, 0, sizeof(in));
-    in.type = RKNN_TENSOR_FLOAT32;
-    in.fmt = RKNN_TENSOR_NCHW;
-    in.buf = x;
-    in.size = (uint32_t)size;
+    rknn_input in = float_nchw_input(x, size);
     CHECK_RET(rknn_inputs_set(ctx2, 1, &in), RKNN_SUCC);
     pthread_t tid;
     CHECK(pthread_create(&tid, NULL, spin, NULL) == 0);

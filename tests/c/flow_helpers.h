@@ -40,6 +40,18 @@ static inline rknn_tensor_attr float_output_attr(rknn_context ctx, uint32_t inde
     return attr;
 }
 
+/* Input 0 of the general API as float32 NCHW bytes. */
+static inline rknn_input float_nchw_input(void *buf, size_t size)
+{
+    rknn_input in;
+    memset(&in, 0, sizeof(in));
+    in.type = RKNN_TENSOR_FLOAT32;
+    in.fmt = RKNN_TENSOR_NCHW;
+    in.buf = buf;
+    in.size = (uint32_t)size;
+    return in;
+}
+
 static inline void write_output(const char *dir, const char *name, const void *data, size_t size)
 {
     char path[4096];

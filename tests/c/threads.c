@@ -3,8 +3,7 @@
  * either succeeds or is refused (the context is busy), and nothing deadlocks.
  * argv: model input.bin threads runs. */
 #include <pthread.h>
-#include "common.h"
-#include "rknn_api.h"
+#include "flow_helpers.h"
 
 static float *x;
 static size_t x_size;
@@ -19,12 +18,7 @@ struct job {
 
 static int run_once(rknn_context ctx, float *dst, size_t dst_size)
 {
-    rknn_input in;
-    memset(&in, 0, sizeof(in));
-    in.type = RKNN_TENSOR_FLOAT32;
-    in.fmt = RKNN_TENSOR_NCHW;
-    in.buf = x;
-    in.size = (uint32_t)x_size;
+    rknn_input in = float_nchw_input(x, x_size);
     if (rknn_inputs_set(ctx, 1, &in) != RKNN_SUCC)
         return -1;
     int ret = rknn_run(ctx, NULL);
