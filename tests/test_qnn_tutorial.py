@@ -261,30 +261,42 @@ def test_native_concurrent_spillfill_and_vtcm_backup_sharing(native):
         q.qurt_free(vtcm_qurt_va)
 
 
-@pytest.mark.parametrize("precision,tol", [("fp16", 2e-3), ("int8", 2e-2)])
-def test_ion_flow_with_quantized_and_half_binaries(htp, precision, tol):
-    """The ION example with an fp16 and an int8 context binary: I/O tensors are FLOAT_16 / SFIXED_POINT_8 (with
-    QNN scale/offset) and the outputs match onnxruntime within the precision's tolerance."""
+@pytest.mark.parametrize("precision,io,want,tol", [
+    ("fp16", "float32", q.QNN_DATATYPE_FLOAT_32, 2e-3), ("int8", "float32", q.QNN_DATATYPE_FLOAT_32, 2e-2),
+    ("fp16", "float16", q.QNN_DATATYPE_FLOAT_16, 2e-3), ("int8", "quantized", q.QNN_DATATYPE_SFIXED_POINT_8, 3e-2)])
+def test_ion_flow_with_quantized_and_half_binaries(htp, precision, io, want, tol):
+    """The ION example with an fp16 and an int8 context binary: graph I/O is FLOAT_32 NHWC by default (the graph
+    converts to its native types inside), FLOAT_16 or SFIXED_POINT_8 (with QNN scale/offset) as a compile option;
+    the outputs match onnxruntime within the precision's tolerance."""
     x, ref = sample(SMALL)
     calib = [np.random.default_rng(i).normal(size=x.shape).astype(np.float32) for i in range(4)] + [x]
     model = npurt.compile(onnx_model(SMALL), soc="rk3588", precision=precision, progress=False,
                           **({"quantize": calib} if precision == "int8" else {}))
+    if io != "float32":
+        q.set_graph_io(model, io)
     context = htp.context(model)
     graph = q.Qnn_GraphHandle_t()
     ok(htp.qi.graphRetrieve(context, model.graph.name, graph))
     inputs, outputs = q.io_tensors(model)
     in_spec, out_spec = q.tensor_specs(model)
-    want = q.QNN_DATATYPE_FLOAT_16 if precision == "fp16" else q.QNN_DATATYPE_SFIXED_POINT_8
     assert inputs[0].v1.dataType == want and outputs[0].v1.dataType == want
-    if precision == "int8":
-        qp = outputs[0].v1.quantizeParams
+    n, c, h, w = x.shape
+    assert list(inputs[0].v1.dimensions[:inputs[0].v1.rank]) == [n, h, w, c]           # NHWC, QNN's layout
+    assert list(outputs[0].v1.dimensions[:outputs[0].v1.rank]) == list(ref.shape)        # not 4-D: as is
+    qp = outputs[0].v1.quantizeParams
+    if io == "quantized":
         assert qp.quantizationEncoding == q.QNN_QUANTIZATION_ENCODING_SCALE_OFFSET
         assert qp.scaleOffsetEncoding.scale == pytest.approx(out_spec[0].scale)
+    else:
+        assert qp.encodingDefinition == q.QNN_DEFINITION_UNDEFINED
     in_ptr = register_ion(htp, context, inputs[0], in_spec[0].nbytes)
     out_ptr = register_ion(htp, context, outputs[0], out_spec[0].nbytes)
     in_spec[0].pack(x, q.rpcmem_view(in_ptr, in_spec[0].nbytes))
     ok(htp.qi.graphExecute(graph, inputs, 1, outputs, 1, None, None))
     assert np.abs(out_spec[0].unpack(q.rpcmem_view(out_ptr, out_spec[0].nbytes)) - ref).max() < tol
+    if io == "float32":      # the buffer holds plain NHWC float32, readable without npurt's helpers
+        y = q.rpcmem_view(out_ptr, out_spec[0].nbytes, np.float32).reshape(ref.shape)
+        assert np.abs(y - ref).max() < tol
     ok(htp.qi.contextFree(context, None))
 
 

@@ -2,7 +2,9 @@
 
 The file holds the graph, the stored weights, the tensor attrs, the quantisation and the memory plan, and records
 its target SoC (`rknn_init` / `npurt.load_compiled` on another SoC is a platform mismatch). `--quantize` selects
-int8 with a calibration dataset.txt (or `random`); `--mean` / `--std` are fused into input packing.
+int8 with a calibration dataset.txt (or `random`); `--mean` / `--std` are fused into input packing. The same file
+is a QNN HTP context binary (`contextCreateFromBinary`); `--qnn-io` chooses how its graph I/O appears to QNN:
+FLOAT_32 (default), FLOAT_16, or quantized with scale/offset (int8 only).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from npurt.cli._models import (add_quantize_args, is_compiled, load_model, parse
                                resolve_model)
 from npurt.cli._output import human_bytes, make_console, print_json
 from npurt.errors import ErrorCode, NpuError
+from npurt.qnn.graph import GRAPH_IO, set_graph_io
 from npurt.soc import get_profile
 
 
@@ -24,6 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_quantize_args(p)
     p.add_argument("--mean", help="per-channel input mean, e.g. 127.5,127.5,127.5")
     p.add_argument("--std", help="per-channel input std, e.g. 127.5,127.5,127.5")
+    p.add_argument("--qnn-io", choices=GRAPH_IO, default="float32",
+                   help="QNN graph I/O tensors: float32 (default), float16, or quantized (int8 models)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     p.set_defaults(func=run)
 
@@ -38,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     compiled = load_model(str(path), profile.name, quantize=args.quantize, mean=[mean] if mean else None,
                           std=[std] if std else None, progress=not args.json and console.is_terminal,
                           **quantize_options(args))
+    if args.qnn_io != "float32":
+        set_graph_io(compiled, args.qnn_io)
     if args.output.suffix != ".npurt":
         console.print(f"[yellow]note[/yellow]: {args.output} does not end in .npurt")
     compiled.save(args.output)

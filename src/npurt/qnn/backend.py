@@ -117,14 +117,30 @@ def core_of(soc: str) -> HtpCore | None:
 class Backend:
     """An HTP backend for one use case on one SoC."""
 
-    def __init__(self, use_case: str, soc: str | None) -> None:
+    def __init__(self, use_case: str, soc: str | None, adopt: bool = False) -> None:
         self.use_case = use_case
         self.core = _acquire_core(soc)
         self.device = self.core.device
         self.profile = self.core.profile
         self.contexts: list["Context"] = []
         self.freed = False
+        self.may_adopt = adopt          # no SoC configured: the first HTP context binary decides it
+        self.adopted = False
         self.handle = new_handle(self)
+
+    def adopt(self, soc: str) -> None:
+        """Take the SoC of the first context binary this backend loads, when no SoC was configured (moves the
+        backend to that SoC's HTP device); later binaries must match it."""
+        may, self.may_adopt = self.may_adopt and not self.contexts, False
+        if not may:
+            return
+        if soc == self.profile.name:
+            return
+        old, self.core = self.core, _acquire_core(soc)
+        self.device, self.profile = self.core.device, self.core.profile
+        _release_core(old)
+        self.adopted = True
+        htp_device.note_adopted(soc, 1)
 
     def free(self) -> None:
         """Free every context of the backend, its device handles, and give back the device."""
@@ -134,17 +150,27 @@ class Backend:
             ctx.free()
         self.freed = True
         drop_handle(self.handle)
+        if self.adopted:
+            htp_device.note_adopted(self.profile.name, -1)
         _release_core(self.core)
 
 
 class QnnDevice:
     """What `deviceCreate` returns: the HTP device of one SoC (one core); contexts on a backend of another SoC
-    are refused."""
+    are refused. A device created with no SoC configured takes the SoC of the first backend it is used with."""
 
-    def __init__(self, soc: str) -> None:
+    def __init__(self, soc: str, adopt: bool = False) -> None:
         self.soc = soc
+        self.may_adopt = adopt
         self.freed = False
         self.handle = new_handle(self)
+
+    def matches(self, backend: Backend) -> bool:
+        """Whether a context of `backend` may use this device (adopting the backend's SoC on first use)."""
+        if self.may_adopt:
+            self.may_adopt = False
+            self.soc = backend.profile.name
+        return self.soc == backend.profile.name
 
     def free(self) -> None:
         self.freed = True

@@ -120,7 +120,7 @@ class Context:
             raise from_npu(exc, "context", "cannot load the context binary",
                            general=C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY) from exc
         self.runtime = rt
-        if WEIGHTS in ext:
+        if WEIGHTS in ext and ext[WEIGHTS].nbytes:
             rec = ext[WEIGHTS]
             weights = MemRef(rec.buffer, rec.buf_offset, rec.nbytes, "weights")
         else:

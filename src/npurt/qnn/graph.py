@@ -22,15 +22,17 @@ perf counters and teardown are the runtime's. What is QNN's:
 from __future__ import annotations
 
 import ctypes
+import dataclasses
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from npurt.errors import NpuError
+from npurt.errors import ErrorCode, NpuError
 from npurt.runtime.user_io import pack_input, unpack_output
 from npurt.memory import Buffer
-from npurt.model.attrs import TensorAttr
+from npurt.model.attrs import QntType, TensorAttr
 from npurt.qnn import constants as C
 from npurt.memory.raw import pointer_value, safe_copy_in, safe_write
 from npurt.qnn.backend import new_handle
@@ -38,7 +40,7 @@ from npurt.qnn.boundary import QnnError, from_npu
 from npurt.qnn.mem_registry import ION, REGISTRY, SHARED, SPILLFILL, VTCMBACKUP, WEIGHTS
 from npurt.qnn.structs import Qnn_Tensor_t
 from npurt.runtime import MemRef
-from npurt.tensor import DType
+from npurt.tensor import DType, Layout
 
 if TYPE_CHECKING:
     from npurt.qnn.context import Context
@@ -51,9 +53,28 @@ _QNN_TYPE = {DType.FLOAT32: C.QNN_DATATYPE_FLOAT_32, DType.FLOAT16: C.QNN_DATATY
              DType.BOOL: C.QNN_DATATYPE_BOOL_8}
 
 
+GRAPH_IO = ("float32", "float16", "quantized")
+"""How a context binary's graph I/O tensors appear (`CompiledModel.meta["qnn_io"]`, set by `npurt convert
+--qnn-io` or `set_graph_io`): FLOAT_32 (the default, as the HTP backend keeps float graph I/O and converts inside the
+graph), FLOAT_16, or quantized (SFIXED_POINT_8 with the tensor's scale/offset; int8 binaries only)."""
+
+
+def set_graph_io(compiled: Any, io: str) -> Any:
+    """Choose how `compiled`'s graph I/O tensors appear to QNN (see `GRAPH_IO`); returns `compiled`."""
+    if io not in GRAPH_IO:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"graph I/O {io!r}: use one of {', '.join(GRAPH_IO)}")
+    if io == "quantized" and compiled.precision != "int8":
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"quantized graph I/O needs an int8 binary (this one is "
+                                                   f"{compiled.precision})")
+    compiled.meta["qnn_io"] = io
+    return compiled
+
+
 @dataclass(frozen=True)
 class TensorSpec:
-    """One graph I/O tensor: QNN name, id, type, dims, byte size, and the native attr npurt packs with."""
+    """One graph I/O tensor as QNN shows it: name, id, data type, dims (NHWC for 4-D), byte size, scale/offset,
+    the `user` attr of that format (what the graph's memory holds) and the model's native attr (what the kernels
+    read and write; the graph converts between the two)."""
 
     index: int
     name: str
@@ -63,16 +84,22 @@ class TensorSpec:
     nbytes: int
     scale: float
     offset: int              # QNN scale/offset: float = (q + offset) * scale
+    user: TensorAttr
     attr: TensorAttr
     logical_shape: tuple[int, ...]
 
-    def pack(self, x: np.ndarray, view: np.ndarray, mean=None, std=None) -> None:
-        """Write a user array (the ONNX model's layout, any numeric dtype) into `view` in this tensor's format."""
-        pack_input(self.attr, x, view.reshape(-1).view(np.uint8)[:self.nbytes], mean, std, shape=self.logical_shape)
+    @property
+    def quantized(self) -> bool:
+        """Quantized I/O: the graph (de)quantizes through a float staging buffer."""
+        return self.user.qnt_type is QntType.AFFINE_ASYMMETRIC
+
+    def pack(self, x: np.ndarray, view: np.ndarray) -> None:
+        """Write a user array (the ONNX model's layout, NCHW for images) into `view` in this tensor's format."""
+        pack_input(self.user, x, view.reshape(-1).view(np.uint8)[:self.nbytes], shape=self.logical_shape)
 
     def unpack(self, view: np.ndarray) -> np.ndarray:
         """This tensor's bytes in `view` as a float32 array in the ONNX model's layout (a copy)."""
-        return unpack_output(self.attr, view.reshape(-1).view(np.uint8)[:self.nbytes], self.logical_shape)
+        return unpack_output(self.user, view.reshape(-1).view(np.uint8)[:self.nbytes], self.logical_shape)
 
     def tensor(self) -> Qnn_Tensor_t:
         """A fresh `Qnn_Tensor_t` (version 1, memType RAW, no data) describing this tensor."""
@@ -84,7 +111,7 @@ class TensorSpec:
         v.type = C.QNN_TENSOR_TYPE_APP_WRITE if self.is_input else C.QNN_TENSOR_TYPE_APP_READ
         v.dataFormat = C.QNN_TENSOR_DATA_FORMAT_DENSE
         v.dataType = self.data_type
-        if self.data_type in (C.QNN_DATATYPE_SFIXED_POINT_8, C.QNN_DATATYPE_UFIXED_POINT_8):
+        if self.quantized:
             v.quantizeParams.encodingDefinition = C.QNN_DEFINITION_DEFINED
             v.quantizeParams.quantizationEncoding = C.QNN_QUANTIZATION_ENCODING_SCALE_OFFSET
             v.quantizeParams.scaleOffsetEncoding.scale = self.scale
@@ -98,19 +125,33 @@ class TensorSpec:
         return t
 
 
+def _spec(index: int, is_input: bool, native: TensorAttr, st: Any, io: str) -> TensorSpec:
+    shape = tuple(int(d) for d in st.shape)
+    four_d = len(shape) == 4
+    dims = (shape[0], shape[2], shape[3], shape[1]) if four_d else shape
+    quantized = io == "quantized" and st.quantized
+    dtype = native.type if quantized else (DType.FLOAT16 if io == "float16" else DType.FLOAT32)
+    nbytes = dtype.nbytes(math.prod(shape))
+    user = dataclasses.replace(native, fmt=Layout.NHWC if four_d else Layout.UNDEFINED, type=dtype, dims=list(dims),
+                               n_dims=len(dims), n_elems=math.prod(shape), size=nbytes, size_with_stride=nbytes,
+                               w_stride=0, h_stride=0, pass_through=0,
+                               qnt_type=QntType.AFFINE_ASYMMETRIC if quantized else QntType.NONE,
+                               scale=float(st.scale) if quantized else 1.0, zp=int(st.zp) if quantized else 0)
+    qtype = _QNN_TYPE[dtype]
+    if quantized:
+        qtype = C.QNN_DATATYPE_SFIXED_POINT_8 if dtype is DType.INT8 else C.QNN_DATATYPE_UFIXED_POINT_8
+    return TensorSpec(index, native.name, is_input, qtype, dims, nbytes, float(st.scale), -int(st.zp), user, native,
+                      shape)
+
+
 def tensor_specs(ctx_or_model: Any) -> tuple[list[TensorSpec], list[TensorSpec]]:
     """The graph's input and output tensor specs (from a `Context` or a `CompiledModel`)."""
     m = getattr(ctx_or_model, "compiled", ctx_or_model)
+    io = m.meta.get("qnn_io", "float32")
     out: tuple[list[TensorSpec], list[TensorSpec]] = ([], [])
     for is_input, attrs in ((True, m.native_input_attrs), (False, m.native_output_attrs)):
         for i, attr in enumerate(attrs):
-            st = m.storage[attr.name]
-            qtype = _QNN_TYPE.get(attr.type, C.QNN_DATATYPE_UNDEFINED)
-            if st.quantized:
-                qtype = C.QNN_DATATYPE_SFIXED_POINT_8
-            (out[0] if is_input else out[1]).append(TensorSpec(
-                i, attr.name, is_input, qtype, tuple(int(d) for d in attr.dims), int(attr.size_with_stride),
-                float(st.scale), -int(st.zp), attr, tuple(st.shape)))
+            (out[0] if is_input else out[1]).append(_spec(i, is_input, attr, m.storage[attr.name], io))
     return out
 
 
@@ -133,9 +174,12 @@ class Graph:
         self.inputs, self.outputs = tensor_specs(ctx)
         device = ctx.backend.device
         self._io: list[Buffer] = []
+        self._fstage: list[Buffer | None] = []      # float32 staging of quantized I/O (None: bound directly)
         try:
             for spec in self.inputs + self.outputs:
                 self._io.append(device.alloc(max(spec.nbytes, 1), owner="qnn-io", name=spec.name))
+                self._fstage.append(device.alloc(4 * math.prod(spec.logical_shape), owner="qnn-io",
+                                                 name=f"float-{spec.name}") if spec.quantized else None)
         except BaseException:
             self.release()
             raise
@@ -164,10 +208,10 @@ class Graph:
     def release(self) -> None:
         """Drop memory and the context (contextFree). The handle stays known so that a later execute returns
         QNN_GRAPH_ERROR_INVALID_CONTEXT instead of an unknown-handle error."""
-        for buf in self._io:
+        for buf in self._io + [b for b in getattr(self, "_fstage", []) if b is not None]:
             if buf.alive:
                 buf.device.free(buf)
-        self._io = []
+        self._io, self._fstage = [], []
         self._bound_key = None
         self.context = None
 
@@ -264,21 +308,52 @@ class Graph:
         key = tuple(k for k, _, _ in resolved)
         if key != self._bound_key:
             self._bound_key = None
-            for (_, ref, _), spec in zip(resolved, specs):
-                try:
-                    rt.bind(ref, spec.attr)                 # the native format: the memory itself is bound
+            for (_, ref, _), spec, stage in zip(resolved, specs, self._fstage):
+                try:                                        # QNN format -> native: converted around each run
+                    if stage is None:
+                        rt.bind(ref, spec.user)
+                    else:
+                        rt.bind(MemRef(stage, 0, stage.size, spec.name), _float_attr(spec.user))
                 except NpuError as exc:
                     raise from_npu(exc, "graph", spec.name, general=C.QNN_GRAPH_ERROR_INVALID_TENSOR) from exc
             self._bound_key = key
+        for (_, ref, _), spec, stage in zip(resolved[:n_in], self.inputs, self._fstage):
+            if stage is not None:
+                _dequantize(spec, ref.device_u8(), stage.device_view(np.float32))
         _vtcm_handover(ctx, core)
         try:
             rt.run()
         except NpuError as exc:
             raise from_npu(exc, "graph", f"graph {self.name!r} failed") from exc
+        for (_, ref, _), spec, stage in zip(resolved[n_in:], self.outputs, self._fstage[n_in:]):
+            if stage is not None:
+                _quantize(spec, stage.device_view(np.float32), ref.device_u8())
         for (_, ref, data), spec in zip(resolved[n_in:], self.outputs):
             if data and not safe_write(data, ref.device_u8().ctypes.data, spec.nbytes):
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
                                f"output {spec.index} ({spec.name}): clientBuf.data 0x{data:x} is not writable")
+
+
+def _float_attr(user: TensorAttr) -> TensorAttr:
+    """The float32 twin of a quantized I/O format (what its staging buffer holds)."""
+    n = user.n_elems
+    return dataclasses.replace(user, type=DType.FLOAT32, qnt_type=QntType.NONE, scale=1.0, zp=0, size=4 * n,
+                               size_with_stride=4 * n)
+
+
+def _dequantize(spec: TensorSpec, src: np.ndarray, dst: np.ndarray) -> None:
+    """Quantized QNN input bytes -> float32 values: float = (q + offset) * scale."""
+    n = dst.size
+    q = src[:spec.nbytes].view(spec.user.type.numpy_dtype)[:n]
+    np.multiply(q.astype(np.float32) + np.float32(spec.offset), np.float32(spec.scale), out=dst[:n])
+
+
+def _quantize(spec: TensorSpec, src: np.ndarray, dst: np.ndarray) -> None:
+    """float32 output values -> quantized QNN output bytes: q = round(float / scale) - offset, saturated."""
+    dt = spec.user.type
+    lo, hi = dt.range()
+    q = np.clip(np.rint(src / np.float32(spec.scale)) - spec.offset, lo, hi).astype(dt.numpy_dtype)
+    np.copyto(dst[:spec.nbytes], q.reshape(-1).view(np.uint8))
 
 
 def _vtcm_handover(ctx: "Context", core) -> None:

@@ -114,9 +114,10 @@ def _context(handle: Any, code: int = C.QNN_CONTEXT_ERROR_INVALID_HANDLE) -> Con
 class QnnInterfaceTable:
     """`QnnInterface_ImplementationV2_32_t`: the functions of the HTP mirror for one use case and SoC."""
 
-    def __init__(self, use_case: str, soc: str) -> None:
+    def __init__(self, use_case: str, soc: str, configured: bool = True) -> None:
         self.use_case = use_case
         self.soc = soc
+        self.configured = configured    # False: backends take the SoC of their first context binary
 
     def __repr__(self) -> str:
         return f"<QnnInterface {C.QNN_INTERFACE_VER_NAME} HTP {self.use_case} {self.soc}>"
@@ -127,7 +128,7 @@ class QnnInterfaceTable:
         """QnnBackend_create(logger, config, &backend): a backend of this table's use case and SoC."""
         if as_struct(backend, ctypes.c_void_p) is None:
             raise QnnError(C.QNN_COMMON_ERROR_INVALID_ARGUMENT, "backend out-parameter must be a Qnn_BackendHandle_t")
-        b = Backend(self.use_case, self.soc)
+        b = Backend(self.use_case, self.soc, adopt=not self.configured)
         _set_handle(backend, b.handle)
         return C.QNN_SUCCESS
 
@@ -151,7 +152,7 @@ class QnnInterfaceTable:
         """QnnDevice_create(logger, config, &device): the HTP device (one core) of this table's SoC."""
         if as_struct(device, ctypes.c_void_p) is None:
             raise QnnError(DEVICE_INVALID_HANDLE, "device out-parameter must be a Qnn_DeviceHandle_t")
-        _set_handle(device, QnnDevice(self.soc).handle)
+        _set_handle(device, QnnDevice(self.soc, adopt=not self.configured).handle)
         return C.QNN_SUCCESS
 
     @qnn_call("deviceFree")
@@ -171,14 +172,16 @@ class QnnInterfaceTable:
         b = lookup(backend, Backend)
         if b is None or b.freed:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid backend handle")
-        if device is not None and pointer_value(device):
-            d = lookup(device, QnnDevice)
-            if d is None or d.freed or d.soc != b.profile.name:
-                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid device handle for this backend")
+        d = lookup(device, QnnDevice) if device is not None and pointer_value(device) else None
+        if d is not None and d.freed or d is None and device is not None and pointer_value(device):
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid device handle")
         if as_struct(context, ctypes.c_void_p) is None:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context out-parameter must be a "
                                                                  "Qnn_ContextHandle_t")
         compiled = _load_binary(binaryBuffer, binaryBufferSize, b)
+        if d is not None and not d.matches(b):
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, f"the device is {d.soc}, the backend "
+                                                               f"{b.profile.name}")
         opts = _context_options(config, b)
         ctx = Context(b, compiled, **opts)
         if not ctx.deferred:
@@ -339,6 +342,8 @@ def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
                                general=C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY) from None
         else:
             compiled = _compile_onnx(data, backend)
+    if is_htp_soc(compiled.soc):
+        backend.adopt(get_htp_profile(compiled.soc).name)
     if is_htp_soc(compiled.soc) and get_htp_profile(compiled.soc).name != backend.profile.name:
         raise QnnError(C.QNN_CONTEXT_ERROR_BINARY_CONFIGURATION,
                        f"context binary was prepared for {compiled.soc}, the backend is {backend.profile.name}")
@@ -453,8 +458,9 @@ def _use_case(name: str | None) -> str:
 def interface(use_case: str = FASTRPC, soc: str | None = None) -> QnnInterfaceTable:
     """The HTP function table for `use_case` ("fastrpc" or "native") on HTP SoC `soc` (default: `$NPURT_SOC` if it
     is an HTP SoC, else sm8350)."""
-    from npurt.qnn.device import default_soc
-    return QnnInterfaceTable(_use_case(use_case), get_htp_profile(soc or default_soc()).name)
+    from npurt.qnn.device import configured_soc, default_soc
+    configured = soc is not None or configured_soc() is not None
+    return QnnInterfaceTable(_use_case(use_case), get_htp_profile(soc or default_soc()).name, configured)
 
 
 @qnn_call("QnnInterface_getProviders")
@@ -463,7 +469,8 @@ def QnnInterface_getProviders(providerList: Any, numProviders: Any) -> int:
     count = as_struct(numProviders, ctypes.c_uint32)
     if not isinstance(providerList, list) or count is None:
         return C.QNN_COMMON_ERROR_INVALID_ARGUMENT
-    from npurt.qnn.device import default_soc
-    providerList[:] = [QnnInterface_t(QnnInterfaceTable(_use_case(None), default_soc()))]
+    from npurt.qnn.device import configured_soc, default_soc
+    table = QnnInterfaceTable(_use_case(None), default_soc(), configured_soc() is not None)
+    providerList[:] = [QnnInterface_t(table)]
     count.value = 1
     return C.QNN_SUCCESS

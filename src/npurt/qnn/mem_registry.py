@@ -25,6 +25,7 @@ Error codes (qnn-htp-facts §1.5, §8; "npurt's choice" where the vendor does no
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
 import os
 import threading
@@ -82,7 +83,7 @@ class MemRecord:
     key: tuple                       # identity of the underlying memory (file or DSP buffer)
     offset: int                      # start inside that memory (fd offset / offset in the DSP buffer)
     nbytes: int                      # tensor bytes (ION / SHARED) or buffer size (context buffers)
-    buffer: Buffer                   # npurt buffer holding it
+    buffer: Buffer | None            # npurt buffer holding it (None: a 0-byte context buffer)
     buf_offset: int                  # start inside `buffer`
     fd_part: tuple[int, int, int]    # (fd, file offset, bytes) to map it again (spill-fill arena)
     data_type: int = C.QNN_DATATYPE_UNDEFINED
@@ -93,10 +94,12 @@ class MemRecord:
 
     def alive(self) -> bool:
         """False once the memory under the handle was freed (e.g. rpcmem_free while registered)."""
-        return self.buffer.alive
+        return self.buffer is None or self.buffer.alive
 
     def view(self) -> np.ndarray:
         """The registered bytes as a uint8 view of device memory (the executor binds this)."""
+        if self.buffer is None:
+            return np.zeros(0, np.uint8)
         return self.buffer.device_view(np.uint8, None, self.buf_offset, self.nbytes)
 
 
@@ -108,7 +111,7 @@ class _Parsed:
     key: tuple
     offset: int
     nbytes: int
-    buffer: Buffer
+    buffer: Buffer | None
     buf_offset: int
     fd_part: tuple[int, int, int]
     data_type: int
@@ -131,6 +134,7 @@ class MemRegistry:
         self._records: dict[int, MemRecord] = {}
         self._by_memory: dict[tuple, dict[int, MemRecord]] = {}        # memory key -> its records
         self._by_context: dict[int, dict[int, MemRecord]] = {}         # id(context) -> its records
+        self._empty_ids = itertools.count(1)                           # keys of 0-byte context buffers
         self._next = 0x5100
 
     # -- queries ---------------------------------------------------------------------------------------
@@ -250,9 +254,12 @@ class MemRegistry:
                                                          if ctx.backend.use_case == FASTRPC else ""))
         size = int(htp.size)
         required = ctx.required_size(kind)
-        if size <= 0 or size < required:
+        if size < required:
             raise QnnError(C.QNN_MEM_ERROR_INVALID_ARGUMENT,
                            f"descriptor {i}: {kind} size {size} is below the required {required} bytes")
+        if size == 0:       # the tutorial registers unconditionally: a 0-byte buffer where 0 bytes are required
+            return _Parsed(kind, ("empty", next(self._empty_ids)), 0, 0, None, 0, (-1, 0, 0),
+                           C.QNN_DATATYPE_UINT_8, (0,))
         if ctx.backend.use_case == NATIVE:
             addr = int(htp.sharedSpillfillBufferQurtAddress if kind == SPILLFILL
                        else htp.sharedVTCMBackupBufferQurtAddress)
