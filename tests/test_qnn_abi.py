@@ -195,7 +195,7 @@ def test_error_string(code: int, name: str) -> None:
 
 def test_error_string_unknown_codes() -> None:
     assert qnn.error_string(8100) == "<unknown QNN MEM error 8100>"
-    assert qnn.error_string(14001) == "<unknown QNN DEVICE error 14001>"
+    assert qnn.error_string(14500) == "<unknown QNN DEVICE error 14500>"
     assert qnn.error_string(1001) == "<unknown QNN COMMON error 1001>"
     assert qnn.error_string(17) == "<unknown QNN error 17>"
 

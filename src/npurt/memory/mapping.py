@@ -8,6 +8,7 @@ code can touch unmapped memory through npurt.
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import os
 import weakref
@@ -24,6 +25,7 @@ MAP_PRIVATE = 0x02
 MAP_FIXED = 0x10
 MAP_ANONYMOUS = 0x20
 MAP_NORESERVE = 0x4000
+MAP_FIXED_NOREPLACE = 0x100000
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _mmap = _libc.mmap
@@ -77,6 +79,16 @@ class HostMapping:
 def map_fd(fd: int, length: int, offset: int = 0) -> HostMapping:
     """Map `length` bytes of `fd` from `offset` (page-aligned) read-write and shared; OSError on failure."""
     return HostMapping(_raw_mmap(None, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset), length)
+
+
+def map_fd_at(fd: int, length: int, offset: int, addr: int) -> HostMapping:
+    """Map `length` bytes of `fd` at exactly host address `addr`, never over an existing mapping; OSError
+    (EEXIST) when the range is taken."""
+    got = _raw_mmap(addr, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, offset)
+    if got != addr:             # a kernel without MAP_FIXED_NOREPLACE takes the address as a hint only
+        _unmap(got, length)
+        raise OSError(errno.EEXIST, f"mmap at 0x{addr:x}: {os.strerror(errno.EEXIST)}")
+    return HostMapping(got, length)
 
 
 def map_anonymous(length: int) -> HostMapping:

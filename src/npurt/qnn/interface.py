@@ -26,6 +26,7 @@ from npurt.model.file_format import MAGIC
 from npurt.qnn import constants as C
 from npurt.memory.cargs import as_struct
 from npurt.memory.raw import pointer_value, safe_read, safe_write
+from npurt.qnn import services
 from npurt.qnn.backend import Backend, QnnDevice, lookup
 from npurt.qnn.context import Context
 from npurt.qnn.graph import Graph
@@ -142,9 +143,110 @@ class QnnInterfaceTable:
         return C.QNN_SUCCESS
 
     @qnn_call("backendGetBuildId")
-    def backendGetBuildId(self, id_out: list) -> int:
-        """QnnBackend_getBuildId(&id): the build id string (appended to a list)."""
-        id_out.append(BUILD_ID)
+    def backendGetBuildId(self, id_out: Any) -> int:
+        """QnnBackend_getBuildId(&id): the build id string (appended to a list, or its C string's address written
+        into a c_void_p cell)."""
+        if isinstance(id_out, list):
+            id_out.append(BUILD_ID)
+        elif not _set_handle(id_out, services.c_text(BUILD_ID)):
+            raise QnnError(C.QNN_COMMON_ERROR_INVALID_ARGUMENT, "id is NULL")
+        return C.QNN_SUCCESS
+
+    @qnn_call("backendGetApiVersion")
+    def backendGetApiVersion(self, version: Any) -> int:
+        """QnnBackend_getApiVersion(&version): core and HTP API versions into a Qnn_ApiVersion_t."""
+        version = getattr(version, "_obj", version)
+        if not isinstance(version, Qnn_ApiVersion_t):
+            raise QnnError(C.QNN_COMMON_ERROR_INVALID_ARGUMENT, "pApiVersion is NULL")
+        api = _api_version()
+        version.coreApiVersion, version.backendApiVersion = api.coreApiVersion, api.backendApiVersion
+        return C.QNN_SUCCESS
+
+    def propertyHasCapability(self, key: int) -> int:
+        """QnnProperty_hasCapability(key): MEMHANDLE tensors are supported; context tensors are not (the mirror
+        loads context binaries only); other keys are unknown to npurt."""
+        key = int(key)
+        if key == C.QNN_PROPERTY_TENSOR_SUPPORT_MEMHANDLE_TYPE:
+            return C.QNN_PROPERTY_SUPPORTED
+        if key == C.QNN_PROPERTY_TENSOR_SUPPORT_CONTEXT_TENSORS:
+            return C.QNN_PROPERTY_NOT_SUPPORTED
+        return C.QNN_PROPERTY_ERROR_UNKNOWN_KEY
+
+    @qnn_call("errorGetMessage")
+    def errorGetMessage(self, errorHandle: int, errorMessage: Any) -> int:
+        """QnnError_getMessage(error, &message): the vendor name of the code (a list gets the text, a c_void_p
+        cell the address of a C string)."""
+        text = services.error_message(int(errorHandle))
+        if isinstance(errorMessage, list):
+            errorMessage.append(text)
+        elif not _set_handle(errorMessage, services.c_text(text)):
+            raise QnnError(C.QNN_MIN_ERROR_ERROR + 1, "errorMessage is NULL")   # npurt's value (ERROR range)
+        return C.QNN_SUCCESS
+
+    # -- log / profile -------------------------------------------------------------------------------------
+    @qnn_call("logCreate")
+    def logCreate(self, callback: Any, maxLogLevel: int, logger: Any) -> int:
+        """QnnLog_create(callback, maxLevel, &logger): `callback(message, level, timestamp_us)` gets the mirror's
+        log lines at or below `maxLogLevel` (None: no callback)."""
+        if as_struct(logger, ctypes.c_void_p) is None:
+            raise QnnError(C.QNN_LOG_ERROR_INVALID_ARGUMENT, "logger out-parameter must be a Qnn_LogHandle_t")
+        if not 1 <= int(maxLogLevel) <= C.QNN_LOG_LEVEL_MAX:
+            raise QnnError(C.QNN_LOG_ERROR_INVALID_ARGUMENT, f"invalid log level {int(maxLogLevel)}")
+        _set_handle(logger, services.Log(callback if callable(callback) else None, int(maxLogLevel)).handle)
+        return C.QNN_SUCCESS
+
+    @qnn_call("logSetLogLevel")
+    def logSetLogLevel(self, logger: Any, maxLogLevel: int) -> int:
+        log_obj = services.lookup_log(logger)
+        if log_obj is None:
+            raise QnnError(C.QNN_LOG_ERROR_INVALID_HANDLE, "invalid log handle")
+        if not 1 <= int(maxLogLevel) <= C.QNN_LOG_LEVEL_MAX:
+            raise QnnError(C.QNN_LOG_ERROR_INVALID_ARGUMENT, f"invalid log level {int(maxLogLevel)}")
+        log_obj.level = int(maxLogLevel)
+        return C.QNN_SUCCESS
+
+    @qnn_call("logFree")
+    def logFree(self, logger: Any) -> int:
+        log_obj = services.lookup_log(logger)
+        if log_obj is None:
+            raise QnnError(C.QNN_LOG_ERROR_INVALID_HANDLE, "invalid log handle")
+        log_obj.free()
+        return C.QNN_SUCCESS
+
+    @qnn_call("profileCreate")
+    def profileCreate(self, backend: Any, level: int, profile: Any) -> int:
+        """QnnProfile_create(backend, level, &profile): a handle the profiled calls accept (no events)."""
+        b = lookup(backend, Backend)
+        if b is None or b.freed:
+            raise QnnError(C.QNN_PROFILE_ERROR_INVALID_HANDLE, "invalid backend handle")
+        if as_struct(profile, ctypes.c_void_p) is None:
+            raise QnnError(C.QNN_PROFILE_ERROR_INVALID_ARGUMENT, "profile out-parameter must be a "
+                                                                 "Qnn_ProfileHandle_t")
+        _set_handle(profile, services.Profile(int(level)).handle)
+        return C.QNN_SUCCESS
+
+    @qnn_call("profileFree")
+    def profileFree(self, profile: Any) -> int:
+        p = lookup(profile, services.Profile)
+        if p is None:
+            raise QnnError(C.QNN_PROFILE_ERROR_INVALID_HANDLE, "invalid profile handle")
+        p.free()
+        return C.QNN_SUCCESS
+
+    # -- platform info ---------------------------------------------------------------------------------
+    @qnn_call("deviceGetPlatformInfo")
+    def deviceGetPlatformInfo(self, logger: Any, platformInfo: Any) -> int:
+        """QnnDevice_getPlatformInfo(logger, &info): the address of a QnnDevice_PlatformInfo_t (one HTP of this
+        table's SoC), written into a c_void_p cell; release it with deviceFreePlatformInfo."""
+        if as_struct(platformInfo, ctypes.c_void_p) is None:
+            raise QnnError(C.QNN_DEVICE_ERROR_INVALID_ARGUMENT, "platformInfo is NULL")
+        _set_handle(platformInfo, services.platform_info(self.soc))
+        return C.QNN_SUCCESS
+
+    @qnn_call("deviceFreePlatformInfo")
+    def deviceFreePlatformInfo(self, logger: Any, platformInfo: Any) -> int:
+        if not services.free_platform_info(pointer_value(platformInfo)):
+            raise QnnError(C.QNN_DEVICE_ERROR_INVALID_ARGUMENT, "not a platform info from deviceGetPlatformInfo")
         return C.QNN_SUCCESS
 
     @qnn_call("deviceCreate")
@@ -432,15 +534,19 @@ def _property_value(ctx: Context, option: int) -> int:
 # ---------------------------------------------------------------------------------------------------------
 # providers
 # ---------------------------------------------------------------------------------------------------------
+def _api_version() -> Qnn_ApiVersion_t:
+    return Qnn_ApiVersion_t(
+        Qnn_Version_t(C.QNN_API_VERSION_MAJOR, C.QNN_API_VERSION_MINOR, C.QNN_API_VERSION_PATCH),
+        Qnn_Version_t(C.QNN_HTP_API_VERSION_MAJOR, C.QNN_HTP_API_VERSION_MINOR, C.QNN_HTP_API_VERSION_PATCH))
+
+
 class QnnInterface_t:
     """A provider: backend id, provider name, API versions, and the table under `QNN_INTERFACE_VER_NAME`."""
 
     def __init__(self, table: QnnInterfaceTable) -> None:
         self.backendId = C.QNN_BACKEND_ID_HTP
         self.providerName = C.QNN_HTP_INTERFACE_PROVIDER_NAME
-        self.apiVersion = Qnn_ApiVersion_t(
-            Qnn_Version_t(C.QNN_API_VERSION_MAJOR, C.QNN_API_VERSION_MINOR, C.QNN_API_VERSION_PATCH),
-            Qnn_Version_t(C.QNN_HTP_API_VERSION_MAJOR, C.QNN_HTP_API_VERSION_MINOR, C.QNN_HTP_API_VERSION_PATCH))
+        self.apiVersion = _api_version()
         setattr(self, C.QNN_INTERFACE_VER_NAME, table)
 
     def __repr__(self) -> str:

@@ -37,7 +37,7 @@ import numpy as np
 from npurt.errors import NpuError
 from npurt.memory import Buffer
 from npurt.qnn import constants as C
-from npurt.qnn import rpcmem
+from npurt.qnn import qurt, rpcmem
 from npurt.memory.cargs import as_struct
 from npurt.memory.raw import pointer_value, read_u32_array
 from npurt.qnn.boundary import QnnError
@@ -266,11 +266,15 @@ class MemRegistry:
             if addr % BUFFER_START_ALIGNMENT:
                 raise QnnError(C.QNN_MEM_ERROR_INVALID_SHAPE,
                                f"descriptor {i}: QuRT address 0x{addr:x} is not {BUFFER_START_ALIGNMENT}-aligned")
+            hit = qurt.lookup(addr, size)
             try:
-                buf, off = ctx.backend.device.lookup_device(addr, size)
+                buf, off = hit if hit is not None else ctx.backend.device.lookup_device(addr, size)
             except NpuError:
                 raise QnnError(C.QNN_MEM_ERROR_MAPPING,
                                f"descriptor {i}: QuRT address 0x{addr:x} (+{size}) is not DSP memory") from None
+            if buf.device is not ctx.backend.device:
+                raise QnnError(C.QNN_MEM_ERROR_MAPPING,
+                               f"descriptor {i}: QuRT address 0x{addr:x} is memory of another HTP device")
             fd, file_off, _ = buf.fd_parts[0] if len(buf.fd_parts) == 1 else (-1, 0, 0)
             if fd < 0 or buf.placement != "ddr" or buf.owner.startswith("qnn-"):
                 raise QnnError(C.QNN_MEM_ERROR_MAPPING, f"descriptor {i}: 0x{addr:x} is not application DDR memory "

@@ -2,10 +2,11 @@
 
 In the tutorial's Non-RPC flow the application runs on the DSP and allocates the spill-fill and VTCM backup
 buffers with `malloc`, passing their 32-bit QuRT virtual addresses (`QnnHtpMem_QurtAddress_t`). In npurt the DSP
-address space is the HTP device's address space: `qurt_malloc(size)` allocates device memory (a real memfd) and
-returns its device address, which fits in 32 bits; `qurt_free(addr)` frees it (unknown addresses are ignored, as
-`free` would crash instead — here they are reported on the `npurt.qnn` logger). `qurt_view` is a validated numpy
-view of DSP memory.
+address space is a window of this process below 4 GiB: `qurt_malloc(size)` allocates HTP device memory (a real
+memfd) and maps it a second time at a free address of the window, which is its QuRT address — it fits in 32 bits,
+and a C program (through libQnnHtp.so's `qurt_malloc`) reads and writes it directly. `qurt_free(addr)` frees it
+(unknown addresses are ignored, as `free` would crash instead — here they are reported on the `npurt.qnn` logger).
+`qurt_view` is a validated numpy view of DSP memory; `lookup` resolves a QuRT address range to its buffer.
 """
 from __future__ import annotations
 
@@ -17,14 +18,34 @@ import numpy as np
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer, Device
 from npurt.memory.address_space import RangeMap
-from npurt.memory.mapping import typed_view
+from npurt.memory.mapping import HostMapping, map_fd_at, page_round, typed_view
 from npurt.qnn import device as htp_device
 
 log = logging.getLogger("npurt.qnn")
 
 _lock = threading.Lock()
-_blocks: dict[int, tuple[Buffer, Device]] = {}
-_ranges = RangeMap()                    # [addr, addr + size) -> buffer, for qurt_view
+_blocks: dict[int, tuple[Buffer, Device, HostMapping]] = {}
+_ranges = RangeMap()                    # [addr, addr + size) -> buffer, for qurt_view and lookup
+WINDOW = (0x10000000, 0xF0000000)       # npurt's choice: where QuRT addresses live in this process
+_STEP = 16 << 20                        # how far to move on when an address of the window is taken
+
+
+def _map_low(buf: Buffer) -> HostMapping | None:
+    """A second mapping of `buf` at a free address of the window (first fit after the live blocks)."""
+    fd, offset, _ = buf.fd_parts[0]
+    length = page_round(buf.size)
+    addr = WINDOW[0]
+    while addr + length <= WINDOW[1]:
+        taken = _ranges.find(addr, 1) or next(((s, e, p) for s, e, p in _ranges.items() if addr < e and
+                                              s < addr + length), None)
+        if taken is not None:
+            addr = page_round(taken[1])
+            continue
+        try:
+            return map_fd_at(fd, length, offset, addr)
+        except OSError:
+            addr += _STEP
+    return None
 
 
 def qurt_malloc(size: int, *, soc: str | None = None) -> int:
@@ -38,15 +59,16 @@ def qurt_malloc(size: int, *, soc: str | None = None) -> int:
         htp_device.release(device)
         log.error("<E> qurt_malloc(%d): %s", size, exc)
         return 0
-    if buf.dev_addr >= 1 << 32:
-        device.free(buf)
-        htp_device.release(device)
-        log.error("<E> qurt_malloc(%d): no room below 4 GiB in the DSP address space", size)
-        return 0
     with _lock:
-        _blocks[buf.dev_addr] = (buf, device)
-        _ranges.insert(buf.dev_addr, buf.dev_addr + buf.size, buf)
-    return buf.dev_addr
+        mapping = _map_low(buf) if len(buf.fd_parts) == 1 else None
+        if mapping is None:
+            device.free(buf)
+            htp_device.release(device)
+            log.error("<E> qurt_malloc(%d): no room below 4 GiB in the DSP address space", size)
+            return 0
+        _blocks[mapping.addr] = (buf, device, mapping)
+        _ranges.insert(mapping.addr, mapping.addr + buf.size, buf)
+    return mapping.addr
 
 
 def qurt_free(addr: int) -> None:
@@ -58,10 +80,17 @@ def qurt_free(addr: int) -> None:
     if entry is None:
         log.error("<E> qurt_free(0x%x): not a qurt_malloc address, ignored", int(addr or 0))
         return
-    buf, device = entry
+    buf, device, _ = entry
     if buf.alive:
         device.free(buf)
     htp_device.release(device)
+
+
+def lookup(addr: int, nbytes: int) -> tuple[Buffer, int] | None:
+    """(buffer, offset) of the live `qurt_malloc` block holding [addr, addr + nbytes), or None."""
+    with _lock:
+        hit = _ranges.find(int(addr), max(int(nbytes), 1))
+    return None if hit is None else (hit[2], int(addr) - hit[0])
 
 
 def qurt_view(addr: int, nbytes: int | None = None, dtype=np.uint8, shape=None) -> np.ndarray:

@@ -457,4 +457,73 @@ class Qnn_Tensor_t(Structure):
     _fields_ = [("version", Qnn_TensorVersion_t), ("_u", _Qnn_TensorUnion)]
 
 
+# ---------------------------------------------------------------------------------------------
+# QnnDevice.h / QnnHtpDevice.h: what deviceGetPlatformInfo reports (layouts measured on x86-64, observations §4)
+# ---------------------------------------------------------------------------------------------
+class QnnHtpDevice_OnChipDeviceInfoExtension_t(Structure):
+    """HTP on-chip device facts: VTCM size (MB), SoC model, signed-PD and DLBC support, Hexagon arch."""
+
+    _fields_ = [("vtcmSize", c_uint64), ("socModel", c_uint32), ("signedPdSupport", c_bool),
+                ("dlbcSupport", c_bool), ("arch", c_uint32)]
+
+
+class QnnHtpDevice_DeviceInfoExtension_t(Structure):
+    """HTP device extension: device type (0 = on chip) and its facts (devType@0, vtcmSize@8, socModel@16)."""
+
+    class _U(Union):
+        _fields_ = [("onChipDevice", QnnHtpDevice_OnChipDeviceInfoExtension_t)]
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("devType", c_uint32), ("_u", _U)]
+
+
+class QnnDevice_CoreInfoV1_t(Structure):
+    """One core: id, type, backend extension."""
+
+    _fields_ = [("coreId", c_uint32), ("coreType", c_uint32), ("coreInfoExtension", c_void_p)]
+
+
+class QnnDevice_CoreInfo_t(Structure):
+    """A versioned core description."""
+
+    class _U(Union):
+        _fields_ = [("v1", QnnDevice_CoreInfoV1_t)]
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("version", c_uint32), ("_u", _U)]
+
+
+class QnnDevice_HardwareDeviceInfoV1_t(Structure):
+    """One hardware device: id, type, cores, backend extension."""
+
+    _fields_ = [("deviceId", c_uint32), ("deviceType", c_uint32), ("numCores", c_uint32),
+                ("cores", POINTER(QnnDevice_CoreInfo_t)), ("deviceInfoExtension", c_void_p)]
+
+
+class QnnDevice_HardwareDeviceInfo_t(Structure):
+    """A versioned hardware device description (deviceId@8, deviceType@12, numCores@16, cores@24, extension@32)."""
+
+    class _U(Union):
+        _fields_ = [("v1", QnnDevice_HardwareDeviceInfoV1_t)]
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("version", c_uint32), ("_u", _U)]
+
+
+class QnnDevice_PlatformInfoV1_t(Structure):
+    """The devices of the platform."""
+
+    _fields_ = [("numHwDevices", c_uint32), ("hwDevices", POINTER(QnnDevice_HardwareDeviceInfo_t))]
+
+
+class QnnDevice_PlatformInfo_t(Structure):
+    """What deviceGetPlatformInfo returns (numHwDevices@8, hwDevices@16)."""
+
+    class _U(Union):
+        _fields_ = [("v1", QnnDevice_PlatformInfoV1_t)]
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("version", c_uint32), ("_u", _U)]
+
+
 __all__ = sorted(n for n in globals() if n.startswith("Qnn"))

@@ -1,0 +1,213 @@
+"""QnnSystemContext: what libQnnSystem tells about a context binary before it is loaded (graph names, I/O tensors,
+HTP sizes), as SampleApp discovers graphs.
+
+`QnnSystemInterface_getProviders(list, n)` gives one provider ("SYSTEM_QTI_AISW", system API 1.15) whose table
+(`QNN_SYSTEM_INTERFACE_VER_NAME`) has `systemContextCreate`, `systemContextGetBinaryInfo`, `systemContextFree`.
+The binary info is version 3 with GraphInfo version 3, as the x86 library reports (observations §2): for each graph
+its name, input / output `Qnn_Tensor_t` (v1, QNN's own terms: `npurt.qnn.graph.tensor_specs`) and the 112-byte HTP
+graph blob info (the V1 record then the V2 record: spill-fill size, VTCM bytes, I/O bytes aligned to 8 KiB, const
+bytes). Everything returned lives until `systemContextFree` of its handle.
+"""
+from __future__ import annotations
+
+import ctypes
+from ctypes import POINTER, Structure, Union, c_char_p, c_uint32, c_uint64, c_uint8, c_void_p
+from typing import Any
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.model.file_format import MAGIC
+from npurt.qnn import constants as C
+from npurt.memory.cargs import as_struct
+from npurt.memory.raw import pointer_value, safe_read
+from npurt.qnn.backend import drop_handle, lookup, new_handle
+from npurt.qnn.graph import io_tensors, tensor_specs
+from npurt.qnn.htp_plan import plan_htp
+from npurt.qnn.structs import Qnn_Tensor_t, Qnn_Version_t
+from npurt.soc.htp import get_htp_profile, is_htp_soc
+
+IO_ALIGN = 8192         # observed: ioTensorSize sums each graph I/O tensor rounded up to 8 KiB
+
+
+class QnnSystemContext_GraphInfoV3_t(Structure):
+    """One graph of a context binary: name, I/O tensors, updateable tensors, HTP graph blob, op range."""
+
+    _fields_ = [("graphName", c_char_p), ("numGraphInputs", c_uint32), ("graphInputs", POINTER(Qnn_Tensor_t)),
+                ("numGraphOutputs", c_uint32), ("graphOutputs", POINTER(Qnn_Tensor_t)),
+                ("numUpdateableTensors", c_uint32), ("updateableTensors", POINTER(Qnn_Tensor_t)),
+                ("graphBlobInfoSize", c_uint32), ("graphBlobInfo", c_void_p),
+                ("startOpIndex", c_uint32), ("endOpIndex", c_uint32)]
+
+
+class QnnSystemContext_GraphInfo_t(Structure):
+    """A versioned graph info (the union holds V1..V3; V1 and V2 are prefixes of V3)."""
+
+    class _U(Union):
+        _fields_ = [("graphInfoV3", QnnSystemContext_GraphInfoV3_t)]
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("version", c_uint32), ("_u", _U)]
+
+
+class QnnSystemContext_BinaryInfoV3_t(Structure):
+    """What a context binary holds: backend, versions, SoC, blob size, context tensors, graphs, metadata."""
+
+    _fields_ = [("backendId", c_uint32), ("buildId", c_char_p), ("coreApiVersion", Qnn_Version_t),
+                ("backendApiVersion", Qnn_Version_t), ("socVersion", c_char_p),
+                ("contextBlobVersion", Qnn_Version_t), ("contextBlobSize", c_uint64),
+                ("numContextTensors", c_uint32), ("contextTensors", POINTER(Qnn_Tensor_t)),
+                ("numGraphs", c_uint32), ("graphs", POINTER(QnnSystemContext_GraphInfo_t)),
+                ("platformInfo", c_void_p), ("contextMetadataSize", c_uint32), ("contextMetadata", c_void_p),
+                ("socModel", c_uint32)]
+
+
+class QnnSystemContext_BinaryInfo_t(Structure):
+    """A versioned binary info; npurt fills version 3."""
+
+    class _U(Union):
+        _fields_ = [("contextBinaryInfoV3", QnnSystemContext_BinaryInfoV3_t)]
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("version", c_uint32), ("_u", _U)]
+
+
+class QnnHtpSystemContext_GraphBlob_t(Structure):
+    """The 112-byte HTP graph blob info: a V1 record (version 1) followed by a V2 record (version 2)."""
+
+    _fields_ = [("version1", c_uint32), ("spillFillBufferSize", c_uint64), ("vtcmSize", c_uint32),
+                ("optimizationLevel", c_uint32), ("htpDlbc", c_uint8), ("numHvxThreads", c_uint64),
+                ("version2", c_uint32), ("nativeKChannelSize", c_uint64), ("nativeVChannelSize", c_uint64),
+                ("isSafeShareIO", c_uint32), ("ioTensorSize", c_uint64), ("opDataSize", c_uint64),
+                ("constSize", c_uint64), ("ddrTensorSize", c_uint64), ("sharedWeightsSize", c_uint64)]
+
+
+class SystemContext:
+    """A systemContextCreate handle and the binary infos it handed out."""
+
+    def __init__(self) -> None:
+        self.keep: list[Any] = []
+        self.handle = new_handle(self)
+
+    def free(self) -> None:
+        self.keep = []
+        drop_handle(self.handle)
+
+
+def _blob(compiled: Any, soc: str) -> QnnHtpSystemContext_GraphBlob_t:
+    profile = get_htp_profile(soc)
+    htp = plan_htp(compiled.plan, profile.vtcm_size)
+    ins, outs = tensor_specs(compiled)
+    blob = QnnHtpSystemContext_GraphBlob_t()
+    blob.version1, blob.version2 = (C.QNN_SYSTEM_CONTEXT_HTP_GRAPH_INFO_BLOB_VERSION_V1,
+                                    C.QNN_SYSTEM_CONTEXT_HTP_GRAPH_INFO_BLOB_VERSION_V2)
+    blob.spillFillBufferSize = htp.spill_size
+    blob.vtcmSize = profile.vtcm_size
+    blob.ioTensorSize = sum(-(-s.nbytes // IO_ALIGN) * IO_ALIGN for s in ins + outs)
+    blob.constSize = -(-compiled.plan.weight_size // 4096) * 4096
+    return blob
+
+
+def binary_info(compiled: Any, size: int, keep: list) -> QnnSystemContext_BinaryInfo_t:
+    """The version-3 binary info of a context binary (every struct it points to is appended to `keep`)."""
+    from npurt.qnn.interface import BUILD_ID, _api_version
+    soc = get_htp_profile(compiled.soc).name if is_htp_soc(compiled.soc) else get_htp_profile(None).name
+    ins, outs = io_tensors(compiled)
+    in_arr, out_arr = (Qnn_Tensor_t * len(ins))(*ins), (Qnn_Tensor_t * len(outs))(*outs)
+    blob = _blob(compiled, soc)
+    graph = QnnSystemContext_GraphInfo_t()
+    graph.version = C.QNN_SYSTEM_CONTEXT_GRAPH_INFO_VERSION_3
+    g = graph.graphInfoV3
+    g.graphName = compiled.graph.name.encode()
+    g.numGraphInputs, g.graphInputs = len(ins), ctypes.cast(in_arr, POINTER(Qnn_Tensor_t))
+    g.numGraphOutputs, g.graphOutputs = len(outs), ctypes.cast(out_arr, POINTER(Qnn_Tensor_t))
+    g.graphBlobInfoSize, g.graphBlobInfo = ctypes.sizeof(blob), ctypes.addressof(blob)
+    g.endOpIndex = max(len(compiled.graph.nodes) - 1, 0)
+    graphs = (QnnSystemContext_GraphInfo_t * 1)(graph)
+    info = QnnSystemContext_BinaryInfo_t()
+    info.version = C.QNN_SYSTEM_CONTEXT_BINARY_INFO_VERSION_3
+    v = info.contextBinaryInfoV3
+    api = _api_version()
+    v.backendId, v.buildId = C.QNN_BACKEND_ID_HTP, BUILD_ID.encode()
+    v.coreApiVersion, v.backendApiVersion = api.coreApiVersion, api.backendApiVersion
+    v.socVersion = soc.encode()
+    v.contextBlobVersion = Qnn_Version_t(1, 0, 0)           # npurt's choice: the .npurt container version
+    v.contextBlobSize = int(size)
+    v.numGraphs, v.graphs = 1, ctypes.cast(graphs, POINTER(QnnSystemContext_GraphInfo_t))
+    v.socModel = get_htp_profile(soc).soc_model
+    keep.extend([ins, outs, in_arr, out_arr, blob, graph, graphs, info])
+    return info
+
+
+class QnnSystemInterfaceTable:
+    """`QnnSystemInterface_ImplementationV1_15_t`: the system-context functions."""
+
+    def systemContextCreate(self, sysCtxHandle: Any) -> int:
+        """QnnSystemContext_create(&handle)."""
+        from npurt.qnn.interface import _set_handle
+        if not _set_handle(sysCtxHandle, SystemContext().handle):
+            return C.QNN_SYSTEM_CONTEXT_ERROR_INVALID_ARGUMENT
+        return C.QNN_SUCCESS
+
+    def systemContextGetBinaryInfo(self, sysCtxHandle: Any, binaryBuffer: Any, binaryBufferSize: int,
+                                   binaryInfo: Any, binaryInfoSize: Any = None) -> int:
+        """QnnSystemContext_getBinaryInfo(handle, buffer, size, &info, &infoSize): the address of a version-3
+        `QnnSystemContext_BinaryInfo_t` for an npurt context binary (`npurt convert ... -o model.bin`)."""
+        from npurt.exec.compile import load_compiled
+        from npurt.qnn.interface import _set_handle, log
+        sc = lookup(sysCtxHandle, SystemContext)
+        if sc is None:
+            log.error("<E> systemContextGetBinaryInfo: invalid system context handle")
+            return C.QNN_SYSTEM_CONTEXT_ERROR_INVALID_HANDLE
+        size = int(binaryBufferSize or 0)
+        if as_struct(binaryInfo, ctypes.c_void_p) is None or binaryBuffer is None or size <= 0:
+            log.error("<E> systemContextGetBinaryInfo: binaryBuffer, binaryBufferSize and binaryInfo are required")
+            return C.QNN_SYSTEM_CONTEXT_ERROR_INVALID_ARGUMENT
+        data = bytes(binaryBuffer[:size]) if isinstance(binaryBuffer, (bytes, bytearray)) else \
+            safe_read(pointer_value(binaryBuffer), size)
+        if data is None or len(data) < size:
+            log.error("<E> systemContextGetBinaryInfo: binaryBuffer is not %d readable bytes", size)
+            return C.QNN_SYSTEM_CONTEXT_ERROR_INVALID_ARGUMENT
+        try:
+            if data[:len(MAGIC)] != MAGIC:
+                raise NpuError(ErrorCode.INVALID_MODEL, "not an npurt context binary")
+            compiled = load_compiled(data)
+        except NpuError as exc:
+            log.error("<E> systemContextGetBinaryInfo: malformed context binary: %s", exc)
+            return C.QNN_SYSTEM_CONTEXT_ERROR_MALFORMED_BINARY
+        info = binary_info(compiled, size, sc.keep)
+        _set_handle(binaryInfo, ctypes.addressof(info))
+        size_cell = as_struct(binaryInfoSize, ctypes.c_uint64)
+        if size_cell is not None:
+            size_cell.value = ctypes.sizeof(info)
+        return C.QNN_SUCCESS
+
+    def systemContextFree(self, sysCtxHandle: Any) -> int:
+        """QnnSystemContext_free(handle): also frees every binary info it returned."""
+        sc = lookup(sysCtxHandle, SystemContext)
+        if sc is None:
+            return C.QNN_SYSTEM_CONTEXT_ERROR_INVALID_HANDLE
+        sc.free()
+        return C.QNN_SUCCESS
+
+
+QNN_SYSTEM_INTERFACE_VER_NAME = f"v{C.QNN_SYSTEM_API_VERSION_MAJOR}_{C.QNN_SYSTEM_API_VERSION_MINOR}"
+
+
+class QnnSystemInterface_t:
+    """The system provider: backend id 0, name, system API version, the table under `QNN_SYSTEM_INTERFACE_VER_NAME`."""
+
+    def __init__(self) -> None:
+        self.backendId = C.QNN_BACKEND_ID_NULL
+        self.providerName = C.QNN_SYSTEM_INTERFACE_PROVIDER_NAME
+        self.systemApiVersion = Qnn_Version_t(C.QNN_SYSTEM_API_VERSION_MAJOR, C.QNN_SYSTEM_API_VERSION_MINOR,
+                                              C.QNN_SYSTEM_API_VERSION_PATCH)
+        setattr(self, QNN_SYSTEM_INTERFACE_VER_NAME, QnnSystemInterfaceTable())
+
+
+def QnnSystemInterface_getProviders(providerList: Any, numProviders: Any) -> int:
+    """`QnnSystemInterface_getProviders(&providerList, &numProviders)`: the one system provider."""
+    cell = getattr(numProviders, "_obj", numProviders)
+    if not isinstance(providerList, list) or not isinstance(cell, ctypes.c_uint32):
+        return C.QNN_COMMON_ERROR_INVALID_ARGUMENT
+    providerList[:] = [QnnSystemInterface_t()]
+    cell.value = 1
+    return C.QNN_SUCCESS
