@@ -1,8 +1,8 @@
 """The QNN services around the memory model: log handles, profile handles, platform info, error messages and the
 build id — what SampleApp-style programs call besides contexts, graphs and memory.
 
-- `Log` (logCreate): a callback and a max level. Every `<E>` / `<W>` line the mirror writes on the `npurt.qnn`
-  logger also goes to each live log's callback whose level admits it (QNN levels: ERROR 1 ... DEBUG 5).
+- `Log` (logCreate): a callback and a max level. While a log exists, every line the mirror writes on the
+  `npurt.qnn` logger goes to each live log's callback whose level admits it (QNN levels: ERROR 1 ... DEBUG 5).
 - `Profile` (profileCreate): a handle accepted by the calls that take one; it records no events.
 - `platform_info(soc)`: the `QnnDevice_PlatformInfo_t` tree the HTP device reports (one device, one core, the HTP
   extension with VTCM size, SoC model and arch), kept alive until `free_platform_info`.
@@ -44,11 +44,15 @@ class Log:
         self.level = int(level)
         self.handle = new_handle(self)
         with _lock:
+            if not _logs:
+                _logger.addHandler(_FORWARD)
             _logs[self.handle] = self
 
     def free(self) -> None:
         with _lock:
             _logs.pop(self.handle, None)
+            if not _logs:
+                _logger.removeHandler(_FORWARD)
         drop_handle(self.handle)
 
 
@@ -69,7 +73,9 @@ class _Forward(logging.Handler):
                     pass
 
 
-logging.getLogger("npurt.qnn").addHandler(_Forward())
+# attached only while a log handle exists, so that otherwise the lines still reach stderr as before
+_logger = logging.getLogger("npurt.qnn")
+_FORWARD = _Forward()
 
 
 class Profile:
