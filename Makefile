@@ -21,7 +21,8 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(VENV)/bin/npurt bench
 
-# npurt's RKNN C library (headers, librknnrt.so, librknnmrt.so, pkg-config and CMake files): see docs/c-api.md.
+# npurt's C libraries (RKNN: headers, librknnrt.so, librknnmrt.so, pkg-config and CMake files, docs/c-api.md;
+# QNN HTP: libcdsprpc.so, libQnnHtp.so, libQnnSystem.so and headers, docs/qnn-c-api.md).
 capi: $(STAMP)
 	$(VENV)/bin/npurt capi --prefix build/capi
 

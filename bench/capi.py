@@ -2,7 +2,9 @@
 librknnrt.so (bench/capi_bench.c) and from Python on `npurt.rknn` — rknn_query (INPUT_ATTR),
 rknn_create_mem + rknn_destroy_mem, and a zero-copy rknn_run on a tiny convnet and on a MobileNet-sized model;
 plus the first call (rknn_init starting the interpreter inside the C program) against a fresh Python process
-importing npurt.rknn and calling rknn_init.
+importing npurt.rknn and calling rknn_init; and QNN graphExecute through libQnnHtp.so
+(examples/c/qnn_shared_buffer.c: small_convnet 32x32 fp16 sm8550, every I/O tensor in one rpcmem SHARED_BUFFER)
+against the same registration and calls on `npurt.qnn`.
 Each time is the best of several batches, and the two sides alternate for a few rounds (best of each kept), so a
 machine busy with other work skews both alike; µs per call; ratio = C / Python (goal: <= 1.05 on the MobileNet
 run, <= 50 µs extra on the tiny calls). Rows also give the load average during the run.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -91,6 +94,62 @@ def _c_side(prefix: Path, work: Path, models: list[Path], iters: int, batches: i
     return {name: float(v) for name, v in (line.split() for line in proc.stdout.splitlines())}
 
 
+def _qnn_c_us(prefix: Path, work: Path, model: Path, calls: int, batches: int) -> float:
+    """Best of `batches` means of `calls` graphExecute calls of examples/c/qnn_shared_buffer.c (µs per call)."""
+    shutil.copytree(HERE.parent / "examples" / "c", work / "c", dirs_exist_ok=True)
+    subprocess.run(["make", "-s", "-C", str(work / "c"), f"PREFIX={prefix}", "qnn_shared_buffer"], check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NPURT_")}
+    env["LD_LIBRARY_PATH"] = str(prefix / "lib")
+    best = float("inf")
+    for _ in range(batches):
+        proc = subprocess.run([str(work / "c" / "qnn_shared_buffer"), str(model), str(calls)], capture_output=True,
+                              text=True, env=env, check=True)
+        best = min(best, float(next(x for x in proc.stdout.splitlines() if x.startswith("graphExecute_us")).split()[1]))
+    return best
+
+
+def _qnn_python_us(model: Path, calls: int, batches: int) -> float:
+    """The same flow on the Python mirror: one SHARED_BUFFER for every I/O tensor, then graphExecute calls."""
+    import numpy as np
+    import npurt
+    import npurt.qnn as q
+    blob = model.read_bytes()
+    qi = q.interface("fastrpc")
+    backend, device, ctx, graph = (q.Qnn_BackendHandle_t(), q.Qnn_DeviceHandle_t(), q.Qnn_ContextHandle_t(),
+                                   q.Qnn_GraphHandle_t())
+    assert qi.backendCreate(None, None, backend) == 0 and qi.deviceCreate(None, None, device) == 0
+    assert qi.contextCreateFromBinary(backend, device, None, blob, len(blob), ctx, None) == 0
+    compiled = npurt.load_compiled(blob)
+    assert qi.graphRetrieve(ctx, compiled.graph.name, graph) == 0
+    ins, outs = q.io_tensors(compiled)
+    specs = q.tensor_specs(compiled)[0] + q.tensor_specs(compiled)[1]
+    total = sum(s.nbytes for s in specs)
+    ptr = q.rpcmem_alloc(q.RPCMEM_HEAP_ID_SYSTEM, q.RPCMEM_DEFAULT_FLAGS, total)
+    fd, offset, keep = q.rpcmem_to_fd(ptr), 0, []
+    for t, spec in zip(ins + outs, specs):
+        htp = q.QnnMemHtp_Descriptor_t(type=q.QNN_HTP_MEM_SHARED_BUFFER, size=total)
+        htp.sharedBufferConfig.fd, htp.sharedBufferConfig.offset = fd, offset
+        desc = q.Qnn_MemDescriptor_t(dataType=spec.data_type, memType=q.QNN_MEM_TYPE_CUSTOM)
+        desc.memShape.numDim, desc.memShape.dimSize = t.v1.rank, t.v1.dimensions
+        desc.customInfo = ctypes.addressof(htp)
+        keep.append(htp)
+        t.v1.memType = q.QNN_TENSORMEMTYPE_MEMHANDLE
+        assert qi.memRegister(ctx, desc, 1, q.field_ref(t.v1, "memHandle")) == 0
+        offset += spec.nbytes
+    view = q.rpcmem_view(ptr, specs[0].nbytes, np.float32)
+    view[:] = np.sin(0.01 * np.arange(view.size))
+    run = lambda: qi.graphExecute(graph, ins, len(ins), outs, len(outs), None, None)  # noqa: E731
+    assert run() == 0
+    us = _best(run, calls, batches)
+    for t in ins + outs:
+        qi.memDeRegister([t.v1.memHandle], 1)
+    q.rpcmem_free(ptr)
+    qi.contextFree(ctx, None)
+    qi.backendFree(backend)
+    qi.deviceFree(device)
+    return us
+
+
 def run(quick: bool = False) -> list[dict]:
     import npurt
     from npurt.capi.install import install
@@ -105,16 +164,23 @@ def run(quick: bool = False) -> list[dict]:
         big = work / "mobilenet.npurt"
         big.write_bytes(npurt.compile(zoo.mobilenet_v1(size=128 if quick else 224), progress=False).to_bytes())
         models = [tiny, big]
+        qnn_model = work / "qnn.bin"
+        npurt.compile(zoo.small_convnet(32), soc="sm8550", progress=False).save(qnn_model)
+        calls = max(5, iters // 10)
         c_us: dict[str, float] = {}
         py_us: dict[str, float] = {}
         for _ in range(2 if quick else 3):
             py = _python_side(models, iters, batches)
             py["first_call"] = _first_call_python(tiny)
-            for side, got in ((c_us, _c_side(prefix, work, models, iters, batches)), (py_us, py)):
+            py["qnn"] = _qnn_python_us(qnn_model, calls, batches)
+            c = _c_side(prefix, work, models, iters, batches)
+            c["qnn"] = _qnn_c_us(prefix, work, qnn_model, calls, batches)
+            for side, got in ((c_us, c), (py_us, py)):
                 for key, value in got.items():
                     side[key] = min(value, side.get(key, float("inf")))
     labels = {"first_call": "first call: rknn_init (+ interpreter start / import)",
-              "rknn_run:0": "rknn_run small_convnet 16", "rknn_run:1": f"rknn_run mobilenet_v1 {128 if quick else 224}"}
+              "rknn_run:0": "rknn_run small_convnet 16", "rknn_run:1": f"rknn_run mobilenet_v1 {128 if quick else 224}",
+              "qnn": "QNN graphExecute small_convnet 32"}
     rows = []
     for key, c in c_us.items():
         p = py_us[key]

@@ -45,8 +45,8 @@ def prefix() -> Path:
     sources = [*CAPI_SRC.rglob("*.py"), *CAPI_SRC.rglob("*.h")]
     target = BUILD / ("prefix-" + _digest(sources, sys.executable + str(CAPI_SRC)))
     with _Lock(BUILD / "build.lock"):
-        if not (target / "lib" / "librknnrt.so").exists() or not (target / "lib" / "librknnmrt.so").exists():
-            from npurt.capi.install import install
+        from npurt.capi.install import LIBRARIES, install
+        if not all((target / "lib" / make_spec().name).exists() for make_spec in LIBRARIES):
             install(target)
     return target
 

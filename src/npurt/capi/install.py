@@ -2,7 +2,9 @@
 systems look for (`lib/pkgconfig/librknnrt.pc`, `lib/cmake/rknnrt/rknnrtConfig.cmake`), laid out as a prefix:
 
     DIR/include/rknn_api.h, rknn_matmul_api.h, rknn_custom_op.h
+    DIR/include/rpcmem.h, qurt_alloc.h, QNN/QnnInterface.h, ..., QNN/HTP/*.h, QNN/System/*.h  (docs/qnn-c-api.md)
     DIR/lib/librknnrt.so, librknnmrt.so
+    DIR/lib/libcdsprpc.so, libQnnHtp.so, libQnnSystem.so
     DIR/lib/pkgconfig/librknnrt.pc, librknnmrt.pc
     DIR/lib/cmake/rknnrt/rknnrtConfig.cmake, rknnrtConfigVersion.cmake
 
@@ -15,12 +17,14 @@ import shutil
 from pathlib import Path
 
 from npurt._version import __version__
-from npurt.capi import rknnrt
+from npurt.capi import cdsprpc, qnn_common, qnnhtp, qnnsystem, rknnrt
 from npurt.capi.build import LibrarySpec, build_library, check_toolchain
 
 __all__ = ["install", "LIBRARIES"]
 
-LIBRARIES = (rknnrt.spec, rknnrt.mini_spec)
+RKNN_LIBRARIES = (rknnrt.spec, rknnrt.mini_spec)
+QNN_LIBRARIES = (cdsprpc.spec, qnnhtp.spec, qnnsystem.spec)     # loaded with dlopen: no pkg-config / CMake files
+LIBRARIES = RKNN_LIBRARIES + QNN_LIBRARIES
 
 _PC = """\
 prefix=${{pcfiledir}}/../..
@@ -73,7 +77,8 @@ def install(prefix: Path, specs: tuple = LIBRARIES) -> list[Path]:
     include, lib = prefix / "include", prefix / "lib"
     include.mkdir(parents=True, exist_ok=True)
     written = []
-    for header in rknnrt.HEADERS:
+    for header in (*rknnrt.HEADERS, *qnn_common.ALL_HEADERS):      # QNN's keep their QNN/, HTP/, System/ folders
+        (include / header).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(rknnrt.HEADER_DIR / header, include / header)
         written.append(include / header)
     built: list[LibrarySpec] = []
@@ -84,7 +89,8 @@ def install(prefix: Path, specs: tuple = LIBRARIES) -> list[Path]:
     pc_dir, cmake_dir = lib / "pkgconfig", lib / "cmake" / "rknnrt"
     pc_dir.mkdir(parents=True, exist_ok=True)
     cmake_dir.mkdir(parents=True, exist_ok=True)
-    for spec in built:
+    rknn_names = {make_spec().name for make_spec in RKNN_LIBRARIES}
+    for spec in (s for s in built if s.name in rknn_names):
         stem = spec.name.split(".so")[0]
         pc = pc_dir / f"{stem}.pc"
         pc.write_text(_PC.format(name=stem, version=__version__, link=stem[3:]))

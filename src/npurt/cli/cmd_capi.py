@@ -1,5 +1,6 @@
 """`npurt capi --prefix DIR`: build npurt's RKNN C library (headers, librknnrt.so, librknnmrt.so, pkg-config and
-CMake files) into DIR, for compiling unmodified RKNN C/C++ programs on this machine (see docs/c-api.md)."""
+CMake files) and its QNN HTP libraries (libcdsprpc.so, libQnnHtp.so, libQnnSystem.so and their headers) into DIR,
+for compiling unmodified RKNN and QNN C/C++ programs on this machine (see docs/c-api.md, docs/qnn-c-api.md)."""
 from __future__ import annotations
 
 import argparse
@@ -7,7 +8,7 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("capi", help="build the RKNN C headers and librknnrt.so / librknnmrt.so into a prefix")
+    p = sub.add_parser("capi", help="build the RKNN and QNN HTP C headers and libraries into a prefix")
     p.add_argument("--prefix", type=Path, required=True, metavar="DIR",
                    help="where to write include/, lib/, lib/pkgconfig/ and lib/cmake/")
     p.set_defaults(func=run)

@@ -1,0 +1,127 @@
+"""What the three QNN libraries share: where their headers are, the C of a provider table whose members call
+Python adapters, and the start-up line that makes the embedded Python's symbols global.
+
+QNN programs never link these libraries: they `dlopen` them (`RTLD_LOCAL`) and reach every function through a
+provider table (`QnnInterface_getProviders`). So the table is a static C struct; each implemented member is a small
+C function that enters npurt (`npurt_enter`, see `npurt.capi.build`) and calls an `extern "Python+C"` adapter with
+pointers as `uintptr_t`; a member npurt does not implement returns its "not supported" code in C.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from npurt.capi.build import parse_functions
+from npurt.errors import NpuError
+
+HEADER_DIR = Path(__file__).resolve().parent / "include"
+QNN_HEADER_DIR = HEADER_DIR / "QNN"
+ALL_HEADERS = ("rpcmem.h", "qurt_alloc.h", *(str(p.relative_to(HEADER_DIR)) for p in sorted(QNN_HEADER_DIR.rglob("*.h"))))
+
+log = logging.getLogger("npurt.qnn")
+
+# A library loaded with RTLD_LOCAL keeps libpython's symbols private to it; the extension modules Python imports
+# later (numpy, ...) need them global, so the library promotes libpython once it is loaded.
+GLOBAL_PYTHON_C = r"""
+#include <dlfcn.h>
+__attribute__((constructor)) static void npurt_python_global(void)
+{
+    Dl_info info;
+    if (dladdr((void *)&Py_IsInitialized, &info) && info.dli_fname)
+        dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+}
+"""
+
+# C scalar types of the QNN headers as cffi sees them (handles and callbacks cross as addresses)
+_SCALARS = {"uint32_t": "uint32_t", "uint64_t": "uint64_t", "int": "int", "QnnProperty_Key_t": "uint32_t",
+            "Qnn_ContextBinarySize_t": "uint64_t", "QnnLog_Level_t": "uint32_t", "QnnProfile_Level_t": "uint32_t",
+            "Qnn_ErrorHandle_t": "uint64_t"}
+
+
+@dataclass(frozen=True)
+class Member:
+    """One table member: its name, its C parameters (`""` for a member npurt does not implement) and the
+    Python adapter (`prefix + name`) that implements it."""
+
+    name: str
+    params: str = ""
+
+    @property
+    def implemented(self) -> bool:
+        return bool(self.params)
+
+
+def _address(ctype: str, pointer: bool) -> bool:
+    return pointer or ctype.endswith("Handle_t") or ctype.endswith("Callback_t")
+
+
+def _params(member: Member):
+    return parse_functions(f"void {member.name}({member.params})")[0].params
+
+
+def extern_cdef(members: list[Member], prefix: str) -> str:
+    """The `extern "Python+C"` declarations of the implemented members' adapters."""
+    out = []
+    for m in members:
+        if m.implemented:
+            args = ", ".join(("uintptr_t" if _address(p.ctype, p.pointer) else _SCALARS[p.ctype]) + " " + p.name
+                             for p in _params(m))
+            out.append(f'extern "Python+C" uint64_t {prefix}{m.name}({args});')
+    return "\n".join(out) + "\n"
+
+
+def table_source(members: list[Member], prefix: str, not_supported: str) -> str:
+    """C for every member: implemented ones call their adapter inside npurt_enter/leave (the library's start-up
+    failure gives QNN_COMMON_ERROR_SYSTEM), the others print one line and return `not_supported`."""
+    out = []
+    for m in members:
+        if not m.implemented:
+            out.append(f'static Qnn_ErrorHandle_t ns_{m.name}(void)\n{{\n'
+                       f'    npurt_not_supported("{m.name}");\n    return {not_supported};\n}}\n')
+            continue
+        params = _params(m)
+        cargs = ", ".join(("uintptr_t " if _address(p.ctype, p.pointer) else _SCALARS[p.ctype] + " ") + p.name
+                          for p in params)
+        call = ", ".join(f"(uintptr_t){p.name}" if _address(p.ctype, p.pointer) else p.name for p in params)
+        out.append(f"uint64_t {prefix}{m.name}({cargs});\n"
+                   f"static Qnn_ErrorHandle_t m_{m.name}({m.params})\n{{\n"
+                   f"    if (!npurt_enter()) return QNN_COMMON_ERROR_SYSTEM;\n"
+                   f"    Qnn_ErrorHandle_t r = {prefix}{m.name}({call});\n    npurt_leave();\n    return r;\n}}\n")
+    return NOT_SUPPORTED_C + "".join(out)
+
+
+def table_initializer(members: list[Member]) -> str:
+    """`.member = function` lines of the provider's table."""
+    return ",\n".join(f"        .{m.name} = {'m_' if m.implemented else 'ns_'}{m.name}" for m in members)
+
+
+NOT_SUPPORTED_C = r"""
+#include <stdio.h>
+static void npurt_not_supported(const char *name)
+{
+    fprintf(stderr, "<E> %s: not supported by npurt's QNN HTP mirror (QNN_COMMON_ERROR_NOT_SUPPORTED)\n", name);
+}
+"""
+
+
+def adapter(name: str, invalid: int) -> Callable:
+    """The Python side of one member: a C pointer that cannot be read or written (`npurt.capi.guard`) returns
+    the member's INVALID_ARGUMENT code `invalid`; any other escape returns QNN_COMMON_ERROR_GENERAL (an
+    `extern "Python+C"` exception would otherwise read as 0, success)."""
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def call(*args):
+            try:
+                return int(fn(*args))
+            except NpuError as exc:
+                log.error("<E> %s: %s", name, exc.message)
+                return invalid
+            except Exception as exc:    # noqa: BLE001 - the C caller gets a code, never a Python exception
+                sys.stderr.write(f"<E> {name}: internal error: {exc!r}\n")
+                return 1100
+        return call
+    return wrap

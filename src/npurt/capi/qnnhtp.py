@@ -1,0 +1,317 @@
+"""libQnnHtp.so: the QNN HTP backend's provider table as thin adapters over the `npurt.qnn` mirror, plus
+`qurt_malloc` / `qurt_free` for the Non-RPC use case's DSP-side buffers.
+
+`QnnInterface_getProviders` gives one provider (backend id 6, "HTP_QTI_AISW", the mirror's API versions) whose
+`QnnInterface_t` has QNN's 71-member layout (`MEMBERS`, the table's order). The members the shared-buffer tutorial
+and SampleApp-style programs call go to the mirror's function of the same name, with C pointers turned into the
+mirror's ctypes structs (`npurt.capi.guard`: validated, aliasing the caller's memory); every other member returns
+QNN_COMMON_ERROR_NOT_SUPPORTED. The use case (FastRPC / Non-RPC) is read from `$NPURT_QNN_USE_CASE` and the SoC from
+`$NPURT_SOC` when `QnnInterface_getProviders` is called, as the Python mirror reads them.
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib
+from typing import Any
+
+import npurt.qnn as q
+from npurt.capi import guard
+from npurt.capi.build import LibrarySpec
+from npurt.capi.embed import sync_environ
+from npurt.capi.qnn_common import (GLOBAL_PYTHON_C, QNN_HEADER_DIR, Member, adapter, extern_cdef,
+                                   table_initializer, table_source)
+from npurt.errors import ErrorCode, NpuError
+from npurt.qnn import constants as C
+
+LIBRARY_NAME = "libQnnHtp.so"
+PREFIX = "qnn_"
+_MAX_LIST = 256          # longest NULL-terminated config / property list read
+
+# The QnnInterface_t function table in QNN's order (c-abi-facts §2); members with parameters are implemented.
+MEMBERS = [Member(n, p) for n, p in [
+    ("propertyHasCapability", "QnnProperty_Key_t key"),
+    ("backendCreate", "Qnn_LogHandle_t logger, const QnnBackend_Config_t **config, Qnn_BackendHandle_t *backend"),
+    ("backendSetConfig", ""),
+    ("backendGetApiVersion", "Qnn_ApiVersion_t *pVersion"),
+    ("backendGetBuildId", "const char **id"),
+    ("backendRegisterOpPackage", ""), ("backendGetSupportedOperations", ""), ("backendValidateOpConfig", ""),
+    ("backendFree", "Qnn_BackendHandle_t backend"),
+    ("contextCreate", ""), ("contextSetConfig", ""), ("contextGetBinarySize", ""), ("contextGetBinary", ""),
+    ("contextCreateFromBinary", "Qnn_BackendHandle_t backend, Qnn_DeviceHandle_t device, "
+                                "const QnnContext_Config_t **config, const void *binaryBuffer, "
+                                "Qnn_ContextBinarySize_t binaryBufferSize, Qnn_ContextHandle_t *context, "
+                                "Qnn_ProfileHandle_t profile"),
+    ("contextFree", "Qnn_ContextHandle_t context, Qnn_ProfileHandle_t profile"),
+    ("graphCreate", ""), ("graphCreateSubgraph", ""), ("graphSetConfig", ""), ("graphAddNode", ""),
+    ("graphFinalize", ""),
+    ("graphRetrieve", "Qnn_ContextHandle_t contextHandle, const char *graphName, Qnn_GraphHandle_t *graphHandle"),
+    ("graphExecute", "Qnn_GraphHandle_t graphHandle, const Qnn_Tensor_t *inputs, uint32_t numInputs, "
+                     "Qnn_Tensor_t *outputs, uint32_t numOutputs, Qnn_ProfileHandle_t profileHandle, "
+                     "Qnn_SignalHandle_t signalHandle"),
+    ("graphExecuteAsync", ""),
+    ("tensorCreateContextTensor", ""), ("tensorCreateGraphTensor", ""),
+    ("logCreate", "QnnLog_Callback_t callback, QnnLog_Level_t maxLogLevel, Qnn_LogHandle_t *logger"),
+    ("logSetLogLevel", "Qnn_LogHandle_t logger, QnnLog_Level_t maxLogLevel"),
+    ("logFree", "Qnn_LogHandle_t logger"),
+    ("profileCreate", "Qnn_BackendHandle_t backend, QnnProfile_Level_t level, Qnn_ProfileHandle_t *profile"),
+    ("profileSetConfig", ""), ("profileGetEvents", ""), ("profileGetSubEvents", ""), ("profileGetEventData", ""),
+    ("profileGetExtendedEventData", ""),
+    ("profileFree", "Qnn_ProfileHandle_t profile"),
+    ("memRegister", "Qnn_ContextHandle_t context, const Qnn_MemDescriptor_t *memDescriptors, "
+                    "uint32_t numDescriptors, Qnn_MemHandle_t *memHandles"),
+    ("memDeRegister", "const Qnn_MemHandle_t *memHandles, uint32_t numHandles"),
+    ("deviceGetPlatformInfo", "Qnn_LogHandle_t logger, const QnnDevice_PlatformInfo_t **platformInfo"),
+    ("deviceFreePlatformInfo", "Qnn_LogHandle_t logger, const QnnDevice_PlatformInfo_t *platformInfo"),
+    ("deviceGetInfrastructure", ""),
+    ("deviceCreate", "Qnn_LogHandle_t logger, const QnnDevice_Config_t **config, Qnn_DeviceHandle_t *device"),
+    ("deviceSetConfig", ""), ("deviceGetInfo", ""),
+    ("deviceFree", "Qnn_DeviceHandle_t device"),
+    ("signalCreate", ""), ("signalSetConfig", ""), ("signalTrigger", ""), ("signalFree", ""),
+    ("errorGetMessage", "Qnn_ErrorHandle_t errorHandle, const char **errorMessage"),
+    ("errorGetVerboseMessage", ""), ("errorFreeVerboseMessage", ""),
+    ("graphPrepareExecutionEnvironment", ""), ("graphReleaseExecutionEnvironment", ""), ("graphGetProperty", ""),
+    ("contextValidateBinary", ""), ("contextCreateFromBinaryWithSignal", ""),
+    ("contextCreateFromBinaryListAsync", ""), ("tensorUpdateGraphTensors", ""), ("tensorUpdateContextTensors", ""),
+    ("contextGetBinarySectionSize", ""), ("contextGetBinarySection", ""), ("contextApplyBinarySection", ""),
+    ("backendGetProperty", ""),
+    ("contextGetProperty", "Qnn_ContextHandle_t contextHandle, QnnContext_Property_t **properties"),
+    ("contextGetIncrementalBinary", ""), ("contextReleaseIncrementalBinary", ""),
+    ("contextFinalize", "Qnn_ContextHandle_t context, Qnn_ProfileHandle_t profile"),
+    ("globalConfigSet", ""), ("contextCreateFromBinaryWithCallback", ""), ("contextGetBinarySectionUpdate", ""),
+    ("contextFreeBinarySectionUpdate", ""),
+]]
+assert len(MEMBERS) == 71
+
+_SOURCE = r"""
+#include <stdarg.h>
+static void npurt_qnn_call_log(QnnLog_Callback_t cb, QnnLog_Level_t level, uint64_t ts, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    cb(fmt, level, ts, args);
+    va_end(args);
+}
+
+void npurt_qnn_log_emit(uintptr_t cb, uint32_t level, uint64_t ts, const char *msg)
+{
+    npurt_qnn_call_log((QnnLog_Callback_t)cb, (QnnLog_Level_t)level, ts, "%s", msg);
+}
+"""
+
+
+def spec() -> LibrarySpec:
+    """libQnnHtp.so: QnnInterface_getProviders, qurt_malloc, qurt_free and the provider's 71-member table."""
+    provider = (f"static QnnInterface_t npurt_qnn_provider = {{\n    {C.QNN_BACKEND_ID_HTP}, "
+                f'"{C.QNN_HTP_INTERFACE_PROVIDER_NAME}",\n'
+                f"    {{{{{C.QNN_API_VERSION_MAJOR}, {C.QNN_API_VERSION_MINOR}, {C.QNN_API_VERSION_PATCH}}}, "
+                f"{{{C.QNN_HTP_API_VERSION_MAJOR}, {C.QNN_HTP_API_VERSION_MINOR}, {C.QNN_HTP_API_VERSION_PATCH}}}}},\n"
+                f"    {{.{C.QNN_INTERFACE_VER_NAME} = {{\n{table_initializer(MEMBERS)}\n    }}}}\n}};\n"
+                "static const QnnInterface_t *npurt_qnn_providers[] = {&npurt_qnn_provider};\n"
+                "uintptr_t npurt_qnn_provider_list(void) { return (uintptr_t)npurt_qnn_providers; }\n")
+    return LibrarySpec(
+        name=LIBRARY_NAME, headers=["QnnInterface.h", "../qurt_alloc.h"], header_dir=QNN_HEADER_DIR,
+        functions="Qnn_ErrorHandle_t QnnInterface_getProviders(const QnnInterface_t ***providerList, "
+                  "uint32_t *numProviders); void *qurt_malloc(size_t size); void qurt_free(void *ptr);",
+        module=__name__, errors={"QnnInterface_getProviders": str(C.QNN_COMMON_ERROR_SYSTEM)},
+        extra_cdef=extern_cdef(MEMBERS, PREFIX) + "uintptr_t npurt_qnn_provider_list(void);\n"
+                   "void npurt_qnn_log_emit(uintptr_t cb, uint32_t level, uint64_t ts, const char *msg);\n",
+        extra_source=GLOBAL_PYTHON_C + _SOURCE + table_source(MEMBERS, PREFIX, "QNN_COMMON_ERROR_NOT_SUPPORTED")
+        + provider)
+
+
+def _lib() -> Any:
+    """The compiled library's cffi `lib` (its C helpers), importable inside the embedded interpreter."""
+    return importlib.import_module("_npurt_capi_libQnnHtp").lib
+
+
+class _State:
+    table: q.QnnInterfaceTable | None = None
+
+
+def _table() -> q.QnnInterfaceTable:
+    if _State.table is None:
+        _fresh_table()
+    assert _State.table is not None
+    return _State.table
+
+
+def _fresh_table() -> None:
+    sync_environ()
+    providers: list = []
+    q.QnnInterface_getProviders(providers, ctypes.byref(ctypes.c_uint32()))
+    _State.table = getattr(providers[0], C.QNN_INTERFACE_VER_NAME)
+
+
+def _cell(addr: int, what: str) -> ctypes.c_void_p | None:
+    """A `T*` out-parameter of a pointer-sized T (handles, `const char**`), aliasing the caller's memory."""
+    return guard.struct_at(ctypes.c_void_p, addr, what)
+
+
+def _list(addr: int, cls: type, what: str) -> list | None:
+    """A NULL-terminated `const T**` list as the structs it points to (aliasing them); None for NULL."""
+    if not addr:
+        return None
+    out = []
+    for k in range(_MAX_LIST):
+        item = guard.struct_at(ctypes.c_void_p, addr + 8 * k, f"{what}[{k}]", write=False).value
+        if not item:
+            return out
+        out.append(guard.struct_at(cls, item, f"{what}[{k}]", write=False))
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: no NULL within {_MAX_LIST} entries")
+
+
+# --- exported functions -----------------------------------------------------------------------------------
+def QnnInterface_getProviders(providerList: int, numProviders: int) -> int:
+    try:
+        list_cell, count = _cell(providerList, "providerList"), guard.struct_at(ctypes.c_uint32, numProviders,
+                                                                                "numProviders")
+    except NpuError:
+        return C.QNN_COMMON_ERROR_INVALID_ARGUMENT
+    if list_cell is None or count is None:
+        return C.QNN_COMMON_ERROR_INVALID_ARGUMENT
+    _fresh_table()
+    list_cell.value = _lib().npurt_qnn_provider_list()
+    count.value = 1
+    return C.QNN_SUCCESS
+
+
+def qurt_malloc(size: int) -> int:
+    sync_environ()
+    return q.qurt_malloc(int(size))
+
+
+def qurt_free(ptr: int) -> None:
+    if ptr:
+        q.qurt_free(ptr)
+
+
+# --- the table's members (each: C arguments as ints -> the mirror's function) -------------------------------
+@adapter("propertyHasCapability", C.QNN_COMMON_ERROR_INVALID_ARGUMENT)
+def qnn_propertyHasCapability(key: int) -> int:
+    return _table().propertyHasCapability(key)
+
+
+@adapter("backendCreate", C.QNN_COMMON_ERROR_INVALID_ARGUMENT)
+def qnn_backendCreate(logger: int, config: int, backend: int) -> int:
+    return _table().backendCreate(logger or None, None, _cell(backend, "backend"))
+
+
+@adapter("backendGetApiVersion", C.QNN_COMMON_ERROR_INVALID_ARGUMENT)
+def qnn_backendGetApiVersion(pVersion: int) -> int:
+    return _table().backendGetApiVersion(guard.struct_at(q.Qnn_ApiVersion_t, pVersion, "pVersion"))
+
+
+@adapter("backendGetBuildId", C.QNN_COMMON_ERROR_INVALID_ARGUMENT)
+def qnn_backendGetBuildId(id: int) -> int:  # noqa: A002 - the C parameter's name
+    return _table().backendGetBuildId(_cell(id, "id"))
+
+
+@adapter("backendFree", C.QNN_COMMON_ERROR_INVALID_ARGUMENT)
+def qnn_backendFree(backend: int) -> int:
+    return _table().backendFree(backend)
+
+
+@adapter("contextCreateFromBinary", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
+def qnn_contextCreateFromBinary(backend: int, device: int, config: int, binaryBuffer: int, binaryBufferSize: int,
+                                context: int, profile: int) -> int:
+    configs = _list(config, q.QnnContext_Config_t, "config")
+    return _table().contextCreateFromBinary(backend, device or None, configs, binaryBuffer or None,
+                                            binaryBufferSize, _cell(context, "context"), profile or None)
+
+
+@adapter("contextFree", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
+def qnn_contextFree(context: int, profile: int) -> int:
+    return _table().contextFree(context, profile or None)
+
+
+@adapter("graphRetrieve", C.QNN_GRAPH_ERROR_INVALID_ARGUMENT)
+def qnn_graphRetrieve(contextHandle: int, graphName: int, graphHandle: int) -> int:
+    name = guard.c_string(graphName, "graphName")
+    if name is None:
+        return C.QNN_GRAPH_ERROR_INVALID_ARGUMENT
+    return _table().graphRetrieve(contextHandle, name, _cell(graphHandle, "graphHandle"))
+
+
+@adapter("graphExecute", C.QNN_GRAPH_ERROR_INVALID_ARGUMENT)
+def qnn_graphExecute(graphHandle: int, inputs: int, numInputs: int, outputs: int, numOutputs: int,
+                     profileHandle: int, signalHandle: int) -> int:
+    ins = guard.array_at(q.Qnn_Tensor_t, inputs, numInputs, "inputs", write=False)
+    outs = guard.array_at(q.Qnn_Tensor_t, outputs, numOutputs, "outputs", write=False)
+    return _table().graphExecute(graphHandle, ins, numInputs, outs, numOutputs, profileHandle or None,
+                                 signalHandle or None)
+
+
+@adapter("logCreate", C.QNN_LOG_ERROR_INVALID_ARGUMENT)
+def qnn_logCreate(callback: int, maxLogLevel: int, logger: int) -> int:
+    emit = _lib().npurt_qnn_log_emit
+    forward = (lambda text, level, stamp: emit(callback, level, stamp, text.encode())) if callback else None
+    return _table().logCreate(forward, maxLogLevel, _cell(logger, "logger"))
+
+
+@adapter("logSetLogLevel", C.QNN_LOG_ERROR_INVALID_ARGUMENT)
+def qnn_logSetLogLevel(logger: int, maxLogLevel: int) -> int:
+    return _table().logSetLogLevel(logger, maxLogLevel)
+
+
+@adapter("logFree", C.QNN_LOG_ERROR_INVALID_ARGUMENT)
+def qnn_logFree(logger: int) -> int:
+    return _table().logFree(logger)
+
+
+@adapter("profileCreate", C.QNN_PROFILE_ERROR_INVALID_ARGUMENT)
+def qnn_profileCreate(backend: int, level: int, profile: int) -> int:
+    return _table().profileCreate(backend, level, _cell(profile, "profile"))
+
+
+@adapter("profileFree", C.QNN_PROFILE_ERROR_INVALID_ARGUMENT)
+def qnn_profileFree(profile: int) -> int:
+    return _table().profileFree(profile)
+
+
+@adapter("memRegister", C.QNN_MEM_ERROR_INVALID_ARGUMENT)
+def qnn_memRegister(context: int, memDescriptors: int, numDescriptors: int, memHandles: int) -> int:
+    descs = guard.array_at(q.Qnn_MemDescriptor_t, memDescriptors, numDescriptors, "memDescriptors", write=False)
+    handles = guard.array_at(ctypes.c_void_p, memHandles, numDescriptors, "memHandles")
+    return _table().memRegister(context, descs if descs else None, numDescriptors,
+                                handles if handles is not None and numDescriptors > 0 else None)
+
+
+@adapter("memDeRegister", C.QNN_MEM_ERROR_INVALID_ARGUMENT)
+def qnn_memDeRegister(memHandles: int, numHandles: int) -> int:
+    handles = guard.array_at(ctypes.c_void_p, memHandles, numHandles, "memHandles", write=False)
+    return _table().memDeRegister(handles if handles is not None and numHandles > 0 else None, numHandles)
+
+
+@adapter("deviceGetPlatformInfo", C.QNN_DEVICE_ERROR_INVALID_ARGUMENT)
+def qnn_deviceGetPlatformInfo(logger: int, platformInfo: int) -> int:
+    return _table().deviceGetPlatformInfo(logger or None, _cell(platformInfo, "platformInfo"))
+
+
+@adapter("deviceFreePlatformInfo", C.QNN_DEVICE_ERROR_INVALID_ARGUMENT)
+def qnn_deviceFreePlatformInfo(logger: int, platformInfo: int) -> int:
+    return _table().deviceFreePlatformInfo(logger or None, platformInfo)
+
+
+@adapter("deviceCreate", C.QNN_DEVICE_ERROR_INVALID_ARGUMENT)
+def qnn_deviceCreate(logger: int, config: int, device: int) -> int:
+    return _table().deviceCreate(logger or None, None, _cell(device, "device"))
+
+
+@adapter("deviceFree", C.QNN_DEVICE_ERROR_INVALID_ARGUMENT)
+def qnn_deviceFree(device: int) -> int:
+    return _table().deviceFree(device)
+
+
+@adapter("errorGetMessage", C.QNN_COMMON_ERROR_INVALID_ARGUMENT)
+def qnn_errorGetMessage(errorHandle: int, errorMessage: int) -> int:
+    return _table().errorGetMessage(errorHandle, _cell(errorMessage, "errorMessage"))
+
+
+@adapter("contextGetProperty", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
+def qnn_contextGetProperty(contextHandle: int, properties: int) -> int:
+    return _table().contextGetProperty(contextHandle, _list(properties, q.QnnContext_Property_t, "properties"))
+
+
+@adapter("contextFinalize", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
+def qnn_contextFinalize(context: int, profile: int) -> int:
+    return _table().contextFinalize(context, profile or None)
