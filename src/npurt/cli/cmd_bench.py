@@ -25,7 +25,8 @@ from npurt.errors import ErrorCode, NpuError
 # What each benchmark's ratio means (the key used, and how to read it).
 RATIO_KEYS = {"planner": "solve_ratio"}
 MEANING = {
-    "capi": "the call from C (librknnrt.so) / the same call from Python on the mirror (1 = the C face adds nothing)",
+    "capi": "the call from C (librknnrt.so, libQnnHtp.so) / the same call from Python on the mirror (1 = the C face "
+            "adds nothing)",
     "executor": "npurt time / onnxruntime time, same model and thread count (lower is better)",
     "layout": "conversion GB/s / np.copyto GB/s of the same bytes (higher is better, 1 = memory bandwidth)",
     "memory": "npurt time / the same syscalls or copy done directly (lower is better)",
