@@ -162,6 +162,7 @@ class QnnInterfaceTable:
         version.coreApiVersion, version.backendApiVersion = api.coreApiVersion, api.backendApiVersion
         return C.QNN_SUCCESS
 
+    @qnn_call("propertyHasCapability")
     def propertyHasCapability(self, key: int) -> int:
         """QnnProperty_hasCapability(key): MEMHANDLE tensors are supported; context tensors are not (the mirror
         loads context binaries only); other keys are unknown to npurt."""

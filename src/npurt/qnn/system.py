@@ -15,6 +15,7 @@ from ctypes import POINTER, Structure, Union, c_char_p, c_uint32, c_uint64, c_ui
 from typing import Any
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.model.compiled import read_compiled
 from npurt.model.file_format import MAGIC
 from npurt.qnn import constants as C
 from npurt.memory.cargs import as_struct
@@ -151,7 +152,6 @@ class QnnSystemInterfaceTable:
                                    binaryInfo: Any, binaryInfoSize: Any = None) -> int:
         """QnnSystemContext_getBinaryInfo(handle, buffer, size, &info, &infoSize): the address of a version-3
         `QnnSystemContext_BinaryInfo_t` for an npurt context binary (`npurt convert ... -o model.bin`)."""
-        from npurt.exec.compile import load_compiled
         from npurt.qnn.interface import _set_handle, log
         sc = lookup(sysCtxHandle, SystemContext)
         if sc is None:
@@ -169,7 +169,7 @@ class QnnSystemInterfaceTable:
         try:
             if data[:len(MAGIC)] != MAGIC:
                 raise NpuError(ErrorCode.INVALID_MODEL, "not an npurt context binary")
-            compiled = load_compiled(data)
+            compiled = read_compiled(data)
         except NpuError as exc:
             log.error("<E> systemContextGetBinaryInfo: malformed context binary: %s", exc)
             return C.QNN_SYSTEM_CONTEXT_ERROR_MALFORMED_BINARY
