@@ -155,6 +155,12 @@ def _all_fields(cls: type):
             yield name, ftype
 
 
+def test_the_c_table_implements_exactly_what_the_mirror_emulates():
+    from npurt.soc.api_coverage import NOT_EMULATED, QNN_INTERFACE_MEMBERS
+    assert [m.name for m in MEMBERS] == list(QNN_INTERFACE_MEMBERS)
+    assert {m.name for m in MEMBERS if m.implemented} == {n for n in QNN_INTERFACE_MEMBERS if n not in NOT_EMULATED}
+
+
 def test_interface_table_has_the_71_members_in_order(pfx):
     abi = _abi(pfx)
     members = [(k.split()[1], v) for k, v in abi.items() if k.startswith("member ")]

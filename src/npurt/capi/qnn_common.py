@@ -17,6 +17,7 @@ from typing import Callable
 
 from npurt.capi.build import parse_functions
 from npurt.errors import NpuError
+from npurt.qnn import constants as C
 
 HEADER_DIR = Path(__file__).resolve().parent / "include"
 QNN_HEADER_DIR = HEADER_DIR / "QNN"
@@ -122,6 +123,6 @@ def adapter(name: str, invalid: int) -> Callable:
                 return invalid
             except Exception as exc:    # noqa: BLE001 - the C caller gets a code, never a Python exception
                 sys.stderr.write(f"<E> {name}: internal error: {exc!r}\n")
-                return 1100
+                return C.QNN_COMMON_ERROR_GENERAL
         return call
     return wrap

@@ -22,65 +22,48 @@ from npurt.capi.qnn_common import (GLOBAL_PYTHON_C, QNN_HEADER_DIR, Member, adap
                                    table_initializer, table_source)
 from npurt.errors import ErrorCode, NpuError
 from npurt.qnn import constants as C
+from npurt.soc.api_coverage import QNN_INTERFACE_MEMBERS
 
 LIBRARY_NAME = "libQnnHtp.so"
 PREFIX = "qnn_"
 _MAX_LIST = 256          # longest NULL-terminated config / property list read
 
-# The QnnInterface_t function table in QNN's order (c-abi-facts §2); members with parameters are implemented.
-MEMBERS = [Member(n, p) for n, p in [
-    ("propertyHasCapability", "QnnProperty_Key_t key"),
-    ("backendCreate", "Qnn_LogHandle_t logger, const QnnBackend_Config_t **config, Qnn_BackendHandle_t *backend"),
-    ("backendSetConfig", ""),
-    ("backendGetApiVersion", "Qnn_ApiVersion_t *pVersion"),
-    ("backendGetBuildId", "const char **id"),
-    ("backendRegisterOpPackage", ""), ("backendGetSupportedOperations", ""), ("backendValidateOpConfig", ""),
-    ("backendFree", "Qnn_BackendHandle_t backend"),
-    ("contextCreate", ""), ("contextSetConfig", ""), ("contextGetBinarySize", ""), ("contextGetBinary", ""),
-    ("contextCreateFromBinary", "Qnn_BackendHandle_t backend, Qnn_DeviceHandle_t device, "
-                                "const QnnContext_Config_t **config, const void *binaryBuffer, "
-                                "Qnn_ContextBinarySize_t binaryBufferSize, Qnn_ContextHandle_t *context, "
-                                "Qnn_ProfileHandle_t profile"),
-    ("contextFree", "Qnn_ContextHandle_t context, Qnn_ProfileHandle_t profile"),
-    ("graphCreate", ""), ("graphCreateSubgraph", ""), ("graphSetConfig", ""), ("graphAddNode", ""),
-    ("graphFinalize", ""),
-    ("graphRetrieve", "Qnn_ContextHandle_t contextHandle, const char *graphName, Qnn_GraphHandle_t *graphHandle"),
-    ("graphExecute", "Qnn_GraphHandle_t graphHandle, const Qnn_Tensor_t *inputs, uint32_t numInputs, "
-                     "Qnn_Tensor_t *outputs, uint32_t numOutputs, Qnn_ProfileHandle_t profileHandle, "
-                     "Qnn_SignalHandle_t signalHandle"),
-    ("graphExecuteAsync", ""),
-    ("tensorCreateContextTensor", ""), ("tensorCreateGraphTensor", ""),
-    ("logCreate", "QnnLog_Callback_t callback, QnnLog_Level_t maxLogLevel, Qnn_LogHandle_t *logger"),
-    ("logSetLogLevel", "Qnn_LogHandle_t logger, QnnLog_Level_t maxLogLevel"),
-    ("logFree", "Qnn_LogHandle_t logger"),
-    ("profileCreate", "Qnn_BackendHandle_t backend, QnnProfile_Level_t level, Qnn_ProfileHandle_t *profile"),
-    ("profileSetConfig", ""), ("profileGetEvents", ""), ("profileGetSubEvents", ""), ("profileGetEventData", ""),
-    ("profileGetExtendedEventData", ""),
-    ("profileFree", "Qnn_ProfileHandle_t profile"),
-    ("memRegister", "Qnn_ContextHandle_t context, const Qnn_MemDescriptor_t *memDescriptors, "
-                    "uint32_t numDescriptors, Qnn_MemHandle_t *memHandles"),
-    ("memDeRegister", "const Qnn_MemHandle_t *memHandles, uint32_t numHandles"),
-    ("deviceGetPlatformInfo", "Qnn_LogHandle_t logger, const QnnDevice_PlatformInfo_t **platformInfo"),
-    ("deviceFreePlatformInfo", "Qnn_LogHandle_t logger, const QnnDevice_PlatformInfo_t *platformInfo"),
-    ("deviceGetInfrastructure", ""),
-    ("deviceCreate", "Qnn_LogHandle_t logger, const QnnDevice_Config_t **config, Qnn_DeviceHandle_t *device"),
-    ("deviceSetConfig", ""), ("deviceGetInfo", ""),
-    ("deviceFree", "Qnn_DeviceHandle_t device"),
-    ("signalCreate", ""), ("signalSetConfig", ""), ("signalTrigger", ""), ("signalFree", ""),
-    ("errorGetMessage", "Qnn_ErrorHandle_t errorHandle, const char **errorMessage"),
-    ("errorGetVerboseMessage", ""), ("errorFreeVerboseMessage", ""),
-    ("graphPrepareExecutionEnvironment", ""), ("graphReleaseExecutionEnvironment", ""), ("graphGetProperty", ""),
-    ("contextValidateBinary", ""), ("contextCreateFromBinaryWithSignal", ""),
-    ("contextCreateFromBinaryListAsync", ""), ("tensorUpdateGraphTensors", ""), ("tensorUpdateContextTensors", ""),
-    ("contextGetBinarySectionSize", ""), ("contextGetBinarySection", ""), ("contextApplyBinarySection", ""),
-    ("backendGetProperty", ""),
-    ("contextGetProperty", "Qnn_ContextHandle_t contextHandle, QnnContext_Property_t **properties"),
-    ("contextGetIncrementalBinary", ""), ("contextReleaseIncrementalBinary", ""),
-    ("contextFinalize", "Qnn_ContextHandle_t context, Qnn_ProfileHandle_t profile"),
-    ("globalConfigSet", ""), ("contextCreateFromBinaryWithCallback", ""), ("contextGetBinarySectionUpdate", ""),
-    ("contextFreeBinarySectionUpdate", ""),
-]]
-assert len(MEMBERS) == 71
+# The C parameters of the members npurt implements; `QNN_INTERFACE_MEMBERS` is the table and its order.
+IMPLEMENTED = {
+    "propertyHasCapability": "QnnProperty_Key_t key",
+    "backendCreate": "Qnn_LogHandle_t logger, const QnnBackend_Config_t **config, Qnn_BackendHandle_t "
+                     "*backend",
+    "backendGetApiVersion": "Qnn_ApiVersion_t *pVersion",
+    "backendGetBuildId": "const char **id",
+    "backendFree": "Qnn_BackendHandle_t backend",
+    "contextCreateFromBinary": "Qnn_BackendHandle_t backend, Qnn_DeviceHandle_t device, const "
+                               "QnnContext_Config_t **config, const void *binaryBuffer, Qnn_ContextBinarySize_t "
+                               "binaryBufferSize, Qnn_ContextHandle_t *context, Qnn_ProfileHandle_t profile",
+    "contextFree": "Qnn_ContextHandle_t context, Qnn_ProfileHandle_t profile",
+    "graphRetrieve": "Qnn_ContextHandle_t contextHandle, const char *graphName, Qnn_GraphHandle_t "
+                     "*graphHandle",
+    "graphExecute": "Qnn_GraphHandle_t graphHandle, const Qnn_Tensor_t *inputs, uint32_t numInputs, "
+                    "Qnn_Tensor_t *outputs, uint32_t numOutputs, Qnn_ProfileHandle_t profileHandle, "
+                    "Qnn_SignalHandle_t signalHandle",
+    "logCreate": "QnnLog_Callback_t callback, QnnLog_Level_t maxLogLevel, Qnn_LogHandle_t *logger",
+    "logSetLogLevel": "Qnn_LogHandle_t logger, QnnLog_Level_t maxLogLevel",
+    "logFree": "Qnn_LogHandle_t logger",
+    "profileCreate": "Qnn_BackendHandle_t backend, QnnProfile_Level_t level, Qnn_ProfileHandle_t "
+                     "*profile",
+    "profileFree": "Qnn_ProfileHandle_t profile",
+    "memRegister": "Qnn_ContextHandle_t context, const Qnn_MemDescriptor_t *memDescriptors, uint32_t "
+                   "numDescriptors, Qnn_MemHandle_t *memHandles",
+    "memDeRegister": "const Qnn_MemHandle_t *memHandles, uint32_t numHandles",
+    "deviceGetPlatformInfo": "Qnn_LogHandle_t logger, const QnnDevice_PlatformInfo_t **platformInfo",
+    "deviceFreePlatformInfo": "Qnn_LogHandle_t logger, const QnnDevice_PlatformInfo_t *platformInfo",
+    "deviceCreate": "Qnn_LogHandle_t logger, const QnnDevice_Config_t **config, Qnn_DeviceHandle_t "
+                    "*device",
+    "deviceFree": "Qnn_DeviceHandle_t device",
+    "errorGetMessage": "Qnn_ErrorHandle_t errorHandle, const char **errorMessage",
+    "contextGetProperty": "Qnn_ContextHandle_t contextHandle, QnnContext_Property_t **properties",
+    "contextFinalize": "Qnn_ContextHandle_t context, Qnn_ProfileHandle_t profile",
+}
+MEMBERS = [Member(name, IMPLEMENTED.get(name, "")) for name in QNN_INTERFACE_MEMBERS]
 
 _SOURCE = r"""
 #include <stdarg.h>
