@@ -21,7 +21,7 @@ import npurt.qnn as q
 from npurt.qnn import device as htp_device
 from npurt.qnn.backend import lookup
 from npurt.qnn.mem_registry import REGISTRY
-from test_qnn_support import (SMALL, Htp, binary, code, custom_descriptor, defer_config, get_property,  # noqa: F401
+from helpers.qnn import (SMALL, Htp, binary, code, custom_descriptor, defer_config, get_property,  # noqa: F401
                               htp, ion_descriptor, native, ok, raw_tensors)
 
 
@@ -107,7 +107,7 @@ def test_zero_byte_spillfill_registers_when_none_is_required(use_case):
 
 
 def test_zero_byte_spillfill_still_refused_where_bytes_are_required(htp):
-    from test_qnn_support import SPILL
+    from helpers.qnn import SPILL
     ctx = htp.context(binary(SPILL), defer_config())
     handle = q.Qnn_MemHandle_t()
     assert code(htp.qi.memRegister(ctx, _zero_spill_descriptor("fastrpc"), 1, handle)) == \

@@ -7,7 +7,7 @@ import logging
 
 import npurt.qnn as q
 from npurt.qnn import services, system
-from test_qnn_support import SMALL, binary, code, htp, ok  # noqa: F401
+from helpers.qnn import SMALL, binary, code, htp, ok  # noqa: F401
 
 
 def test_log_callback_gets_the_lines_at_or_below_its_level(htp, caplog):
