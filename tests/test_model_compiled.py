@@ -259,3 +259,16 @@ def test_int8_passthrough_ops_keep_input_quantisation():
     for n in pools:
         src, dst = cm.storage[n.inputs[0]], cm.storage[n.outputs[0]]
         assert (dst.scale, dst.zp) == (src.scale, src.zp), n.name
+
+
+def test_is_npurt_is_the_one_compiled_model_check(tmp_path):
+    """Bytes, a memoryview or a path: the magic decides, whatever the file is called; unreadable paths raise."""
+    data = npurt.compile(small_convnet(), precision="fp16").to_bytes()
+    onnx_bytes = small_convnet().SerializeToString()
+    assert file_format.is_npurt(data) and file_format.is_npurt(memoryview(data)[:8])
+    assert not file_format.is_npurt(onnx_bytes) and not file_format.is_npurt(b"NPURT")
+    (tmp_path / "model.onnx").write_bytes(data)
+    (tmp_path / "m.npurt").write_bytes(onnx_bytes)
+    assert file_format.is_npurt(tmp_path / "model.onnx") and not file_format.is_npurt(str(tmp_path / "m.npurt"))
+    with pytest.raises(OSError):
+        file_format.is_npurt(tmp_path / "missing.npurt")

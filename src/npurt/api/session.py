@@ -38,20 +38,19 @@ def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, 
     """(what `Context` loads, the SoC to open): compiles ONNX when compile options are given, loads `.npurt`
     files so that their own SoC is used when `soc` is None."""
     from npurt.model.compiled import CompiledModel, read_compiled
-    from npurt.runtime.loader import MAGIC
+    from npurt.model.file_format import is_npurt
     int8_options = {k: v for k, v in int8_options.items() if v}
     compile_opts = quantize is not None or precision is not None or mean is not None or std is not None \
         or bool(int8_options)
     if isinstance(model, (str, os.PathLike)):
         try:
-            with open(model, "rb") as f:
-                head = f.read(len(MAGIC))
+            compiled = is_npurt(model)
         except OSError as exc:
             raise NpuError(ErrorCode.INVALID_MODEL, f"cannot read model file {os.fspath(model)!r}: "
                                                     f"{exc.strerror}") from None
-        if head == MAGIC:
+        if compiled:
             model = read_compiled(model)
-    elif isinstance(model, (bytes, bytearray, memoryview)) and bytes(model[:len(MAGIC)]) == MAGIC:
+    elif isinstance(model, (bytes, bytearray, memoryview)) and is_npurt(model):
         model = read_compiled(bytes(model))
     if isinstance(model, CompiledModel):
         if compile_opts:

@@ -40,9 +40,8 @@ def resolve_model(arg: str) -> Path:
 
 def is_compiled(path: Path) -> bool:
     """True for a compiled `.npurt` file (checked by its magic, whatever its name)."""
-    from npurt.model.file_format import MAGIC
-    with open(path, "rb") as f:
-        return f.read(len(MAGIC)) == MAGIC
+    from npurt.model.file_format import is_npurt
+    return is_npurt(path)
 
 
 def input_specs(path: Path) -> list[tuple[str, tuple[int, ...], np.dtype]]:

@@ -116,3 +116,12 @@ def read_bytes(path_or_bytes: "str | os.PathLike | bytes | bytearray | memoryvie
     if not p.is_file():
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"compiled model not found: {p}")
     return p.read_bytes()
+
+
+def is_npurt(data: "bytes | bytearray | memoryview | str | os.PathLike") -> bool:
+    """True when `data` — a model's bytes (at least its first 8), or the path of a model file — starts with the
+    `.npurt` magic; the one check of "is this a compiled model". OSError when a path cannot be read."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        with open(os.fspath(data), "rb") as f:
+            data = f.read(len(MAGIC))
+    return bytes(memoryview(data).cast("B")[:len(MAGIC)]) == MAGIC

@@ -22,7 +22,7 @@ from typing import Any
 from npurt.errors import ErrorCode, NpuError
 from npurt.model.compiled import read_compiled
 from npurt.model.compiled import CompiledModel
-from npurt.model.file_format import MAGIC
+from npurt.model.file_format import is_npurt
 from npurt.qnn import constants as C
 from npurt.memory.cargs import as_struct
 from npurt.memory.raw import pointer_value, safe_read, safe_write
@@ -437,7 +437,7 @@ def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
             data = safe_read(pointer_value(binary), int(size))
             if data is None:
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "binaryBuffer is not readable")
-        if data[:len(MAGIC)] == MAGIC:
+        if is_npurt(data):
             try:
                 compiled = read_compiled(data)
             except NpuError as exc:

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from npurt.errors import NpuError
+from npurt.model.file_format import is_npurt
 
-_MAGIC = b"NPURTMDL"
 _DTYPES = {"int8": "int8", "uint8": "uint8", "int16": "int16", "float16": "float16", "float32": "float32"}
 
 
@@ -99,7 +99,7 @@ class RKNNLite:
         if target is not None:
             from npurt.soc import get_profile
             return get_profile(str(target).lower()).name
-        if self._model is not None and self._model[:len(_MAGIC)] == _MAGIC:
+        if self._model is not None and is_npurt(self._model):
             from npurt.model.compiled import read_compiled
             return read_compiled(self._model).soc
         return None
@@ -236,7 +236,7 @@ class RKNNLite:
             try:
                 with open(rknn_model, "rb") as f:
                     head = f.read()
-                if head[:len(_MAGIC)] == _MAGIC:
+                if is_npurt(head):
                     from npurt.model.compiled import read_compiled
                     result["filled_target_platform"] = [read_compiled(head).soc]
                 else:

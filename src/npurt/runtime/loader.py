@@ -25,8 +25,8 @@ from collections import OrderedDict
 from typing import Any, Sequence
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.model.file_format import is_npurt
 
-MAGIC = b"NPURTMDL"
 VENDOR_MAGIC = b"RKNN"          # a model compiled by the vendor's toolkit: its format is not public
 META_DYNAMIC = "dynamic_input"
 META_SOURCE = "source_onnx_b64"
@@ -234,7 +234,7 @@ def load_family(model: Any, soc: str, dynamic_input: Any = None, any_soc: bool =
         raise NpuError(ErrorCode.INVALID_MODEL, "this is a vendor-compiled .rknn model, which npurt cannot run: pass "
                                                 "the ONNX model it was built from, or compile that with "
                                                 "`npurt convert model.onnx -o model.npurt`")
-    if bytes(raw[:len(MAGIC)]) == MAGIC:
+    if is_npurt(raw):
         return _check_soc(_family_of_compiled(read_compiled(raw)), soc, any_soc)
     onnx_bytes = bytes(raw)
     try:
