@@ -16,7 +16,7 @@ from typing import Any
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.model.compiled import read_compiled
-from npurt.model.file_format import MAGIC
+from npurt.model.file_format import is_npurt
 from npurt.qnn import constants as C
 from npurt.memory.cargs import as_struct
 from npurt.memory.raw import pointer_value, safe_read
@@ -167,7 +167,7 @@ class QnnSystemInterfaceTable:
             log.error("<E> systemContextGetBinaryInfo: binaryBuffer is not %d readable bytes", size)
             return C.QNN_SYSTEM_CONTEXT_ERROR_INVALID_ARGUMENT
         try:
-            if data[:len(MAGIC)] != MAGIC:
+            if not is_npurt(data):
                 raise NpuError(ErrorCode.INVALID_MODEL, "not an npurt context binary")
             compiled = read_compiled(data)
         except NpuError as exc:
