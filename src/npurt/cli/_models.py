@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.files import regular_input
 
 ZOO = ("mobilenet_v1", "mobilenet_v2_like", "small_convnet", "yolo_head", "yolov8n_like", "transformer_block",
        "outlier_convnet")
@@ -27,8 +28,8 @@ def _bad(msg: str) -> NpuError:
 def resolve_model(arg: str) -> Path:
     """The file behind a MODEL argument: an existing `.onnx` / `.npurt` path, or a zoo name (generated once)."""
     path = Path(arg)
-    if path.is_file():
-        return path
+    if path.exists():
+        return regular_input(path, "model")
     name = arg.removesuffix(".onnx")
     if name in ZOO:
         from npurt.model import zoo
@@ -41,7 +42,10 @@ def resolve_model(arg: str) -> Path:
 def is_compiled(path: Path) -> bool:
     """True for a compiled `.npurt` file (checked by its magic, whatever its name)."""
     from npurt.model.file_format import is_npurt
-    return is_npurt(path)
+    try:
+        return is_npurt(regular_input(path, "model"))
+    except OSError as exc:
+        raise _bad(f"cannot read model {path}: {exc.strerror}") from None
 
 
 def input_specs(path: Path) -> list[tuple[str, tuple[int, ...], np.dtype]]:

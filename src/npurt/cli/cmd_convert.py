@@ -15,6 +15,7 @@ from npurt.cli._models import (add_quantize_args, is_compiled, load_model, parse
                                resolve_model)
 from npurt.cli._output import human_bytes, make_console, print_json
 from npurt.errors import ErrorCode, NpuError
+from npurt.files import regular_output
 from npurt.qnn.graph import GRAPH_IO, set_graph_io
 from npurt.soc import get_profile
 
@@ -37,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     console = make_console(quiet=args.json)
     profile = get_profile(args.soc)
     path = resolve_model(args.model)
+    regular_output(args.output, "--output", [path])
     if is_compiled(path):
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{path} is already a compiled .npurt model")
     mean, std = parse_floats(args.mean, "--mean"), parse_floats(args.std, "--std")

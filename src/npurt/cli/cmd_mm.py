@@ -18,6 +18,7 @@ from npurt.cli._models import load_model, resolve_model
 from npurt.cli._output import make_console, print_json, print_text
 from npurt.cli._rknn_flow import Rknn, board_soc, mem_size
 from npurt.errors import ErrorCode, NpuError
+from npurt.files import regular_output, save_figure
 from npurt.memory import PAGE_SIZE, open_device
 from npurt.soc import get_profile
 
@@ -63,8 +64,10 @@ def plot_sram(pages: list[int | None], labels: list[str], path: Path, title: str
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(str(path), dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        save_figure(fig, path, dpi=110, bbox_inches="tight")
+    finally:
+        plt.close(fig)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     profile = get_profile(args.soc)
     if not profile.sram_size:
         raise NpuError(ErrorCode.NOT_SUPPORTED, f"{profile.name} has no NPU SRAM (SRAM SoCs: rk3588, rk3576)")
+    if args.plot:
+        regular_output(args.plot, "--plot", [resolve_model(m) for m in args.models])
     compiled = [load_model(m, profile.name, quantize=args.quantize, progress=not args.json and console.is_terminal)
                 for m in args.models]
     rk = Rknn()

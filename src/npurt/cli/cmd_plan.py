@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.files import regular_input, regular_output
 from npurt.plan import greedy_by_size, read_csv, solve, write_offsets_csv
 from npurt.plan.report import plot_plan
 
@@ -30,6 +31,10 @@ def run(args: argparse.Namespace) -> int:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--capacity must be >= 0, got {args.capacity}")
     if not args.time_limit > 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--time-limit must be > 0, got {args.time_limit}")
+    regular_input(args.instance, "instance")
+    for given, what in ((args.output, "--output"), (args.plot, "--plot")):
+        if given:
+            regular_output(given, what, [args.instance])
     problem = read_csv(args.instance, capacity=args.capacity)
     solution = greedy_by_size(problem) if args.method == "greedy" else solve(problem, time_limit=args.time_limit)
     if args.output:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from npurt.cli._models import add_quantize_args, load_model, quantize_options
+from npurt.cli._models import add_quantize_args, load_model, quantize_options, resolve_model
 from npurt.cli._output import make_console, print_json, print_text
 from npurt.errors import ErrorCode, NpuError
+from npurt.files import regular_output
 from npurt.memory import page_round
 from npurt.plan.model_report import memory_rows, report_dict
 from npurt.soc import get_profile
@@ -55,6 +56,8 @@ def sram_for(compiled, profile, sram: int | None) -> int:
 def run(args: argparse.Namespace) -> int:
     console = make_console(quiet=args.json)
     profile = get_profile(args.soc)
+    if args.plot:
+        regular_output(args.plot, "--plot", [resolve_model(args.model)])
     compiled = load_model(args.model, profile.name, quantize=args.quantize, **quantize_options(args),
                           progress=not args.json and console.is_terminal)
     sram = sram_for(compiled, profile, args.sram)

@@ -18,6 +18,7 @@ from npurt.cli._models import add_quantize_args, load_model, quantize_options, r
 from npurt.cli._output import make_console, ms, print_json
 from npurt.cli._rknn_flow import Rknn, ZeroCopy, board_soc, general_frame, random_frames
 from npurt.errors import ErrorCode, NpuError
+from npurt.files import regular_input, regular_output, write_exactly
 from npurt.soc import get_profile
 
 
@@ -49,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
     console = make_console(quiet=args.json)
     profile = get_profile(args.soc)
     path = resolve_model(args.model)
+    inputs = [regular_input(p, "--input") for p in args.input]
+    if args.output:
+        regular_output(args.output, "--output", [path, *inputs])
     compiled = load_model(str(path), profile.name, quantize=args.quantize,
                           progress=not args.json and console.is_terminal, **quantize_options(args))
     random = not args.input
@@ -73,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             r.rknn_destroy(ctx)
     names = list(compiled.graph.outputs)
     if args.output:
-        np.savez(args.output, **dict(zip(names, outs)))
+        write_exactly(args.output, lambda f: np.savez(f, **dict(zip(names, outs))), "--output")
     result = {"model": path.name, "soc": profile.name, "precision": compiled.precision,
               "path": "zero_copy" if args.zero_copy else "general", "random_inputs": random,
               "run_seconds": run_s, "outputs": [_summary(n, y) for n, y in zip(names, outs)],

@@ -36,8 +36,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (NpuError, ValueError, OSError) as exc:
-        print(f"npurt {args.command}: error: {exc}", file=sys.stderr)
+        print(f"npurt {args.command}: error: {_message(exc)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"npurt {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: still one line, never a traceback
+        print(f"npurt {args.command}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _message(exc: Exception) -> str:
+    """An error as one line; an OSError names its file when it knows it."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return str(exc)
 
 
 if __name__ == "__main__":

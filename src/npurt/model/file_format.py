@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.files import regular_output
 
 MAGIC = b"NPURTMDL"
 FORMAT_VERSION = 1
@@ -91,7 +92,7 @@ def decode(data: bytes | bytearray | memoryview) -> tuple[str, dict, np.ndarray]
 
 def write_atomic(path: "str | os.PathLike", data: bytes) -> None:
     """Write `data` to `path` through a temporary file in the same folder and an atomic rename."""
-    target = Path(os.fspath(path))
+    target = regular_output(path, "model file")
     folder = target.parent if str(target.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     try:

@@ -15,12 +15,16 @@ from typing import Hashable, Iterable, Mapping
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.files import regular_input, write_exactly
 
 BufferId = Hashable
 
 
 def _bad(message: str) -> NpuError:
     return NpuError(ErrorCode.INVALID_ARGUMENT, message)
+
+
+MAX_VALUE = 1 << 62      # times, sizes and offsets are int64 in the planner's numpy code; sums must not overflow
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,9 @@ class PlanBuffer:
             raise _bad(f"buffer {self.id!r}: negative size {self.size}")
         if self.alignment < 1:
             raise _bad(f"buffer {self.id!r}: alignment must be >= 1, got {self.alignment}")
+        for name in ("end", "size", "alignment"):
+            if getattr(self, name) > MAX_VALUE:
+                raise _bad(f"buffer {self.id!r}: {name} {getattr(self, name)} is larger than {MAX_VALUE} (2**62)")
         if not np.isfinite(self.weight) or self.weight < 0:
             raise _bad(f"buffer {self.id!r}: weight must be finite and >= 0, got {self.weight}")
 
@@ -72,6 +79,9 @@ class Problem:
             if b.id in seen:
                 raise _bad(f"duplicate buffer id {b.id!r}")
             seen.add(b.id)
+        total = sum(b.size + b.alignment for b in bufs)
+        if total > MAX_VALUE:
+            raise _bad(f"the buffers need {total} bytes in all, more than a plan can address ({MAX_VALUE}, 2**62)")
         if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer))
                                      or capacity < 0):
             raise _bad(f"capacity must be a non-negative integer, got {capacity!r}")
@@ -202,7 +212,7 @@ def read_csv(path: str | Path, capacity: int | None = None) -> Problem:
     """Read a benchmark CSV file; the capacity defaults to the one in the file name, if any."""
     if capacity is None:
         capacity = capacity_from_name(path)
-    return parse_csv(Path(path).read_text(), capacity)
+    return parse_csv(regular_input(path, "instance").read_text(), capacity)
 
 
 def format_offsets_csv(problem: Problem, solution: Solution) -> str:
@@ -213,4 +223,5 @@ def format_offsets_csv(problem: Problem, solution: Solution) -> str:
 
 def write_offsets_csv(path: str | Path, problem: Problem, solution: Solution) -> None:
     """Write `format_offsets_csv` to `path`."""
-    Path(path).write_text(format_offsets_csv(problem, solution))
+    text = format_offsets_csv(problem, solution).encode()
+    write_exactly(path, lambda f: f.write(text), "offsets file")

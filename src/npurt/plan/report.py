@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.files import save_figure
 
 LEFT_WIDTH = 69     # the seed's separator: 69 '-' + '+' + 34 '-' + '+' + 11 '-'
 MID_WIDTH = 34
@@ -163,5 +164,7 @@ def plot_plan(problem, solution, path: str | Path, fast_size: int | None = None,
     ax.set_ylabel("offset (bytes)")
     ax.set_title(title or f"{solution.method}: arena {solution.arena} B, lower bound {solution.lower_bound} B")
     fig.tight_layout()
-    fig.savefig(str(path))
-    plt.close(fig)
+    try:
+        save_figure(fig, path)
+    finally:
+        plt.close(fig)

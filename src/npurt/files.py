@@ -1,0 +1,84 @@
+"""Where npurt reads and writes files: only regular files, never a device, FIFO, directory or a command's own input.
+
+Reading a FIFO blocks forever and a directory or device is not data; writing over (or renaming onto) a device
+node, FIFO or directory destroys it, and writing a command's input over itself loses the input. These checks run
+before any work, so a refused path is left exactly as it was.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Callable, Iterable
+
+from npurt.errors import ErrorCode, NpuError
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _stat(path: Path, what: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def regular_input(path: "str | os.PathLike", what: str = "input") -> Path:
+    """`path` when it names an existing regular file; INVALID_ARGUMENT naming the path otherwise."""
+    path = Path(os.fspath(path))
+    st = _stat(path, what)
+    if st is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path}: no such file")
+    if not stat.S_ISREG(st.st_mode):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path} is {_kind(st.st_mode)}, not a regular file")
+    return path
+
+
+def regular_output(path: "str | os.PathLike", what: str = "output",
+                   inputs: Iterable["str | os.PathLike"] = ()) -> Path:
+    """`path` when it is a new path or an existing regular file that is none of `inputs`; INVALID_ARGUMENT
+    (nothing touched) for a directory, FIFO, device or socket, or for the command's own input."""
+    path = Path(os.fspath(path))
+    st = _stat(path, what)
+    if st is None:
+        return path
+    if not stat.S_ISREG(st.st_mode):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path} is {_kind(st.st_mode)}: give a regular file or "
+                                                   f"a new path")
+    for given in inputs:
+        other = _stat(Path(os.fspath(given)), "input")
+        if other is not None and (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path} is the input {given}: it would be "
+                                                       f"overwritten; give another path")
+    return path
+
+
+def write_exactly(path: "str | os.PathLike", write: Callable, what: str = "output") -> None:
+    """Call `write(file)` on `path` opened for binary writing — exactly that path, no extension added — after
+    `regular_output` accepted it; a failed write removes a file it created."""
+    path = regular_output(path, what)
+    existed = path.exists()
+    try:
+        with open(path, "wb") as f:
+            write(f)
+    except BaseException:
+        if not existed:
+            path.unlink(missing_ok=True)
+        raise
+
+
+def save_figure(fig, path: "str | os.PathLike", **savefig_kwargs) -> None:
+    """Save a matplotlib figure to exactly `path`, in the format its suffix names (PNG without one)."""
+    path = Path(os.fspath(path))
+    fmt = path.suffix.lstrip(".").lower() or "png"
+    if fmt not in fig.canvas.get_supported_filetypes():
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{path}: cannot save a picture as {fmt!r} (use "
+                                                   f"{', '.join(sorted(fig.canvas.get_supported_filetypes()))})")
+    write_exactly(path, lambda f: fig.savefig(f, format=fmt, **savefig_kwargs), "picture")
