@@ -60,3 +60,25 @@ class NpuError(Exception):
 
     def __str__(self) -> str:
         return f"{self.code.name}: {self.message}"
+
+
+_ARGUMENT_ERRORS = (TypeError, ValueError, AttributeError, ZeroDivisionError, IndexError, OverflowError, MemoryError)
+
+
+def bad_arguments_raise_npu_error(fn, what: str | None = None):
+    """`fn`, with the Python / numpy exceptions a bad argument provokes inside it (TypeError, ValueError, ...) raised
+    as NpuError(INVALID_ARGUMENT) naming `what` (default: `fn`): the one rule of the public Python API (NpuError
+    for every bad argument). NpuError passes through unchanged."""
+    import functools
+    label = what or fn.__qualname__
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except NpuError:
+            raise
+        except _ARGUMENT_ERRORS as exc:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{label}: bad argument ({type(exc).__name__}: "
+                                                       f"{exc})") from None
+    return call

@@ -27,7 +27,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from npurt.api.tensor import DeviceTensor
-from npurt.errors import ErrorCode, NpuError
+from npurt.errors import ErrorCode, NpuError, bad_arguments_raise_npu_error
+from npurt.memory import open_device
 from npurt.runtime import Context, ContextOptions, MemRef
 
 _ids = itertools.count(1)
@@ -71,6 +72,9 @@ def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, 
     return model, soc
 
 
+_checked_prepare = bad_arguments_raise_npu_error(_prepare, "Session")
+
+
 class Session:
     """A model loaded on an NPU device, ready to run (see the module doc for an example).
 
@@ -88,14 +92,21 @@ class Session:
                  precision: str | None = None, mean: Any = None, std: Any = None, coherence: str | None = None,
                  dynamic_input: Any = None, name: str = "", quantized_algorithm: str | None = None,
                  float_layers: Any = None) -> None:
-        self.name = name or f"session{next(_ids)}"
+        self.name = str(name) if name else f"session{next(_ids)}"
         self._closed = True
         self._in_bufs: list[Any] = []
         self._out_bufs: list[Any] = []
-        source, soc = _prepare(model, soc, quantize, precision, mean, std, dynamic_input,
-                               quantized_algorithm=quantized_algorithm, float_layers=float_layers)
+        self._device = None
+        if model is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "model is None: give an ONNX / .npurt path or bytes, a "
+                                                       "ModelProto or a CompiledModel")
+        if soc is not None and not isinstance(soc, str):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"soc must be a SoC name, got {soc!r}")
+        source, soc = _checked_prepare(model, soc, quantize, precision, mean, std, dynamic_input,
+                                       quantized_algorithm=quantized_algorithm, float_layers=float_layers)
         self._ctx = Context(source, soc=soc, coherence=coherence, options=ContextOptions(sram=bool(sram)),
                             dynamic_input=dynamic_input, name=self.name)
+        self._device = open_device(self._ctx.device.soc)      # the I/O buffers' own device reference
         self._closed = False
         try:
             self._allocate()
@@ -254,17 +265,20 @@ class Session:
         return self._closed
 
     def close(self) -> None:
-        """Release the I/O memory and the context (weights, internal arena, device reference). Idempotent."""
-        if self._closed and not self._in_bufs and not self._out_bufs:
-            return
+        """Release the context (weights, internal arena, device reference) and the I/O memory. Idempotent. A run
+        in another thread is waited for first, so nothing is freed under it; close() from inside the session's
+        own run is BUSY with nothing released."""
+        ctx = getattr(self, "_ctx", None)
+        if ctx is not None and not ctx.destroyed:
+            ctx.destroy(wait=True)                # unbinds the I/O memory, which is then free to go
         self._closed = True
-        for buf in self._in_bufs + self._out_bufs:          # the vendor order: I/O memory first, then the context
+        for buf in self._in_bufs + self._out_bufs:
             if buf.alive:
                 buf.free()
         self._in_bufs, self._out_bufs = [], []
-        ctx = getattr(self, "_ctx", None)
-        if ctx is not None and not ctx.destroyed:
-            ctx.destroy()
+        device, self._device = getattr(self, "_device", None), None
+        if device is not None:
+            device.close()
 
     def __enter__(self) -> "Session":
         return self

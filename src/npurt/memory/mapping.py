@@ -159,7 +159,10 @@ def new_memfd(name: str, length: int) -> int:
     try:
         os.ftruncate(fd, length)
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
-    except OSError:
+    except OverflowError:
+        os.close(fd)
+        raise OSError(errno.EFBIG, f"memfd of {length} bytes: {os.strerror(errno.EFBIG)}") from None
+    except BaseException:
         os.close(fd)
         raise
     return fd

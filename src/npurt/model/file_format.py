@@ -47,6 +47,16 @@ def _blob_offset(manifest_len: int) -> int:
     return -(-(HEADER_SIZE + manifest_len) // _BLOB_ALIGN) * _BLOB_ALIGN
 
 
+def declared_size(head: bytes | memoryview) -> int | None:
+    """The file size an npurt header declares (header, manifest, padding, blob), or None when `head` does not
+    start with an npurt header: lets a reader check a size before it reads (or allocates) the rest."""
+    head = bytes(head[:HEADER_SIZE])
+    if len(head) < _HEADER.size or head[:len(MAGIC)] != MAGIC:
+        return None
+    _, _, _, _, mlen, blen, _ = _HEADER.unpack_from(head, 0)
+    return _blob_offset(mlen) + blen
+
+
 def encode(soc: str, manifest: dict, blob: np.ndarray) -> bytes:
     """The file bytes for a manifest and a uint8 weights blob."""
     mbytes = json.dumps(manifest, separators=(",", ":")).encode()

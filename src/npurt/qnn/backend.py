@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,26 @@ def lookup(handle: Any, kind: type) -> Any:
 def drop_handle(handle: int) -> None:
     with _handle_lock:
         HANDLES.pop(handle, None)
+
+
+RETIRED_MAX = 64                        # freed graphs whose handles still give the precise error
+_retired: collections.deque[int] = collections.deque()
+
+
+def retire_handle(handle: int) -> None:
+    """Keep a freed graph's handle known for a while, so that a late call gets "its context was freed" rather than
+    "not a graph"; only the last RETIRED_MAX such handles are kept, and backendFree forgets them all (the table
+    does not grow with create/free cycles)."""
+    with _handle_lock:
+        _retired.append(handle)
+        while len(_retired) > RETIRED_MAX:
+            HANDLES.pop(_retired.popleft(), None)
+
+
+def _forget_retired() -> None:
+    with _handle_lock:
+        while _retired:
+            HANDLES.pop(_retired.popleft(), None)
 
 
 class HtpCore:
@@ -152,6 +173,7 @@ class Backend:
         drop_handle(self.handle)
         if self.adopted:
             htp_device.note_adopted(self.profile.name, -1)
+        _forget_retired()
         _release_core(self.core)
 
 

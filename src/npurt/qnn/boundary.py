@@ -26,10 +26,9 @@ __all__ = ["QnnError", "CODES", "DISTINCT", "WRAPPED", "code_for", "family_of", 
 
 log = logging.getLogger("npurt.qnn")
 
-# npurt's values where the public headers name no code (QNN_BACKEND_ERROR_INVALID_HANDLE,
-# QNN_DEVICE_ERROR_INVALID_HANDLE): the first code of each family's range after its MIN.
-BACKEND_INVALID_HANDLE = C.QNN_MIN_ERROR_BACKEND + 1
-DEVICE_INVALID_HANDLE = C.QNN_MIN_ERROR_DEVICE + 1
+# The handle errors of backendFree / deviceFree, as QnnBackend.h / QnnDevice.h number them.
+BACKEND_INVALID_HANDLE = C.QNN_BACKEND_ERROR_INVALID_HANDLE
+DEVICE_INVALID_HANDLE = C.QNN_DEVICE_ERROR_INVALID_HANDLE
 
 _COMMON = {
     ErrorCode.FAIL: C.QNN_COMMON_ERROR_GENERAL,

@@ -68,6 +68,9 @@ QNN_MAX_ERROR_SYSTEM = 49999
 QNN_MIN_ERROR_INTERFACE = 60000
 QNN_MAX_ERROR_INTERFACE = 60999
 
+# QnnBackend.h: the handle error of backendFree
+QNN_BACKEND_ERROR_INVALID_HANDLE = QNN_MIN_ERROR_BACKEND + 11
+
 # QnnCommon_Error_t
 QNN_COMMON_MIN_ERROR = QNN_MIN_ERROR_COMMON
 QNN_COMMON_ERROR_NOT_SUPPORTED = 1000
@@ -506,7 +509,7 @@ def _error_names() -> dict[int, str]:
     """Code -> name; shared codes (1000, 1002, 1100) resolve to their QNN_COMMON_ name."""
     names: dict[int, str] = {}
     for prefix in ("QNN_SYSTEM_CONTEXT_ERROR_", "QNN_PROPERTY_ERROR_", "QNN_LOG_ERROR_", "QNN_PROFILE_ERROR_",
-                   "QNN_DEVICE_ERROR_", "QNN_MEM_ERROR_", "QNN_TENSOR_ERROR_", "QNN_GRAPH_ERROR_",
+                   "QNN_BACKEND_ERROR_", "QNN_DEVICE_ERROR_", "QNN_MEM_ERROR_", "QNN_TENSOR_ERROR_", "QNN_GRAPH_ERROR_",
                    "QNN_CONTEXT_ERROR_", "QNN_COMMON_ERROR_"):
         for name, value in globals().items():
             if name.startswith(prefix) and not name.endswith("_UNDEFINED"):

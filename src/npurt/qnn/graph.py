@@ -35,7 +35,7 @@ from npurt.memory import Buffer
 from npurt.model.attrs import QntType, TensorAttr
 from npurt.qnn import constants as C
 from npurt.memory.raw import pointer_value, safe_copy_in, safe_write
-from npurt.qnn.backend import new_handle
+from npurt.qnn.backend import new_handle, retire_handle
 from npurt.qnn.boundary import QnnError, from_npu
 from npurt.qnn.mem_registry import ION, REGISTRY, SHARED, SPILLFILL, VTCMBACKUP, WEIGHTS
 from npurt.qnn.structs import Qnn_Tensor_t
@@ -206,13 +206,15 @@ class Graph:
 
     # -- lifetime --------------------------------------------------------------------------------------
     def release(self) -> None:
-        """Drop memory and the context (contextFree). The handle stays known so that a later execute returns
-        QNN_GRAPH_ERROR_INVALID_CONTEXT instead of an unknown-handle error."""
+        """Drop memory and the context (contextFree). The handle is retired, not dropped: for a while a later
+        execute returns QNN_GRAPH_ERROR_INVALID_CONTEXT instead of an unknown-handle error."""
         for buf in self._io + [b for b in getattr(self, "_fstage", []) if b is not None]:
             if buf.alive:
                 buf.device.free(buf)
         self._io, self._fstage = [], []
         self._bound_key = None
+        if self.context is not None:
+            retire_handle(self.handle)
         self.context = None
 
     # -- execute ---------------------------------------------------------------------------------------

@@ -22,16 +22,17 @@ from typing import Any
 from npurt.errors import ErrorCode, NpuError
 from npurt.model.compiled import read_compiled
 from npurt.model.compiled import CompiledModel
-from npurt.model.file_format import is_npurt
-from npurt.qnn import constants as C
 from npurt.memory.cargs import as_struct
 from npurt.memory.raw import pointer_value, safe_read, safe_write
+from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt
+from npurt.qnn import constants as C
 from npurt.qnn import services
 from npurt.qnn.backend import Backend, QnnDevice, lookup
 from npurt.qnn.context import Context
 from npurt.qnn.graph import Graph
 from npurt.qnn.boundary import BACKEND_INVALID_HANDLE, DEVICE_INVALID_HANDLE, QnnError, from_npu, qnn_call
 from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY, as_descriptor_list
+from npurt.runtime.loader import MAX_ONNX
 from npurt.qnn.structs import (Qnn_ApiVersion_t, Qnn_Version_t, QnnContext_Config_t, QnnContext_Property_t,
                                QnnHtpContext_CustomConfig_t, QnnHtpContext_CustomProperty_t)
 from npurt.soc.htp import get_htp_profile, is_htp_soc
@@ -138,7 +139,7 @@ class QnnInterfaceTable:
         """QnnBackend_free(backend): frees its contexts too."""
         b = lookup(backend, Backend)
         if b is None or b.freed:
-            raise QnnError(BACKEND_INVALID_HANDLE, "invalid backend handle")
+            raise QnnError(BACKEND_INVALID_HANDLE, "invalid backend handle (freed, or never created)")
         b.free()
         return C.QNN_SUCCESS
 
@@ -262,7 +263,7 @@ class QnnInterfaceTable:
     def deviceFree(self, device: Any) -> int:
         d = lookup(device, QnnDevice)
         if d is None:
-            raise QnnError(DEVICE_INVALID_HANDLE, "invalid device handle")
+            raise QnnError(DEVICE_INVALID_HANDLE, "invalid device handle (freed, or never created)")
         d.free()
         return C.QNN_SUCCESS
 
@@ -434,9 +435,7 @@ def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
                                f"binaryBufferSize {size} is larger than the buffer ({len(binary)} bytes)")
             data = bytes(memoryview(binary)[:int(size)])
         else:
-            data = safe_read(pointer_value(binary), int(size))
-            if data is None:
-                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "binaryBuffer is not readable")
+            data = _read_binary(pointer_value(binary), int(size))
         if is_npurt(data):
             try:
                 compiled = read_compiled(data)
@@ -451,6 +450,25 @@ def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
         raise QnnError(C.QNN_CONTEXT_ERROR_BINARY_CONFIGURATION,
                        f"context binary was prepared for {compiled.soc}, the backend is {backend.profile.name}")
     return compiled
+
+
+def _read_binary(addr: int, size: int) -> bytes:
+    """The `size` bytes of a context binary at a raw address, read only after its header agrees with `size` (an
+    absurd size is refused before anything of that size is allocated)."""
+    head = safe_read(addr, min(size, HEADER_SIZE))
+    if head is None:
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "binaryBuffer is not readable")
+    declared = declared_size(head)
+    if declared is not None and declared != size:
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, f"binaryBufferSize {size} does not match the "
+                                                             f"{declared}-byte context binary")
+    if declared is None and size > MAX_ONNX:
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, f"binaryBufferSize {size} is larger than any model "
+                                                             f"(ONNX is at most {MAX_ONNX} bytes)")
+    data = safe_read(addr, size)
+    if data is None:
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, f"binaryBuffer is not readable for {size} bytes")
+    return data
 
 
 def _compile_onnx(model: Any, backend: Backend) -> CompiledModel:

@@ -240,7 +240,8 @@ class MemRegistry:
                 raise QnnError(C.QNN_MEM_ERROR_INVALID_ARGUMENT,
                                f"descriptor {i}: offset {offset} + tensor {nbytes} bytes is past the buffer size "
                                f"{total}")
-        return _Parsed(kind, _file_key(fd), offset, nbytes, rec.buffer, offset, (fd, offset, nbytes), data_type, dims)
+        return _Parsed(kind, ("file", *rec.file), offset, nbytes, rec.buffer, offset, (fd, offset, nbytes), data_type,
+                       dims)
 
     def _parse_context_buffer(self, ctx: "Context", htp: QnnMemHtp_Descriptor_t, kind: str, i: int) -> _Parsed:
         if not ctx.deferred or ctx.finalized:
@@ -291,7 +292,7 @@ class MemRegistry:
             if offset + size > rec.size:
                 raise QnnError(C.QNN_MEM_ERROR_INVALID_ARGUMENT,
                                f"descriptor {i}: offset {offset} + size {size} is past the {rec.size}-byte buffer")
-            return _Parsed(kind, _file_key(fd), offset, size, rec.buffer, offset, (fd, offset, size),
+            return _Parsed(kind, ("file", *rec.file), offset, size, rec.buffer, offset, (fd, offset, size),
                            C.QNN_DATATYPE_UINT_8, (size,))
         return self._import_dma(ctx, kind, fd, offset, size, i)
 

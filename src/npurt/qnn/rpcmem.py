@@ -28,6 +28,7 @@ import numpy as np
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer, Device
 from npurt.memory.address_space import RangeMap
+from npurt.memory.device import MAX_SIZE
 from npurt.memory.mapping import new_memfd, page_round, typed_view
 from npurt.qnn import device as htp_device
 from npurt.qnn.constants import (RPCMEM_DEFAULT_HEAP, RPCMEM_HEAP_ID_CONTIG, RPCMEM_HEAP_ID_SECURE,
@@ -49,10 +50,20 @@ class RpcAllocation:
     heapid: int
     flags: int
     size: int
+    file: tuple[int, int] = (0, 0)      # (st_dev, st_ino) of the memfd: tells it from a reused fd number
 
     @property
     def base(self) -> int:
         return self.buffer.virt_addr
+
+    def fd_is_ours(self) -> bool:
+        """True while `fd` still refers to this allocation's memfd (the user may have closed it and the number
+        been reused by an unrelated file)."""
+        try:
+            st = os.fstat(self.fd)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self.file
 
 
 _lock = threading.RLock()
@@ -66,7 +77,7 @@ def _alloc(heapid: int, flags: int, size: int, soc: str | None) -> int:
         what = "the secure heap cannot be mapped by the CPU" if heapid == RPCMEM_HEAP_ID_SECURE else "unknown heap"
         log.error("<E> rpcmem_alloc: heap id %d: %s", heapid, what)
         return 0
-    if size <= 0:
+    if size <= 0 or size > MAX_SIZE:
         log.error("<E> rpcmem_alloc: invalid size %d", size)
         return 0
     if heapid in (RPCMEM_HEAP_ID_CONTIG, RPCMEM_HEAP_ID_SYSTEM_CONTIG) and size >= CONTIG_LIMIT:
@@ -88,7 +99,8 @@ def _alloc(heapid: int, flags: int, size: int, soc: str | None) -> int:
             htp_device.release(device)
             log.error("<E> rpcmem_alloc(%d): %s", size, exc)
             return 0
-        rec = RpcAllocation(fd, buf, device, int(heapid), int(flags), int(size))
+        st = os.fstat(fd)
+        rec = RpcAllocation(fd, buf, device, int(heapid), int(flags), int(size), (st.st_dev, st.st_ino))
         _by_base[rec.base] = rec
         _by_fd[fd] = rec
         _ranges.insert(rec.base, rec.base + rec.size, rec)
@@ -101,12 +113,22 @@ def rpcmem_alloc(heapid: int, flags: int, size: int, *, soc: str | None = None) 
     `size` is converted as C converts it to `int` (so 2 GiB and more wrap and fail). `soc` (npurt's addition)
     picks the HTP device; None uses `$NPURT_SOC` if it is an HTP SoC, else sm8350.
     """
-    return _alloc(int(heapid), int(flags) & 0xFFFFFFFF, ctypes.c_int32(int(size)).value, soc)
+    args = _c_args(heapid, flags, size)
+    return 0 if args is None else _alloc(args[0], args[1], ctypes.c_int32(args[2]).value, soc)
+
+
+def _c_args(heapid: object, flags: object, size: object) -> tuple[int, int, int] | None:
+    """The three integer arguments as C receives them (flags as uint32); None (logged) for a non-integer."""
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (heapid, flags, size)):
+        log.error("<E> rpcmem_alloc: heapid, flags and size must be integers, got %r, %r, %r", heapid, flags, size)
+        return None
+    return ctypes.c_int32(int(heapid)).value, int(flags) & 0xFFFFFFFF, int(size)
 
 
 def rpcmem_alloc2(heapid: int, flags: int, size: int, *, soc: str | None = None) -> int:
     """`void* rpcmem_alloc2(int heapid, uint32 flags, size_t size)`: as `rpcmem_alloc`, size is a size_t."""
-    return _alloc(int(heapid), int(flags) & 0xFFFFFFFF, ctypes.c_uint64(int(size)).value, soc)
+    args = _c_args(heapid, flags, size)
+    return 0 if args is None else _alloc(args[0], args[1], ctypes.c_uint64(args[2]).value, soc)
 
 
 def rpcmem_alloc_def(size: int) -> int:
@@ -143,14 +165,19 @@ def rpcmem_free(po: object) -> None:
         if rec.buffer.alive:
             rec.device.free(rec.buffer)
     finally:
-        os.close(rec.fd)
+        if rec.fd_is_ours():
+            os.close(rec.fd)
+        else:
+            log.warning("rpcmem_free(0x%x): fd %d was closed by the caller (or now names another file); not closed "
+                        "again", rec.base, rec.fd)
         htp_device.release(rec.device)
 
 
 def lookup_fd(fd: int) -> RpcAllocation | None:
     """The live rpcmem allocation owning `fd` (the registry's "known to FastRPC" test), or None."""
     with _lock:
-        return _by_fd.get(int(fd)) if isinstance(fd, int) else None
+        rec = _by_fd.get(int(fd)) if isinstance(fd, int) else None
+    return rec if rec is not None and rec.fd_is_ours() else None
 
 
 def lookup_ptr(ptr: int, nbytes: int = 1) -> tuple[RpcAllocation, int] | None:

@@ -261,10 +261,18 @@ class RKNNLite:
 
     # --- teardown ---------------------------------------------------------------------------------------------
     def release(self) -> None:
-        """Free the runtime (context, weights, internal and I/O memory). Safe to call twice."""
-        ctx, self._ctx = self._ctx, None
-        if ctx is not None and not ctx.destroyed:
-            ctx.destroy()
+        """Free the runtime (context, weights, internal and I/O memory). Safe to call twice; never raises (as the
+        vendor's): an inference running in another thread is waited for first."""
+        ctx = self._ctx
+        if ctx is None:
+            return
+        try:
+            if not ctx.destroyed:
+                ctx.destroy(wait=True)
+        except NpuError as exc:                 # from inside the running inference itself: keep everything
+            self._log("E", "release", str(exc))
+            return
+        self._ctx = None
 
     def __del__(self) -> None:
         try:

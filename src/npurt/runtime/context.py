@@ -96,6 +96,7 @@ class Context(GeneralPath, ZeroCopyPath):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"priority must be one of {PRIORITIES}")
         self._log = log or _default_sink
         self._lock = threading.Lock()
+        self._holder: int | None = None          # the thread inside a call (see _busy)
         self.destroyed = False
         self._weights: WeightStore | None = None
         self._owns_weights = False       # this context created the weight store (counts it in its DMA total)
@@ -207,16 +208,21 @@ class Context(GeneralPath, ZeroCopyPath):
                                                        "API (set_io_mem) cannot be mixed on one context")
 
     @contextlib.contextmanager
-    def _busy(self, what: str) -> Iterator[None]:
-        """Hold the context for one call; BUSY at once if another thread holds it (no waiting)."""
-        if not self._lock.acquire(blocking=False):
+    def _busy(self, what: str, wait: bool = False) -> Iterator[None]:
+        """Hold the context for one call; BUSY at once if another thread holds it (`wait`: wait for that
+        thread's call to end instead). The holding thread itself is always BUSY (a call from inside its own run)."""
+        me = threading.get_ident()
+        if not self._lock.acquire(blocking=wait and self._holder != me):
             self._require_live()
-            raise NpuError(ErrorCode.BUSY, f"{what}: context {self.name} is in use by another thread "
+            raise NpuError(ErrorCode.BUSY, f"{what}: context {self.name} is in use "
+                                           f"{'by this very thread' if self._holder == me else 'by another thread'} "
                                            f"(one context runs one call at a time; use dup for parallel runs)")
+        self._holder = me
         try:
             self._require_live()
             yield
         finally:
+            self._holder = None
             self._lock.release()
 
     # ------------------------------------------------------------------------------------------------------------
@@ -504,10 +510,11 @@ class Context(GeneralPath, ZeroCopyPath):
 
     # ------------------------------------------------------------------------------------------------------------
     # teardown: the one place the context's resources are released
-    def destroy(self) -> None:
+    def destroy(self, wait: bool = False) -> None:
         """Release everything the context allocated (weights when it is the last holder, internal arena, I/O and
-        staging buffers) and its device reference. INVALID_CONTEXT if already destroyed; BUSY while running."""
-        with self._busy("destroy"):
+        staging buffers) and its device reference. INVALID_CONTEXT if already destroyed; BUSY while running, with
+        nothing released (`wait`: wait for a call in another thread to end, then release everything)."""
+        with self._busy("destroy", wait):
             self._release_all()
             self.destroyed = True
 

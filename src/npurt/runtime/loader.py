@@ -25,7 +25,8 @@ from collections import OrderedDict
 from typing import Any, Sequence
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.model.file_format import is_npurt
+from npurt.files import regular_input
+from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt
 
 VENDOR_MAGIC = b"RKNN"          # a model compiled by the vendor's toolkit: its format is not public
 META_DYNAMIC = "dynamic_input"
@@ -65,12 +66,36 @@ def _read(model: Any) -> tuple[bytes | memoryview | None, Any]:
         return (bytes(model) if isinstance(model, bytearray) else model), None
     if isinstance(model, (str, os.PathLike)):
         try:
-            with open(model, "rb") as f:
+            with open(regular_input(model, "model file"), "rb") as f:
+                _check_model_size(f.read(HEADER_SIZE), os.fstat(f.fileno()).st_size, os.fspath(model))
+                f.seek(0)
                 return f.read(), None
         except OSError as exc:
             raise NpuError(ErrorCode.INVALID_MODEL, f"cannot read model file {os.fspath(model)!r}: "
                                                     f"{exc.strerror}") from None
+        except NpuError as exc:
+            raise NpuError(ErrorCode.INVALID_MODEL, exc.message) from None
     return None, model
+
+
+MAX_ONNX = (1 << 31) - 1        # protobuf's limit for one serialized ONNX model
+
+
+def _check_model_size(head: bytes, size: int, what: str) -> None:
+    """Refuse a model by its first bytes and its size, before reading it: an npurt file must be exactly the size
+    its header declares; anything else must be ONNX (under 2 GiB, starting with a valid protobuf field tag)."""
+    declared = declared_size(head)
+    if declared is not None:
+        if declared != size:
+            raise NpuError(ErrorCode.INVALID_MODEL, f"{what}: npurt model header declares {declared} bytes, the "
+                                                    f"file has {size} (truncated or not a model)")
+        return
+    if head[:len(VENDOR_MAGIC)] == VENDOR_MAGIC:
+        return                      # refused with its own message once read (a vendor .rknn is small)
+    tag = head[0] if head else 0
+    if size > MAX_ONNX or tag >> 3 == 0 or tag & 7 not in (0, 1, 2, 5):
+        raise NpuError(ErrorCode.INVALID_MODEL, f"{what}: {size} bytes starting {head[:8].hex()} is neither an "
+                                                f"npurt compiled model nor ONNX")
 
 
 def _onnx_dynamic_input(onnx_bytes: bytes) -> list[Shapes] | None:

@@ -13,12 +13,14 @@ bit-identical to the numpy code below them, which stays the reference.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.errors import ErrorCode, NpuError
 from npurt.tensor._kernels import move_groups, pack_lanes, unpack_lanes
-from npurt.tensor.layout import logical_shape, native_shape
+from npurt.tensor.layout import MAX_TENSOR_SIZE, logical_shape, native_shape
 
 __all__ = ["nchw_to_nc1hwc2", "nc1hwc2_to_nchw", "nhwc_to_nc1hwc2", "nc1hwc2_to_nhwc",
            "nchw_to_nhwc", "nhwc_to_nchw"]
@@ -39,8 +41,12 @@ def _input(x: object, ndim: int, what: str) -> np.ndarray:
 
 
 def _output(out: np.ndarray | None, shape: tuple[int, ...], x: np.ndarray, what: str) -> np.ndarray:
-    """`out` validated against the result shape and dtype (or a fresh array)."""
+    """`out` validated against the result shape and dtype (or a fresh array, if its size is a tensor's)."""
     if out is None:
+        nbytes = math.prod(shape) * x.dtype.itemsize
+        if nbytes > MAX_TENSOR_SIZE:
+            raise _bad(f"{what}: the result {shape} would be {nbytes} bytes, more than a tensor can hold "
+                       f"({MAX_TENSOR_SIZE}: sizes are uint32 in the tensor attrs)")
         return np.empty(shape, dtype=x.dtype)
     if not isinstance(out, np.ndarray):
         raise _bad(f"{what}: out= must be a numpy array, got {type(out).__name__}")

@@ -18,6 +18,9 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.tensor.dtypes import DType
 
 
+MAX_TENSOR_SIZE = (1 << 32) - 1      # n_elems / size / size_with_stride are uint32 in rknn_tensor_attr
+
+
 class Layout(str, enum.Enum):
     """A tensor memory layout; values are the RKNN format names."""
 
@@ -81,7 +84,11 @@ def native_shape(shape_nchw: Sequence[int], c2: int, c1: int | None = None,
     ws = w if w_stride in (None, 0) else int(w_stride)
     if ws < w:
         raise _bad(f"w_stride {ws} is smaller than the width {w}")
-    return (n, int(c1), h, ws, int(c2))
+    dims = (n, int(c1), h, ws, int(c2))
+    if math.prod(dims) > MAX_TENSOR_SIZE:
+        raise _bad(f"native shape {dims} holds {math.prod(dims)} elements, more than a tensor can "
+                   f"({MAX_TENSOR_SIZE}: sizes are uint32 in the tensor attrs)")
+    return dims
 
 
 def logical_shape(native_dims: Sequence[int], channels: int, width: int | None = None) -> tuple[int, int, int, int]:

@@ -92,7 +92,7 @@ def quantize(x: np.ndarray, scale: object, zero_point: object = 0, dtype: DType 
     if shape != x.shape:
         raise _bad(f"scale {s.shape} / zero point {z.shape} would change the shape of x {x.shape}")
     out = _out(out, x.shape, dt.numpy_dtype, "quantize")
-    t = np.divide(x, s, dtype=work)
+    t = np.divide(x, s, dtype=work, out=np.empty(x.shape, work))     # out=: a 0-d x stays an array
     return _round_saturate(t, z.astype(work) if z.ndim else work.type(z), dt, out)
 
 
@@ -186,7 +186,8 @@ def quantize_dfp(x: np.ndarray, fl: int, dtype: DType | str = DType.INT8,
     if int(fl) != fl:
         raise _bad(f"fl must be an integer, got {fl!r}")
     out = _out(out, x.shape, dt.numpy_dtype, "quantize_dfp")
-    t = np.multiply(x, np.ldexp(1.0, int(fl)), dtype=_work_dtype(x))
+    work = _work_dtype(x)
+    t = np.multiply(x, np.ldexp(1.0, int(fl)), dtype=work, out=np.empty(x.shape, work))
     return _round_saturate(t, 0, dt, out)
 
 
