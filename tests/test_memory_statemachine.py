@@ -1,9 +1,11 @@
 """Random sequences of alloc / free / import / dma / split-alloc / sync / send-to-child / bad calls never crash,
 never leak an fd, keep the accounting equal to a model, and end at zero after teardown."""
+import gc
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 
 import hypothesis.strategies as st
 import numpy as np
@@ -11,7 +13,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initialize, invariant, rule
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.memory import PAGE_SIZE, dma_alloc, open_device, open_devices, page_round, send_buffer
+from npurt.memory import PAGE_SIZE, dma_alloc, open_device, open_devices, page_round, raw, send_buffer
 from conftest import open_fds
 
 DOMAIN_PAGES = 96
@@ -41,6 +43,7 @@ class MemoryMachine(RuleBasedStateMachine):
     @initialize(mode=st.sampled_from(["coherent", "strict", "check"]), limit=st.sampled_from([None, 40 * PAGE_SIZE]))
     def open(self, mode, limit):
         assert not [d for d in open_devices() if d.soc == "rk3588"], "a device was left open"
+        gc.collect()                        # garbage of earlier tests must not close its fds during this one
         self.fds_before = open_fds()
         self.dev = open_device("rk3588", coherence=mode, ddr_limit=limit, domain_size=DOMAIN_PAGES * PAGE_SIZE)
 
@@ -71,18 +74,56 @@ class MemoryMachine(RuleBasedStateMachine):
         self.live[buf.handle] = buf
         return buf
 
-    @rule(target=buffers, pages=st.integers(1, 6), offset=st.integers(0, 3 * PAGE_SIZE), size=st.integers(-1, 5 * PAGE_SIZE))
-    def import_fd(self, pages, offset, size):
-        fd = os.memfd_create("user", os.MFD_ALLOW_SEALING)
+    @rule(target=buffers, pages=st.integers(1, 6), offset=st.integers(0, 3 * PAGE_SIZE), size=st.integers(-1, 5 * PAGE_SIZE),
+          kind=st.sampled_from(["sealable", "sealable", "unsealable", "regular"]))
+    def import_fd(self, pages, offset, size, kind):
+        if kind == "regular":
+            fd = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR)
+        else:
+            fd = os.memfd_create("user", os.MFD_ALLOW_SEALING if kind == "sealable" else 0)
         os.ftruncate(fd, pages * PAGE_SIZE)
         self.user_fds.append(fd)
         buf = self._expect_error(lambda: self.dev.import_fd(fd, size, offset),
                                  ErrorCode.OUT_OF_MEMORY, ErrorCode.INVALID_ARGUMENT)
         if buf is None:
             return None
-        assert 0 < size and offset + size <= pages * PAGE_SIZE
+        assert 0 < size and offset + size <= pages * PAGE_SIZE and kind == "sealable"
         self.live[buf.handle] = buf
         return buf
+
+    @rule(buf=buffers)
+    def shrink_imported_fd(self, buf):
+        """Whoever holds an imported fd cannot shrink it under the mapping (it was sealed at import)."""
+        if buf is None or not buf.alive or not buf.imported or buf.fd not in self.user_fds:
+            return
+        try:
+            os.ftruncate(buf.fd, 0)
+            raise AssertionError("an imported fd was shrunk")
+        except PermissionError:
+            pass
+        buf.view()[-1] = 7                                  # still all mapped
+
+    @rule(buf=buffers, delta=st.integers(-64, 2 * PAGE_SIZE), size=st.integers(0, 3 * PAGE_SIZE),
+          write=st.booleans())
+    def raw_access(self, buf, delta, size, write):
+        """npurt.memory.raw on addresses in, past the end of, or before live and freed buffers: the range must lie
+        inside the buffer it starts in, and nothing crashes."""
+        if buf is None:
+            return
+        addr = buf.virt_addr + delta
+        starts_inside = buf.alive and 0 <= delta < buf.capacity
+        write = write and starts_inside       # a write elsewhere would land in the interpreter's own memory
+        try:
+            if write:
+                raw.write_bytes(addr, np.zeros(size, np.uint8))
+            else:
+                assert raw.read_bytes(addr, size).size == size
+            ok = True
+        except NpuError as err:
+            assert err.code == ErrorCode.INVALID_ARGUMENT
+            ok = False
+        if buf.alive and 0 <= delta and delta + max(size, 1) <= buf.capacity:
+            assert ok
 
     @rule(size=st.integers(1, 3 * PAGE_SIZE))
     def dma(self, size):

@@ -1,6 +1,7 @@
 """Random sequences of RKNN mirror calls — right and wrong ones (destroyed contexts, stale mems, wrong sizes,
-double destroys, mixed I/O paths) — must never raise, must return the documented status, must not leak an fd,
-and must bring the device's accounting back to where it was once everything is destroyed."""
+double destroys, mixed I/O paths, raw pointers that are wild, freed or too short, fds that can shrink) — must never
+raise or crash, must return the documented status, must not leak an fd, and must bring the device's accounting
+back to where it was once everything is destroyed."""
 from __future__ import annotations
 
 import ctypes
@@ -24,6 +25,17 @@ FLAGS = [0, RKNN_FLAG_COLLECT_PERF_MASK, RKNN_FLAG_MEM_ALLOC_OUTSIDE, RKNN_FLAG_
          RKNN_FLAG_ENABLE_SRAM, RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE]
 STATUSES = {RKNN_SUCC, RKNN_ERR_FAIL, RKNN_ERR_PARAM_INVALID, RKNN_ERR_CTX_INVALID, RKNN_ERR_INPUT_INVALID,
             RKNN_ERR_OUTPUT_INVALID, RKNN_ERR_MODEL_INVALID}
+
+
+def _unmapped_address() -> int:
+    """An address that was mapped a moment ago and is not any more (what a freed C buffer looks like)."""
+    import mmap
+    m = mmap.mmap(-1, 4 * 4096)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    import gc
+    gc.collect()
+    m.close()
+    return addr
 
 
 @dataclass
@@ -58,6 +70,7 @@ class MirrorMachine(RuleBasedStateMachine):
         self.fds = open_fds()
         self.all_ctx: list[Ctx] = []
         self.all_mem: list[Mem] = []
+        self.user_fds: list[int] = []
 
     # --- contexts ---------------------------------------------------------------------------------------------
     @rule(target=ctxs, flag=st.sampled_from(FLAGS))
@@ -147,6 +160,63 @@ class MirrorMachine(RuleBasedStateMachine):
             assert m.live
         except Exception:
             assert True                     # a stale struct is refused (an exception by design of the helper)
+
+    @rule(target=mems, c=ctxs, kind=st.sampled_from(["sealable", "sealed", "unsealable", "regular"]),
+          pages=st.integers(1, 3), short=st.booleans())
+    def wrap_fd(self, c, kind, pages, short):
+        """A user fd of every kind: the ones that could shrink under the mapping are refused or sealed."""
+        if kind == "regular":
+            import tempfile
+            fd = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR)
+        else:
+            fd = os.memfd_create("user", 0 if kind == "unsealable" else os.MFD_ALLOW_SEALING)
+        self.user_fds.append(fd)
+        os.ftruncate(fd, pages * 4096)
+        if kind == "sealed":
+            import fcntl
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
+        size = pages * 4096 + (4096 if short else 0)
+        mem = rknn_create_mem_from_fd(c.handle, fd, 0, size, 0)
+        ok = c.live and kind in ("sealable", "sealed") and not short
+        assert (mem is not None) == ok
+        if ok:
+            try:
+                os.ftruncate(fd, 0)
+                raise AssertionError("an imported fd could be shrunk under its mapping")
+            except PermissionError:
+                pass
+        m = Mem(mem if mem is not None else rknn_tensor_mem(), c, live=ok)
+        self.all_mem.append(m)
+        return m
+
+    @rule(c=ctxs, m=mems, kind=st.sampled_from(["wild", "unmapped", "mem", "past_end"]))
+    def inputs_set_raw(self, c, m, kind):
+        """rknn_inputs_set with a raw buf: wild, unmapped, a mem's virt_addr (live or freed), or a range that runs
+        past the end of the runtime buffer it starts in."""
+        addr = {"wild": 0x10, "unmapped": _unmapped_address(), "mem": m.struct.virt_addr,
+                "past_end": m.struct.virt_addr}[kind]
+        size = m.struct.size + 49152 if kind == "past_end" else X.nbytes
+        inp = rknn_input(index=0, buf=addr, size=size, type=RKNN_TENSOR_FLOAT32, fmt=RKNN_TENSOR_NCHW)
+        ret = rknn_inputs_set(c.handle, 1, [inp])
+        if not c.live:
+            assert ret == RKNN_ERR_CTX_INVALID
+        elif kind in ("wild", "unmapped") or (kind == "past_end" and m.memory_alive):
+            assert ret in (RKNN_ERR_PARAM_INVALID, RKNN_ERR_INPUT_INVALID)
+        else:
+            assert ret in (RKNN_SUCC, RKNN_ERR_PARAM_INVALID, RKNN_ERR_INPUT_INVALID)
+
+    @rule(c=ctxs, m=mems, kind=st.sampled_from(["wild", "unmapped", "mem"]))
+    def outputs_prealloc_raw(self, c, m, kind):
+        addr = {"wild": 0x10, "unmapped": _unmapped_address(), "mem": m.struct.virt_addr}[kind]
+        out = (rknn_output * 1)()
+        out[0].want_float, out[0].is_prealloc, out[0].buf, out[0].size = 1, 1, addr, 1280
+        ret = rknn_outputs_get(c.handle, 1, out, None)
+        if not c.live:
+            assert ret == RKNN_ERR_CTX_INVALID
+        elif kind != "mem":
+            assert ret in (RKNN_ERR_PARAM_INVALID, RKNN_ERR_OUTPUT_INVALID)
+        else:
+            assert ret in (RKNN_SUCC, RKNN_ERR_PARAM_INVALID, RKNN_ERR_OUTPUT_INVALID)
 
     # --- binding and running ------------------------------------------------------------------------------------------
     @rule(c=ctxs, cmd=st.sampled_from([RKNN_QUERY_INPUT_ATTR, RKNN_QUERY_NATIVE_OUTPUT_ATTR, RKNN_QUERY_MEM_SIZE]),
@@ -243,6 +313,8 @@ class MirrorMachine(RuleBasedStateMachine):
         for c in self.all_ctx:
             if c.live:
                 assert rknn_destroy(c.handle) == RKNN_SUCC
+        for fd in self.user_fds:
+            os.close(fd)
         stats = self.dev.stats()
         assert (stats.buffers, stats.sram_bytes, len(handles.contexts), len(handles.mems)) == self.base
         assert open_fds() == self.fds, "fd leak"

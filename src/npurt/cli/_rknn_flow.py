@@ -17,6 +17,16 @@ import numpy as np
 from npurt.errors import ErrorCode, NpuError
 
 
+def rknn_profile(soc: str | None):
+    """The profile of `soc` for a command that drives the RKNN API; an HTP SoC is INVALID_ARGUMENT saying so."""
+    from npurt.soc import get_profile
+    from npurt.soc.htp import is_htp_soc
+    if is_htp_soc(soc):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{soc} is an HTP SoC, not an RKNN target: this command runs the "
+                                                   f"RKNN API; give an RKNN SoC (e.g. rk3588)")
+    return get_profile(soc)
+
+
 @contextmanager
 def board_soc(soc: str) -> Iterator[None]:
     """Run the enclosed RKNN calls on `soc` (sets `$NPURT_SOC`, restores it on exit)."""

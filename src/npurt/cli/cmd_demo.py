@@ -27,7 +27,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from npurt.cli._rknn_flow import Rknn, ZeroCopy, board_soc, general_frame, mem_size, random_frames
+from npurt.cli._rknn_flow import (Rknn, ZeroCopy, board_soc, general_frame, mem_size, random_frames,
+                                  rknn_profile)
 from npurt.cli._output import human_bytes, make_console, ms, print_json, print_text, progress
 from npurt.errors import ErrorCode, NpuError
 from npurt.soc import PROFILES, get_profile
@@ -157,7 +158,7 @@ def _main_job(args: argparse.Namespace) -> int:
     console = make_console(quiet=args.json)
     if args.runs < 1:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--runs must be >= 1, got {args.runs}")
-    profile = get_profile(args.soc)
+    profile = rknn_profile(args.soc)
     t_start = time.perf_counter()
     console.rule(f"[bold]npurt demo[/bold]: {args.model} on an emulated {profile.name}")
     compiled, path, prep = _prepare(args, console)
@@ -297,7 +298,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(_soc_table())
         _nc1hwc2_example(console)
         return 0
+    profile = rknn_profile(args.soc)
     if not args.json:                       # the short first part: how the table's native shapes are stored
         _nc1hwc2_example(make_console())
-    with board_soc(get_profile(args.soc).name):
+    with board_soc(profile.name):
         return _main_job(args)

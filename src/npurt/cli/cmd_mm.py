@@ -16,11 +16,10 @@ from rich.table import Table
 
 from npurt.cli._models import load_model, resolve_model
 from npurt.cli._output import make_console, print_json, print_text
-from npurt.cli._rknn_flow import Rknn, board_soc, mem_size
+from npurt.cli._rknn_flow import Rknn, board_soc, mem_size, rknn_profile
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_output, save_figure
 from npurt.memory import PAGE_SIZE, open_device
-from npurt.soc import get_profile
 
 ROW_PAGES = 32          # pages per dump row, as the driver prints them
 
@@ -73,7 +72,7 @@ def plot_sram(pages: list[int | None], labels: list[str], path: Path, title: str
 def run(args: argparse.Namespace) -> int:
     from npurt.rknn.api import context_of
     console = make_console(quiet=args.json)
-    profile = get_profile(args.soc)
+    profile = rknn_profile(args.soc)
     if not profile.sram_size:
         raise NpuError(ErrorCode.NOT_SUPPORTED, f"{profile.name} has no NPU SRAM (SRAM SoCs: rk3588, rk3576)")
     if args.plot:

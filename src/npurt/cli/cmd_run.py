@@ -16,10 +16,9 @@ from rich.table import Table
 
 from npurt.cli._models import add_quantize_args, load_model, quantize_options, read_inputs, resolve_model
 from npurt.cli._output import make_console, ms, print_json
-from npurt.cli._rknn_flow import Rknn, ZeroCopy, board_soc, general_frame, random_frames
+from npurt.cli._rknn_flow import Rknn, ZeroCopy, board_soc, general_frame, random_frames, rknn_profile
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input, regular_output, write_exactly
-from npurt.soc import get_profile
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +47,7 @@ def _summary(name: str, y: np.ndarray) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     console = make_console(quiet=args.json)
-    profile = get_profile(args.soc)
+    profile = rknn_profile(args.soc)
     path = resolve_model(args.model)
     inputs = [regular_input(p, "--input") for p in args.input]
     if args.output:

@@ -181,5 +181,5 @@ class Buffer:
 
     def __repr__(self) -> str:
         state = "" if self.alive else " freed"
-        return (f"<Buffer #{self.handle} {self.name or ''} {self.size} B {self.placement} dev=0x{self.dev_addr:x} "
-                f"virt=0x{self.virt_addr:x} owner={self.owner}{state}>")
+        return (f"<Buffer #{self.handle} {self.name or ''} {self.size} B {self.placement} dev={self.dev_addr:#x} "
+                f"virt={self.virt_addr:#x} owner={self.owner}{state}>")

@@ -34,9 +34,14 @@ class SyncMode(enum.IntFlag):
 
 def check_mode(mode: str | None) -> str:
     """Validate a coherence mode name; None means `$NPURT_COHERENCE`, else `coherent`."""
-    name = (mode or os.environ.get("NPURT_COHERENCE") or COHERENT).strip().lower()
+    given = mode if mode is not None else os.environ.get("NPURT_COHERENCE")
+    if given is not None and not isinstance(given, str):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"coherence mode must be a name, got {given!r}")
+    name = (given or COHERENT).strip().lower()
     if name not in MODES:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown coherence mode {mode!r}; known: {', '.join(MODES)}")
+        source = "" if mode is not None else " (from $NPURT_COHERENCE)"
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown coherence mode {given!r}{source}; known: "
+                                                   f"{', '.join(MODES)}")
     return name
 
 

@@ -417,7 +417,7 @@ class Device:
             hit = self._by_dev.find(int(dev_addr), int(nbytes)) if nbytes >= 0 else None
             if hit is None:
                 raise NpuError(ErrorCode.INVALID_HANDLE,
-                               f"device address 0x{int(dev_addr):x} (+{nbytes}) is not in any buffer of {self.soc}")
+                               f"device address {int(dev_addr):#x} (+{nbytes}) is not in any buffer of {self.soc}")
             start, _, buf = hit
             return buf, int(dev_addr) - start
 
@@ -430,7 +430,7 @@ class Device:
                 if buf.window <= in_map and in_map + nbytes <= buf.window + buf.capacity:
                     return buf, in_map - buf.window, mapping, in_map
         raise NpuError(ErrorCode.INVALID_HANDLE,
-                       f"host address 0x{addr:x} (+{nbytes}) is not inside any buffer of {self.soc}")
+                       f"host address {addr:#x} (+{nbytes}) is not inside any buffer of {self.soc}")
 
     def lookup_host(self, addr: int, nbytes: int = 1) -> tuple[Buffer, int]:
         """(buffer, offset) whose CPU or device view holds host addresses [addr, addr + nbytes)."""
@@ -447,7 +447,7 @@ class Device:
             host_buf, host_offset = self.lookup_host(virt_addr, nbytes)
             if host_buf.region is not buf.region or host_buf.window + host_offset != buf.window + offset:
                 raise NpuError(ErrorCode.INVALID_HANDLE,
-                               f"device address 0x{int(dev_addr):x} and host address 0x{int(virt_addr):x} "
+                               f"device address {int(dev_addr):#x} and host address {int(virt_addr):#x} "
                                f"are not the same memory")
             return buf, offset
 
@@ -461,7 +461,7 @@ class Device:
         try:
             return typed_view(raw, dtype, shape, 0, nbytes)
         except (ValueError, TypeError) as exc:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"view_at 0x{int(addr):x}: {exc}") from None
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"view_at {int(addr):#x}: {exc}") from None
 
     def buffers(self) -> list[Buffer]:
         """The live buffers, in creation order."""

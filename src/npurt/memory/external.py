@@ -65,7 +65,7 @@ class DmaBuffer:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<DmaBuffer fd={self.fd} {self.size} B phys=0x{self.phys_addr:x} virt=0x{self.virt_addr:x}>"
+        return f"<DmaBuffer fd={self.fd} {self.size} B phys={self.phys_addr:#x} virt={self.virt_addr:#x}>"
 
 
 def dma_alloc(size: int, cacheable: bool = True, *, device: Device | None = None) -> DmaBuffer:

@@ -73,7 +73,7 @@ class HostMapping:
         return self._finalizer.alive
 
     def __repr__(self) -> str:
-        return f"HostMapping(0x{self.addr:x}, {self.length})"
+        return f"HostMapping({self.addr:#x}, {self.length})"
 
 
 def map_fd(fd: int, length: int, offset: int = 0) -> HostMapping:

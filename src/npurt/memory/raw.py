@@ -78,7 +78,7 @@ def _check_owned(addr: int, nbytes: int, what: str) -> None:
             device.lookup_host(addr, max(nbytes, 1))
         except NpuError:
             raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                           f"{what} 0x{addr:x} (+{nbytes}) runs past the end of {buf.name or 'buffer'} "
+                           f"{what} {addr:#x} (+{nbytes}) runs past the end of {buf.name or 'buffer'} "
                            f"({buf.size} bytes, {buf.size - offset} left at that address)") from None
         return
 
@@ -133,7 +133,7 @@ def read_bytes(addr: object, nbytes: int, what: str = "pointer") -> np.ndarray:
     value = _checked_addr(addr, nbytes, what)
     out = np.empty(int(nbytes), np.uint8)
     if not _transfer(_readv, out.ctypes.data, value, int(nbytes)):
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} 0x{value:x} (+{nbytes}) is not readable memory")
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {value:#x} (+{nbytes}) is not readable memory")
     return out
 
 
@@ -145,7 +145,7 @@ def check_writable(addr: object, nbytes: int, what: str = "pointer") -> int:
     old = np.empty(int(nbytes), np.uint8)
     if not (_transfer(_readv, old.ctypes.data, value, int(nbytes))
             and _transfer(_writev, old.ctypes.data, value, int(nbytes))):
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} 0x{value:x} (+{nbytes}) is not writable memory")
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {value:#x} (+{nbytes}) is not writable memory")
     return value
 
 
@@ -155,7 +155,7 @@ def write_bytes(addr: object, data: np.ndarray, what: str = "pointer") -> None:
     src = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
     value = _checked_addr(addr, src.size, what)
     if not _transfer(_writev, src.ctypes.data, value, src.size):
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} 0x{value:x} (+{src.size}) is not writable memory")
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {value:#x} (+{src.size}) is not writable memory")
 
 
 def read_struct(cls: type[T], addr: object) -> T | None:

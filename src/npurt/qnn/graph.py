@@ -233,17 +233,17 @@ class Graph:
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what}: No memHandle provided. Unable to execute.")
             rec = REGISTRY.get(handle)
             if rec is None or rec.kind not in (ION, SHARED):
-                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what}: 0x{handle:x} is not a registered tensor "
+                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what}: {handle:#x} is not a registered tensor "
                                                                  f"memory handle")
             if rec.context is not self.context:
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
-                               f"{what}: memory handle 0x{handle:x} is registered with another context")
+                               f"{what}: memory handle {handle:#x} is registered with another context")
             if rec.nbytes < spec.nbytes:
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
                                f"{what}: handle covers {rec.nbytes} bytes, the tensor needs {spec.nbytes}")
             if not rec.alive():
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
-                               f"{what}: the memory of handle 0x{handle:x} was freed while registered")
+                               f"{what}: the memory of handle {handle:#x} was freed while registered")
             return ("h", handle), MemRef(rec.buffer, rec.buf_offset, spec.nbytes, spec.name), 0
         if mem_type == C.QNN_TENSORMEMTYPE_RAW:
             data, size = pointer_value(body.clientBuf.data), int(body.clientBuf.dataSize)
@@ -306,7 +306,7 @@ class Graph:
             if data and not safe_copy_in(data, (ctypes.c_char * spec.nbytes).from_buffer(ref.device_u8()),
                                          spec.nbytes):
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
-                               f"input {spec.index} ({spec.name}): clientBuf.data 0x{data:x} is not readable")
+                               f"input {spec.index} ({spec.name}): clientBuf.data {data:#x} is not readable")
         key = tuple(k for k, _, _ in resolved)
         if key != self._bound_key:
             self._bound_key = None
@@ -333,7 +333,7 @@ class Graph:
         for (_, ref, data), spec in zip(resolved[n_in:], self.outputs):
             if data and not safe_write(data, ref.device_u8().ctypes.data, spec.nbytes):
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
-                               f"output {spec.index} ({spec.name}): clientBuf.data 0x{data:x} is not writable")
+                               f"output {spec.index} ({spec.name}): clientBuf.data {data:#x} is not writable")
 
 
 def _float_attr(user: TensorAttr) -> TensorAttr:

@@ -349,7 +349,7 @@ class QnnInterfaceTable:
         if as_struct(graphHandle, ctypes.c_void_p) is None:
             raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, "graph out-parameter must be a Qnn_GraphHandle_t")
         if not ctx.finalized:
-            raise QnnError(C.QNN_GRAPH_ERROR_GRAPH_NOT_FINALIZED, f"Context 0x{ctx.handle:x} needs finalization.")
+            raise QnnError(C.QNN_GRAPH_ERROR_GRAPH_NOT_FINALIZED, f"Context {ctx.handle:#x} needs finalization.")
         name = graphName.decode() if isinstance(graphName, (bytes, bytearray)) else str(graphName)
         graph = ctx.graphs.get(name)
         if graph is None:

@@ -212,7 +212,7 @@ class MemRegistry:
                            f"descriptor {i}: memShape needs numDim > 0 and readable non-zero dimSize")
         nbytes = tensor_bytes(desc.dataType, dims)
         if nbytes is None:
-            raise QnnError(C.QNN_MEM_ERROR_INVALID_SHAPE, f"descriptor {i}: unknown dataType 0x{int(desc.dataType):x}")
+            raise QnnError(C.QNN_MEM_ERROR_INVALID_SHAPE, f"descriptor {i}: unknown dataType {int(desc.dataType):#x}")
         return int(desc.dataType), tuple(dims), nbytes
 
     def _parse_tensor(self, desc: Qnn_MemDescriptor_t, htp: QnnMemHtp_Descriptor_t | None, kind: str,
@@ -266,19 +266,19 @@ class MemRegistry:
                        else htp.sharedVTCMBackupBufferQurtAddress)
             if addr % BUFFER_START_ALIGNMENT:
                 raise QnnError(C.QNN_MEM_ERROR_INVALID_SHAPE,
-                               f"descriptor {i}: QuRT address 0x{addr:x} is not {BUFFER_START_ALIGNMENT}-aligned")
+                               f"descriptor {i}: QuRT address {addr:#x} is not {BUFFER_START_ALIGNMENT}-aligned")
             hit = qurt.lookup(addr, size)
             try:
                 buf, off = hit if hit is not None else ctx.backend.device.lookup_device(addr, size)
             except NpuError:
                 raise QnnError(C.QNN_MEM_ERROR_MAPPING,
-                               f"descriptor {i}: QuRT address 0x{addr:x} (+{size}) is not DSP memory") from None
+                               f"descriptor {i}: QuRT address {addr:#x} (+{size}) is not DSP memory") from None
             if buf.device is not ctx.backend.device:
                 raise QnnError(C.QNN_MEM_ERROR_MAPPING,
-                               f"descriptor {i}: QuRT address 0x{addr:x} is memory of another HTP device")
+                               f"descriptor {i}: QuRT address {addr:#x} is memory of another HTP device")
             fd, file_off, _ = buf.fd_parts[0] if len(buf.fd_parts) == 1 else (-1, 0, 0)
             if fd < 0 or buf.placement != "ddr" or buf.owner.startswith("qnn-"):
-                raise QnnError(C.QNN_MEM_ERROR_MAPPING, f"descriptor {i}: 0x{addr:x} is not application DDR memory "
+                raise QnnError(C.QNN_MEM_ERROR_MAPPING, f"descriptor {i}: {addr:#x} is not application DDR memory "
                                                         f"(VTCM and QNN's own buffers cannot be registered)")
             return _Parsed(kind, ("dsp", buf.device.soc, buf.handle), off, size, buf, off,
                            (fd, file_off + off, size), C.QNN_DATATYPE_UINT_8, (size,))

@@ -98,7 +98,7 @@ def qurt_view(addr: int, nbytes: int | None = None, dtype=np.uint8, shape=None) 
     with _lock:
         hit = _ranges.find(int(addr), 1)
     if hit is None:
-        raise NpuError(ErrorCode.INVALID_HANDLE, f"0x{int(addr):x} is not inside a qurt_malloc buffer")
+        raise NpuError(ErrorCode.INVALID_HANDLE, f"{int(addr):#x} is not inside a qurt_malloc buffer")
     start, _, buf = hit
     try:
         return typed_view(buf.device_view(), dtype, shape, int(addr) - start, nbytes)

@@ -201,7 +201,7 @@ def rpcmem_view(po: object, nbytes: int | None = None, dtype=np.uint8, shape=Non
         nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
     hit = lookup_ptr(addr, 1 if nbytes is None else nbytes)
     if hit is None:
-        raise NpuError(ErrorCode.INVALID_HANDLE, f"0x{addr:x} (+{nbytes}) is not inside a live rpcmem buffer")
+        raise NpuError(ErrorCode.INVALID_HANDLE, f"{addr:#x} (+{nbytes}) is not inside a live rpcmem buffer")
     rec, off = hit
     if nbytes is None:
         nbytes = rec.size - off

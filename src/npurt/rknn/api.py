@@ -105,7 +105,7 @@ def _warn_flags(flag: int, profile: Any) -> None:
         log.warning(f"RKNN_FLAG_ENABLE_SRAM: {profile.name} has no NPU SRAM; internal memory stays in DDR")
     unknown = flag & ~_KNOWN_FLAGS
     if unknown:
-        log.warning(f"rknn_init: unknown flag bits 0x{unknown:x} ignored")
+        log.warning(f"rknn_init: unknown flag bits {unknown:#x} ignored")
 
 
 def _model_source(model: Any, size: int, flag: int, ext: rknn_init_extend | None, device: Any) \
@@ -260,11 +260,11 @@ def rknn_destroy(ctx: Any) -> int:
     handles.contexts.remove(obj.handle)
     try:
         for record in handles.mems.owned_by(obj.handle):
-            log.warning(f"rknn_destroy: rknn_tensor_mem (virt 0x{record.virt_addr:x}, size {record.size}) was not "
+            log.warning(f"rknn_destroy: rknn_tensor_mem (virt {record.virt_addr:#x}, size {record.size}) was not "
                         f"destroyed with rknn_destroy_mem; releasing it")
             handles.mems.release(record)
         for addr, buf in list(obj.outputs.items()):
-            log.warning(f"rknn_destroy: output buffer 0x{addr:x} was not released with rknn_outputs_release")
+            log.warning(f"rknn_destroy: output buffer {addr:#x} was not released with rknn_outputs_release")
             if buf.alive:
                 buf.free()
         obj.outputs.clear()
@@ -357,7 +357,7 @@ def rknn_outputs_get(ctx: Any, n_outputs: int, outputs: Any, extend: Any) -> int
         if out.is_prealloc:
             raw.write_bytes(out.buf, b, f"outputs[{out.index}].buf")
             continue
-        buf = obj.device.alloc(max(b.size, 1), owner=f"rknn_ctx_0x{obj.handle:x}", name=f"output{out.index}")
+        buf = obj.device.alloc(max(b.size, 1), owner=f"rknn_ctx_{obj.handle:#x}", name=f"output{out.index}")
         np.copyto(buf.cpu_view(np.uint8, nbytes=b.size), b)
         obj.outputs[buf.virt_addr] = buf
         out.buf = buf.virt_addr
@@ -379,10 +379,10 @@ def rknn_outputs_release(ctx: Any, n_outputs: int, outputs: Any) -> int:
         if out.is_prealloc or not out.buf:
             continue
         if out.buf not in obj.outputs:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"outputs[{out.index}].buf 0x{out.buf:x} was not allocated by "
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"outputs[{out.index}].buf {out.buf:#x} was not allocated by "
                                                        f"rknn_outputs_get of this context")
         if out.buf in listed:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"outputs[{out.index}].buf 0x{out.buf:x} is listed twice")
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"outputs[{out.index}].buf {out.buf:#x} is listed twice")
         listed.add(out.buf)
     for out in items:
         if out.is_prealloc or not out.buf:

@@ -75,7 +75,7 @@ def get_ctx(ctx: Any) -> RknnContext:
     value = ctx_value(ctx)
     obj = handles.contexts.get(value, "rknn") if value is not None else None
     if obj is None:
-        shown = f"0x{value:x}" if isinstance(value, int) else repr(ctx)
+        shown = f"{value:#x}" if isinstance(value, int) else repr(ctx)
         raise NpuError(ErrorCode.INVALID_CONTEXT, f"invalid context {shown}: not created by rknn_init / "
                                                   f"rknn_dup_context, or destroyed")
     return obj
@@ -86,7 +86,7 @@ def any_ctx(ctx: Any) -> Any:
     value = ctx_value(ctx)
     obj = handles.contexts.get(value) if value is not None else None
     if obj is None:
-        shown = f"0x{value:x}" if isinstance(value, int) else repr(ctx)
+        shown = f"{value:#x}" if isinstance(value, int) else repr(ctx)
         raise NpuError(ErrorCode.INVALID_CONTEXT, f"invalid context {shown}")
     return obj
 

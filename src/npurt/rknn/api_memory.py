@@ -32,7 +32,7 @@ _ALLOC_FLAGS = (c.RKNN_FLAG_MEMORY_CACHEABLE | c.RKNN_FLAG_MEMORY_NON_CACHEABLE 
 
 
 def _owner(ctx_obj: Any) -> str:
-    return f"rknn_ctx_0x{getattr(ctx_obj, 'handle', 0):x}"
+    return f"rknn_ctx_{getattr(ctx_obj, 'handle', 0):#x}"
 
 
 def _check_size(size: Any, limit: int = MAX_MEM) -> int:
@@ -46,7 +46,7 @@ def _issue_alloc(ctx_handle: int, buf: Any, release: Any = None) -> rknn_tensor_
     handles.mems.issue(mem, buffer=buf, data_offset=0, size=buf.size, owns_buffer=True,
                        kind=c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE, ctx=ctx_handle, virt_addr=buf.virt_addr,
                        phys_addr=buf.dev_addr, fd=buf.fd, offset=0, release=release, label="create_mem")
-    log.debug(f"allocate memory, name: {buf.name}, virt addr: 0x{buf.virt_addr:x}, dma addr: 0x{buf.dev_addr:x}, "
+    log.debug(f"allocate memory, name: {buf.name}, virt addr: {buf.virt_addr:#x}, dma addr: {buf.dev_addr:#x}, "
               f"size: {buf.size}, aligned size: {buf.capacity}, fd: {buf.fd}, placement: {buf.placement}")
     return mem
 
@@ -135,14 +135,14 @@ def rknn_create_mem_from_fd(ctx: Any, fd: int, virt_addr: Any, size: int, offset
         if ok:
             mapping_start = given
         else:
-            log.warning(f"rknn_create_mem_from_fd: virt_addr 0x{given:x} is not a known mapping of fd {fd}; "
-                        f"the runtime's mapping 0x{mapping_start:x} is used")
+            log.warning(f"rknn_create_mem_from_fd: virt_addr {given:#x} is not a known mapping of fd {fd}; "
+                        f"the runtime's mapping {mapping_start:#x} is used")
     mem = rknn_tensor_mem()
     handles.mems.issue(mem, buffer=buf, data_offset=0, size=size, owns_buffer=True,
                        kind=c.RKNN_TENSOR_MEMORY_FLAGS_FROM_FD, ctx=ctx_value(ctx), virt_addr=mapping_start,
                        phys_addr=buf.dev_addr, fd=int(fd), offset=offset,
                        label="create_mem_from_fd")
-    log.debug(f"import memory, fd: {fd}, offset: {offset}, size: {size}, dma addr: 0x{buf.dev_addr:x}")
+    log.debug(f"import memory, fd: {fd}, offset: {offset}, size: {size}, dma addr: {buf.dev_addr:#x}")
     return mem
 
 
@@ -167,8 +167,8 @@ def rknn_create_mem_from_phys(ctx: Any, phys_addr: int, virt_addr: Any, size: in
             same = False
         if not same:
             raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                           f"virt_addr 0x{given:x} is not the CPU address of phys_addr 0x{phys_addr:x} "
-                           f"(expected 0x{expect_virt:x})")
+                           f"virt_addr {given:#x} is not the CPU address of phys_addr {phys_addr:#x} "
+                           f"(expected {expect_virt:#x})")
     mem = rknn_tensor_mem()
     handles.mems.issue(mem, buffer=buf, data_offset=off, size=size, owns_buffer=False,
                        kind=c.RKNN_TENSOR_MEMORY_FLAGS_FROM_PHYS, ctx=ctx_value(ctx), virt_addr=given or expect_virt,
@@ -296,7 +296,7 @@ def mem_view(mem: Any, dtype: Any = np.uint8, count: int | None = None, offset: 
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{n} x {dt} at offset {offset} exceeds the {struct.size}-byte "
                                                    f"memory")
     if record.buffer.needs_sync_from_device:
-        log.warning(f"coherence: reading memory 0x{record.phys_addr:x} that the NPU wrote, without "
+        log.warning(f"coherence: reading memory {record.phys_addr:#x} that the NPU wrote, without "
                     f"rknn_mem_sync(..., RKNN_MEMORY_SYNC_FROM_DEVICE) first")
     return record.buffer.cpu_view(dt, offset=record.data_offset + int(offset), nbytes=n * dt.itemsize)
 
@@ -309,7 +309,7 @@ def addr_view(addr: int, nbytes: int, dtype: Any = np.uint8) -> np.ndarray:
             return device.view_at(int(addr), int(nbytes), dtype)
         except NpuError:
             continue
-    raise NpuError(ErrorCode.INVALID_HANDLE, f"address 0x{int(addr):x} (+{nbytes}) is not runtime memory")
+    raise NpuError(ErrorCode.INVALID_HANDLE, f"address {int(addr):#x} (+{nbytes}) is not runtime memory")
 
 
 def output_view(output: Any, dtype: Any = None) -> np.ndarray:

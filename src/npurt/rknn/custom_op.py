@@ -379,7 +379,7 @@ def rknn_register_custom_ops(ctx: Any, op: Any, custom_op_num: int) -> int:
         raise
     for kernel in kernels:
         context.custom_ops[kernel.op_type] = kernel
-        log.debug(f"custom op {kernel.op_type} registered on context 0x{obj.handle:x} "
+        log.debug(f"custom op {kernel.op_type} registered on context {obj.handle:#x} "
                   f"({len(kernel.nodes)} node(s))")
     return c.RKNN_SUCC
 

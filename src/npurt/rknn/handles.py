@@ -138,7 +138,7 @@ class MemRegistry:
             record = self._records.get(ctypes.addressof(struct))
         if record is None or struct.priv_data != record.generation:
             raise NpuError(ErrorCode.INVALID_HANDLE,
-                           f"invalid {what}: rknn_tensor_mem at 0x{ctypes.addressof(struct):x} was not created by "
+                           f"invalid {what}: rknn_tensor_mem at {ctypes.addressof(struct):#x} was not created by "
                            f"rknn_create_mem* or has been destroyed")
         if ((struct.virt_addr or 0) != record.virt_addr or struct.phys_addr != record.phys_addr
                 or struct.fd != record.fd or struct.offset != record.offset):

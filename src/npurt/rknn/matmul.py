@@ -172,7 +172,7 @@ def _register(obj: MatmulContext, ctx_out: Any) -> None:
         handles.contexts.remove(obj.handle)
         obj.device.close()
         raise
-    log.debug(f"matmul context 0x{obj.handle:x}: {obj.spec.name}, shapes "
+    log.debug(f"matmul context {obj.handle:#x}: {obj.spec.name}, shapes "
               f"{[(s.M, s.K, s.N) for s in obj.shapes]}, B_layout {obj.B_layout}, AC_layout {obj.AC_layout}")
 
 
@@ -415,7 +415,7 @@ def _run(obj: MatmulContext) -> int:
         if _runtime_owned(rec) and buf.cacheable:
             buf.sync("to_device")
         elif obj.device.coherence == "check" and buf.cpu_written_since_sync():
-            msg = (f"coherence: matmul {name} memory (0x{rec.phys_addr:x}) was written by the CPU after its last "
+            msg = (f"coherence: matmul {name} memory ({rec.phys_addr:#x}) was written by the CPU after its last "
                    f"sync to device: rknn_matmul_run reads stale data on the board; call rknn_mem_sync(ctx, mem, "
                    f"RKNN_MEMORY_SYNC_TO_DEVICE) first")
             obj.coherence_violations.append(msg)

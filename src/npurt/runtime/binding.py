@@ -83,6 +83,11 @@ def file_keys(buffer: Any, offset: int, size: int) -> list[Key]:
     return keys
 
 
+def overlaps(a: list[Key], b: list[Key]) -> bool:
+    """True when two sets of backing-file byte ranges share a byte."""
+    return any(x[:2] == y[:2] and x[2] < y[3] and y[2] < x[3] for x in a for y in b)
+
+
 @dataclass
 class IoBinding:
     """One bound input or output (see the module doc)."""

@@ -97,6 +97,7 @@ class Context(GeneralPath, ZeroCopyPath):
         self._log = log or _default_sink
         self._lock = threading.Lock()
         self._holder: int | None = None          # the thread inside a call (see _busy)
+        self._weights_seen: bytes | None = None  # fingerprint of user weight memory at the last run
         self.destroyed = False
         self._weights: WeightStore | None = None
         self._owns_weights = False       # this context created the weight store (counts it in its DMA total)
@@ -336,6 +337,7 @@ class Context(GeneralPath, ZeroCopyPath):
                 raise NpuError(ErrorCode.INVALID_ARGUMENT, "weight memory can be set only on a context created with "
                                                            "weights_outside", hint="weights_not_outside")
             self._weights.set_user_memory(ref)
+            self._weights_seen = None
             self._dirty = True
             self._executors.clear()        # weights are decoded at bind: rebind from the new memory
 
@@ -424,6 +426,7 @@ class Context(GeneralPath, ZeroCopyPath):
             self._require_runnable("run")
             t0 = time.perf_counter_ns()
             self._check_ready()
+            self._notice_weight_changes()
             ex = self._executor()
             if self._dirty or self._bound_to is not ex:
                 self._bind_executor(ex)
@@ -443,6 +446,18 @@ class Context(GeneralPath, ZeroCopyPath):
                 self.perf.ops = op_timings(self.compiled, raw)
                 for op in self.perf.ops:
                     self._log("verbose", f"layer {op.index} {op.op_type} {op.name}: {op.time_us} us")
+
+    def _notice_weight_changes(self) -> None:
+        """User-owned weight memory (`weights_outside`) is what the NPU reads on every run: when its bytes changed
+        since the executors decoded them, decode them again (the decoded form is only a cache)."""
+        if not (self.options.weights_outside and self.options.cache_weights) or self._weights is None:
+            return
+        seen = self._weights.fingerprint()
+        if seen != self._weights_seen:
+            if self._weights_seen is not None:
+                self._executors.clear()
+                self._dirty = True
+            self._weights_seen = seen
 
     def perf_detail(self) -> str:
         """The per-op timing table of the last run (needs `collect_perf`)."""

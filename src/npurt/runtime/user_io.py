@@ -120,6 +120,8 @@ def pack_input(attr: TensorAttr, user: np.ndarray, out_view: np.ndarray, mean: S
     bound input buffer described by its native attr: normalise with mean/std, cast or quantise, lay out, pad."""
     raw = _check_view(attr, out_view)
     x = np.asarray(user)
+    if x.dtype.kind == "b":                 # BOOL inputs are the numbers 0 / 1, as the NPU reads them
+        x = x.astype(np.uint8)
     nhwc = layout.lower() == "nhwc"
     if nhwc:
         if x.ndim != 4:

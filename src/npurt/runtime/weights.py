@@ -81,6 +81,11 @@ class WeightStore:
         self.ref.require_alive("weight memory")
         return self.ref.device_u8()[:self.size]
 
+    def fingerprint(self) -> bytes:
+        """A digest of the weight bytes as they are now: a run compares it with the one its decoded weights
+        came from, so user-owned weight memory changed behind the runtime's back is decoded again."""
+        return hashlib.blake2b(self.view(), digest_size=16).digest()
+
     def acquire(self) -> "WeightStore":
         with self._lock:
             self.holders += 1

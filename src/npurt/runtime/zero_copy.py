@@ -16,7 +16,7 @@ from npurt.errors import ErrorCode, Hinted, NpuError
 from npurt.memory import SyncMode
 from npurt.model.attrs import TensorAttr
 from npurt.runtime import convert
-from npurt.runtime.binding import IoBinding, MemRef
+from npurt.runtime.binding import IoBinding, MemRef, overlaps
 
 
 class ZeroCopyPath:
@@ -50,6 +50,9 @@ class ZeroCopyPath:
                                                            "(the context was created with internal_outside)",
                                hint="internal_before_io")
             ref.require_alive(f"tensor {attr.name!r}")
+            if self._internal_ref is not None and overlaps(ref.keys(), self._internal_ref.keys()):
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {attr.name!r}: this memory is the context's "
+                                                           f"internal memory; inputs and outputs need their own")
             is_input, index = self._resolve(attr)
             native = (self.compiled.native_input_attrs if is_input else self.compiled.native_output_attrs)[index]
             shape = self.input_shape(index) if is_input else self.output_shape(index)
