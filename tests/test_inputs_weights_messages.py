@@ -12,9 +12,9 @@ from cli_helpers import fails
 from npurt.errors import NpuError
 from npurt.rknn import *  # noqa: F403
 from npurt.rknn.api_memory import mem_view
-from test_rknn_api_init import errline, init, query
-from test_rknn_api_run import general_run
-from test_runtime_models import X_SHAPE, convnet
+from helpers.rknn import errline, init, query
+from helpers.rknn import general_run
+from helpers.models import X_SHAPE, convnet
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ import npurt.runtime.context as runtime_context
 from conftest import open_fds
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import open_devices
-from test_runtime_models import Y_SHAPE, convnet, image
+from helpers.models import Y_SHAPE, convnet, image
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_rpcmem_alloc_non_integer_arguments_are_null(args):
 
 
 def test_rpcmem_free_does_not_close_a_reused_fd_number():
-    from test_qnn_support import Htp
+    from helpers.qnn import Htp
     h = Htp()
     try:
         p = q.rpcmem_alloc(q.RPCMEM_HEAP_ID_SYSTEM, q.RPCMEM_DEFAULT_FLAGS, 4096)
@@ -131,7 +131,7 @@ def test_rpcmem_free_does_not_close_a_reused_fd_number():
 
 def test_register_a_closed_rpcmem_fd_is_a_qnn_error():
     from test_qnn_rules import ion_case, one_handle
-    from test_qnn_support import Htp, ion_descriptor
+    from helpers.qnn import Htp, ion_descriptor
     h = Htp()
     try:
         ctx, _, ins, _, ispec, _ = ion_case(h)
@@ -145,7 +145,7 @@ def test_register_a_closed_rpcmem_fd_is_a_qnn_error():
 
 def test_qnn_handle_table_does_not_grow_with_context_cycles():
     from npurt.qnn.backend import HANDLES, RETIRED_MAX
-    from test_qnn_support import Htp, binary, ok
+    from helpers.qnn import Htp, binary, ok
     before = len(HANDLES)
     h = Htp()
     model = binary()
@@ -158,7 +158,7 @@ def test_qnn_handle_table_does_not_grow_with_context_cycles():
 
 
 def test_double_free_of_backend_and_device_are_named_errors():
-    from test_qnn_support import Htp
+    from helpers.qnn import Htp
     h = Htp()
     h.close()
     assert q.error_string(h.qi.backendFree(h.backend)) == "QNN_BACKEND_ERROR_INVALID_HANDLE"
@@ -167,7 +167,7 @@ def test_double_free_of_backend_and_device_are_named_errors():
 
 def test_context_binary_size_is_checked_before_it_is_read(monkeypatch):
     import npurt.memory.raw as raw
-    from test_qnn_support import Htp, binary
+    from helpers.qnn import Htp, binary
     h = Htp()
     try:
         data = np.frombuffer(binary().to_bytes(), np.uint8).copy()
