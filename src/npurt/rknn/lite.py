@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -55,6 +56,7 @@ class RKNNLite:
         self._model: bytes | None = None
         self._ctx: Any = None
         self._frame_id = 0
+        self._calls = threading.Lock()          # held by inference() and release()
 
     # --- logging ----------------------------------------------------------------------------------------------------
     def _log(self, level: str, where: str, message: str) -> None:
@@ -170,6 +172,11 @@ class RKNNLite:
                   inputs_pass_through: Any = None, get_frame_id: bool = False) -> Any:
         """Run the model on `inputs` (a list of arrays, one per model input): the outputs as float32 arrays in
         the model's logical layout, or None on failure (an `E inference:` line says why)."""
+        with self._calls:                       # one inference at a time; release() waits for it
+            return self._inference(inputs, data_type, data_format, inputs_pass_through, get_frame_id)
+
+    def _inference(self, inputs: Any, data_type: Any, data_format: Any, inputs_pass_through: Any,
+                   get_frame_id: bool) -> Any:
         if self._ctx is None:
             self._log("E", "inference", "Runtime environment is not inited, please call init_runtime to init it "
                                         "first!")
@@ -263,16 +270,17 @@ class RKNNLite:
     def release(self) -> None:
         """Free the runtime (context, weights, internal and I/O memory). Safe to call twice; never raises (as the
         vendor's): an inference running in another thread is waited for first."""
-        ctx = self._ctx
-        if ctx is None:
-            return
-        try:
-            if not ctx.destroyed:
-                ctx.destroy(wait=True)
-        except NpuError as exc:                 # from inside the running inference itself: keep everything
-            self._log("E", "release", str(exc))
-            return
-        self._ctx = None
+        with self._calls:
+            ctx = self._ctx
+            if ctx is None:
+                return
+            try:
+                if not ctx.destroyed:
+                    ctx.destroy(wait=True)
+            except NpuError as exc:             # a call of the context's own run: keep everything
+                self._log("E", "release", str(exc))
+                return
+            self._ctx = None
 
     def __del__(self) -> None:
         try:
