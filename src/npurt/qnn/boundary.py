@@ -26,7 +26,7 @@ __all__ = ["QnnError", "CODES", "DISTINCT", "WRAPPED", "code_for", "family_of", 
 
 log = logging.getLogger("npurt.qnn")
 
-# The handle errors of backendFree / deviceFree, as QnnBackend.h / QnnDevice.h number them.
+# The handle errors of backendFree / deviceFree (named codes: QnnBackend.h's value; constants' device value).
 BACKEND_INVALID_HANDLE = C.QNN_BACKEND_ERROR_INVALID_HANDLE
 DEVICE_INVALID_HANDLE = C.QNN_DEVICE_ERROR_INVALID_HANDLE
 
