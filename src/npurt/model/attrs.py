@@ -145,7 +145,9 @@ def logical_attr(index: int, st: TensorStorage, profile: SocProfile, is_input: b
     """INPUT_ATTR / OUTPUT_ATTR: the original (ONNX) layout and dims, the stored type and quantisation.
 
     For 4-D tensors the vendor reports a padded footprint: inputs w_stride = width aligned to the SoC's input
-    alignment; outputs w_stride 0 and size_with_stride C1*H*align(W,16)*C2 bytes as observed on RK35xx.
+    alignment; outputs w_stride 0 and size_with_stride the native output's footprint (rknn-api-facts §5: an
+    output's size_with_stride is what a buffer for the native layout needs), so OUTPUT_ATTR and NATIVE_OUTPUT_ATTR
+    never disagree on the bytes to allocate.
     """
     shape = list(st.shape)
     n_elems = math.prod(shape)
@@ -158,8 +160,7 @@ def logical_attr(index: int, st: TensorStorage, profile: SocProfile, is_input: b
             ws = align_up(w, profile.input_align)
             sws = st.dtype.nbytes(n * c * h * ws)
         else:
-            c2 = _c2(profile, st.dtype)
-            sws = st.dtype.nbytes(n * math.ceil(c / c2) * h * align_up(w, 16) * c2)
+            sws = st.nbytes
     return TensorAttr(index, st.name, len(shape), shape, n_elems, size, fmt, st.dtype, w_stride=ws,
                       size_with_stride=sws, **_qnt(st))
 
