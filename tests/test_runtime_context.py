@@ -487,9 +487,9 @@ def test_perf_counters():
     with Context(convnet()) as ctx:
         _general(ctx, image())
         assert ctx.perf.run_us > 0 and ctx.perf.ops == []
-        with pytest.raises(NpuError) as e:
-            ctx.perf_detail()
-        assert "COLLECT_PERF_MASK" in vendor_message(e.value)
+        text = ctx.perf_detail()              # without per-op timing: the total only, and why
+        assert "conv1" not in text and "not collected" in text and "collect_perf" in text
+        assert f"Total Run Elapsed Per Frame Time(us): {ctx.perf.run_us}" in text
 
 
 @pytest.mark.parametrize("soc,good,bad", [("rk3588", [0, 1, 2, 4, 3, 7, 0xFFFF], [5, 6, 8, -1]),

@@ -110,7 +110,8 @@ def rknn_query(ctx: Any, cmd: int, info: Any, size: int) -> int:
     elif cmd == c.RKNN_QUERY_IN_OUT_NUM:
         result.n_input, result.n_output = context.n_inputs, context.n_outputs
     elif cmd == c.RKNN_QUERY_PERF_DETAIL:
-        obj.perf_text = context.perf_detail().encode("utf-8")
+        obj.perf_text = context.perf_detail(not_collected="per-op timings were not collected (init with "
+                                                          "RKNN_FLAG_COLLECT_PERF_MASK for them)").encode("utf-8")
         result.perf_data = obj.perf_text
         result.data_len = len(obj.perf_text)
     elif cmd == c.RKNN_QUERY_PERF_RUN:

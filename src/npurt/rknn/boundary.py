@@ -56,7 +56,6 @@ HINTS: Mapping[str, str] = MappingProxyType({
     "internal_unset": "internal memory is not set: you must call rknn_set_internal_mem before rknn_run",
     "input_unset": "input({name}) is not set: call rknn_inputs_set before rknn_run",
     "outputs_before_run": "no outputs yet: call rknn_inputs_set and rknn_run before rknn_outputs_get",
-    "perf_not_collected": "per-op timings need RKNN_FLAG_COLLECT_PERF_MASK on rknn_init",
     "no_flush_inputs": "RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE must not be combined with rknn_inputs_set",
     "no_invalidate_outputs": "RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE must not be combined with rknn_outputs_get",
     "custom_op_unregistered": "{message} (rknn_register_custom_ops)",

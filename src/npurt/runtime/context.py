@@ -459,14 +459,13 @@ class Context(GeneralPath, ZeroCopyPath):
                 self._dirty = True
             self._weights_seen = seen
 
-    def perf_detail(self) -> str:
-        """The per-op timing table of the last run (needs `collect_perf`)."""
+    def perf_detail(self, not_collected: str = "per-op timings were not collected (the context was created "
+                                               "without collect_perf)") -> str:
+        """The timing table of the last run: per op with `collect_perf`, else the run's total and the line
+        `not_collected` (the board answers RKNN_QUERY_PERF_DETAIL without the flag too, with what it has)."""
         from npurt.runtime.perf import format_perf_detail
         self._require_live()
-        if not self.options.collect_perf:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, "per-op timings need a context created with collect_perf",
-                           hint="perf_not_collected")
-        return format_perf_detail(self.perf)
+        return format_perf_detail(self.perf, None if self.options.collect_perf else not_collected)
 
     # ------------------------------------------------------------------------------------------------------------
     # dynamic shapes, cores, dup

@@ -59,8 +59,9 @@ def _shape(s: tuple[int, ...]) -> str:
     return "(" + ",".join(str(d) for d in s) + ")"
 
 
-def format_perf_detail(perf: PerfCounters) -> str:
-    """The per-op table (vendor style): ID, OpType, DataType, Target, shapes, Time(us), FullName; then the total."""
+def format_perf_detail(perf: PerfCounters, not_collected: str | None = None) -> str:
+    """The per-op table (vendor style): ID, OpType, DataType, Target, shapes, Time(us), FullName; then the total.
+    `not_collected`: per-op timing was off; the table holds only the run's total and this line saying so."""
     rule = "-" * 118
     lines = [rule, f"{'Operator Time Consuming Ranking Table':^118}", rule,
              f"{'ID':<5}{'OpType':<22}{'DataType':<10}{'Target':<8}{'InputShape':<26}{'OutputShape':<20}"
@@ -69,6 +70,8 @@ def format_perf_detail(perf: PerfCounters) -> str:
         ins = ",".join(_shape(s) for s in op.input_shapes) or "-"
         lines.append(f"{op.index:<5}{op.op_type[:21]:<22}{op.data_type:<10}{'CPU':<8}{ins[:25]:<26}"
                      f"{_shape(op.output_shape)[:19]:<20}{op.time_us:>10}  {op.name}")
+    if not_collected:
+        lines.append(not_collected)
     lines.append(rule)
     lines.append(f"Total Operator Elapsed Per Frame Time(us): {sum(op.time_us for op in perf.ops)}")
     lines.append(f"Total Run Elapsed Per Frame Time(us): {perf.run_us}")
