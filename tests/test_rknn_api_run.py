@@ -418,6 +418,28 @@ def test_set_input_shapes_errors(capsys):
     rknn_destroy(ctx)
 
 
+def test_set_input_shape_deprecated_single_input_form(capsys):
+    """rknn_set_input_shape(ctx, &attr): one input's shape (dims in attr.fmt), as the old applications call it."""
+    ctx = init(dynamic_convnet())
+    for shape, fmt in (([1, 8, 8, 3], RKNN_TENSOR_NHWC), ([1, 3, 12, 10], RKNN_TENSOR_NCHW)):
+        assert rknn_set_input_shape(ctx, shape_attr(shape, fmt=fmt)) == RKNN_SUCC
+        cur = attr(ctx, RKNN_QUERY_CURRENT_INPUT_ATTR)
+        n, h, w, c = (cur.dims[i] for i in range(4))
+        assert (n, c, h, w) == ((1, 3, 8, 8) if fmt == RKNN_TENSOR_NHWC else (1, 3, 12, 10))
+        x = image((n, c, h, w), seed=h)
+        y, = general_run(ctx, x)
+        ref = reference(dynamic_convnet(), x)[0]
+        np.testing.assert_allclose(y.reshape(ref.shape), ref, atol=ATOL)
+    before = state()
+    assert rknn_set_input_shape(ctx, shape_attr([1, 3, 9, 9])) == RKNN_ERR_PARAM_INVALID
+    errline(capsys, "rknn_set_input_shape", "not among the model's dynamic shapes")
+    assert rknn_set_input_shape(ctx, shape_attr([1, 3, 8, 8], index=1)) == RKNN_ERR_PARAM_INVALID
+    errline(capsys, "input index(1) >= input_num(1)")
+    assert rknn_set_input_shape(ctx, None) == RKNN_ERR_PARAM_INVALID
+    assert state() == before and attr(ctx, RKNN_QUERY_CURRENT_INPUT_ATTR).dims[1] == 12    # shape unchanged
+    rknn_destroy(ctx)
+
+
 # --- cores, run extend, threads -------------------------------------------------------------------------------------------
 def test_core_masks_and_batch_core_num(monkeypatch, capsys):
     ctx = init()

@@ -57,7 +57,8 @@ __all__ = [
     "rknn_init", "rknn_dup_context", "rknn_destroy", "rknn_query", "rknn_inputs_set", "rknn_run", "rknn_wait",
     "rknn_outputs_get", "rknn_outputs_release", "rknn_create_mem", "rknn_create_mem2", "rknn_create_mem_from_fd",
     "rknn_create_mem_from_phys", "rknn_create_mem_from_mb_blk", "rknn_destroy_mem", "rknn_set_weight_mem",
-    "rknn_set_internal_mem", "rknn_set_io_mem", "rknn_mem_sync", "rknn_set_input_shapes", "rknn_set_core_mask",
+    "rknn_set_internal_mem", "rknn_set_io_mem", "rknn_mem_sync", "rknn_set_input_shapes", "rknn_set_input_shape",
+    "rknn_set_core_mask",
     "rknn_set_batch_core_num", "mem_view", "output_view", "addr_view", "context_of", "memory_table",
 ]
 
@@ -409,12 +410,35 @@ def rknn_set_input_shapes(ctx: Any, n_inputs: int, attr: Any) -> int:
     shapes: list[tuple[int, ...] | None] = [None] * context.n_inputs
     for i, a in enumerate(items):
         index = int(a.index) if a.index < context.n_inputs else i
-        dims = tuple(int(d) for d in a.dims[:min(a.n_dims, c.RKNN_MAX_DIMS)])
-        if a.fmt == c.RKNN_TENSOR_NHWC and len(dims) == 4:
-            dims = (dims[0], dims[3], dims[1], dims[2])
-        shapes[index] = dims
+        shapes[index] = _logical_dims(a)
     if any(s is None for s in shapes):
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "every input needs a shape (attr[i].index)")
+    context.set_input_shapes(shapes)
+    return c.RKNN_SUCC
+
+
+def _logical_dims(a: rknn_tensor_attr) -> tuple[int, ...]:
+    """The logical (ONNX-order) shape an attr gives: `dims` in `fmt` (NHWC 4-D dims are reordered to NCHW)."""
+    dims = tuple(int(d) for d in a.dims[:min(a.n_dims, c.RKNN_MAX_DIMS)])
+    if a.fmt == c.RKNN_TENSOR_NHWC and len(dims) == 4:
+        dims = (dims[0], dims[3], dims[1], dims[2])
+    return dims
+
+
+@mirror("rknn_set_input_shape")
+def rknn_set_input_shape(ctx: Any, attr: Any) -> int:
+    """The deprecated single-input form of rknn_set_input_shapes, still called by public applications: input
+    `attr.index` takes `attr.dims` in `attr.fmt`; every other input keeps its current shape."""
+    obj = get_ctx(ctx)
+    require_api("rknn_set_input_shapes", obj.device.profile)
+    if attr is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "attr is NULL")
+    a = struct_arg(attr, rknn_tensor_attr, "attr")
+    context = obj.context
+    if a.index >= context.n_inputs:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"input index({a.index}) >= input_num({context.n_inputs})")
+    shapes = [context.input_shape(i) for i in range(context.n_inputs)]
+    shapes[a.index] = _logical_dims(a)
     context.set_input_shapes(shapes)
     return c.RKNN_SUCC
 
