@@ -50,8 +50,10 @@ def test_native_input_attrs_fp16(soc):
     assert feat.fmt is Layout.NC1HWC2 and feat.dims == [1, math.ceil(5 / c2), 5, 7, c2]
     assert feat.size_with_stride == math.ceil(5 / c2) * 5 * 7 * c2 * 2
     assert vec.fmt is Layout.UNDEFINED and vec.dims == [2, 7] and vec.size_with_stride == 28
-    # logical attrs keep the ONNX layout
-    assert cm.input_attrs[0].fmt is Layout.NCHW and cm.input_attrs[0].dims == [1, 3, 10, 13]
+    # INPUT_ATTR: 4-D float inputs NHWC [1,H,W,C] as the boards report (whatever the native layout), others as ONNX
+    for a, dims in zip(cm.input_attrs[:2], ([1, 10, 13, 3], [1, 5, 7, 5])):
+        assert a.fmt is Layout.NHWC and a.dims == dims and a.w_stride == -(-dims[2] // prof.input_align) * prof.input_align
+        assert a.size_with_stride == dims[1] * a.w_stride * dims[3] * 2
     assert cm.input_attrs[2].fmt is Layout.UNDEFINED
     # NHWC variant
     assert cm.native_nhwc_input_attrs[1].fmt is Layout.NHWC and cm.native_nhwc_input_attrs[1].dims == [1, 5, 7, 5]

@@ -233,10 +233,10 @@ def _attr(ctx, cmd, index=0):
 
 def test_query_attrs_all_kinds():
     ctx = init(two_io())
-    a = _attr(ctx, RKNN_QUERY_INPUT_ATTR)
-    assert (a.name, list(a.dims[:a.n_dims]), a.fmt, a.type) == (b"x", [1, 3, 6, 6], RKNN_TENSOR_NCHW,
+    a = _attr(ctx, RKNN_QUERY_INPUT_ATTR)            # a 4-D image input: NHWC [1,H,W,C], as the boards report
+    assert (a.name, list(a.dims[:a.n_dims]), a.fmt, a.type) == (b"x", [1, 6, 6, 3], RKNN_TENSOR_NHWC,
                                                                RKNN_TENSOR_FLOAT16)
-    assert a.n_elems == 108 and a.size == 216 and a.w_stride == 16
+    assert a.n_elems == 108 and a.size == 216 and a.w_stride == 16 and a.size_with_stride == 1 * 6 * 16 * 3 * 2
     a = _attr(ctx, RKNN_QUERY_NATIVE_INPUT_ATTR)
     assert (list(a.dims[:a.n_dims]), a.fmt, a.size_with_stride) == ([1, 6, 6, 3], RKNN_TENSOR_NHWC, 1 * 6 * 16 * 3 * 2)
     assert _attr(ctx, RKNN_QUERY_NATIVE_NC1HWC2_INPUT_ATTR).fmt == RKNN_TENSOR_NHWC      # alias of 8

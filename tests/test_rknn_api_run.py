@@ -382,7 +382,7 @@ def test_dynamic_shape_zero_copy_demo():
     """Allocate once for the largest shape (INPUT_ATTR before any set_input_shapes), re-bind after each change."""
     ctx = init(dynamic_convnet())
     ia0, oa0 = attr(ctx, RKNN_QUERY_INPUT_ATTR), attr(ctx, RKNN_QUERY_OUTPUT_ATTR)
-    assert [ia0.dims[i] for i in range(4)] == [1, 3, 16, 16]
+    assert [ia0.dims[i] for i in range(4)] == [1, 16, 16, 3] and ia0.fmt == RKNN_TENSOR_NHWC
     imem = rknn_create_mem(ctx, ia0.n_elems * 4)
     omem = rknn_create_mem(ctx, oa0.n_elems * 4)
     for shape in ([1, 8, 8, 3], [1, 12, 10, 3]):

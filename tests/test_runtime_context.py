@@ -519,7 +519,7 @@ def test_core_mask_on_a_single_core_soc_is_not_supported():
 # --- dynamic shapes ---------------------------------------------------------------------------------------------------
 def test_dynamic_shapes_general_and_zero_copy():
     with Context(dynamic_convnet()) as ctx:
-        assert ctx.input_attr(0).dims == [1, 3, 16, 16]            # the largest shape first
+        assert ctx.input_attr(0).dims == [1, 16, 16, 3]            # the largest shape first (NHWC)
         name, fmt, shapes = ctx.dynamic_range(0)
         assert (name, fmt, shapes) == ("x", Layout.NHWC, [(1, 8, 8, 3), (1, 16, 16, 3), (1, 12, 10, 3)])
         internal = ctx._internal_buf
@@ -575,7 +575,7 @@ def test_compile_dynamic_round_trips_through_npurt(tmp_path):
     path = tmp_path / "dyn.npurt"
     cm.save(path)
     with Context(str(path)) as ctx:
-        assert ctx.family.dynamic and ctx.input_attr(0).dims == [1, 3, 12, 12]
+        assert ctx.family.dynamic and ctx.input_attr(0).dims == [1, 12, 12, 3]
         ctx.set_input_shapes([[1, 3, 8, 8]])
         x = image((1, 3, 8, 8), seed=3)
         np.testing.assert_allclose(_general(ctx, x), reference(dynamic_convnet(), x)[0], atol=ATOL)

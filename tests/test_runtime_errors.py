@@ -54,7 +54,7 @@ def test_dynamic_input_declarations(value, words):
 
 def test_dynamic_input_given_to_the_context():
     with Context(dynamic_convnet(with_metadata=False), dynamic_input=[[[1, 3, 8, 8]], [[1, 3, 4, 4]]]) as ctx:
-        assert ctx.family.dynamic and ctx.input_attr(0).dims == [1, 3, 8, 8]
+        assert ctx.family.dynamic and ctx.input_attr(0).dims == [1, 8, 8, 3]
         x = image((1, 3, 4, 4))
         ctx.set_input_shapes([[1, 3, 4, 4]])
         ctx.set_inputs([InputData(0, x, DType.FLOAT32, Layout.NCHW)])

@@ -11,6 +11,8 @@ Rules (rknn-api-facts §5, seeds/rknn-npu-sram.txt):
 - Native input: NHWC for 4-D inputs with 1, 3 or 4 channels (rows padded to `w_stride` = width aligned to the
   SoC's `input_align`), NC1HWC2 for other channel counts, NCHW for 4-D bool/int inputs, UNDEFINED for non-4-D.
 - Native output: NC1HWC2 for 4-D, UNDEFINED otherwise; the NHWC variants report NHWC for 4-D.
+- INPUT_ATTR of a 4-D float input is NHWC [N,H,W,C] as on the boards (= the NHWC variant); other inputs and
+  OUTPUT_ATTR keep the ONNX layout.
 - float32 precision (npurt's reference mode, not a vendor type) stores NC1HWC2 with the float16 C2.
 """
 from __future__ import annotations
@@ -142,27 +144,24 @@ def _qnt(st: TensorStorage) -> dict[str, Any]:
 
 
 def logical_attr(index: int, st: TensorStorage, profile: SocProfile, is_input: bool) -> TensorAttr:
-    """INPUT_ATTR / OUTPUT_ATTR: the original (ONNX) layout and dims, the stored type and quantisation.
+    """INPUT_ATTR / OUTPUT_ATTR: the stored type and quantisation, in the layout the boards report.
 
-    For 4-D tensors the vendor reports a padded footprint: inputs w_stride = width aligned to the SoC's input
-    alignment; outputs w_stride 0 and size_with_stride the native output's footprint (rknn-api-facts §5: an
-    output's size_with_stride is what a buffer for the native layout needs), so OUTPUT_ATTR and NATIVE_OUTPUT_ATTR
-    never disagree on the bytes to allocate.
+    4-D float inputs are NHWC with dims [N,H,W,C], as the boards report them (and as the toolkit converts image
+    models); w_stride is the width aligned to the SoC's input alignment — the NATIVE_NHWC_INPUT_ATTR. Other inputs
+    and all outputs keep the ONNX layout and dims (NCHW for 4-D); 4-D float outputs have w_stride 0 and
+    size_with_stride the native output's footprint (rknn-api-facts §5: an output's size_with_stride is what a
+    buffer for the native layout needs), so OUTPUT_ATTR and NATIVE_OUTPUT_ATTR agree on the bytes to allocate.
     """
     shape = list(st.shape)
+    four_d_float = len(shape) == 4 and st.logical_dtype.startswith("float")
+    if is_input and four_d_float:
+        return native_nhwc_attr(index, st, profile, True)
     n_elems = math.prod(shape)
     size = st.dtype.nbytes(n_elems)
     fmt = Layout.NCHW if len(shape) == 4 else Layout.UNDEFINED
-    ws, sws = 0, size
-    if len(shape) == 4 and st.logical_dtype.startswith("float"):
-        n, c, h, w = shape
-        if is_input:
-            ws = align_up(w, profile.input_align)
-            sws = st.dtype.nbytes(n * c * h * ws)
-        else:
-            sws = st.nbytes
-    return TensorAttr(index, st.name, len(shape), shape, n_elems, size, fmt, st.dtype, w_stride=ws,
-                      size_with_stride=sws, **_qnt(st))
+    sws = st.nbytes if four_d_float else size
+    return TensorAttr(index, st.name, len(shape), shape, n_elems, size, fmt, st.dtype, size_with_stride=sws,
+                      **_qnt(st))
 
 
 def native_attr(index: int, st: TensorStorage) -> TensorAttr:
