@@ -89,6 +89,43 @@ def test_native_conversion_in_place_and_in_device_memory(monkeypatch):
         dst.free()
 
 
+@pytest.mark.parametrize("mtype", [c.RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32, c.RKNN_INT8_MM_INT8_TO_INT32,
+                                   c.RKNN_FLOAT16_MM_INT4_TO_FLOAT32])
+def test_native_conversion_from_malloc_pointers(monkeypatch, capfd, mtype):
+    """C programs pass plain malloc'd host memory as B_input / B_output (integer addresses outside any npurt
+    buffer): converted through the guarded raw-memory module, with the same bytes as for numpy arrays."""
+    import ctypes
+    monkeypatch.setenv("NPURT_SOC", "rk3588")
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    spec = mm.MATMUL_TYPES[mtype]
+    tiles = mm.tiles_for("rk3588", spec)
+    K, N = 2 * tiles.b_k, 2 * tiles.b_n
+    rng = np.random.default_rng(mtype)
+    lo, hi = (-4, 4) if spec.b is DType.FLOAT16 else spec.b.range()
+    b = rng.uniform(lo, hi, (K, N)).astype(np.float16) if spec.b is DType.FLOAT16 else \
+        rng.integers(lo, hi + 1, (K, N)).astype(np.int8)
+    src_bytes = np.ascontiguousarray(stored(b, spec.b)).reshape(-1).view(np.uint8)
+    nbytes = spec.b.nbytes(K * N)
+    info = rknn_matmul_info(K=K, N=N, type=mtype, B_layout=c.RKNN_MM_LAYOUT_NATIVE)
+    want = np.zeros(nbytes, np.uint8)
+    assert rknn_B_normal_layout_to_native_layout(src_bytes.copy(), want, K, N, info) == 0
+    b_in, b_out = libc.malloc(nbytes), libc.malloc(nbytes)
+    try:
+        ctypes.memmove(b_in, src_bytes.ctypes.data, nbytes)
+        ctypes.memset(b_out, 0xAB, nbytes)
+        assert rknn_B_normal_layout_to_native_layout(b_in, b_out, K, N, info) == 0
+        assert ctypes.string_at(b_out, nbytes) == want.tobytes()
+        assert ctypes.string_at(b_in, nbytes) == src_bytes.tobytes()          # the input is left as it was
+        assert rknn_B_normal_layout_to_native_layout(b_in, b_in, K, N, info) == 0   # in place, as C may do
+        assert ctypes.string_at(b_in, nbytes) == want.tobytes()
+        assert "E RKNN" not in capfd.readouterr().err
+    finally:
+        libc.free(b_in)
+        libc.free(b_out)
+
+
 def test_perf_layouts():
     a = np.arange(3 * 16, dtype=np.int8).reshape(3, 16)
     perf = mm.a_normal_to_perf(a, 8)
