@@ -4,6 +4,7 @@ rknn_set_weight_mem / _internal_mem / _io_mem rules and size checks, rknn_mem_sy
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 
 import numpy as np
@@ -153,6 +154,51 @@ def test_from_fd_wraps_user_memory(ctx):
         assert rknn_destroy_mem(ctx, w) == RKNN_SUCC          # only the wrapper
         assert (dma.view()[4096:8192] == 9).all()
         os.fstat(dma.fd)                                       # the user's fd is still open
+
+
+def _own_mapping(fd: int, length: int, file_offset: int = 0, flags: int = mmap.MAP_SHARED):
+    """The caller's own mapping of `fd` (as a C program's mmap): (mmap object, its address)."""
+    m = mmap.mmap(fd, length, flags=flags, offset=file_offset)
+    return m, ctypes.addressof(ctypes.c_char.from_buffer(m))
+
+
+def test_from_fd_keeps_the_callers_own_mapping(ctx, capsys):
+    """A C program mmaps its fd itself and passes that address: mem->virt_addr is the program's own pointer (the
+    vendor wraps the caller's memory), and it is the same memory the runtime reads and writes."""
+    with dma_alloc(3 * 4096, device=context_of(ctx).device) as dma:
+        m, virt = _own_mapping(dma.fd, 3 * 4096)
+        try:
+            assert virt != dma.virt_addr
+            w = rknn_create_mem_from_fd(ctx, dma.fd, virt, 4096, 4096)
+            assert (w.virt_addr, w.fd, w.offset, w.size) == (virt, dma.fd, 4096, 4096)
+            assert "W RKNN" not in capsys.readouterr().err
+            ctypes.memset(w.virt_addr + w.offset, 0x5A, 16)              # the C program writes at virt + offset
+            assert (mem_view(w)[:16] == 0x5A).all() and not dma.view()[:4096].any()
+            mem_view(w)[100:104] = 7                                       # the runtime's writes are seen there
+            assert ctypes.string_at(virt + 4096 + 100, 4) == b"\x07" * 4
+            assert rknn_destroy_mem(ctx, w) == RKNN_SUCC
+        finally:
+            m.close()
+
+
+def test_from_fd_refuses_a_virt_addr_that_is_not_that_fds_mapping(ctx, capsys):
+    dev = context_of(ctx).device
+    with dma_alloc(2 * 4096, device=dev) as dma, dma_alloc(2 * 4096, device=dev) as other:
+        maps = [_own_mapping(dma.fd, 4096, file_offset=4096),          # the fd, but its byte 4096 at virt + 0
+                _own_mapping(dma.fd, 2 * 4096, flags=mmap.MAP_PRIVATE),  # a private copy: not the same memory
+                _own_mapping(other.fd, 2 * 4096)]                     # another fd's mapping
+        try:
+            buf = ctypes.create_string_buffer(2 * 4096)                # plain host memory
+            for virt in [v for _, v in maps] + [ctypes.addressof(buf), other.virt_addr, 0x1000]:
+                before = state()
+                assert rknn_create_mem_from_fd(ctx, dma.fd, virt, 4096, 4096) is None
+                errline(capsys, "rknn_create_mem_from_fd", f"is not a mapping of fd {dma.fd}")
+                assert state() == before
+            w = rknn_create_mem_from_fd(ctx, dma.fd, dma.virt_addr, 4096, 4096)     # the fd's own mapping: kept
+            assert w is not None and w.virt_addr == dma.virt_addr and rknn_destroy_mem(ctx, w) == RKNN_SUCC
+        finally:
+            for m, _ in maps:
+                m.close()
 
 
 def test_from_fd_of_a_runtime_buffer_shares_it(ctx):

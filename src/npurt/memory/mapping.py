@@ -187,3 +187,41 @@ def seal_against_shrink(fd: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def _maps_entries():
+    """(start, end, perms, file offset, (major, minor), inode) of each line of /proc/self/maps, in address order."""
+    with open("/proc/self/maps", "rb") as f:
+        for line in f:
+            fields = line.split(None, 5)
+            if len(fields) < 5:
+                continue
+            lo, hi = fields[0].split(b"-")
+            major, minor = fields[3].split(b":")
+            yield (int(lo, 16), int(hi, 16), fields[1].decode(), int(fields[2], 16), (int(major, 16), int(minor, 16)),
+                   int(fields[4]))
+
+
+def maps_file(addr: int, nbytes: int, fd: int, file_offset: int) -> bool:
+    """True when host addresses [addr, addr + nbytes) are readable shared mappings of `fd`'s file, with `addr`
+    at byte `file_offset` of it (checked against /proc/self/maps: device, inode and file offset of every mapping
+    the range crosses). How a caller's own mapping of an fd is told from any other pointer."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return False
+    ident = ((os.major(st.st_dev), os.minor(st.st_dev)), st.st_ino)
+    cursor, end, want = int(addr), int(addr) + int(nbytes), int(file_offset)
+    if nbytes <= 0 or cursor <= 0:
+        return False
+    for lo, hi, perms, off, dev, inode in _maps_entries():
+        if hi <= cursor:
+            continue
+        if lo > cursor or (dev, inode) != ident or perms[0] != "r" or perms[3] != "s" \
+                or off + (cursor - lo) != want:
+            return False
+        step = min(hi, end) - cursor
+        cursor, want = cursor + step, want + step
+        if cursor >= end:
+            return True
+    return False

@@ -19,6 +19,8 @@ import numpy as np
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import SyncMode, open_device, open_devices
 from npurt.memory.cargs import as_struct
+from npurt.memory.mapping import maps_file
+from npurt.memory.raw import pointer_value
 from npurt.rknn import constants as c
 from npurt.rknn import handles, log
 from npurt.rknn.api_common import (any_ctx, ctx_value, get_ctx, read_attr, require_api, struct_arg)
@@ -99,48 +101,53 @@ def rknn_create_mem2(ctx: Any, size: int, alloc_flags: int) -> rknn_tensor_mem |
     return _issue_alloc(ctx_value(ctx), buf)
 
 
-def _same_file(fd: int, buf: Any) -> bool:
+def _maps_fd(device: Any, fd: int, addr: int, size: int, offset: int) -> bool:
+    """True when host address `addr` holds byte `offset` of `fd`'s file, for `size` bytes: a shared mapping of the
+    file (the caller's own or the runtime's, per /proc/self/maps), or the CPU view of a runtime buffer over those
+    bytes (a strict-coherence device gives rknn_create_mem buffers a separate CPU view)."""
+    if maps_file(addr, size, fd, offset):
+        return True
     try:
+        buf, off = device.lookup_host(addr, size)
         st = os.fstat(fd)
-    except OSError:
+    except (NpuError, OSError):
         return False
-    for part_fd, _, _ in buf.fd_parts:
-        try:
-            ps = os.fstat(part_fd)
-        except OSError:
-            continue
-        if (ps.st_dev, ps.st_ino) == (st.st_dev, st.st_ino):
-            return True
+    cursor = 0
+    for part_fd, part_off, length in buf.fd_parts:
+        if cursor <= off < cursor + length:
+            try:
+                ps = os.fstat(part_fd)
+            except OSError:
+                return False
+            return (ps.st_dev, ps.st_ino) == (st.st_dev, st.st_ino) and part_off + off - cursor == offset \
+                and off + size <= cursor + length
+        cursor += length
     return False
 
 
 @mirror("rknn_create_mem_from_fd", failure=None)
 def rknn_create_mem_from_fd(ctx: Any, fd: int, virt_addr: Any, size: int, offset: int) -> rknn_tensor_mem | None:
-    """Wrap `size` bytes at `offset` of a user dma-buf/memfd `fd` (virt_addr: the start of the user's mapping of
-    it, or 0). The memory stays the user's; rknn_destroy_mem frees only the wrapper."""
+    """Wrap `size` bytes at `offset` of a user dma-buf/memfd `fd`. `virt_addr`: the start of the caller's own
+    mapping of the fd (offset not added), kept in `mem->virt_addr` as the vendor does — checked to be a mapping of
+    that fd at that offset (else PARAM_INVALID) — or 0, for the runtime's mapping. The memory stays the user's;
+    rknn_destroy_mem frees only the wrapper."""
     obj = any_ctx(ctx)
     require_api("rknn_create_mem_from_fd", obj.device.profile)
     size = _check_size(size)
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid offset: {offset!r}")
+    given = pointer_value(virt_addr)
+    if virt_addr not in (None, 0) and not given:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid virt_addr: {virt_addr!r}")
+    if given and isinstance(fd, int) and not isinstance(fd, bool) and fd >= 0 \
+            and not _maps_fd(obj.device, fd, given + offset, size, offset):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"virt_addr {given:#x} is not a mapping of fd {fd}: byte "
+                                                   f"{offset} of the fd is not at virt_addr + offset")
     buf = obj.device.import_fd(fd, size, offset, owner=_owner(obj), name=f"fd{fd}")
-    mapping_start = buf.virt_addr - offset
-    given = int(getattr(virt_addr, "value", virt_addr) or 0)
-    if given:
-        try:
-            known, known_off = obj.device.lookup_host(given + offset, size)
-            ok = _same_file(fd, known) and known_off >= 0
-        except NpuError:
-            ok = False
-        if ok:
-            mapping_start = given
-        else:
-            log.warning(f"rknn_create_mem_from_fd: virt_addr {given:#x} is not a known mapping of fd {fd}; "
-                        f"the runtime's mapping {mapping_start:#x} is used")
     mem = rknn_tensor_mem()
     handles.mems.issue(mem, buffer=buf, data_offset=0, size=size, owns_buffer=True,
-                       kind=c.RKNN_TENSOR_MEMORY_FLAGS_FROM_FD, ctx=ctx_value(ctx), virt_addr=mapping_start,
-                       phys_addr=buf.dev_addr, fd=int(fd), offset=offset,
+                       kind=c.RKNN_TENSOR_MEMORY_FLAGS_FROM_FD, ctx=ctx_value(ctx),
+                       virt_addr=given or buf.virt_addr - offset, phys_addr=buf.dev_addr, fd=int(fd), offset=offset,
                        label="create_mem_from_fd")
     log.debug(f"import memory, fd: {fd}, offset: {offset}, size: {size}, dma addr: {buf.dev_addr:#x}")
     return mem
