@@ -98,6 +98,28 @@ def test_sram_buffer_lives_in_the_sram_memfd(dev):
     second.free()
 
 
+def test_one_file_sram_buffers_are_one_memfd_from_offset_0(dev):
+    """one_file (a dma-buf as the driver hands it out): the whole buffer is one memfd of its own at offset 0, also
+    when it spills into DDR; SRAM pages are reserved and counted as for any SRAM buffer."""
+    import os
+    hog = dev.alloc(700 * 1024, placement="sram")
+    free_sram = dev.stats().sram_free
+    whole = dev.alloc(3 * PAGE_SIZE, placement="sram_first", one_file=True)
+    spilled = dev.alloc(free_sram + 2 * PAGE_SIZE, placement="sram_first", one_file=True)
+    assert (whole.placement, whole.sram_size, whole.ddr_size) == ("sram", 3 * PAGE_SIZE, 0)
+    assert (spilled.placement, spilled.sram_size, spilled.ddr_size) == ("sram+ddr", free_sram - 3 * PAGE_SIZE,
+                                                                         5 * PAGE_SIZE)
+    assert dev.stats().sram_free == 0
+    for buf in (whole, spilled):
+        assert buf.fd not in (-1, dev._sram_fd) and buf.fd_offset == 0 and buf.fd_parts == ((buf.fd, 0, buf.capacity),)
+        buf.view()[:] = 0x33
+        assert os.pread(buf.fd, buf.size, 0) == b"\x33" * buf.size
+    assert dev.sram_addr(whole) == 0xFF001000 + 700 * 1024
+    for buf in (whole, spilled, hog):
+        buf.free()
+    assert dev.stats().sram_free == dev.stats().sram_total and dev.stats().open_fds == 1
+
+
 def test_sram_exhaustion_is_clean(dev):
     big = dev.alloc(900 * 1024, placement="sram")
     before = (dev.sram_dump(), dev.stats().as_dict())

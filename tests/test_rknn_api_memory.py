@@ -88,6 +88,38 @@ def test_try_alloc_sram_spills_to_ddr(ctx):
     rknn_destroy_mem(ctx, s), rknn_destroy_mem(ctx, hog)
 
 
+def _read_through_fd(mem) -> bytes:
+    """mem->size bytes read by mapping mem->fd at mem->offset, as another process or a C program would."""
+    start = mem.offset & ~(mmap.PAGESIZE - 1)
+    with mmap.mmap(mem.fd, mem.offset - start + mem.size, offset=start) as m:
+        return bytes(m[mem.offset - start:])
+
+
+@pytest.mark.parametrize("flags", [RKNN_FLAG_MEMORY_TRY_ALLOC_SRAM,
+                                   RKNN_FLAG_MEMORY_TRY_ALLOC_SRAM | RKNN_MEM_FLAG_ALLOC_NO_CONTEXT])
+def test_try_alloc_sram_fd_and_offset_locate_the_bytes(ctx, flags):
+    """Every TRY_ALLOC_SRAM buffer — the first, later ones, one that spilled into DDR — reports an fd and offset
+    whose mapping is the buffer's memory (both ways), and a virt_addr at that offset, like any dma-buf."""
+    dev = context_of(ctx).device
+    first = rknn_create_mem2(ctx, 3 * 4096, flags)
+    second = rknn_create_mem2(ctx, 2 * 4096 + 100, flags)
+    hog = rknn_create_mem2(ctx, dev.stats().sram_free - 4096, flags)
+    spilled = rknn_create_mem2(ctx, 3 * 4096, flags)
+    placements = [dev.lookup_device(m.phys_addr)[0].placement for m in (first, second, hog, spilled)]
+    assert placements == ["sram", "sram", "sram", "sram+ddr"]
+    assert len({m.fd for m in (first, second, hog, spilled)}) == 4 and all(m.fd >= 0 for m in (first, spilled))
+    for k, mem in enumerate((first, second, spilled)):
+        v = mem_view(mem)
+        v[:] = (np.arange(v.size) + 7 * k) % 251
+        assert _read_through_fd(mem) == v.tobytes()
+        assert ctypes.string_at(mem.virt_addr + mem.offset, mem.size) == v.tobytes()
+        with mmap.mmap(mem.fd, mem.size, offset=mem.offset & ~(mmap.PAGESIZE - 1)) as m:
+            m[mem.offset & (mmap.PAGESIZE - 1)] = 0xEE                  # a write through the fd is the buffer's
+        assert mem_view(mem)[0] == 0xEE
+    for mem in (first, second, hog, spilled):
+        assert rknn_destroy_mem(ctx, mem) == RKNN_SUCC
+
+
 def test_create_mem2_bad_flags(ctx, capsys):
     before = state()
     assert rknn_create_mem2(ctx, 100, 1 << 8) is None

@@ -180,12 +180,15 @@ class Device:
 
     # -- allocation ------------------------------------------------------------------------------------
     def alloc(self, size: int, *, placement: str = "ddr", cacheable: bool = True, owner: str = "user",
-              name: str = "") -> Buffer:
+              name: str = "", one_file: bool = False) -> Buffer:
         """A new zeroed buffer of `size` bytes (page-rounded underneath).
 
         placement: "ddr" (a memfd of its own), "sram" (SRAM only; OUT_OF_MEMORY when it does not fit,
         NOT_SUPPORTED on SoCs without SRAM) or "sram_first" (as much SRAM as fits contiguously, the rest in DDR,
         mapped contiguously in host and device address space).
+        one_file: the bytes are one memfd of the buffer's own from offset 0, whatever the placement — a dma-buf
+        as the driver hands one out (its fd maps the whole buffer); the SRAM pages are still reserved and counted,
+        but their bytes live in that file rather than in the SRAM region's.
         """
         size = _check_size(size)
         if placement not in PLACEMENTS:
@@ -214,12 +217,13 @@ class Device:
             ddr_fd = -1
             parts = []
             try:
-                if sram_len:
+                if sram_len and not one_file:
                     parts.append((self._sram_fd, sram_off, sram_len))
-                if ddr_len:
-                    ddr_fd = new_memfd(f"npurt-{self.soc}-{name or 'buf'}", ddr_len)
+                own_len = rounded if one_file else ddr_len
+                if own_len:
+                    ddr_fd = new_memfd(f"npurt-{self.soc}-{name or 'buf'}", own_len)
                     undo.callback(os.close, ddr_fd)
-                    parts.append((ddr_fd, 0, ddr_len))
+                    parts.append((ddr_fd, 0, own_len))
                 if len(parts) == 1:
                     device_map = map_fd(parts[0][0], rounded, parts[0][1])
                 else:

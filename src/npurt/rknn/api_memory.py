@@ -58,7 +58,8 @@ def _alloc_no_context(soc: str | None, size: int, placement: str, cacheable: boo
     context), dropped when the memory is destroyed."""
     device = open_device(soc)
     try:
-        buf = device.alloc(size, placement=placement, cacheable=cacheable, owner="rknn_no_context", name="tensor")
+        buf = device.alloc(size, placement=placement, cacheable=cacheable, owner="rknn_no_context", name="tensor",
+                           one_file=True)
     except BaseException:
         device.close()
         raise
@@ -97,7 +98,8 @@ def rknn_create_mem2(ctx: Any, size: int, alloc_flags: int) -> rknn_tensor_mem |
         return _alloc_no_context(obj.device.soc, size, placement, cacheable)
     if placement == "sram_first" and not obj.device.profile.sram_size:
         log.warning(f"rknn_create_mem2: {obj.device.soc} has no NPU SRAM; allocating in DDR")
-    buf = obj.device.alloc(size, placement=placement, cacheable=cacheable, owner=_owner(obj), name="tensor")
+    buf = obj.device.alloc(size, placement=placement, cacheable=cacheable, owner=_owner(obj), name="tensor",
+                           one_file=True)
     return _issue_alloc(ctx_value(ctx), buf)
 
 
