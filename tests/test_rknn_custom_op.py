@@ -392,3 +392,54 @@ def test_weights_several_outputs_and_integer_types():
     assert seen["types"] == ([c.RKNN_TENSOR_FLOAT32] * 2, [c.RKNN_TENSOR_FLOAT32, c.RKNN_TENSOR_INT64])
     assert seen["fmt"] == c.RKNN_TENSOR_UNDEFINED
     assert rknn_destroy(ctx) == c.RKNN_SUCC
+
+
+# --- int8 models with custom ops: the op registered with the compiler for calibration ------------------------------
+def _sigmoid_impl(inputs, attrs):
+    return [1 / (1 + np.exp(-inputs[0]))]
+
+
+def test_int8_model_needs_the_ops_compile_time_implementation():
+    import npurt
+    from npurt.errors import NpuError
+    calib = [np.random.default_rng(s).standard_normal(SHAPE).astype(np.float32) for s in range(4)]
+    with pytest.raises(NpuError) as e:
+        npurt.compile(model(), quantize=calib, progress=False)
+    assert "cstSigmoid" in str(e.value)
+    with pytest.raises(NpuError) as e:                       # a result that does not fit the node is named
+        npurt.compile(model(), quantize=calib, progress=False, custom_ops={"cstSigmoid": lambda ins, attrs: []})
+    assert "cstSigmoid" in str(e.value) and "0 outputs" in str(e.value)
+
+
+def test_int8_custom_op_model_compute_receives_int8_tensors():
+    """Compiled to int8 with the op's float implementation registered with the compiler (calibration runs it);
+    at run time the C-style compute callback gets INT8 tensors with their affine zp/scale and computes in int8."""
+    import npurt
+    calib = [np.random.default_rng(s).standard_normal(SHAPE).astype(np.float32) for s in range(8)]
+    cm = npurt.compile(model(), quantize=calib, progress=False, custom_ops={"cstSigmoid": _sigmoid_impl})
+    assert cm.precision == "int8" and cm.storage["m"].quantized and cm.storage["r"].quantized
+    seen = []
+
+    def compute(op_ctx, inputs, n_inputs, outputs, n_outputs):
+        i, o = inputs[0], outputs[0]
+        seen.append((i.attr.type, i.attr.qnt_type, o.attr.type, o.attr.qnt_type, i.attr.size, i.attr.scale,
+                     o.attr.zp))
+        q = addr_view(i.mem.virt_addr + i.mem.offset, i.attr.size, np.int8)
+        x = (q.astype(np.float32) - i.attr.zp) * i.attr.scale
+        y = np.clip(np.rint(1 / (1 + np.exp(-x)) / o.attr.scale + o.attr.zp), -128, 127)
+        addr_view(o.mem.virt_addr + o.mem.offset, o.attr.size, np.int8)[:] = y.astype(np.int8)
+        return 0
+
+    data = cm.to_bytes()
+    ctx = init(data)
+    ops, keep = cpu_op(compute=compute)
+    assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
+    ret, y = run(ctx, X)
+    assert ret == c.RKNN_SUCC
+    assert seen and seen[0][:4] == (c.RKNN_TENSOR_INT8, c.RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC, c.RKNN_TENSOR_INT8,
+                                    c.RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC)
+    assert seen[0][4] == 48 and seen[0][5] == pytest.approx(cm.storage["r"].scale) and \
+        seen[0][6] == cm.storage["m"].zp
+    want = reference(X)
+    assert np.abs(y - want).max() < 0.05 * np.abs(want).max()              # int8 accuracy
+    assert rknn_destroy(ctx) == c.RKNN_SUCC

@@ -5,16 +5,19 @@ layer above it.
 from __future__ import annotations
 
 import os
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
+import numpy as np
 import onnx
 
+from npurt.errors import ErrorCode, NpuError
 from npurt.exec.evaluate import evaluate_node
 from npurt.exec.kernels import supported_ops as kernel_ops
 from npurt.model.compiled import CompiledModel
 from npurt.model.compiler import calibrate_shapes, compile_onnx
-from npurt.model.ir import Graph
+from npurt.model.ir import Graph, Node
 from npurt.model.mixed import CONVERT
+from npurt.model.passes import NodeEvaluator
 from npurt.model.passes import optimize as _optimize
 
 BUILTIN_OPS = ("Identity", CONVERT)     # ops the executor runs itself (plain copies; Convert changes the storage)
@@ -30,12 +33,35 @@ def optimize(graph: Graph) -> Graph:
     return _optimize(graph, evaluate_node, supported_ops())
 
 
+# A custom op's compile-time implementation: fn(inputs, attrs) -> outputs, float32 numpy arrays in and out (attrs:
+# the node's ONNX attributes), as the kernels take them.
+CustomOpImpl = Callable[[list, dict], Sequence]
+
+
+def with_custom_ops(evaluate: NodeEvaluator, custom_ops: Mapping[str, CustomOpImpl]) -> NodeEvaluator:
+    """`evaluate`, with nodes of the op types in `custom_ops` run through their implementations (float32 in and
+    out; a result that is not one array per node output is INVALID_ARGUMENT naming the op)."""
+    def run(node: Node, values: list, opset: int) -> list:
+        fn = custom_ops.get(node.op_type)
+        if fn is None:
+            return evaluate(node, values, opset)
+        args = [None if v is None else (v.astype(np.float32) if v.dtype.kind == "f" else v) for v in values]
+        outs = [np.asarray(o) for o in fn(args, dict(node.attrs))]
+        want = [o for o in node.outputs if o]
+        if len(outs) != len(want):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"custom op {node.op_type} (node {node.name!r}): the "
+                                                       f"compile-time implementation returned {len(outs)} outputs, "
+                                                       f"the node has {len(want)}")
+        return outs
+    return run
+
+
 def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str | None = None,
                   quantize: object = None, mean: Sequence | None = None, std: Sequence | None = None,
                   input_shapes: Mapping[str, Sequence[int]] | None = None, precision: str | None = None,
                   progress: bool = True, quantized_algorithm: str = "normal",
-                  float_layers: Sequence[str] = (), qparams: Mapping[str, Sequence[float]] | None = None
-                  ) -> CompiledModel:
+                  float_layers: Sequence[str] = (), qparams: Mapping[str, Sequence[float]] | None = None,
+                  custom_ops: Mapping[str, CustomOpImpl] | None = None) -> CompiledModel:
     """Compile an ONNX model for `soc`.
 
     `quantize` is a calibration dataset (a dataset.txt path, arrays, lists of arrays per input, or dicts) and
@@ -45,11 +71,14 @@ def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str
     "normal" (min/max), "kl_divergence" or "mmse", as rknn-toolkit2's (`npurt.tensor.ranges`); `float_layers`:
     layers of the int8 model kept in fp16, by node or produced tensor name (`npurt.model.mixed`); `qparams`: a
     calibration made before (`calibrate_dynamic`), used instead of calibrating on `quantize`.
+    `custom_ops`: op type -> the float implementation (`CustomOpImpl`) of a custom op the model uses, registered
+    with the compiler as the toolkit registers one: the calibration run computes the op with it, so a model with
+    custom ops compiles to int8. At run time the op still runs through the callbacks registered on the context.
     """
+    evaluate = with_custom_ops(evaluate_node, custom_ops) if custom_ops else evaluate_node
     return compile_onnx(model, soc=soc, quantize=quantize, mean=mean, std=std, input_shapes=input_shapes,
                         precision=precision, progress=progress, quantized_algorithm=quantized_algorithm,
-                        float_layers=float_layers, qparams=qparams, evaluate=evaluate_node,
-                        supported=supported_ops())
+                        float_layers=float_layers, qparams=qparams, evaluate=evaluate, supported=supported_ops())
 
 
 def calibrate_dynamic(model: "str | os.PathLike | bytes | onnx.ModelProto",

@@ -15,7 +15,8 @@ board (rknn_api_test_custom_cpu_op.cpp, ported line by line)::
 
 What a callback sees (CPU target, as in the vendor's CPU demo): one `rknn_custom_op_tensor` per present input and
 per output, each `attr` in the op's logical ONNX shape (fmt NCHW for 4-D, else UNDEFINED; float tensors as FLOAT32,
-integer ones in their own type) and each `mem` a real device buffer (fd, virt_addr, phys_addr; an issued
+integer ones in their own type; in an int8 model the tensors the model stores quantised are INT8, qnt_type
+AFFINE_ASYMMETRIC with their zp and scale) and each `mem` a real device buffer (fd, virt_addr, phys_addr; an issued
 `rknn_tensor_mem`, valid during the callbacks). The runtime writes the op's inputs into those buffers before the
 call and reads the outputs back into the model's native activation memory after it — the layout conversion a CPU
 op needs on the board too.
@@ -29,6 +30,9 @@ RKNN_ERR_FAIL with an `E RKNN:` line naming the op, node and callback).
 
 Decisions (npurt's, where the sources are silent):
 
+- An int8 model with custom ops is compiled with the op's float implementation registered with the compiler
+  (`npurt.compile(..., custom_ops={"cstSigmoid": fn})`, as the toolkit registers one): calibration needs its
+  outputs' ranges.
 - Custom ops live in a non-default ONNX domain (e.g. `rknn.custom`); ONNX checks reject unknown types in the
   default domain. Their output shapes must be declared in the model (value_info). Registering a type the model
   does not contain is allowed (a `W RKNN:` line), as plugin libraries register whatever they provide.
@@ -118,13 +122,18 @@ def _referenced_objects(obj: Any) -> list:
     return found
 
 
+# What a callback sees of one tensor: (element type, (scale, zero point) when the model stores it quantised).
+Format = tuple[np.dtype, "tuple[float, int] | None"]
+
+
 @dataclass
 class _Staged:
-    """One tensor of a node: its device memory (an issued rknn_tensor_mem record) and shape/type."""
+    """One tensor of a node: its device memory (an issued rknn_tensor_mem record), shape, type, quantisation."""
 
     record: handles.MemRecord
     shape: tuple[int, ...]
     dtype: np.dtype
+    quant: tuple[float, int] | None = None
 
 
 @dataclass
@@ -161,12 +170,21 @@ class CustomOpKernel:
     def _graph(self) -> Any:
         return self.rknn_ctx.context.compiled.graph
 
-    def _stage(self, state: _NodeState, shapes_in: list, dtypes_in: list, shapes_out: list, dtypes_out: list) -> None:
-        """(Re)allocate the node's tensor memory when shapes or types changed, and describe it in the C structs."""
-        want_in = list(zip(shapes_in, dtypes_in))
-        want_out = list(zip(shapes_out, dtypes_out))
-        if [(s.shape, s.dtype) for s in state.inputs] == want_in and \
-                [(s.shape, s.dtype) for s in state.outputs] == want_out and state.in_tensors is not None:
+    def _format(self, name: str, dtype: Any) -> Format:
+        """How a callback sees tensor `name` (element type `dtype`): INT8 with its (scale, zp) when the model stores
+        it quantised (an int8 model), else float32 for float tensors and the tensor's own type otherwise."""
+        st = self.rknn_ctx.context.compiled.storage.get(name)
+        if st is not None and st.quantized:
+            return np.dtype(np.int8), (float(st.scale), int(st.zp))
+        return _work_dtype(dtype), None
+
+    def _stage(self, state: _NodeState, shapes_in: list, fmts_in: list[Format], shapes_out: list,
+               fmts_out: list[Format]) -> None:
+        """(Re)allocate the node's tensor memory when shapes or formats changed, and describe it in the C structs."""
+        want_in = list(zip(shapes_in, fmts_in))
+        want_out = list(zip(shapes_out, fmts_out))
+        if [(s.shape, (s.dtype, s.quant)) for s in state.inputs] == want_in and \
+                [(s.shape, (s.dtype, s.quant)) for s in state.outputs] == want_out and state.in_tensors is not None:
             return
         self._free_tensors(state)
         state.in_tensors = (rknn_custom_op_tensor * max(1, len(want_in)))()
@@ -176,11 +194,11 @@ class CustomOpKernel:
         for kind, wanted, names, table, staged in (("in", want_in, names_in, state.in_tensors, state.inputs),
                                                     ("out", want_out, [t for t in node.outputs if t],
                                                      state.out_tensors, state.outputs)):
-            for i, (shape, dt) in enumerate(wanted):
-                staged.append(self._allocate(table[i], i, names[i], shape, dt, f"{node.name}:{kind}{i}"))
+            for i, (shape, (dt, quant)) in enumerate(wanted):
+                staged.append(self._allocate(table[i], i, names[i], shape, dt, quant, f"{node.name}:{kind}{i}"))
 
     def _allocate(self, tensor: rknn_custom_op_tensor, index: int, name: str, shape: tuple, dt: np.dtype,
-                  label: str) -> _Staged:
+                  quant: tuple[float, int] | None, label: str) -> _Staged:
         n = int(np.prod(shape, dtype=np.int64)) if shape else 1
         size = max(1, n * dt.itemsize)
         device = self.rknn_ctx.device
@@ -203,10 +221,10 @@ class CustomOpKernel:
         a.size = n * dt.itemsize
         a.fmt = c.RKNN_TENSOR_NCHW if len(shape) == 4 else c.RKNN_TENSOR_UNDEFINED
         a.type = _RKNN_TYPE.get(dt, c.RKNN_TENSOR_TYPE_MAX)
-        a.qnt_type = c.RKNN_TENSOR_QNT_NONE
-        a.scale = 1.0
+        a.qnt_type = c.RKNN_TENSOR_QNT_NONE if quant is None else c.RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC
+        a.scale, a.zp = (1.0, 0) if quant is None else quant
         a.size_with_stride = a.size
-        return _Staged(record, tuple(shape), dt)
+        return _Staged(record, tuple(shape), dt, quant)
 
     @staticmethod
     def _free_tensors(state: _NodeState) -> None:
@@ -245,8 +263,8 @@ class CustomOpKernel:
             _op_contexts[internal_id] = state
         try:
             self._stage(state, [tuple(tensors[t].shape or ()) for t in ins],
-                        [_work_dtype(tensors[t].dtype) for t in ins],
-                        [tuple(tensors[t].shape or ()) for t in outs], [_work_dtype(tensors[t].dtype) for t in outs])
+                        [self._format(t, tensors[t].dtype) for t in ins], [tuple(tensors[t].shape or ()) for t in outs],
+                        [self._format(t, tensors[t].dtype) for t in outs])
             if self.op.init:
                 ret = self._call("init", state)
                 if ret == c.RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE:
@@ -276,12 +294,17 @@ class CustomOpKernel:
                                                         f"built-in {node.op_type}") from None
             return builtin(inputs, attrs)
         present = [np.asarray(x) for x in inputs if x is not None]
+        names_in = [t for t in node.inputs if t]
         tensors = self._graph().tensors
         outs = [t for t in node.outputs if t]
-        self._stage(state, [x.shape for x in present], [_work_dtype(x.dtype) for x in present],
-                    [tuple(tensors[t].shape or ()) for t in outs], [_work_dtype(tensors[t].dtype) for t in outs])
+        self._stage(state, [x.shape for x in present], [self._format(t, x.dtype) for t, x in zip(names_in, present)],
+                    [tuple(tensors[t].shape or ()) for t in outs], [self._format(t, tensors[t].dtype) for t in outs])
         for x, staged in zip(present, state.inputs):
-            np.copyto(self._view(staged), x.reshape(staged.shape), casting="unsafe")
+            x = x.reshape(staged.shape)
+            if staged.quant is not None:      # the executor hands the op dequantised values: back to the stored int8
+                scale, zp = staged.quant
+                x = np.clip(np.rint(x / np.float32(scale) + zp), -128, 127)
+            np.copyto(self._view(staged), x, casting="unsafe")
         for name in ("prepare", "compute"):
             if name == "prepare" and not self.op.prepare:
                 continue
@@ -289,7 +312,9 @@ class CustomOpKernel:
             if ret != 0:
                 raise NpuError(ErrorCode.FAIL, f"custom op {self.op_type} (node {node.name!r}): {name} returned "
                                                f"{ret}")
-        return [self._view(staged) for staged in state.outputs]
+        return [self._view(staged) if staged.quant is None else
+                (self._view(staged).astype(np.float32) - staged.quant[1]) * np.float32(staged.quant[0])
+                for staged in state.outputs]
 
     @staticmethod
     def _view(staged: _Staged) -> np.ndarray:
