@@ -1,6 +1,7 @@
 """RKNN mirror, tensor attrs as RKNN applications read them: the sizes OUTPUT_ATTR and NATIVE_OUTPUT_ATTR report
 agree (rknn-api-facts §5: an output's size_with_stride is the native footprint), for widths that are not a
-multiple of 16 too; a buffer of that size runs the model in place."""
+multiple of 16 too, and a buffer of that size runs the model in place; INPUT_ATTR of a 4-D image input is NHWC
+[1,H,W,C] as on the boards, and applications can size and feed their images from it as reported."""
 from __future__ import annotations
 
 import math
@@ -10,25 +11,9 @@ import pytest
 
 import npurt
 from npurt.rknn import *  # noqa: F403 - the mirror is meant to be used like the C header
-from npurt.rknn import handles
-from test_rknn_api_init import init, query
+from test_rknn_api_init import _env, init  # noqa: F401 - _env: the autouse leak check
+from test_rknn_api_run import attr
 from test_runtime_models import convnet, image, reference
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch):
-    monkeypatch.delenv("NPURT_SOC", raising=False)
-    monkeypatch.delenv("NPURT_COHERENCE", raising=False)
-    monkeypatch.delenv("RKNN_LOG_LEVEL", raising=False)
-    n_ctx, n_mem = len(handles.contexts), len(handles.mems)
-    yield
-    assert len(handles.contexts) == n_ctx and len(handles.mems) == n_mem, "test leaked contexts or mems"
-
-
-def attr(ctx, cmd, index=0) -> rknn_tensor_attr:
-    a = rknn_tensor_attr(index=index)
-    assert query(ctx, cmd, a) == RKNN_SUCC
-    return a
 
 
 def _model(width: int, int8: bool) -> bytes:
