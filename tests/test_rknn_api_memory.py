@@ -228,6 +228,13 @@ def test_from_fd_refuses_a_virt_addr_that_is_not_that_fds_mapping(ctx, capsys):
                 assert state() == before
             w = rknn_create_mem_from_fd(ctx, dma.fd, dma.virt_addr, 4096, 4096)     # the fd's own mapping: kept
             assert w is not None and w.virt_addr == dma.virt_addr and rknn_destroy_mem(ctx, w) == RKNN_SUCC
+            for null in (0, None, ctypes.c_void_p(None)):                           # NULL: the runtime's mapping
+                w = rknn_create_mem_from_fd(ctx, dma.fd, null, 4096, 4096)
+                assert w is not None and w.virt_addr + w.offset == dma.virt_addr + 4096
+                assert rknn_destroy_mem(ctx, w) == RKNN_SUCC
+            for bad in (-8, "0x1000"):
+                assert rknn_create_mem_from_fd(ctx, dma.fd, bad, 4096, 4096) is None
+                errline(capsys, "invalid virt_addr")
         finally:
             for m, _ in maps:
                 m.close()

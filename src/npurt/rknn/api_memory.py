@@ -139,7 +139,7 @@ def rknn_create_mem_from_fd(ctx: Any, fd: int, virt_addr: Any, size: int, offset
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid offset: {offset!r}")
     given = pointer_value(virt_addr)
-    if virt_addr not in (None, 0) and not given:
+    if getattr(virt_addr, "value", virt_addr) not in (None, 0) and not given:     # c_void_p(None) is NULL too
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid virt_addr: {virt_addr!r}")
     if given and isinstance(fd, int) and not isinstance(fd, bool) and fd >= 0 \
             and not _maps_fd(obj.device, fd, given + offset, size, offset):
