@@ -17,7 +17,7 @@ from npurt.rknn import *  # noqa: F403
 from npurt.rknn import handles
 from npurt.rknn.api import context_of
 from npurt.tensor import nc1hwc2_to_nchw
-from helpers.rknn import errline, general_run, init, query, shape_attr, state
+from helpers.rknn import attr, errline, general_run, init, query, shape_attr, state
 from helpers.models import (X_SHAPE, Y_SHAPE, convnet, convnet_other, dynamic_convnet, image, int8_convnet,
                                  npurt_bytes, reference, two_io)
 
@@ -25,12 +25,6 @@ ATOL = 0.02
 
 
 pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
-
-
-def attr(ctx, cmd, index=0) -> rknn_tensor_attr:
-    a = rknn_tensor_attr(index=index)
-    assert query(ctx, cmd, a) == RKNN_SUCC
-    return a
 
 
 # --- general API ------------------------------------------------------------------------------------------------------

@@ -11,9 +11,10 @@ import pytest
 
 import npurt
 from npurt.rknn import *  # noqa: F403 - the mirror is meant to be used like the C header
-from test_rknn_api_init import _env, init  # noqa: F401 - _env: the autouse leak check
-from test_rknn_api_run import attr
-from test_runtime_models import convnet, image, reference
+from helpers.models import convnet, image, reference
+from helpers.rknn import attr, init
+
+pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
 
 
 def _model(width: int, int8: bool) -> bytes:
@@ -119,7 +120,7 @@ def test_input_attr_is_nhwc_and_apps_can_use_it_as_reported(channels):
 
 
 def test_non_image_inputs_keep_the_onnx_layout():
-    from test_runtime_models import two_io
+    from helpers.models import two_io
     ctx = init(two_io())
     try:
         z = attr(ctx, RKNN_QUERY_INPUT_ATTR, 1)

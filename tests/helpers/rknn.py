@@ -1,5 +1,5 @@
-"""Helpers shared by the RKNN mirror tests: init a context, query, a shape attr, one general-API run, the vendor log
-line, and the state a failed call must leave unchanged."""
+"""Helpers shared by the RKNN mirror tests: init a context, query, a queried attr, a shape attr, one general-API
+run, the vendor log line, and the state a failed call must leave unchanged."""
 from __future__ import annotations
 
 import ctypes
@@ -31,6 +31,13 @@ def init(model=None, flag=0, extend=None) -> rknn_context:
 
 def query(ctx, cmd, info):
     return rknn_query(ctx, cmd, info, ctypes.sizeof(info))
+
+
+def attr(ctx, cmd, index=0) -> rknn_tensor_attr:
+    """The attr `cmd` (an *_ATTR query) reports for tensor `index` (the query must succeed)."""
+    a = rknn_tensor_attr(index=index)
+    assert query(ctx, cmd, a) == RKNN_SUCC
+    return a
 
 
 def shape_attr(dims, index=0, fmt=RKNN_TENSOR_NCHW) -> rknn_tensor_attr:
