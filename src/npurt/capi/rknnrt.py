@@ -210,11 +210,7 @@ def rknn_set_io_mem(ctx: int, mem: int, attr: int) -> int:
 
 @entry("rknn_set_input_shape")
 def rknn_set_input_shape(ctx: int, attr: int) -> int:
-    struct = guard.struct_at(r.rknn_tensor_attr, attr, "attr", write=False)
-    mirror_fn = getattr(r, "rknn_set_input_shape", None)
-    if mirror_fn is None:       # a mirror without the deprecated call: the one-input case of the plural call
-        return r.rknn_set_input_shapes(ctx, 1, struct)
-    return mirror_fn(ctx, struct)
+    return r.rknn_set_input_shape(ctx, guard.struct_at(r.rknn_tensor_attr, attr, "attr", write=False))
 
 
 @entry("rknn_set_input_shapes")
