@@ -228,6 +228,7 @@ class MemoryMachine(RuleBasedStateMachine):
         assert (st_.buffers, st_.ddr_bytes, st_.sram_bytes, st_.imported_bytes, st_.open_fds, st_.domain_used) == \
                (0, 0, 0, 0, 0, 0)
         assert self.dev.closed
+        gc.collect()
         assert open_fds() == self.fds_before
 
 

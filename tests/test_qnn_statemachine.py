@@ -6,6 +6,8 @@ the live handles must be exactly the ones the model expects, and after teardown 
 """
 from __future__ import annotations
 
+import gc
+
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
@@ -36,6 +38,7 @@ class QnnMachine(RuleBasedStateMachine):
         self.model = binary(SMALL)
         self.specs = q.tensor_specs(self.model)
         self.x, _ = sample(SMALL)
+        gc.collect()                             # earlier tests' garbage must not close its fds during this one
         self.fds = open_fds()                    # after the (cached) model and onnxruntime reference exist
         self.internal = boundary.internal_errors()
         self.qi = q.interface("fastrpc", soc="sm8350")
@@ -150,6 +153,7 @@ class QnnMachine(RuleBasedStateMachine):
             q.rpcmem_free(p)
         assert q.rpcmem_leaks() == []
         assert htp_device.open_soc_devices() == {}
+        gc.collect()                             # views the machine's steps left in cycles hold no fds then
         assert open_fds() == self.fds
 
 
