@@ -97,7 +97,7 @@ class Context(GeneralPath, ZeroCopyPath):
         self._log = log or _default_sink
         self._lock = threading.Lock()
         self._holder: int | None = None          # the thread inside a call (see _busy)
-        self._weights_seen: bytes | None = None  # fingerprint of user weight memory at the last run
+        self._weights_seen: int | None = None  # fingerprint of user weight memory at the last run
         self.destroyed = False
         self._weights: WeightStore | None = None
         self._owns_weights = False       # this context created the weight store (counts it in its DMA total)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.memory.coherence import snapshot
 from npurt.runtime.binding import MemRef
 
 WEIGHTS_UNSET = "weight memory is not set: the context was created with weights_outside; set it before running"
@@ -81,10 +82,10 @@ class WeightStore:
         self.ref.require_alive("weight memory")
         return self.ref.device_u8()[:self.size]
 
-    def fingerprint(self) -> bytes:
-        """A digest of the weight bytes as they are now: a run compares it with the one its decoded weights
-        came from, so user-owned weight memory changed behind the runtime's back is decoded again."""
-        return hashlib.blake2b(self.view(), digest_size=16).digest()
+    def fingerprint(self) -> int:
+        """The weight bytes' snapshot (the one check mode takes): a run compares it with the one its decoded
+        weights came from, so user-owned weight memory changed behind the runtime's back is decoded again."""
+        return snapshot(self.view())
 
     def acquire(self) -> "WeightStore":
         with self._lock:
