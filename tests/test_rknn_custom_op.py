@@ -11,12 +11,13 @@ import pytest
 from onnx import TensorProto, helper
 
 from npurt.rknn import constants as c
-from npurt.rknn import handles
-from npurt.rknn.api import (addr_view, output_view, rknn_destroy, rknn_init, rknn_inputs_set, rknn_outputs_get,
-                            rknn_outputs_release, rknn_run)
+from npurt.rknn.api import (addr_view, output_view, rknn_destroy, rknn_destroy_mem, rknn_init, rknn_inputs_set,
+                            rknn_outputs_get, rknn_outputs_release, rknn_query, rknn_run)
+from npurt.rknn.api_common import get_ctx
 from npurt.rknn.custom_op import rknn_custom_op_get_op_attr, rknn_register_custom_ops
 from npurt.rknn.structs import (RKNN_CUSTOM_OP_CALLBACK, RKNN_CUSTOM_OP_DESTROY_CALLBACK, rknn_context,
-                                rknn_custom_op, rknn_custom_op_attr, rknn_input, rknn_output)
+                                rknn_custom_op, rknn_custom_op_attr, rknn_input, rknn_mem_size, rknn_output,
+                                rknn_tensor_mem)
 
 from helpers.custom_op import SHAPE, model, reference
 
@@ -88,26 +89,47 @@ def test_vendor_cpu_custom_op_demo_flow():
     assert rknn_destroy(ctx) == c.RKNN_SUCC
 
 
-def test_callback_tensors_live_in_device_memory():
+def dma_total(ctx) -> int:
+    m = rknn_mem_size()
+    assert rknn_query(ctx, c.RKNN_QUERY_MEM_SIZE, m, ctypes.sizeof(m)) == c.RKNN_SUCC
+    return m.total_dma_allocated_size
+
+
+def test_callback_tensors_live_in_context_owned_device_memory(capfd):
+    """Each tensor's mem is a DDR buffer of the device, owned by the context (its DMA total grows by them at
+    registration), not rknn_create_mem memory: rknn_destroy_mem refuses it and it stays usable."""
     seen = {}
 
     def compute(op_ctx, inputs, n_inputs, outputs, n_outputs):
         seen["n"] = (n_inputs, n_outputs)
         for kind, t in (("in", inputs[0]), ("out", outputs[0])):
-            record = handles.mems.lookup(t.mem)                          # an issued rknn_tensor_mem
+            buf, offset = device.lookup_host(t.mem.virt_addr, t.mem.size)
             seen[kind] = (list(t.attr.dims[:t.attr.n_dims]), t.attr.fmt, t.attr.type, t.attr.size,
-                          t.mem.fd, record.buffer.placement, t.attr.name)
-            assert t.mem.fd >= 0 and t.mem.phys_addr and t.mem.size >= t.attr.size
+                          buf.placement, buf.owner, t.attr.name, ctypes.addressof(t.mem), buf.capacity)
+            assert t.mem.fd == buf.fd and t.mem.phys_addr and t.mem.offset == offset == 0
+            assert t.mem.size == t.attr.size and t.mem.flags == c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
         np.testing.assert_allclose(tensor_view(inputs[0]).reshape(SHAPE), np.maximum(X, 0), atol=2e-3)
         return sigmoid_compute(op_ctx, inputs, n_inputs, outputs, n_outputs)
 
     ctx = init(model())
+    device = get_ctx(ctx).device
+    before = dma_total(ctx)
     ops, keep = cpu_op(compute=compute)
     assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
+    grown = dma_total(ctx) - before
     assert run(ctx, X)[0] == c.RKNN_SUCC
     assert seen["n"] == (1, 1)
-    assert seen["in"][:4] == ([1, 3, 4, 4], c.RKNN_TENSOR_NCHW, c.RKNN_TENSOR_FLOAT32, 4 * 48)
-    assert seen["in"][5] == "ddr" and seen["in"][6] == b"r" and seen["out"][6] == b"m"
+    assert seen["in"][:5] == ([1, 3, 4, 4], c.RKNN_TENSOR_NCHW, c.RKNN_TENSOR_FLOAT32, 4 * 48, "ddr")
+    assert seen["in"][5] == seen["out"][5] == get_ctx(ctx).context.name
+    assert seen["in"][6] == b"r" and seen["out"][6] == b"m"
+    assert grown == seen["in"][8] + seen["out"][8]
+    capfd.readouterr()
+    staged = rknn_tensor_mem.from_address(seen["in"][7])
+    assert rknn_destroy_mem(ctx, staged) == c.RKNN_ERR_PARAM_INVALID               # not the caller's to free
+    assert "was not created by rknn_create_mem" in capfd.readouterr().err
+    ret, y = run(ctx, X)                                                 # the runtime's memory is still there
+    assert ret == c.RKNN_SUCC
+    np.testing.assert_allclose(y, reference(X), atol=2e-3)
     assert rknn_destroy(ctx) == c.RKNN_SUCC
 
 
@@ -411,35 +433,68 @@ def test_int8_model_needs_the_ops_compile_time_implementation():
     assert "cstSigmoid" in str(e.value) and "0 outputs" in str(e.value)
 
 
-def test_int8_custom_op_model_compute_receives_int8_tensors():
-    """Compiled to int8 with the op's float implementation registered with the compiler (calibration runs it);
-    at run time the C-style compute callback gets INT8 tensors with their affine zp/scale and computes in int8."""
+def demo_compute(op_ctx, inputs, n_inputs, outputs, n_outputs):
+    """The vendor CPU demo's compute: reads and writes n_elems float32 values, never looks at attr.type."""
+    n = inputs[0].attr.n_elems
+    x = addr_view(inputs[0].mem.virt_addr + inputs[0].mem.offset, n * 4, np.float32)
+    y = addr_view(outputs[0].mem.virt_addr + outputs[0].mem.offset, n * 4, np.float32)
+    y[:] = 1 / (1 + np.exp(-x))
+    return 0
+
+
+def compiled(precision: str):
+    """The test model compiled to `precision`; int8 with the op's float implementation registered with the
+    compiler (the calibration run computes it), as the vendor's demo model is built with do_quantization=True."""
     import npurt
-    calib = [np.random.default_rng(s).standard_normal(SHAPE).astype(np.float32) for s in range(8)]
-    cm = npurt.compile(model(), quantize=calib, progress=False, custom_ops={"cstSigmoid": _sigmoid_impl})
-    assert cm.precision == "int8" and cm.storage["m"].quantized and cm.storage["r"].quantized
+    if precision == "int8":
+        calib = [np.random.default_rng(s).standard_normal(SHAPE).astype(np.float32) for s in range(8)]
+        cm = npurt.compile(model(), quantize=calib, progress=False, custom_ops={"cstSigmoid": _sigmoid_impl})
+        assert cm.storage["r"].quantized and cm.storage["m"].quantized
+    else:
+        cm = npurt.compile(model(), precision=precision, progress=False)
+    assert cm.precision == precision
+    return cm
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp16"])
+def test_cpu_custom_op_gets_float32_tensors_whatever_the_model_precision(precision):
+    """As on the board: the callback's tensors are FLOAT32 (n_elems * 4 bytes) in int8 and fp16 models alike, so a
+    callback that ignores attr.type (the vendor demo's) computes right; its inputs are the dequantised (int8) or
+    widened (fp16) activations, and what it writes is requantised / cast into the model's own tensor."""
+    cm = compiled(precision)
     seen = []
 
     def compute(op_ctx, inputs, n_inputs, outputs, n_outputs):
-        i, o = inputs[0], outputs[0]
-        seen.append((i.attr.type, i.attr.qnt_type, o.attr.type, o.attr.qnt_type, i.attr.size, i.attr.scale,
-                     o.attr.zp))
-        q = addr_view(i.mem.virt_addr + i.mem.offset, i.attr.size, np.int8)
-        x = (q.astype(np.float32) - i.attr.zp) * i.attr.scale
-        y = np.clip(np.rint(1 / (1 + np.exp(-x)) / o.attr.scale + o.attr.zp), -128, 127)
-        addr_view(o.mem.virt_addr + o.mem.offset, o.attr.size, np.int8)[:] = y.astype(np.int8)
-        return 0
+        for t in (inputs[0], outputs[0]):
+            a = t.attr
+            seen.append((a.type, a.qnt_type, a.n_elems, a.size, a.size_with_stride, a.fmt, t.mem.size, a.zp,
+                         a.scale))
+        ret = demo_compute(op_ctx, inputs, n_inputs, outputs, n_outputs)
+        n = inputs[0].attr.n_elems
+        seen.append((tensor_view(inputs[0])[:n].copy(), tensor_view(outputs[0])[:n].copy()))
+        return ret
 
-    data = cm.to_bytes()
-    ctx = init(data)
+    ctx = init(cm.to_bytes())
     ops, keep = cpu_op(compute=compute)
     assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
     ret, y = run(ctx, X)
     assert ret == c.RKNN_SUCC
-    assert seen and seen[0][:4] == (c.RKNN_TENSOR_INT8, c.RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC, c.RKNN_TENSOR_INT8,
-                                    c.RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC)
-    assert seen[0][4] == 48 and seen[0][5] == pytest.approx(cm.storage["r"].scale) and \
-        seen[0][6] == cm.storage["m"].zp
+    float32 = (c.RKNN_TENSOR_FLOAT32, c.RKNN_TENSOR_QNT_NONE, 48, 4 * 48, 4 * 48, c.RKNN_TENSOR_NCHW, 4 * 48, 0, 1.0)
+    assert seen[0] == seen[1] == float32
+    x_in, y_out = seen[2]
+    np.testing.assert_array_equal(y_out, 1 / (1 + np.exp(-x_in)))
+    m = get_ctx(ctx).context.executor.read_tensor("m").reshape(-1)      # the op's output as the model stores it
     want = reference(X)
-    assert np.abs(y - want).max() < 0.05 * np.abs(want).max()              # int8 accuracy
+    if precision == "int8":
+        r, st = cm.storage["r"], cm.storage["m"]
+        k = x_in / np.float32(r.scale) + r.zp                              # inputs: dequantised int8 values of r
+        assert np.abs(k - np.rint(k)).max() < 1e-3 and k.min() >= -128.5 and k.max() <= 127.5
+        np.testing.assert_allclose(x_in, np.maximum(X, 0).reshape(-1), atol=2 * r.scale)
+        lo, hi = (-128 - st.zp) * st.scale, (127 - st.zp) * st.scale        # outputs: requantised to m's grid
+        assert np.abs(m - np.clip(y_out, lo, hi)).max() <= st.scale / 2 * (1 + 1e-4)
+        assert np.abs(y - want).max() < 0.05 * np.abs(want).max()          # int8 accuracy end to end
+    else:
+        np.testing.assert_array_equal(x_in, x_in.astype(np.float16).astype(np.float32))   # fp16 values, widened
+        np.testing.assert_array_equal(m, y_out.astype(np.float16).astype(np.float32))      # narrowed back
+        np.testing.assert_allclose(y, want, atol=2e-3)
     assert rknn_destroy(ctx) == c.RKNN_SUCC

@@ -13,13 +13,17 @@ board (rknn_api_test_custom_cpu_op.cpp, ported line by line)::
     op[0].compute = RKNN_CUSTOM_OP_CALLBACK(compute)
     rknn_register_custom_ops(ctx, op, 1)                          # after rknn_init, before the first rknn_run
 
-What a callback sees (CPU target, as in the vendor's CPU demo): one `rknn_custom_op_tensor` per present input and
-per output, each `attr` in the op's logical ONNX shape (fmt NCHW for 4-D, else UNDEFINED; float tensors as FLOAT32,
-integer ones in their own type; in an int8 model the tensors the model stores quantised are INT8, qnt_type
-AFFINE_ASYMMETRIC with their zp and scale) and each `mem` a real device buffer (fd, virt_addr, phys_addr; an issued
-`rknn_tensor_mem`, valid during the callbacks). The runtime writes the op's inputs into those buffers before the
-call and reads the outputs back into the model's native activation memory after it — the layout conversion a CPU
-op needs on the board too.
+What a callback sees (CPU target, as on the board): one `rknn_custom_op_tensor` per present input and per output,
+each `attr` in the op's logical ONNX shape (fmt NCHW for 4-D, else UNDEFINED) and each `mem` a real device buffer
+(fd, virt_addr, phys_addr, offset 0, size; flags ALLOC_INSIDE; valid during the callbacks). Float tensors are
+FLOAT32 (qnt_type NONE, n_elems * 4 bytes, size_with_stride = size) whatever the model's precision: in an int8
+model the runtime dequantises the op's inputs before the call and requantises its outputs after it, in an fp16 one
+it casts — what the vendor's CPU demo relies on (its compute reads and writes `n_elems` floats without looking at
+`attr.type`, in an int8 model). Integer tensors keep their own type. The runtime writes the op's inputs into those
+buffers before the call and reads the outputs back into the model's native activation memory after it — the
+layout and type conversion a CPU op needs on the board too. The buffers are runtime-internal memory owned by the
+context (`Context.alloc_scratch`: counted in RKNN_QUERY_MEM_SIZE's DMA total, freed at rknn_destroy); they are
+not `rknn_create_mem` memory, so rknn_destroy_mem refuses them.
 
 Lifecycle: `init` runs at registration for every node of the type (with the tensors described and their memory
 already allocated); returning RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE makes that node use npurt's built-in kernel of the
@@ -38,8 +42,9 @@ Decisions (npurt's, where the sources are silent):
   does not contain is allowed (a `W RKNN:` line), as plugin libraries register whatever they provide.
 - A registered type also overrides a built-in ONNX op of that type (the point of SKIP_CUSTOM_OP_COMPUTE).
 - Registration must precede the first `rknn_run`, and all ops of one call are validated before any takes effect.
-- GPU (OpenCL) custom ops are not supported by npurt: RKNN_ERR_FAIL. `compute_native` is ignored (a W line), as
-  the header says it is unsupported.
+- GPU (OpenCL) custom ops are not supported by npurt: RKNN_ERR_FAIL (the float32 rule above is the CPU target's;
+  the vendor's GPU demo reads `attr.type` instead). `compute_native` is ignored (a W line), as the header says it
+  is unsupported.
 - `rknn_dup_context` copies do not inherit registrations; register on the copy too.
 """
 from __future__ import annotations
@@ -56,7 +61,7 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.rknn import constants as c
-from npurt.rknn import handles, log
+from npurt.rknn import log
 from npurt.rknn.api_common import get_ctx, require_api, struct_arg, struct_list
 from npurt.rknn.boundary import mirror
 from npurt.rknn.structs import rknn_custom_op, rknn_custom_op_attr, rknn_custom_op_context, rknn_custom_op_tensor
@@ -81,7 +86,9 @@ def _text(raw: bytes) -> str:
 
 
 def _work_dtype(dtype: Any) -> np.dtype:
-    """The element type a CPU custom op sees: float32 for float tensors, the tensor's own type otherwise."""
+    """The element type a CPU custom op sees: float32 for float tensors (quantised or fp16 ones included; the
+    executor hands the op their float values and stores what it returns in the tensor's own type), the tensor's
+    own type otherwise."""
     dt = np.dtype(dtype)
     return np.dtype(np.float32) if dt.kind == "f" else dt
 
@@ -122,18 +129,13 @@ def _referenced_objects(obj: Any) -> list:
     return found
 
 
-# What a callback sees of one tensor: (element type, (scale, zero point) when the model stores it quantised).
-Format = tuple[np.dtype, "tuple[float, int] | None"]
-
-
 @dataclass
 class _Staged:
-    """One tensor of a node: its device memory (an issued rknn_tensor_mem record), shape, type, quantisation."""
+    """One tensor of a node as its callbacks see it: the context-owned buffer it lives in, shape, element type."""
 
-    record: handles.MemRecord
+    buffer: Any                      # npurt.memory.Buffer from Context.alloc_scratch
     shape: tuple[int, ...]
     dtype: np.dtype
-    quant: tuple[float, int] | None = None
 
 
 @dataclass
@@ -170,21 +172,12 @@ class CustomOpKernel:
     def _graph(self) -> Any:
         return self.rknn_ctx.context.compiled.graph
 
-    def _format(self, name: str, dtype: Any) -> Format:
-        """How a callback sees tensor `name` (element type `dtype`): INT8 with its (scale, zp) when the model stores
-        it quantised (an int8 model), else float32 for float tensors and the tensor's own type otherwise."""
-        st = self.rknn_ctx.context.compiled.storage.get(name)
-        if st is not None and st.quantized:
-            return np.dtype(np.int8), (float(st.scale), int(st.zp))
-        return _work_dtype(dtype), None
-
-    def _stage(self, state: _NodeState, shapes_in: list, fmts_in: list[Format], shapes_out: list,
-               fmts_out: list[Format]) -> None:
-        """(Re)allocate the node's tensor memory when shapes or formats changed, and describe it in the C structs."""
-        want_in = list(zip(shapes_in, fmts_in))
-        want_out = list(zip(shapes_out, fmts_out))
-        if [(s.shape, (s.dtype, s.quant)) for s in state.inputs] == want_in and \
-                [(s.shape, (s.dtype, s.quant)) for s in state.outputs] == want_out and state.in_tensors is not None:
+    def _stage(self, state: _NodeState, shapes_in: list, dtypes_in: list, shapes_out: list, dtypes_out: list) -> None:
+        """(Re)allocate the node's tensor memory when shapes or types changed, and describe it in the C structs."""
+        want_in = list(zip(shapes_in, [_work_dtype(d) for d in dtypes_in]))
+        want_out = list(zip(shapes_out, [_work_dtype(d) for d in dtypes_out]))
+        if [(s.shape, s.dtype) for s in state.inputs] == want_in and \
+                [(s.shape, s.dtype) for s in state.outputs] == want_out and state.in_tensors is not None:
             return
         self._free_tensors(state)
         state.in_tensors = (rknn_custom_op_tensor * max(1, len(want_in)))()
@@ -194,23 +187,18 @@ class CustomOpKernel:
         for kind, wanted, names, table, staged in (("in", want_in, names_in, state.in_tensors, state.inputs),
                                                     ("out", want_out, [t for t in node.outputs if t],
                                                      state.out_tensors, state.outputs)):
-            for i, (shape, (dt, quant)) in enumerate(wanted):
-                staged.append(self._allocate(table[i], i, names[i], shape, dt, quant, f"{node.name}:{kind}{i}"))
+            for i, (shape, dt) in enumerate(wanted):
+                staged.append(self._allocate(table[i], i, names[i], shape, dt, f"{node.name}:{kind}{i}"))
 
     def _allocate(self, tensor: rknn_custom_op_tensor, index: int, name: str, shape: tuple, dt: np.dtype,
-                  quant: tuple[float, int] | None, label: str) -> _Staged:
+                  label: str) -> _Staged:
+        """Runtime-internal memory for one tensor (owned by the context) and its description in `tensor`."""
         n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        size = max(1, n * dt.itemsize)
-        device = self.rknn_ctx.device
-        buf = device.alloc(size, owner=self.rknn_ctx.context.name, name=f"custom:{label}", cacheable=False)
-        try:
-            record = handles.mems.issue(tensor.mem, buffer=buf, data_offset=0, size=size, owns_buffer=True,
-                                        kind=c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE, ctx=self.rknn_ctx.handle,
-                                        virt_addr=buf.virt_addr, phys_addr=buf.phys_addr, fd=buf.fd, offset=0,
-                                        label=f"custom op {self.op_type} {label}")
-        except BaseException:
-            buf.free()
-            raise
+        buf = self.rknn_ctx.context.alloc_scratch(n * dt.itemsize, name=f"custom:{label}")
+        m = tensor.mem
+        m.virt_addr, m.phys_addr, m.fd, m.offset = buf.virt_addr, buf.phys_addr, buf.fd, 0
+        m.size = n * dt.itemsize
+        m.flags = c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
         a = tensor.attr
         a.index = index
         a.n_dims = len(shape)
@@ -221,15 +209,14 @@ class CustomOpKernel:
         a.size = n * dt.itemsize
         a.fmt = c.RKNN_TENSOR_NCHW if len(shape) == 4 else c.RKNN_TENSOR_UNDEFINED
         a.type = _RKNN_TYPE.get(dt, c.RKNN_TENSOR_TYPE_MAX)
-        a.qnt_type = c.RKNN_TENSOR_QNT_NONE if quant is None else c.RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC
-        a.scale, a.zp = (1.0, 0) if quant is None else quant
+        a.qnt_type = c.RKNN_TENSOR_QNT_NONE
+        a.scale, a.zp = 1.0, 0
         a.size_with_stride = a.size
-        return _Staged(record, tuple(shape), dt, quant)
+        return _Staged(buf, tuple(shape), dt)
 
-    @staticmethod
-    def _free_tensors(state: _NodeState) -> None:
+    def _free_tensors(self, state: _NodeState) -> None:
         for staged in state.inputs + state.outputs:
-            handles.mems.release(staged.record)
+            self.rknn_ctx.context.free_scratch(staged.buffer)
         state.inputs, state.outputs = [], []
         state.in_tensors = state.out_tensors = None
 
@@ -262,9 +249,8 @@ class CustomOpKernel:
         with _op_contexts_lock:
             _op_contexts[internal_id] = state
         try:
-            self._stage(state, [tuple(tensors[t].shape or ()) for t in ins],
-                        [self._format(t, tensors[t].dtype) for t in ins], [tuple(tensors[t].shape or ()) for t in outs],
-                        [self._format(t, tensors[t].dtype) for t in outs])
+            self._stage(state, [tuple(tensors[t].shape or ()) for t in ins], [tensors[t].dtype for t in ins],
+                        [tuple(tensors[t].shape or ()) for t in outs], [tensors[t].dtype for t in outs])
             if self.op.init:
                 ret = self._call("init", state)
                 if ret == c.RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE:
@@ -293,18 +279,13 @@ class CustomOpKernel:
                                                         f"RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE but npurt has no "
                                                         f"built-in {node.op_type}") from None
             return builtin(inputs, attrs)
-        present = [np.asarray(x) for x in inputs if x is not None]
-        names_in = [t for t in node.inputs if t]
+        present = [np.asarray(x) for x in inputs if x is not None]     # float values (dequantised in int8 models)
         tensors = self._graph().tensors
         outs = [t for t in node.outputs if t]
-        self._stage(state, [x.shape for x in present], [self._format(t, x.dtype) for t, x in zip(names_in, present)],
-                    [tuple(tensors[t].shape or ()) for t in outs], [self._format(t, tensors[t].dtype) for t in outs])
+        self._stage(state, [x.shape for x in present], [x.dtype for x in present],
+                    [tuple(tensors[t].shape or ()) for t in outs], [tensors[t].dtype for t in outs])
         for x, staged in zip(present, state.inputs):
-            x = x.reshape(staged.shape)
-            if staged.quant is not None:      # the executor hands the op dequantised values: back to the stored int8
-                scale, zp = staged.quant
-                x = np.clip(np.rint(x / np.float32(scale) + zp), -128, 127)
-            np.copyto(self._view(staged), x, casting="unsafe")
+            np.copyto(self._view(staged), x.reshape(staged.shape), casting="unsafe")
         for name in ("prepare", "compute"):
             if name == "prepare" and not self.op.prepare:
                 continue
@@ -312,14 +293,12 @@ class CustomOpKernel:
             if ret != 0:
                 raise NpuError(ErrorCode.FAIL, f"custom op {self.op_type} (node {node.name!r}): {name} returned "
                                                f"{ret}")
-        return [self._view(staged) if staged.quant is None else
-                (self._view(staged).astype(np.float32) - staged.quant[1]) * np.float32(staged.quant[0])
-                for staged in state.outputs]
+        return [self._view(staged) for staged in state.outputs]   # the executor requantises / casts into the graph
 
     @staticmethod
     def _view(staged: _Staged) -> np.ndarray:
         n = int(np.prod(staged.shape, dtype=np.int64)) if staged.shape else 1
-        return staged.record.buffer.device_view(staged.dtype, shape=staged.shape, nbytes=n * staged.dtype.itemsize)
+        return staged.buffer.device_view(staged.dtype, shape=staged.shape, nbytes=n * staged.dtype.itemsize)
 
     # --- teardown -----------------------------------------------------------------------------------------------
     def _forget(self, state: _NodeState) -> None:

@@ -111,6 +111,7 @@ class Context(GeneralPath, ZeroCopyPath):
         self._out_bind: list[IoBinding | None] = []
         # op type -> custom-op kernel (npurt.rknn.custom_op); executors consult it; `release()` runs at teardown
         self.custom_ops: dict[str, Any] = {}
+        self._scratch: list[Any] = []      # runtime-internal staging buffers (alloc_scratch), freed at teardown
         self._bound_to: Any = None         # the executor bound by the last run
         self._device_released = False
         self.device = open_device(device.soc) if device is not None else open_device(soc, coherence)
@@ -302,6 +303,7 @@ class Context(GeneralPath, ZeroCopyPath):
         """Buffers this context allocated itself (not the shared weight store, not user memory)."""
         bufs = [self._internal_buf] + self._gen_in + self._gen_out
         bufs += [b.staging for b in self._in_bind + self._out_bind if b is not None]
+        bufs += self._scratch
         return [b for b in bufs if b is not None and b.alive]
 
     @property
@@ -323,6 +325,20 @@ class Context(GeneralPath, ZeroCopyPath):
     def executor(self) -> Any:
         """The executor bound by the last run (None before the first run): for inspection (e.g. `tensor_view`)."""
         return self._bound_to
+
+    def alloc_scratch(self, nbytes: int, name: str) -> Any:
+        """A runtime-internal DDR buffer of `nbytes` (non-cacheable) that the context owns: counted in its DMA total,
+        freed by `free_scratch` or at teardown (e.g. the float32 tensors a CPU custom op's callbacks read and write)."""
+        self._require_live()
+        buf = self.device.alloc(max(1, int(nbytes)), owner=self.name, name=name, cacheable=False)
+        self._scratch.append(buf)
+        return buf
+
+    def free_scratch(self, buf: Any) -> None:
+        """Free a buffer from `alloc_scratch` (idempotent)."""
+        self._scratch = [b for b in self._scratch if b is not buf]
+        if buf.alive:
+            buf.free()
 
     def custom_string(self) -> str:
         return str((self.compiled.meta or {}).get("custom_string", ""))
@@ -552,6 +568,8 @@ class Context(GeneralPath, ZeroCopyPath):
         for op in list(self.custom_ops.values()):
             getattr(op, "release", lambda: None)()       # custom ops free their device memory, call destroy
         self.custom_ops = {}
+        for buf in list(self._scratch):
+            self.free_scratch(buf)
         if not self._device_released:      # a destroy that failed part-way must not close the device twice
             self._device_released = True
             self.device.close()
