@@ -190,3 +190,32 @@ def test_custom_cpu_op_from_c_callbacks_and_from_a_plugin(tmp_path, source):
     assert "init inputs=1 outputs=1 alpha=2 mode=fast" in proc.stdout
     assert "destroy computes=2" in proc.stdout
     np.testing.assert_allclose(_floats(tmp_path / "y.bin"), reference(x).reshape(-1), atol=ATOL)
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp16"])
+def test_custom_cpu_op_demo_callback_that_ignores_the_type(tmp_path, precision):
+    """rknn_custom_cpu_op_demo's way from C: a compute that reads and writes float32 over the input's dims without
+    looking at attr.type, on an int8 model (the demo's, built with do_quantization=True) and an fp16 one; the tensors
+    are FLOAT32 of n_elems * 4 bytes, and the output is read as the demo reads it (int8 when quantised)."""
+    from helpers.custom_op import SHAPE, compiled, reference
+    cm = compiled(precision)
+    (tmp_path / "cst.npurt").write_bytes(cm.to_bytes())
+    x = np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)   # calibration sample 0: in range
+    x.tofile(tmp_path / "x.bin")
+    proc = run_c(compile_c("custom_op", prefix(), flags=("-lm",)), tmp_path / "cst.npurt", tmp_path / "x.bin",
+                 tmp_path / "y.bin", "demo")
+    assert "OK custom_op" in proc.stdout
+    for kind in ("in", "out"):
+        assert f"demo {kind} type=FP32 qnt=0 n_elems=48 size=192 size_with_stride=192 fmt=NCHW mem.size=192" \
+            in proc.stdout, proc.stdout
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("output want_float="))
+    fields = dict(kv.split("=") for kv in line.split()[1:])
+    want = reference(x).reshape(-1)
+    if precision == "int8":
+        assert fields["want_float"] == "0" and fields["qnt"] != "0"
+        q = np.fromfile(tmp_path / "y.bin", dtype=np.int8)
+        y = (q.astype(np.float32) - int(fields["zp"])) * np.float32(fields["scale"])
+        assert np.abs(y - want).max() < 0.05 * np.abs(want).max()          # int8 accuracy
+    else:
+        assert fields["want_float"] == "1"
+        np.testing.assert_allclose(_floats(tmp_path / "y.bin"), want, atol=ATOL)

@@ -19,7 +19,7 @@ from npurt.rknn.structs import (RKNN_CUSTOM_OP_CALLBACK, RKNN_CUSTOM_OP_DESTROY_
                                 rknn_custom_op, rknn_custom_op_attr, rknn_input, rknn_mem_size, rknn_output,
                                 rknn_tensor_mem)
 
-from helpers.custom_op import SHAPE, model, reference
+from helpers.custom_op import SHAPE, compiled, model, reference
 
 pytestmark = pytest.mark.usefixtures("no_leaks")   # every fd, device buffer, byte and handle given back
 
@@ -417,10 +417,6 @@ def test_weights_several_outputs_and_integer_types():
 
 
 # --- int8 models with custom ops: the op registered with the compiler for calibration ------------------------------
-def _sigmoid_impl(inputs, attrs):
-    return [1 / (1 + np.exp(-inputs[0]))]
-
-
 def test_int8_model_needs_the_ops_compile_time_implementation():
     import npurt
     from npurt.errors import NpuError
@@ -440,20 +436,6 @@ def demo_compute(op_ctx, inputs, n_inputs, outputs, n_outputs):
     y = addr_view(outputs[0].mem.virt_addr + outputs[0].mem.offset, n * 4, np.float32)
     y[:] = 1 / (1 + np.exp(-x))
     return 0
-
-
-def compiled(precision: str):
-    """The test model compiled to `precision`; int8 with the op's float implementation registered with the
-    compiler (the calibration run computes it), as the vendor's demo model is built with do_quantization=True."""
-    import npurt
-    if precision == "int8":
-        calib = [np.random.default_rng(s).standard_normal(SHAPE).astype(np.float32) for s in range(8)]
-        cm = npurt.compile(model(), quantize=calib, progress=False, custom_ops={"cstSigmoid": _sigmoid_impl})
-        assert cm.storage["r"].quantized and cm.storage["m"].quantized
-    else:
-        cm = npurt.compile(model(), precision=precision, progress=False)
-    assert cm.precision == precision
-    return cm
 
 
 @pytest.mark.parametrize("precision", ["int8", "fp16"])

@@ -1,5 +1,5 @@
-"""The custom-op test model (x -> Relu -> custom op -> + x) and its reference, for the Python and C custom-op
-tests."""
+"""The custom-op test model (x -> Relu -> custom op -> + x), its reference, and the model compiled to int8 / fp16,
+for the Python and C custom-op tests."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,3 +24,22 @@ def model(op_type: str = "cstSigmoid", domain: str = "rknn.custom", declare: boo
 
 def reference(x: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-np.maximum(x, 0))) + x
+
+
+def sigmoid_impl(inputs: list, attrs: dict) -> list:
+    """cstSigmoid's float implementation, registered with the compiler for the int8 calibration run."""
+    return [1 / (1 + np.exp(-inputs[0]))]
+
+
+def compiled(precision: str):
+    """The test model compiled to `precision`; int8 with the op's float implementation registered with the
+    compiler (the calibration run computes it), as the vendor's demo model is built with do_quantization=True."""
+    import npurt
+    if precision == "int8":
+        calib = [np.random.default_rng(s).standard_normal(SHAPE).astype(np.float32) for s in range(8)]
+        cm = npurt.compile(model(), quantize=calib, progress=False, custom_ops={"cstSigmoid": sigmoid_impl})
+        assert cm.storage["r"].quantized and cm.storage["m"].quantized
+    else:
+        cm = npurt.compile(model(), precision=precision, progress=False)
+    assert cm.precision == precision
+    return cm
