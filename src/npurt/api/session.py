@@ -29,6 +29,7 @@ import numpy as np
 from npurt.api.tensor import DeviceTensor
 from npurt.errors import ErrorCode, NpuError, bad_arguments_raise_npu_error
 from npurt.memory import open_device
+from npurt.model.sources import resolve_dataset, resolve_model
 from npurt.runtime import Context, ContextOptions, MemRef
 
 _ids = itertools.count(1)
@@ -44,6 +45,7 @@ def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, 
     compile_opts = quantize is not None or precision is not None or mean is not None or std is not None \
         or bool(int8_options)
     if isinstance(model, (str, os.PathLike)):
+        model = resolve_model(model)            # a file, or a zoo name as the CLI takes it
         try:
             compiled = is_npurt(model)
         except OSError as exc:
@@ -60,6 +62,7 @@ def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, 
         return model, soc or model.soc
     if compile_opts:
         from npurt.exec.compile import compile_model
+        quantize = resolve_dataset(quantize, model)     # "random": the CLI's cached random set
         from npurt.runtime.loader import compile_dynamic, dynamic_shape_sets
         shape_sets = dynamic_shape_sets(model, dynamic_input)
         if shape_sets:              # one compile per shape set; int8 with one calibration shared by all of them

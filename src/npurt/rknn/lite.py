@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from npurt.errors import NpuError
-from npurt.model.file_format import is_npurt
+from npurt.model.file_format import is_npurt, refuse_vendor_model
 
 _DTYPES = {"int8": "int8", "uint8": "uint8", "int16": "int16", "float16": "float16", "float32": "float32"}
 
@@ -89,9 +89,10 @@ class RKNNLite:
         if not data:
             self._log("E", "load_rknn", f"The RKNN model [{path}] is empty")
             return -1
-        if data[:4] == b"RKNN":
-            self._log("E", "load_rknn", f"{path} is a vendor .rknn model, which only runs on the board; load the "
-                                        f"ONNX model, or an .npurt compiled from it (npurt convert model.onnx)")
+        try:
+            refuse_vendor_model(data, os.fsdecode(path))
+        except NpuError as exc:
+            self._log("E", "load_rknn", exc.message)
             return -1
         self._model = data
         self._log("I", "load_rknn", f"Load RKNN model {path} done ({len(data)} bytes)")
