@@ -1,4 +1,4 @@
-"""`Session`: the Pythonic layer (DESIGN.md "The Pythonic layer") — one model on one device, with a copying path
+"""`Session`: the Pythonic layer (guide: docs/python.md) — one model on one device, with a copying path
 that takes what onnxruntime takes and a zero-copy path over device tensors.
 
     import npurt
@@ -87,7 +87,7 @@ class Session:
     quantize: a calibration dataset -> int8 (ONNX only); precision: "fp16" (default), "float32" or "int8";
     quantized_algorithm ("normal", "kl_divergence", "mmse") and float_layers (kept fp16): as `npurt.compile`;
     mean / std: per-channel input normalisation fused into input conversion (then inputs are raw values).
-    coherence: "coherent" (default), "strict" or "check" (see DESIGN.md); dynamic_input: shape sets of a
+    coherence: "coherent" (default), "strict" or "check" (see docs/coherence.md); dynamic_input: shape sets of a
     dynamic-shape ONNX model.
     """
 

@@ -1,4 +1,4 @@
-"""`RKNNLite`: a drop-in for the vendor's `rknnlite.api.RKNNLite` (rknn-toolkit-lite2 2.3.2, reference §7), so that
+"""`RKNNLite`: a drop-in for the vendor's `rknnlite.api.RKNNLite` (rknn-toolkit-lite2 2.3.2), so that
 existing Lite programs run unchanged off the board — on `.npurt` files or plain `.onnx` models.
 
     from npurt.rknn.lite import RKNNLite          # instead of: from rknnlite.api import RKNNLite
@@ -14,9 +14,9 @@ inputs are NHWC unless `data_format` says 'nchw'; `data_type` defaults to the ar
 float32 tensors); a dynamic-shape model takes its shape from the input arrays (no set-shape call);
 `core_mask` takes only the NPU_CORE_* values, and only on multi-core SoCs (others warn and ignore it).
 
-Built on the runtime `Context` general path (`set_inputs` / `run` / `get_outputs`), not a second runtime. Unlike
-the vendor's (pain point #1 of reference §8), `inference()` keeps no per-call state: memory does not grow with
-the number of inferences, and `release()` (or garbage collection of the object) frees everything.
+Built on the runtime `Context` general path (`set_inputs` / `run` / `get_outputs`), not a second runtime. Unlike the
+vendor's (whose memory grows with every inference, a known complaint), `inference()` keeps no per-call state: memory
+does not grow with the number of inferences, and `release()` (or garbage collection of the object) frees everything.
 
 npurt's choices where the vendor is silent: `target=None` means the SoC a `.npurt` file was compiled for (an
 ONNX model: `$NPURT_SOC`, else rk3588); `async_mode=True` is accepted and runs synchronously (a warning says so);
