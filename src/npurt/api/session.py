@@ -79,13 +79,15 @@ _checked_prepare = bad_arguments_raise_npu_error(_prepare, "Session")
 
 
 class Session:
-    """A model loaded on an NPU device, ready to run (see the module doc for an example).
+    """A model loaded on an NPU device, ready to run (see the module doc for an example, docs/python.md for a guide).
 
-    model: an ONNX path / bytes / `onnx.ModelProto`, a `.npurt` path / bytes, or a `CompiledModel`.
+    model: an ONNX path / bytes / `onnx.ModelProto`, a `.npurt` path / bytes, a `CompiledModel`, or a zoo name
+    (`mobilenet_v1`, ...), resolved as the CLI resolves it (`npurt.model.sources`).
     soc: the SoC to emulate (None: a compiled model's own SoC, else `$NPURT_SOC`, else rk3588).
     sram: put the internal arena in the NPU SRAM first (rest in DDR), as RKNN_FLAG_ENABLE_SRAM.
-    quantize: a calibration dataset -> int8 (ONNX only); precision: "fp16" (default), "float32" or "int8";
-    quantized_algorithm ("normal", "kl_divergence", "mmse") and float_layers (kept fp16): as `npurt.compile`;
+    quantize: a calibration dataset (a dataset.txt, arrays, or "random" as in the CLI) -> int8 (ONNX only);
+    precision: "fp16" (default), "float32" or "int8"; quantized_algorithm ("normal", "kl_divergence", "mmse") and
+    float_layers (kept fp16): as `npurt.compile`;
     mean / std: per-channel input normalisation fused into input conversion (then inputs are raw values).
     coherence: "coherent" (default), "strict" or "check" (see docs/coherence.md); dynamic_input: shape sets of a
     dynamic-shape ONNX model.
