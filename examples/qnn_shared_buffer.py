@@ -1,4 +1,4 @@
-"""QNN HTP shared buffers on the QNN mirror (docs/qnn-shared-buffers.md; seeds/qnn-htp-shared-buffer.txt).
+"""QNN HTP shared buffers on the QNN mirror (docs/qnn-shared-buffers.md).
 
 The tutorial's two flows, line by line in Python:
 1. QNN_MEM_TYPE_ION: one rpcmem buffer per tensor; its fd is registered (memRegister) and the tensor switches

@@ -1,4 +1,4 @@
-"""NPU SRAM on the RK3588 (docs/sram.md; seeds/rknn-npu-sram.txt).
+"""NPU SRAM on the RK3588 (docs/sram.md).
 
 RKNN_FLAG_ENABLE_SRAM puts as much of a context's internal memory as fits into the SRAM the SoC gives the NPU
 (956 KiB on the RK3588), the rest in DDR, one contiguous mapping. SRAM held by one context is not shared; what is

@@ -14,7 +14,7 @@ from npurt.rknn import constants
 from npurt.soc.profiles import API_FUNCTIONS
 from capi_helpers import BUILD, compile_c, prefix, run_c
 
-# Vendor sizes on x86-64 (reference: c-abi-facts.md §1, rknn-api-facts.md §2).
+# Vendor sizes on x86-64 (the C ABI of the public SDK V2.3.2 headers).
 VENDOR_SIZES = {
     "rknn_input_output_num": 8, "rknn_tensor_attr": 376, "rknn_input_range": 33040, "rknn_perf_detail": 16,
     "rknn_perf_run": 8, "rknn_sdk_version": 512, "rknn_mem_size": 64, "rknn_custom_string": 1024,

@@ -1,10 +1,10 @@
-"""Conformance flows: the seeds' RKNN sample code and the vendor demos' memory flows (reference §4), ported line by
+"""Conformance flows: the seeds' RKNN sample code and the vendor demos' memory flows (rknpu2 examples), ported line by
 line to the mirror (`from npurt.rknn import *`), each step commented with the section it comes from.
 
-Seeds: rknn-memory-ownership-and-zero-copy.txt §3.5 (figure 3-1 general flow, figure 3-2 zero-copy flow),
-rknn-tensor-memory-api.txt §5.4 (rknn_create_mem_from_phys / _from_fd / rknn_create_mem / rknn_create_mem2 /
-rknn_destroy_mem / rknn_set_io_mem / rknn_mem_sync samples), rknn-runtime-lifecycle-layouts-memory.txt §3.1.5
-(release order, general and zero-copy). Reference rknn-api-facts.md §4: 4.1 create_mem demo, 4.2 with RGA,
+Seeds (chapters of the vendor's RKNN SDK guide): memory ownership and zero copy §3.5 (figure 3-1 general flow,
+figure 3-2 zero-copy flow), tensor memory API §5.4 (rknn_create_mem_from_phys / _from_fd / rknn_create_mem / rknn_create_mem2 /
+rknn_destroy_mem / rknn_set_io_mem / rknn_mem_sync samples), runtime lifecycle §3.1.5
+(release order, general and zero-copy). The rknpu2 demos: 4.1 create_mem demo, 4.2 with RGA,
 4.3 everything from fds, 4.4 MMZ physical addresses, 4.5 internal-memory reuse, 4.6 dynamic shapes with all
 memory outside, 4.10 model-buffer zero copy.
 
@@ -233,7 +233,7 @@ def test_mem_sync_sample_with_cacheable_external_memory(monkeypatch):
     np.testing.assert_allclose(y.reshape(ref.shape), ref, atol=ATOL)
 
 
-# --- reference §4.1 rknn_create_mem_demo ----------------------------------------------------------------------------
+# --- rknpu2 demo 4.1 rknn_create_mem_demo ----------------------------------------------------------------------------
 def test_demo_4_1_create_mem():
     model, img = uint8_model(), frame(seed=5)
     ctx = rknn_context()
@@ -270,7 +270,7 @@ def test_demo_4_1_create_mem():
     check(results[0], convnet(), model, img)
 
 
-# --- reference §4.2 rknn_create_mem_with_rga_demo ---------------------------------------------------------------------
+# --- rknpu2 demo 4.2 rknn_create_mem_with_rga_demo ---------------------------------------------------------------------
 def test_demo_4_2_create_mem_with_rga(tmp_path):
     """As 4.1, init from a path; "RGA" (another device: here a separate mapping of the fd) writes the image
     into the input memory through its fd, wstride = align(W, 8), hstride = H, RGB888."""
@@ -305,7 +305,7 @@ def test_demo_4_2_create_mem_with_rga(tmp_path):
     check(y, convnet(), model, img)
 
 
-# --- reference §4.3 rknn_set_internal_mem_from_fd_demo ---------------------------------------------------------------
+# --- rknpu2 demo 4.3 rknn_set_internal_mem_from_fd_demo ---------------------------------------------------------------
 def test_demo_4_3_everything_allocated_outside():
     model, img = uint8_model(), frame(seed=7)
     ctx = rknn_context()
@@ -352,7 +352,7 @@ def test_demo_4_3_everything_allocated_outside():
     check(y, convnet(), model, img)
 
 
-# --- reference §4.4 rknn_with_mmz_demo --------------------------------------------------------------------------------
+# --- rknpu2 demo 4.4 rknn_with_mmz_demo --------------------------------------------------------------------------------
 def test_demo_4_4_physical_addresses():
     model, img = uint8_model(), frame(seed=8)
     ctx = rknn_context()
@@ -383,7 +383,7 @@ def test_demo_4_4_physical_addresses():
     check(y, convnet(), model, img)
 
 
-# --- reference §4.5 rknn_internal_mem_reuse_demo ----------------------------------------------------------------------
+# --- rknpu2 demo 4.5 rknn_internal_mem_reuse_demo ----------------------------------------------------------------------
 def test_demo_4_5_internal_memory_reuse():
     onnx = [convnet(), convnet_other()]
     models = [uint8_model(m) for m in onnx]
@@ -436,7 +436,7 @@ def test_demo_4_5_internal_memory_reuse():
         check(ys[n], onnx[n], models[n], imgs[n])
 
 
-# --- reference §4.6 rknn_dynshape_inference_zero_copy_alloc_outside ---------------------------------------------------
+# --- rknpu2 demo 4.6 rknn_dynshape_inference_zero_copy_alloc_outside ---------------------------------------------------
 def _align128(n: int) -> int:
     return (n + 127) // 128 * 128                                      # SIZE_ALIGN_128
 
@@ -518,7 +518,7 @@ def test_demo_4_6_dynamic_shapes_all_memory_outside_with_own_cache_maintenance(m
     board.close()
 
 
-# --- reference §4.10 model-buffer zero copy ---------------------------------------------------------------------------
+# --- rknpu2 demo 4.10 model-buffer zero copy ---------------------------------------------------------------------------
 def test_demo_4_10_model_buffer_zero_copy():
     model, img = uint8_model(), frame(seed=11)
     model_size = len(model)

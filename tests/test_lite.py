@@ -1,7 +1,7 @@
 """`npurt.rknn.lite.RKNNLite`: a vendor Lite program runs unchanged (load_rknn -> init_runtime -> inference ->
 release) on .onnx and .npurt models, against onnxruntime (fp16) and the executor (int8, dequantised float32
 outputs); input formats and types as the vendor takes them; dynamic shapes from the arrays; the vendor's 0/-1
-and None returns with `E <call>:` lines; and no memory growth over many inferences (reference §8 pain point #1):
+and None returns with `E <call>:` lines; and no memory growth over many inferences (the vendor class's known complaint):
 Python allocations, RSS, fds and device accounting stay flat, and release() gives everything back."""
 from __future__ import annotations
 

@@ -137,7 +137,7 @@ def test_malformed_and_truncated_onnx(tmp_path):
     assert e.value.code is ErrorCode.INVALID_MODEL
     with pytest.raises(NpuError) as e:
         npurt.compile(str(tmp_path / "missing.onnx"))
-    assert e.value.code is ErrorCode.INVALID_ARGUMENT
+    assert e.value.code is ErrorCode.INVALID_MODEL           # as rknn_init and Session say it
 
 
 def test_unsupported_op_is_named(monkeypatch):

@@ -1,4 +1,4 @@
-"""The int8 MobileNet v1 of seeds/rknn-npu-sram.txt: npurt's native shapes and internal tensor sizes equal the
+"""The int8 MobileNet v1 of the RKNN NPU SRAM guide (tests/data/seed/memory_table.txt): npurt's native shapes and internal tensor sizes equal the
 vendor's memory table wherever the vendor uses C1 = ceil(C / C2) (the table also shows unexplained larger C1
 values — output4, output48, output50.. — which no documented rule produces; npurt does not imitate them)."""
 from __future__ import annotations
@@ -69,7 +69,7 @@ def test_arena_is_at_most_the_vendors(compiled):
 
 
 def test_user_column_and_last_row_match_the_seed(compiled):
-    """seeds/rknn-npu-sram.txt: User is the consuming op; the output row is the float output the API returns."""
+    """The seed table: User is the consuming op; the output row is the float output the API returns."""
     from npurt.plan.model_report import memory_rows
     rows, _ = memory_rows(compiled)
     by_name = {r.tensor: r for r in rows}

@@ -1,5 +1,5 @@
-"""ABI of the QNN mirror: constant values, struct sizes/offsets and error names (qnn-htp-facts.md,
-qnn-htp-x86-observations.md §4)."""
+"""ABI of the QNN mirror: constant values, struct sizes/offsets and error names (the QNN SDK
+headers, and the layouts measured on the SDK's x86-64 libQnnHtp.so)."""
 from __future__ import annotations
 
 import ctypes
@@ -324,7 +324,7 @@ def test_tensor_layouts() -> None:
 
 
 def test_graph_blob_info_layout_matches_x86_library() -> None:
-    # x86 observations §2.1: {u32 version; V1} occupies bytes 0..39 and {u32 version; V2} 40..111.
+    # measured on the SDK's x86-64 library: {u32 version; V1} occupies bytes 0..39 and {u32 version; V2} 40..111.
     v1, v2 = S.QnnHtpSystemContext_GraphBlobInfoV1_t, S.QnnHtpSystemContext_GraphBlobInfoV2_t
     assert 8 + ctypes.sizeof(v1) == 40 and 8 + ctypes.sizeof(v2) == 72
     assert (v1.vtcmSize.offset, v1.htpDlbc.offset, v1.numHvxThreads.offset) == (8, 16, 24)

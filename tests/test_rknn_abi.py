@@ -9,7 +9,7 @@ from npurt.rknn import structs as S
 
 lp64 = pytest.mark.skipif(ctypes.sizeof(ctypes.c_void_p) != 8, reason="sizes below are the LP64 ABI")
 
-# sizeof on x86-64 / aarch64 (reference/rknn-api-facts.md §2)
+# sizeof on x86-64 / aarch64 (the SDK V2.3.2 `rknn_api.h`)
 SIZES = {
     "rknn_input_output_num": 8, "rknn_tensor_attr": 376, "rknn_tensor_mem": 40, "rknn_input": 32,
     "rknn_output": 24, "rknn_mem_size": 64, "rknn_init_extend": 136, "rknn_run_extend": 24,

@@ -1,5 +1,5 @@
 """RKNN mirror, tensor attrs as RKNN applications read them: the sizes OUTPUT_ATTR and NATIVE_OUTPUT_ATTR report
-agree (rknn-api-facts §5: an output's size_with_stride is the native footprint), for widths that are not a
+agree (as librknnrt reports them: an output's size_with_stride is the native footprint), for widths that are not a
 multiple of 16 too, and a buffer of that size runs the model in place; INPUT_ATTR of a 4-D image input is NHWC
 [1,H,W,C] as on the boards, and applications can size and feed their images from it as reported."""
 from __future__ import annotations

@@ -26,7 +26,7 @@ def conversion_path(request):
     native_kernels.set_enabled(before)
 
 
-# ---- reference: flat offsets from rknn-api-facts §4.9, loops over n, c, h, w -----------------------------------
+# ---- reference: flat offsets from the RKNN runtime guide's layouts section, loops over n, c, h, w -----------------------------------
 
 def ref_pack(x: np.ndarray, c2: int, c1: int, ws: int) -> np.ndarray:
     """NCHW -> flat NC1HWC2 buffer, element by element; untouched lanes stay zero."""

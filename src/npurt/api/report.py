@@ -1,6 +1,7 @@
-"""The memory report a session prints: the table of seeds/rknn-npu-sram.txt §4.1.5.3.4 (what librknnrt logs at
-RKNN_LOG_LEVEL=3) for the session's context — built by `npurt.runtime.report`, the same table `rknn_init` logs —
-followed by what the session allocated: its input/output buffers, the device memory, SRAM.
+"""The memory report a session prints: the table of the RKNN NPU SRAM guide ("Query Model SRAM Occupancy"; its
+figures in `tests/data/seed/memory_table.txt`: what librknnrt logs at RKNN_LOG_LEVEL=3) for the session's context —
+built by `npurt.runtime.report`, the same table `rknn_init` logs — followed by what the session allocated: its
+input/output buffers, the device memory, SRAM.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`Session`: the Pythonic layer (DESIGN.md "The Pythonic layer") — one model on one device, with a copying path
+"""`Session`: the Pythonic layer (guide: docs/python.md) — one model on one device, with a copying path
 that takes what onnxruntime takes and a zero-copy path over device tensors.
 
     import npurt
@@ -29,6 +29,7 @@ import numpy as np
 from npurt.api.tensor import DeviceTensor
 from npurt.errors import ErrorCode, NpuError, bad_arguments_raise_npu_error
 from npurt.memory import open_device
+from npurt.model.sources import resolve_dataset, resolve_model
 from npurt.runtime import Context, ContextOptions, MemRef
 
 _ids = itertools.count(1)
@@ -44,6 +45,7 @@ def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, 
     compile_opts = quantize is not None or precision is not None or mean is not None or std is not None \
         or bool(int8_options)
     if isinstance(model, (str, os.PathLike)):
+        model = resolve_model(model)            # a file, or a zoo name as the CLI takes it
         try:
             compiled = is_npurt(model)
         except OSError as exc:
@@ -60,6 +62,7 @@ def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, 
         return model, soc or model.soc
     if compile_opts:
         from npurt.exec.compile import compile_model
+        quantize = resolve_dataset(quantize, model)     # "random": the CLI's cached random set
         from npurt.runtime.loader import compile_dynamic, dynamic_shape_sets
         shape_sets = dynamic_shape_sets(model, dynamic_input)
         if shape_sets:              # one compile per shape set; int8 with one calibration shared by all of them
@@ -76,15 +79,17 @@ _checked_prepare = bad_arguments_raise_npu_error(_prepare, "Session")
 
 
 class Session:
-    """A model loaded on an NPU device, ready to run (see the module doc for an example).
+    """A model loaded on an NPU device, ready to run (see the module doc for an example, docs/python.md for a guide).
 
-    model: an ONNX path / bytes / `onnx.ModelProto`, a `.npurt` path / bytes, or a `CompiledModel`.
+    model: an ONNX path / bytes / `onnx.ModelProto`, a `.npurt` path / bytes, a `CompiledModel`, or a zoo name
+    (`mobilenet_v1`, ...), resolved as the CLI resolves it (`npurt.model.sources`).
     soc: the SoC to emulate (None: a compiled model's own SoC, else `$NPURT_SOC`, else rk3588).
     sram: put the internal arena in the NPU SRAM first (rest in DDR), as RKNN_FLAG_ENABLE_SRAM.
-    quantize: a calibration dataset -> int8 (ONNX only); precision: "fp16" (default), "float32" or "int8";
-    quantized_algorithm ("normal", "kl_divergence", "mmse") and float_layers (kept fp16): as `npurt.compile`;
+    quantize: a calibration dataset (a dataset.txt, arrays, or "random" as in the CLI) -> int8 (ONNX only);
+    precision: "fp16" (default), "float32" or "int8"; quantized_algorithm ("normal", "kl_divergence", "mmse") and
+    float_layers (kept fp16): as `npurt.compile`;
     mean / std: per-channel input normalisation fused into input conversion (then inputs are raw values).
-    coherence: "coherent" (default), "strict" or "check" (see DESIGN.md); dynamic_input: shape sets of a
+    coherence: "coherent" (default), "strict" or "check" (see docs/coherence.md); dynamic_input: shape sets of a
     dynamic-shape ONNX model.
     """
 

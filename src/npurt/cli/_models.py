@@ -1,12 +1,10 @@
 """Model arguments of the CLI: an ONNX file, a compiled `.npurt` file, or a zoo name; calibration sets.
 
-Zoo models are generated deterministically and cached (`npurt.model.zoo.cached`, a git-ignored folder, or
-`$NPURT_CACHE`). `--quantize random` draws a few random samples per model input and caches them next to the
-models as `.npy` files plus a vendor-style `dataset.txt`, so a second run calibrates on the same data.
+Names and datasets (zoo names, `--quantize random`) are resolved by `npurt.model.sources`, the rule
+`npurt.Session` uses too; this module adds the CLI's options and its loading of a model for one SoC.
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,28 +13,11 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input
-
-ZOO = ("mobilenet_v1", "mobilenet_v2_like", "small_convnet", "yolo_head", "yolov8n_like", "transformer_block",
-       "outlier_convnet")
-RANDOM_SAMPLES = 4
+from npurt.model.sources import ZOO, resolve_dataset, resolve_model  # noqa: F401 (the commands use them from here)
 
 
 def _bad(msg: str) -> NpuError:
     return NpuError(ErrorCode.INVALID_ARGUMENT, msg)
-
-
-def resolve_model(arg: str) -> Path:
-    """The file behind a MODEL argument: an existing `.onnx` / `.npurt` path, or a zoo name (generated once)."""
-    path = Path(arg)
-    if path.exists():
-        return regular_input(path, "model")
-    name = arg.removesuffix(".onnx")
-    if name in ZOO:
-        from npurt.model import zoo
-        return zoo.cached(getattr(zoo, name))
-    if path.suffix or os.sep in arg:
-        raise _bad(f"model file not found: {arg}")
-    raise _bad(f"unknown model {arg!r}: give an .onnx or .npurt file or one of the zoo names {', '.join(ZOO)}")
 
 
 def is_compiled(path: Path) -> bool:
@@ -46,79 +27,6 @@ def is_compiled(path: Path) -> bool:
         return is_npurt(regular_input(path, "model"))
     except OSError as exc:
         raise _bad(f"cannot read model {path}: {exc.strerror}") from None
-
-
-def input_specs(path: Path) -> list[tuple[str, tuple[int, ...], np.dtype]]:
-    """(name, shape, dtype) of each graph input of an ONNX file (no initializers); dynamic dims are errors."""
-    import onnx
-    from onnx import helper
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception as exc:
-        raise _bad(f"cannot read ONNX model {path}: {exc}") from None
-    inits = {i.name for i in model.graph.initializer}
-    specs = []
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        t = vi.type.tensor_type
-        dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in t.shape.dim)
-        if any(d <= 0 for d in dims):
-            raise _bad(f"input {vi.name!r} has a dynamic shape {dims}: give a calibration dataset.txt instead of "
-                       f"'random'")
-        specs.append((vi.name, dims, np.dtype(helper.tensor_dtype_to_np_dtype(t.elem_type))))
-    return specs
-
-
-def random_inputs(path: Path, seed: int = 0) -> list[np.ndarray]:
-    """One random array per model input: floats uniform in [0, 1), integers in [0, 4)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for _, shape, dtype in input_specs(path):
-        if dtype.kind == "f":
-            out.append(rng.random(shape, dtype=np.float32).astype(dtype))
-        else:
-            out.append(rng.integers(0, 4, shape).astype(dtype))
-    return out
-
-
-def random_dataset(path: Path, n: int = RANDOM_SAMPLES) -> Path:
-    """A cached dataset.txt of `n` random samples for the model at `path` (created once, then reused)."""
-    from npurt.model import zoo
-    import hashlib
-    st = path.stat()
-    key = hashlib.sha1(f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
-    folder = zoo.cache_dir() / "calib" / f"{path.stem[:60]}-{key}"
-    dataset = folder / "dataset.txt"
-    if dataset.is_file():
-        return dataset
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for s in range(n):
-        names = []
-        for k, arr in enumerate(random_inputs(path, seed=1000 + s)):
-            f = f"sample{s}_in{k}.npy"
-            tmp = folder / f"{f}.tmp{os.getpid()}"          # atomic: other processes may read it meanwhile
-            with open(tmp, "wb") as fh:
-                np.save(fh, arr)
-            os.replace(tmp, folder / f)
-            names.append(f)
-        lines.append(" ".join(names))
-    tmp = folder / f"dataset.txt.tmp{os.getpid()}"
-    tmp.write_text("\n".join(lines) + "\n")
-    os.replace(tmp, dataset)
-    return dataset
-
-
-def quantize_arg(value: str | None, path: Path) -> Any:
-    """The dataset to calibrate with: None (fp16), 'random' (a cached random set) or a dataset.txt path."""
-    if value is None:
-        return None
-    if value == "random":
-        return str(random_dataset(path))
-    if not Path(value).is_file():
-        raise _bad(f"calibration dataset not found: {value} (a dataset.txt listing .npy files, or 'random')")
-    return value
 
 
 def add_quantize_args(p: Any,
@@ -160,7 +68,7 @@ def load_model(arg: str, soc: str | None, quantize: str | None = None, mean: Any
         if soc and compiled.soc != soc.lower():
             raise NpuError(ErrorCode.PLATFORM_MISMATCH, f"{path.name} was compiled for {compiled.soc}, not {soc}")
         return compiled
-    return npurt.compile(path, soc=soc, quantize=quantize_arg(quantize, path), mean=mean, std=std,
+    return npurt.compile(path, soc=soc, quantize=resolve_dataset(quantize, path), mean=mean, std=std,
                          progress=progress, **options)
 
 

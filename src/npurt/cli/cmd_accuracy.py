@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from npurt.cli._models import (add_quantize_args, is_compiled, quantize_arg, quantize_options, read_inputs,
+from npurt.cli._models import (add_quantize_args, is_compiled, resolve_dataset, quantize_options, read_inputs,
                                resolve_model)
 from npurt.cli._output import make_console, print_json, progress
 from npurt.errors import ErrorCode, NpuError
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "accuracy needs --quantize DATASET (the int8 calibration set)")
     if args.plot is not None and not args.plot.parent.is_dir():
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--plot folder does not exist: {args.plot.parent}")
-    dataset = quantize_arg(args.quantize, path)
+    dataset = resolve_dataset(args.quantize, path)
     compiled = npurt.compile(path, soc=profile.name, quantize=dataset, progress=not args.json and
                              console.is_terminal, **quantize_options(args))
     samples = [read_inputs(args.input, compiled)] if args.input else normalize_samples(dataset, compiled.graph.inputs)

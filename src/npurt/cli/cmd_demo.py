@@ -1,6 +1,6 @@
 """`npurt demo`: the main job — MobileNet v1 int8 on an emulated RK3588 with NPU SRAM, through the RKNN C-API mirror.
 
-What it does, in the order a board user would (seeds/rknn-npu-sram.txt):
+What it does, in the order a board user would (the RKNN NPU SRAM guide):
 1. builds the seed's MobileNet v1 (224x224, 1000 classes; deterministic weights, cached) and a calibration set
    (a few random images, cached), and compiles it int8 for the SoC;
 2. prints the SRAM bitmap (`/sys/kernel/debug/rknpu/mm`) before, `rknn_init(..., RKNN_FLAG_ENABLE_SRAM)`,

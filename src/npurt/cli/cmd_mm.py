@@ -2,7 +2,7 @@
 
 The models are loaded one after the other through `rknn_init(..., RKNN_FLAG_ENABLE_SRAM, NULL)` and all stay
 loaded, as several contexts in one application would: each takes as much of the SRAM that is still free as its
-internal arena can use (seeds/rknn-npu-sram.txt: SRAM held by one context is not shared with the others). The
+internal arena can use (the RKNN NPU SRAM guide: SRAM held by one context is not shared with the others). The
 output is the driver's `/sys/kernel/debug/rknpu/mm` dump, plus which context holds which pages; `--plot` draws the
 same bitmap with one colour per context.
 """

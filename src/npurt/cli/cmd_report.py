@@ -1,10 +1,10 @@
 """`npurt report MODEL`: the memory report librknnrt prints at RKNN_LOG_LEVEL=3, without running anything.
 
 The model is compiled for `--soc` (or loaded from `.npurt`), and its memory plan is shown as the seed's table
-(`seeds/rknn-npu-sram.txt`): one row per tensor with its native shape, its `[Start, End)` in the internal arena and
-its SramHit, then the five totals. SRAM is modelled as the runtime places it: the first `--sram` bytes of the
-internal arena (default: all the SRAM the SoC gives the NPU). Addresses are relative to the internal arena; model
-inputs and outputs live in their own buffers (SramHit `\\`). Formatting and totals are `npurt.plan.report`'s.
+(`tests/data/seed/memory_table.txt`): one row per tensor with its native shape, its `[Start, End)` in the internal
+arena and its SramHit, then the five totals. SRAM is modelled as the runtime places it: the first `--sram` bytes of
+the internal arena (default: all the SRAM the SoC gives the NPU). Addresses are relative to the internal arena;
+model inputs and outputs live in their own buffers (SramHit `\\`). Formatting and totals are `npurt.plan.report`'s.
 `--plot` draws the plan (time x offset, SRAM band shaded).
 """
 from __future__ import annotations

@@ -14,6 +14,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.exec.evaluate import evaluate_node
 from npurt.exec.kernels import supported_ops as kernel_ops
 from npurt.model.compiled import CompiledModel
+from npurt.model.sources import resolve_dataset, resolve_model
 from npurt.model.compiler import calibrate_shapes, compile_onnx
 from npurt.model.ir import Graph, Node
 from npurt.model.mixed import CONVERT
@@ -64,8 +65,8 @@ def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str
                   custom_ops: Mapping[str, CustomOpImpl] | None = None) -> CompiledModel:
     """Compile an ONNX model for `soc`.
 
-    `quantize` is a calibration dataset (a dataset.txt path, arrays, lists of arrays per input, or dicts) and
-    selects int8; otherwise `precision` ("fp16" default, or "float32" the reference mode). `mean`/`std` are the
+    `model`: an ONNX path, bytes or ModelProto, or a zoo name (`npurt.model.sources`). `quantize` is a calibration
+    dataset (a dataset.txt path, "random", arrays, lists of arrays per input, or dicts) and selects int8; otherwise `precision` ("fp16" default, or "float32" the reference mode). `mean`/`std` are the
     per-channel input normalisation the runtime fuses into input packing (one list per input, or one list for a
     single-input model); calibration data is raw (pre-normalisation) when they are given. `quantized_algorithm`:
     "normal" (min/max), "kl_divergence" or "mmse", as rknn-toolkit2's (`npurt.tensor.ranges`); `float_layers`:
@@ -75,6 +76,9 @@ def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str
     with the compiler as the toolkit registers one: the calibration run computes the op with it, so a model with
     custom ops compiles to int8. At run time the op still runs through the callbacks registered on the context.
     """
+    if isinstance(model, (str, os.PathLike)):
+        model = resolve_model(model)            # a file or a zoo name, as the CLI and Session take them
+    quantize = resolve_dataset(quantize, model)
     evaluate = with_custom_ops(evaluate_node, custom_ops) if custom_ops else evaluate_node
     return compile_onnx(model, soc=soc, quantize=quantize, mean=mean, std=std, input_shapes=input_shapes,
                         precision=precision, progress=progress, quantized_algorithm=quantized_algorithm,

@@ -1,10 +1,10 @@
 """Tensor attributes as the vendor runtime reports them, and how each activation is stored.
 
-`TensorAttr` has the field names of `rknn_tensor_attr` (rknn-api-facts §2) with neutral enums (`Layout`, `DType`,
+`TensorAttr` has the field names of `rknn_tensor_attr` (`rknn_api.h`, SDK V2.3.2) with neutral enums (`Layout`, `DType`,
 `QntType`); the RKNN mirror converts it to the ctypes struct. `TensorStorage` says how npurt stores one activation
 in device memory (native layout, element type, quantisation, byte size) — the executor and planner read it.
 
-Rules (rknn-api-facts §5, seeds/rknn-npu-sram.txt):
+Rules (the RKNN runtime guide's layouts section and the RKNN NPU SRAM guide):
 - 4-D float activations are stored NC1HWC2 with the SoC's C2 for the stored type; others plain (UNDEFINED).
 - Internal tensor sizes are C1*H*W*C2*elem bytes rounded up to 1 KiB (`INTERNAL_ALIGN`); inputs/outputs are not
   rounded.
@@ -149,7 +149,7 @@ def logical_attr(index: int, st: TensorStorage, profile: SocProfile, is_input: b
     4-D float inputs are NHWC with dims [N,H,W,C], as the boards report them (and as the toolkit converts image
     models); w_stride is the width aligned to the SoC's input alignment — the NATIVE_NHWC_INPUT_ATTR. Other inputs
     and all outputs keep the ONNX layout and dims (NCHW for 4-D); 4-D float outputs have w_stride 0 and
-    size_with_stride the native output's footprint (rknn-api-facts §5: an output's size_with_stride is what a
+    size_with_stride the native output's footprint (as librknnrt reports it: an output's size_with_stride is what a
     buffer for the native layout needs), so OUTPUT_ATTR and NATIVE_OUTPUT_ATTR agree on the bytes to allocate.
     """
     shape = list(st.shape)

@@ -16,6 +16,9 @@ Layout (little endian):
 Reading checks magic, version, sizes against the file length and the checksum before parsing anything: a
 corrupt, truncated or foreign file is INVALID_MODEL. Writing goes to a temporary file in the target folder that
 is renamed into place, so a failed save leaves nothing half-written.
+
+A model compiled by the vendor's toolkit (`.rknn`, magic b"RKNN") has no public format: `refuse_vendor_model` is
+the one check that says so, made by every entry point (`rknn_init`, `Context`, `Session`, `RKNNLite`, the CLI).
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_output
 
 MAGIC = b"NPURTMDL"
+VENDOR_MAGIC = b"RKNN"          # the first bytes of a model compiled by the vendor's toolkit (format not public)
 FORMAT_VERSION = 1
 HEADER_SIZE = 128
 _HEADER = struct.Struct("<8sHH16sQQ32s")
@@ -136,3 +140,24 @@ def is_npurt(data: "bytes | bytearray | memoryview | str | os.PathLike") -> bool
         with open(os.fspath(data), "rb") as f:
             data = f.read(len(MAGIC))
     return bytes(memoryview(data).cast("B")[:len(MAGIC)]) == MAGIC
+
+
+def is_vendor_model(data: "bytes | bytearray | memoryview | str | os.PathLike") -> bool:
+    """True when `data` (a model's first bytes, or the path of a model file) is a vendor-compiled `.rknn` model.
+    OSError when a path cannot be read."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        with open(os.fspath(data), "rb") as f:
+            data = f.read(len(VENDOR_MAGIC))
+    return bytes(memoryview(data).cast("B")[:len(VENDOR_MAGIC)]) == VENDOR_MAGIC
+
+
+def refuse_vendor_model(data: "bytes | bytearray | memoryview | str | os.PathLike", what: str = "model") -> None:
+    """INVALID_MODEL, in one line saying what to pass instead, when `data` (bytes or a path) is a vendor-compiled
+    `.rknn` model; nothing otherwise (an unreadable path is left to the caller's own read)."""
+    try:
+        vendor = is_vendor_model(data)
+    except OSError:
+        return
+    if vendor:
+        raise _invalid(f"{what} is a vendor-compiled .rknn model, which only runs on the board: pass the ONNX model "
+                       f"it was built from, or an .npurt compiled from it (npurt convert model.onnx -o model.npurt)")

@@ -15,6 +15,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.model.file_format import refuse_vendor_model
 from npurt.model.ir import Graph, Node, TensorInfo
 
 MIN_OPSET = 7   # the brief targets opset 11+; the ONNX "light" zoo models are opset 9 and import fine
@@ -35,6 +36,7 @@ def load_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto") -> onnx.Mode
         try:
             proto.ParseFromString(bytes(model))
         except Exception as exc:  # protobuf DecodeError and friends
+            refuse_vendor_model(model)
             raise _invalid(f"not an ONNX model: {exc}") from None
         _check_no_external(proto)
         return proto
@@ -44,6 +46,7 @@ def load_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto") -> onnx.Mode
     try:
         proto = onnx.load(str(path), load_external_data=False)
     except Exception as exc:
+        refuse_vendor_model(path, path.name)
         raise _invalid(f"{path.name}: not an ONNX model: {exc}") from None
     try:
         onnx.external_data_helper.load_external_data_for_model(proto, str(path.parent))

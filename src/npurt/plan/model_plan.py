@@ -3,8 +3,8 @@
 Lifetimes come from the schedule: an internal tensor lives from its producer's step to its last consumer's step
 (half-open `[producer, last_consumer + 1)`). Model inputs and outputs live in their own buffers, outside the
 internal arena, and weights in the weight region. Sizes are the native sizes (1 KiB multiples) and offsets are
-1 KiB aligned (seeds/rknn-npu-sram.txt). Placement is the planner's `solve`, which only returns plans that
-`npurt.plan.check` accepts. Pure data in, data out; no numpy views.
+1 KiB aligned (as the RKNN NPU SRAM guide's table shows). Placement is the planner's `solve`, which only returns
+plans that `npurt.plan.check` accepts. Pure data in, data out; no numpy views.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ builder behind `npurt report`, `npurt demo`, `rknn_init`'s log at RKNN_LOG_LEVEL
 (the last two through `npurt.runtime.report`, which supplies a live context's addresses).
 
 `plan/report.py` formats rows and computes the totals; this module only says which tensor is which row, as the
-seed's table (`seeds/rknn-npu-sram.txt`, MobileNet v1) shows them:
+seed's table (`tests/data/seed/memory_table.txt`, MobileNet v1) shows them:
 - the model inputs first, then every internal tensor in schedule order (the order the nodes produce them), then
   the model outputs;
 - `User` is the op that consumes the tensor, with its fused activation (e.g. `ConvRelu`), the first one in schedule

@@ -1,6 +1,7 @@
 """The RKNN_LOG_LEVEL=3 internal-memory table and totals, rendered from plain rows; plan plots.
 
-Definitions pinned by the seed's own numbers (MobileNet v1, `seeds/rknn-npu-sram.txt`):
+Definitions pinned by the seed's own numbers (MobileNet v1 in the RKNN NPU SRAM guide, transcribed in
+`tests/data/seed/memory_table.txt`):
 - Total Internal Memory Size = highest end − base of the internal rows (rows with a SramHit value);
 - Predict Internal Memory RW Amount = 2 × Σ internal sizes + Σ sizes of the I/O rows (SramHit "\\");
 - Predict SRAM Hit RW Amount = 2 × Σ SramHit (each internal tensor is written once and read once).

@@ -1,7 +1,7 @@
-"""QNN / QNN-HTP / rpcmem constants under their vendor names and values (qnn-htp-facts.md §1-5).
+"""QNN / QNN-HTP / rpcmem constants under their vendor names and values (QNN SDK 2.43 headers).
 
 Values come from the public QNN SDK 2.43 headers (core API 2.32, HTP API 5.43) and the public
-fastrpc `rpcmem.h` / `remote.h`, as restated in `reference/qnn-htp-facts.md`. Names that exist
+fastrpc `rpcmem.h` / `remote.h`. Names that exist
 in Qualcomm's documentation but have no public numeric value are marked **npurt's own choice**
 and live in a private range (`NPURT_PRIVATE_ENUM_BASE`) that no public QNN enum uses.
 """

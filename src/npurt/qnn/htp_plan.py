@@ -10,8 +10,8 @@ combined arena.
 Placement: `npurt.plan.place_with_fast_memory(problem, fast_size)` (its two-pool view: the buffers wholly below
 the VTCM size, and the rest rebased into the spill arena); the combined plan is checked by `npurt.plan.check`.
 
-Property sizes follow what the x86 HTP library reports (qnn-htp-x86-observations §3.1): weights and spill-fill
-sizes rounded up to a multiple of 2 MiB (0 stays 0), buffer start alignment 4096. The VTCM backup size (no public
+Property sizes follow what the SDK's x86-64 HTP library reports (measured): weights and spill-fill sizes
+rounded up to a multiple of 2 MiB (0 stays 0), buffer start alignment 4096. The VTCM backup size (no public
 value exists) is npurt's choice: the VTCM bytes the context's graphs use, rounded up to 2 MiB.
 """
 from __future__ import annotations

@@ -8,7 +8,8 @@ removes every valid handle it is given even when it reports an error.
 Memory identity (`MemRecord.key`) is the file behind an fd (st_dev, st_ino) or the DSP-side buffer behind a QuRT
 address, so "the same fd" also catches a dup()ed fd or another import of the same dma-buf.
 
-Error codes (qnn-htp-facts §1.5, §8; "npurt's choice" where the vendor does not document the exact code):
+Error codes (the QNN SDK headers and the HTP shared-buffer tutorial; "npurt's choice" where the vendor does not
+document the exact code):
 - 8000 INVALID_ARGUMENT: NULL arrays, unreadable descriptors, sizes too small, offset + tensor past the buffer, an
   fd already used for WEIGHTS / SPILLFILL reused for another type (or the reverse), priorities that differ between
   contexts sharing a concurrent buffer, deregistering a context buffer after finalize.

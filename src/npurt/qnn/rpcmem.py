@@ -3,7 +3,7 @@
 `rpcmem_alloc(heapid, flags, size)` returns the buffer's base address as an int (C's `void*`; 0 is NULL). The
 memory is a real memfd (`rpcmem_to_fd` gives its fd), mapped once, page aligned, known to the HTP device as an
 imported buffer (so it has a device address too), exactly as qualcomm/fastrpc `rpcmem_linux.c` allocates a dma-buf
-from the system heap and maps the whole fd (qnn-htp-facts §5.3).
+from the system heap and maps the whole fd.
 
 C rules kept on purpose:
 - `size` of `rpcmem_alloc` is a signed 32-bit `int`: values >= 2 GiB wrap negative and fail (use `rpcmem_alloc2`).
@@ -36,7 +36,7 @@ from npurt.qnn.constants import (RPCMEM_DEFAULT_HEAP, RPCMEM_HEAP_ID_CONTIG, RPC
 
 log = logging.getLogger("npurt.qnn")
 
-CONTIG_LIMIT = 8 << 20      # RPCMEM_HEAP_ID_CONTIG serves < 8 MB (qnn-htp-facts §5.2)
+CONTIG_LIMIT = 8 << 20      # RPCMEM_HEAP_ID_CONTIG serves < 8 MB (qualcomm/fastrpc)
 _KNOWN_HEAPS = {RPCMEM_HEAP_ID_SYSTEM, RPCMEM_HEAP_ID_CONTIG, RPCMEM_HEAP_ID_SYSTEM_CONTIG, RPCMEM_DEFAULT_HEAP}
 
 

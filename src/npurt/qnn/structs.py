@@ -1,8 +1,7 @@
 """QNN / QNN-HTP structs as ctypes types with the vendor names, field types and order.
 
-Sizes follow the C ABI on x86-64 (checked against the real libQnnHtp.so in
-`reference/qnn-htp-x86-observations.md` §4). The C headers use anonymous unions; here each such
-union is a field named `_u` listed in `_anonymous_`, so C-style access works unchanged
+Sizes follow the C ABI on x86-64 (checked against the SDK's own x86-64 libQnnHtp.so). The C headers use
+anonymous unions; here each such union is a field named `_u` listed in `_anonymous_`, so C-style access works unchanged
 (`desc.ionInfo.fd`, `tensor.v1.memHandle`, `htp.sharedBufferConfig.offset`).
 """
 from __future__ import annotations
@@ -458,7 +457,7 @@ class Qnn_Tensor_t(Structure):
 
 
 # ---------------------------------------------------------------------------------------------
-# QnnDevice.h / QnnHtpDevice.h: what deviceGetPlatformInfo reports (layouts measured on x86-64, observations §4)
+# QnnDevice.h / QnnHtpDevice.h: what deviceGetPlatformInfo reports (layouts measured on the SDK's x86-64 library)
 # ---------------------------------------------------------------------------------------------
 class QnnHtpDevice_OnChipDeviceInfoExtension_t(Structure):
     """HTP on-chip device facts: VTCM size (MB), SoC model, signed-PD and DLBC support, Hexagon arch."""

@@ -3,7 +3,7 @@ HTP sizes), as SampleApp discovers graphs.
 
 `QnnSystemInterface_getProviders(list, n)` gives one provider ("SYSTEM_QTI_AISW", system API 1.15) whose table
 (`QNN_SYSTEM_INTERFACE_VER_NAME`) has `systemContextCreate`, `systemContextGetBinaryInfo`, `systemContextFree`.
-The binary info is version 3 with GraphInfo version 3, as the x86 library reports (observations §2): for each graph
+The binary info is version 3 with GraphInfo version 3, as the SDK's x86-64 library reports: for each graph
 its name, input / output `Qnn_Tensor_t` (v1, QNN's own terms: `npurt.qnn.graph.tensor_specs`) and the 112-byte HTP
 graph blob info (the V1 record then the V2 record: spill-fill size, VTCM bytes, I/O bytes aligned to 8 KiB, const
 bytes). Everything returned lives until `systemContextFree` of its handle.

@@ -1,7 +1,7 @@
 """The RKNN C-API mirror (`rknn_api.h`, seed table 3-1 minus the matmul and custom-op rows), over
 `npurt.runtime.Context`.
 
-Conventions (DESIGN.md "The two vendor mirrors"): C names and argument order; out-parameters are ctypes objects
+Conventions (the same for both vendor mirrors): C names and argument order; out-parameters are ctypes objects
 filled in place; int status returns (RKNN_SUCC / RKNN_ERR_*); an `rknn_tensor_mem` struct or None where C returns a
 pointer / NULL; every failure prints an `E RKNN:` line naming the problem (subject to RKNN_LOG_LEVEL) and leaves
 every other object untouched. The SoC is the device's: `$NPURT_SOC`, default rk3588; calls its column of table

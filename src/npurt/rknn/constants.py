@@ -1,8 +1,8 @@
 """RKNN C-API constants: every define and enum value of rknn_api.h, rknn_matmul_api.h and rknn_custom_op.h.
 
-Names and values are the vendor's (SDK V2.3.2 headers, see reference/rknn-api-facts.md §1) so that C samples
-port line by line. Enums are plain module-level ints, as C sees them. Values that are not in a public header
-are marked "npurt's choice" / "npurt alias" next to them.
+Names and values are the vendor's (the SDK V2.3.2 headers) so that C samples port line by line. Enums are plain
+module-level ints, as C sees them. Values that are not in a public header are marked "npurt's choice" / "npurt
+alias" next to them.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`RKNNLite`: a drop-in for the vendor's `rknnlite.api.RKNNLite` (rknn-toolkit-lite2 2.3.2, reference §7), so that
+"""`RKNNLite`: a drop-in for the vendor's `rknnlite.api.RKNNLite` (rknn-toolkit-lite2 2.3.2), so that
 existing Lite programs run unchanged off the board — on `.npurt` files or plain `.onnx` models.
 
     from npurt.rknn.lite import RKNNLite          # instead of: from rknnlite.api import RKNNLite
@@ -14,9 +14,9 @@ inputs are NHWC unless `data_format` says 'nchw'; `data_type` defaults to the ar
 float32 tensors); a dynamic-shape model takes its shape from the input arrays (no set-shape call);
 `core_mask` takes only the NPU_CORE_* values, and only on multi-core SoCs (others warn and ignore it).
 
-Built on the runtime `Context` general path (`set_inputs` / `run` / `get_outputs`), not a second runtime. Unlike
-the vendor's (pain point #1 of reference §8), `inference()` keeps no per-call state: memory does not grow with
-the number of inferences, and `release()` (or garbage collection of the object) frees everything.
+Built on the runtime `Context` general path (`set_inputs` / `run` / `get_outputs`), not a second runtime. Unlike the
+vendor's (whose memory grows with every inference, a known complaint), `inference()` keeps no per-call state: memory
+does not grow with the number of inferences, and `release()` (or garbage collection of the object) frees everything.
 
 npurt's choices where the vendor is silent: `target=None` means the SoC a `.npurt` file was compiled for (an
 ONNX model: `$NPURT_SOC`, else rk3588); `async_mode=True` is accepted and runs synchronously (a warning says so);
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from npurt.errors import NpuError
-from npurt.model.file_format import is_npurt
+from npurt.model.file_format import is_npurt, refuse_vendor_model
 
 _DTYPES = {"int8": "int8", "uint8": "uint8", "int16": "int16", "float16": "float16", "float32": "float32"}
 
@@ -89,9 +89,10 @@ class RKNNLite:
         if not data:
             self._log("E", "load_rknn", f"The RKNN model [{path}] is empty")
             return -1
-        if data[:4] == b"RKNN":
-            self._log("E", "load_rknn", f"{path} is a vendor .rknn model, which only runs on the board; load the "
-                                        f"ONNX model, or an .npurt compiled from it (npurt convert model.onnx)")
+        try:
+            refuse_vendor_model(data, os.fsdecode(path))
+        except NpuError as exc:
+            self._log("E", "load_rknn", exc.message)
             return -1
         self._model = data
         self._log("I", "load_rknn", f"Load RKNN model {path} done ({len(data)} bytes)")

@@ -4,8 +4,7 @@ transposed, native B, "perf" A/C), int4 packing, quantisation and the computatio
 Nothing here knows about contexts, handles or device memory: functions take numpy byte views and return or fill
 arrays, so they can be tested alone and reused by `npurt.rknn.matmul`.
 
-Facts (restated from `rknn_matmul_api.h` V2.3.2 and the RKNNRT API reference §3.5; see
-`reference/rknn-api-facts.md` §1.7):
+Facts (restated from `rknn_matmul_api.h` V2.3.2 and the RKNNRT API reference §3.5):
 
 - C = A · B with A [M, K], B [K, N], C [M, N]. `B_layout`: NORM = [K, N] row-major, TP_NORM = [N, K] (B
   transposed), NATIVE = [N/subN, K/subK, subN, subK]. `AC_layout`: NORM, or the high-performance ("perf") layout

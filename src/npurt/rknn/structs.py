@@ -1,6 +1,6 @@
 """RKNN C-API structs as ctypes: the vendor's field names, C types and order, so sizes match the C ABI.
 
-Layouts follow the SDK V2.3.2 headers (reference/rknn-api-facts.md §2): natural alignment, no packing, enums as
+Layouts follow the SDK V2.3.2 headers (`rknn_api.h`): natural alignment, no packing, enums as
 4-byte unsigned ints, pointers as `c_void_p` / `c_char_p`. On x86-64 and aarch64 `ctypes.sizeof` equals the
 C `sizeof` (e.g. rknn_tensor_attr 376, rknn_tensor_mem 40); on 32-bit ARM `rknn_context` is 32-bit as in C.
 """

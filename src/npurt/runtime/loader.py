@@ -26,9 +26,8 @@ from typing import Any, Sequence
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input
-from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt
+from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt, refuse_vendor_model
 
-VENDOR_MAGIC = b"RKNN"          # a model compiled by the vendor's toolkit: its format is not public
 META_DYNAMIC = "dynamic_input"
 META_SOURCE = "source_onnx_b64"
 ONNX_META_KEY = "npurt.dynamic_input"
@@ -90,8 +89,7 @@ def _check_model_size(head: bytes, size: int, what: str) -> None:
             raise NpuError(ErrorCode.INVALID_MODEL, f"{what}: npurt model header declares {declared} bytes, the "
                                                     f"file has {size} (truncated or not a model)")
         return
-    if head[:len(VENDOR_MAGIC)] == VENDOR_MAGIC:
-        return                      # refused with its own message once read (a vendor .rknn is small)
+    refuse_vendor_model(head, what)
     tag = head[0] if head else 0
     if size > MAX_ONNX or tag >> 3 == 0 or tag & 7 not in (0, 1, 2, 5):
         raise NpuError(ErrorCode.INVALID_MODEL, f"{what}: {size} bytes starting {head[:8].hex()} is neither an "
@@ -255,10 +253,7 @@ def load_family(model: Any, soc: str, dynamic_input: Any = None, any_soc: bool =
         raise NpuError(ErrorCode.INVALID_MODEL, f"not a model: {type(obj).__name__}")
     if len(raw) == 0:
         raise NpuError(ErrorCode.INVALID_MODEL, "empty model")
-    if bytes(raw[:len(VENDOR_MAGIC)]) == VENDOR_MAGIC:
-        raise NpuError(ErrorCode.INVALID_MODEL, "this is a vendor-compiled .rknn model, which npurt cannot run: pass "
-                                                "the ONNX model it was built from, or compile that with "
-                                                "`npurt convert model.onnx -o model.npurt`")
+    refuse_vendor_model(raw)
     if is_npurt(raw):
         return _check_soc(_family_of_compiled(read_compiled(raw)), soc, any_soc)
     onnx_bytes = bytes(raw)

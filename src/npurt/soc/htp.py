@@ -4,9 +4,9 @@ Sources:
 - VTCM size and arch per SoC: ExecuTorch `backends/qualcomm/serialization/qc_schema.py`, `_soc_info_table`
   (SM8350 -> V68, 4 MB; SM8450 -> V69, 8 MB; SM8550 -> V73, 8 MB; SM8650 -> V75, 8 MB; SM8750 -> V79, 8 MB) and the
   `QcomChipset` values used as `socModel` (30, 36, 43, 57, 69).
-- `reference/qnn-htp-x86-observations.md` §0: the x86 HTP emulator reports vtcmSize 4 MB, socModel 30 (SM8350),
+- measured on the SDK's x86-64 HTP emulator: it reports vtcmSize 4 MB, socModel 30 (SM8350),
   arch 68, which is why "sm8350" is npurt's default HTP SoC.
-- Use cases (FastRPC, Non-RPC / native): `seeds/qnn-htp-shared-buffer.txt`, supported on every arch here.
+- Use cases (FastRPC, Non-RPC / native): the QNN HTP shared-buffer tutorial, supported on every arch here.
 
 The VTCM is the HTP's fast on-chip memory. In npurt it is the device's fast-memory region (`SocProfile.sram_size`
 and `vtcm_size` are both set to it), so `npurt.memory` gives every HTP device a VTCM memfd with a page bitmap.

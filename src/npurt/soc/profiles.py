@@ -1,8 +1,8 @@
 """SoC profiles as data: NPU cores, C2 per element type, SRAM, zero-copy alignment, API and query support.
 
-Sources: `seeds/rknn-runtime-lifecycle-layouts-memory.txt` (C2 table), `seeds/rknn-npu-sram.txt` (SRAM sizes and
-device-tree addresses), `seeds/rknn-memory-ownership-and-zero-copy.txt` (tables 3-1 and 3-2), and the vendor user
-guide's input-alignment table. Values marked "npurt's choice" are not public.
+Sources, chapters of the vendor's RKNN SDK guide: runtime lifecycle and layouts (C2 table), NPU SRAM (SRAM sizes
+and device-tree addresses), memory ownership and zero-copy (tables 3-1 and 3-2, transcribed in
+`tests/data/seed/`), and the user guide's input-alignment table. Values marked "npurt's choice" are not public.
 """
 from __future__ import annotations
 

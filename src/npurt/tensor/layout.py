@@ -1,6 +1,6 @@
 """Tensor layouts (NCHW / NHWC / NC1HWC2 / UNDEFINED), native NC1HWC2 shapes, row strides and padded sizes.
 
-Rules (rknn-api-facts §4.9 and §5):
+Rules (the RKNN runtime guide's layouts section; worked examples in `tests/data/seed/nc1hwc2_examples.json`):
 - NC1HWC2 dims are (N, C1, H, W, C2); memory order from fastest to slowest is C2, W, H, C1, N. Logical element
   (n, c, h, w) lives at flat index n*(C1*H*W*C2) + (c // C2)*(H*W*C2) + (h*W + w)*C2 + c % C2. C1 defaults to
   ceil(C / C2); the runtime may report a larger C1 (extra all-padding blocks), never a smaller one.

@@ -1,0 +1,140 @@
+"""What a user names as a model or a calibration set, resolved once for the CLI and `npurt.Session` alike.
+
+A model is an existing `.onnx` / `.npurt` file or a zoo name (`mobilenet_v1`, ...: generated deterministically
+once and cached by `npurt.model.zoo.cached`, a git-ignored folder or `$NPURT_CACHE`). A vendor-compiled `.rknn`
+file is refused here, before any work, with the one message of `refuse_vendor_model`.
+
+A calibration set is a vendor-style `dataset.txt` (one line per sample, `.npy` files), arrays (passed through),
+or `"random"`: a few random samples per model input, cached next to the zoo models as `.npy` files plus a
+`dataset.txt`, so a second run calibrates on the same data.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.files import regular_input
+from npurt.model.file_format import refuse_vendor_model
+
+ZOO = ("mobilenet_v1", "mobilenet_v2_like", "small_convnet", "yolo_head", "yolov8n_like", "transformer_block",
+       "outlier_convnet")
+RANDOM_SAMPLES = 4
+
+
+def resolve_model(arg: "str | os.PathLike") -> Path:
+    """The file behind a model argument: an existing `.onnx` / `.npurt` path, or a zoo name (generated once).
+    INVALID_MODEL for a missing file, an unknown name or a vendor `.rknn` file."""
+    text = os.fspath(arg)
+    path = Path(text)
+    if path.exists():
+        path = regular_input(path, "model")
+        refuse_vendor_model(path, text)
+        return path
+    name = text.removesuffix(".onnx")
+    if name in ZOO:
+        from npurt.model import zoo
+        return zoo.cached(getattr(zoo, name))
+    if path.suffix or os.sep in text:
+        raise NpuError(ErrorCode.INVALID_MODEL, f"model file not found: {text}")
+    raise NpuError(ErrorCode.INVALID_MODEL, f"unknown model {text!r}: give an .onnx or .npurt file or one of the zoo "
+                                            f"names {', '.join(ZOO)}")
+
+
+def _load_onnx(model: Any) -> Any:
+    """The ModelProto of an ONNX path, bytes or ModelProto, without external data (only the graph is read)."""
+    import onnx
+    if isinstance(model, onnx.ModelProto):
+        return model
+    try:
+        if isinstance(model, (bytes, bytearray, memoryview)):
+            return onnx.load_from_string(bytes(model))
+        return onnx.load(os.fspath(model), load_external_data=False)
+    except Exception as exc:
+        what = "" if isinstance(model, (bytes, bytearray, memoryview)) else f" {os.fspath(model)}"
+        raise NpuError(ErrorCode.INVALID_MODEL, f"cannot read ONNX model{what}: {exc}") from None
+
+
+def input_specs(model: Any) -> list[tuple[str, tuple[int, ...], np.dtype]]:
+    """(name, shape, dtype) of each graph input of an ONNX model (no initializers); dynamic dims are errors."""
+    from onnx import helper
+    proto = _load_onnx(model)
+    inits = {i.name for i in proto.graph.initializer}
+    specs = []
+    for vi in proto.graph.input:
+        if vi.name in inits:
+            continue
+        t = vi.type.tensor_type
+        dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in t.shape.dim)
+        if any(d <= 0 for d in dims):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"input {vi.name!r} has a dynamic shape {dims}: give a "
+                                                       f"calibration dataset.txt instead of 'random'")
+        specs.append((vi.name, dims, np.dtype(helper.tensor_dtype_to_np_dtype(t.elem_type))))
+    return specs
+
+
+def random_inputs(model: Any, seed: int = 0) -> list[np.ndarray]:
+    """One random array per model input: floats uniform in [0, 1), integers in [0, 4)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _, shape, dtype in input_specs(model):
+        if dtype.kind == "f":
+            out.append(rng.random(shape, dtype=np.float32).astype(dtype))
+        else:
+            out.append(rng.integers(0, 4, shape).astype(dtype))
+    return out
+
+
+def _cache_key(model: Any) -> tuple[str, str]:
+    """(a readable stem, a short key that changes when the model does) for the random set's cache folder."""
+    if isinstance(model, (str, os.PathLike)):
+        path = Path(os.fspath(model))
+        st = path.stat()
+        return path.stem[:60], hashlib.sha1(f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
+    raw = model.SerializeToString() if hasattr(model, "SerializeToString") else bytes(model)
+    return "model", hashlib.sha1(raw).hexdigest()[:12]
+
+
+def random_dataset(model: Any, n: int = RANDOM_SAMPLES) -> Path:
+    """A cached dataset.txt of `n` random samples for an ONNX model (path, bytes or ModelProto), created once."""
+    from npurt.model import zoo
+    stem, key = _cache_key(model)
+    folder = zoo.cache_dir() / "calib" / f"{stem}-{key}"
+    dataset = folder / "dataset.txt"
+    if dataset.is_file():
+        return dataset
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for s in range(n):
+        names = []
+        for k, arr in enumerate(random_inputs(model, seed=1000 + s)):
+            f = f"sample{s}_in{k}.npy"
+            tmp = folder / f"{f}.tmp{os.getpid()}"          # atomic: other processes may read it meanwhile
+            with open(tmp, "wb") as fh:
+                np.save(fh, arr)
+            os.replace(tmp, folder / f)
+            names.append(f)
+        lines.append(" ".join(names))
+    tmp = folder / f"dataset.txt.tmp{os.getpid()}"
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, dataset)
+    return dataset
+
+
+def resolve_dataset(value: Any, model: Any) -> Any:
+    """The calibration set to compile `model` with: None (no int8), 'random' (a cached random set, as a dataset.txt
+    path), a dataset.txt path (checked), or arrays (passed through as given)."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value == "random":
+        return str(random_dataset(model))
+    if isinstance(value, (str, os.PathLike)):
+        if not Path(os.fspath(value)).is_file():
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"calibration dataset not found: {os.fspath(value)} (a "
+                                                       f"dataset.txt listing .npy files, or 'random')")
+        return os.fspath(value)
+    return value
