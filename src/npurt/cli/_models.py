@@ -48,8 +48,9 @@ def is_compiled(path: Path) -> bool:
         raise _bad(f"cannot read model {path}: {exc.strerror}") from None
 
 
-def input_specs(path: Path) -> list[tuple[str, tuple[int, ...], np.dtype]]:
-    """(name, shape, dtype) of each graph input of an ONNX file (no initializers); dynamic dims are errors."""
+def input_specs(path: Path, dynamic_ok: bool = False) -> list[tuple[str, tuple[int, ...], np.dtype]]:
+    """(name, shape, dtype) of each graph input of an ONNX file (no initializers); dynamic dims are errors unless
+    `dynamic_ok` (then they are -1)."""
     import onnx
     from onnx import helper
     try:
@@ -63,18 +64,22 @@ def input_specs(path: Path) -> list[tuple[str, tuple[int, ...], np.dtype]]:
             continue
         t = vi.type.tensor_type
         dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in t.shape.dim)
-        if any(d <= 0 for d in dims):
+        if any(d <= 0 for d in dims) and not dynamic_ok:
             raise _bad(f"input {vi.name!r} has a dynamic shape {dims}: give a calibration dataset.txt instead of "
                        f"'random'")
         specs.append((vi.name, dims, np.dtype(helper.tensor_dtype_to_np_dtype(t.elem_type))))
     return specs
 
 
-def random_inputs(path: Path, seed: int = 0) -> list[np.ndarray]:
-    """One random array per model input: floats uniform in [0, 1), integers in [0, 4)."""
+def random_inputs(path: Path, seed: int = 0, shapes: list | None = None) -> list[np.ndarray]:
+    """One random array per model input: floats uniform in [0, 1), integers in [0, 4); of the ONNX input shapes, or
+    of `shapes` (one per input: a shape set of a dynamic-shape model)."""
     rng = np.random.default_rng(seed)
+    specs = input_specs(path, dynamic_ok=shapes is not None)
+    if shapes is not None:
+        specs = [(name, tuple(shape), dtype) for (name, _, dtype), shape in zip(specs, shapes)]
     out = []
-    for _, shape, dtype in input_specs(path):
+    for _, shape, dtype in specs:
         if dtype.kind == "f":
             out.append(rng.random(shape, dtype=np.float32).astype(dtype))
         else:
@@ -174,8 +179,9 @@ def parse_floats(text: str | None, what: str) -> list[float] | None:
         raise _bad(f"{what} must be comma-separated numbers, got {text!r}") from None
 
 
-def read_inputs(paths: list[Path], compiled: Any) -> list[np.ndarray]:
-    """One array per model input from `--input` .npy files, in order, each of the input's shape."""
+def read_inputs(paths: list[Path], compiled: Any, dynamic: bool = False) -> list[np.ndarray]:
+    """One array per model input from `--input` .npy files, in order, each of the input's shape (`dynamic`: of
+    the input's rank; the runtime checks the shapes against the model's shape sets)."""
     names = list(compiled.graph.inputs)
     if len(paths) != len(names):
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"the model has {len(names)} input(s) {names}, got {len(paths)} "
@@ -187,7 +193,7 @@ def read_inputs(paths: list[Path], compiled: Any) -> list[np.ndarray]:
         except (OSError, ValueError) as exc:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"cannot read {p}: {exc}") from None
         want = tuple(compiled.storage[name].shape)
-        if tuple(a.shape) != want:
+        if (a.ndim != len(want)) if dynamic else (tuple(a.shape) != want):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{p}: shape {tuple(a.shape)} != input {name!r} shape {want}")
         arrays.append(a)
     return arrays
