@@ -53,6 +53,10 @@ def test_profiles_lists_exactly_the_socs_the_demo_runs():
     assert listed == list(PROFILES)
 
 
+def test_demo_refuses_an_htp_soc_it_does_not_list(capsys):
+    _cli_fails(capsys, "demo", "--soc", "sm8550", "--model", "small_convnet", words=("HTP SoC", "RKNN"))
+
+
 @pytest.mark.parametrize("soc", list(PROFILES))
 def test_demo_runs_on_every_soc_with_what_it_supports(capsys, soc):
     profile = get_profile(soc)

@@ -116,22 +116,30 @@ class ZeroCopy:
     `current`: bind the CURRENT native attrs (after rknn_set_input_shapes on a dynamic-shape model)."""
 
     def __init__(self, rk: Rknn, ctx: Any, compiled: Any, current: bool = False) -> None:
-        from npurt.rknn.api_common import read_attr
         r = rk.r
         self.rk, self.ctx, self.compiled = rk, ctx, compiled
         self.ins, self.outs = [], []
         q_in, q_out = ((r.RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR, r.RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR) if current
                        else (r.RKNN_QUERY_NATIVE_INPUT_ATTR, r.RKNN_QUERY_NATIVE_OUTPUT_ATTR))
+        try:
+            self._bind(q_in, q_out)
+        except BaseException:
+            self.destroy()                          # no buffer outlives a failed construction
+            raise
+
+    def _bind(self, q_in: int, q_out: int) -> None:
+        from npurt.rknn.api_common import read_attr
+        rk, r, ctx, compiled = self.rk, self.rk.r, self.ctx, self.compiled
         for i in range(compiled.n_inputs):
             a = rk.query(ctx, q_in, r.rknn_tensor_attr(index=i))
             mem = r.rknn_create_mem(ctx, a.size_with_stride)
+            self.ins.append((mem, read_attr(a)))      # kept before the check: freed if binding fails
             rk.check("rknn_set_io_mem(input)", r.rknn_set_io_mem(ctx, mem, a))
-            self.ins.append((mem, read_attr(a)))
         for i in range(compiled.n_outputs):
             a = rk.query(ctx, q_out, r.rknn_tensor_attr(index=i))
             mem = r.rknn_create_mem(ctx, a.size_with_stride)
-            rk.check("rknn_set_io_mem(output)", r.rknn_set_io_mem(ctx, mem, a))
             self.outs.append((mem, read_attr(a)))
+            rk.check("rknn_set_io_mem(output)", r.rknn_set_io_mem(ctx, mem, a))
 
     def frame(self, frame: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
         from npurt.runtime.user_io import pack_input, unpack_output
