@@ -118,9 +118,10 @@ _C2_KEY = {"int8": "int8", "fp16": "float16"}
 
 
 def adapt(profile: Any, precision: str) -> Adaptation:
-    """The demo's plan on `profile` for the `precision` asked for ("int8" / "fp16"), from the profile's tables."""
+    """The demo's plan on `profile` for the `precision` asked for ("int8" / "fp16"; a compiled file's own, e.g.
+    "float32", is kept), from the profile's tables."""
     notes = []
-    if _C2_KEY[precision] not in profile.c2:
+    if precision in _C2_KEY and _C2_KEY[precision] not in profile.c2:
         other = "fp16" if precision == "int8" else "int8"
         notes.append(f"{other} (no native {precision} layout)")
         precision = other
