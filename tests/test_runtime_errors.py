@@ -66,6 +66,23 @@ def test_dynamic_input_given_to_the_context():
             lambda: Context(dynamic_convnet(False)))                     # symbolic dims and no shape sets
 
 
+def test_dynamic_input_on_a_static_onnx_frees_the_dims_it_varies():
+    import onnx
+    proto = onnx.load_from_string(dynamic_convnet(with_metadata=False))
+    for vi, dims in ((proto.graph.input[0], (1, 3, 8, 8)), (proto.graph.output[0], (1, 4, 8, 8))):
+        for d, v in zip(vi.type.tensor_type.shape.dim, dims):
+            d.dim_value = v                                  # a static model, as most exported ONNX files are
+    static = proto.SerializeToString()
+    with Context(static, dynamic_input=[[[1, 3, 8, 8]], [[1, 3, 4, 6]]]) as ctx:
+        x = image((1, 3, 4, 6))
+        ctx.set_input_shapes([[1, 3, 4, 6]])
+        ctx.set_inputs([InputData(0, x, DType.FLOAT32, Layout.NCHW)])
+        ctx.run()
+        np.testing.assert_allclose(ctx.get_outputs()[0], reference(dynamic_convnet(), x)[0], atol=0.02)
+    _raises(ErrorCode.INVALID_ARGUMENT, "has rank 3, the input has rank 4",
+            lambda: Context(static, dynamic_input=[[[1, 3, 8, 8]], [[1, 3, 4]]]))
+
+
 def test_int8_dynamic_models_need_a_calibration_set():
     from npurt.runtime.loader import _family_from_onnx
     _raises(ErrorCode.INVALID_ARGUMENT, "calibration dataset", lambda: _family_from_onnx(

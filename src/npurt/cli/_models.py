@@ -82,8 +82,9 @@ def parse_floats(text: str | None, what: str) -> list[float] | None:
         raise _bad(f"{what} must be comma-separated numbers, got {text!r}") from None
 
 
-def read_inputs(paths: list[Path], compiled: Any) -> list[np.ndarray]:
-    """One array per model input from `--input` .npy files, in order, each of the input's shape."""
+def read_inputs(paths: list[Path], compiled: Any, dynamic: bool = False) -> list[np.ndarray]:
+    """One array per model input from `--input` .npy files, in order, each of the input's shape (`dynamic`: of
+    the input's rank; the runtime checks the shapes against the model's shape sets)."""
     names = list(compiled.graph.inputs)
     if len(paths) != len(names):
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"the model has {len(names)} input(s) {names}, got {len(paths)} "
@@ -95,7 +96,7 @@ def read_inputs(paths: list[Path], compiled: Any) -> list[np.ndarray]:
         except (OSError, ValueError) as exc:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"cannot read {p}: {exc}") from None
         want = tuple(compiled.storage[name].shape)
-        if tuple(a.shape) != want:
+        if (a.ndim != len(want)) if dynamic else (tuple(a.shape) != want):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{p}: shape {tuple(a.shape)} != input {name!r} shape {want}")
         arrays.append(a)
     return arrays

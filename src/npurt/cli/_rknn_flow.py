@@ -27,6 +27,15 @@ def rknn_profile(soc: str | None):
     return get_profile(soc)
 
 
+# The general (copying) path: what a SoC's API support table must list for it (librknnmrt lists none of them).
+GENERAL_API = ("rknn_inputs_set", "rknn_outputs_get", "rknn_outputs_release")
+
+
+def has_general_api(profile: Any) -> bool:
+    """Whether the SoC's runtime has the general API (seed table 3-1); without it only zero copy runs."""
+    return all(profile.supports(f) for f in GENERAL_API)
+
+
 @contextmanager
 def board_soc(soc: str) -> Iterator[None]:
     """Run the enclosed RKNN calls on `soc` (sets `$NPURT_SOC`, restores it on exit)."""
@@ -103,23 +112,34 @@ def general_frame(rk: Rknn, ctx: Any, frame: list[np.ndarray], n_out: int) -> tu
 
 class ZeroCopy:
     """Native-format input and output buffers from rknn_create_mem, bound with rknn_set_io_mem: the app packs
-    each frame straight into device memory and reads outputs from it; the executor uses the same bytes."""
+    each frame straight into device memory and reads outputs from it; the executor uses the same bytes.
+    `current`: bind the CURRENT native attrs (after rknn_set_input_shapes on a dynamic-shape model)."""
 
-    def __init__(self, rk: Rknn, ctx: Any, compiled: Any) -> None:
-        from npurt.rknn.api_common import read_attr
+    def __init__(self, rk: Rknn, ctx: Any, compiled: Any, current: bool = False) -> None:
         r = rk.r
         self.rk, self.ctx, self.compiled = rk, ctx, compiled
         self.ins, self.outs = [], []
+        q_in, q_out = ((r.RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR, r.RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR) if current
+                       else (r.RKNN_QUERY_NATIVE_INPUT_ATTR, r.RKNN_QUERY_NATIVE_OUTPUT_ATTR))
+        try:
+            self._bind(q_in, q_out)
+        except BaseException:
+            self.destroy()                          # no buffer outlives a failed construction
+            raise
+
+    def _bind(self, q_in: int, q_out: int) -> None:
+        from npurt.rknn.api_common import read_attr
+        rk, r, ctx, compiled = self.rk, self.rk.r, self.ctx, self.compiled
         for i in range(compiled.n_inputs):
-            a = rk.query(ctx, r.RKNN_QUERY_NATIVE_INPUT_ATTR, r.rknn_tensor_attr(index=i))
+            a = rk.query(ctx, q_in, r.rknn_tensor_attr(index=i))
             mem = r.rknn_create_mem(ctx, a.size_with_stride)
+            self.ins.append((mem, read_attr(a)))      # kept before the check: freed if binding fails
             rk.check("rknn_set_io_mem(input)", r.rknn_set_io_mem(ctx, mem, a))
-            self.ins.append((mem, read_attr(a)))
         for i in range(compiled.n_outputs):
-            a = rk.query(ctx, r.RKNN_QUERY_NATIVE_OUTPUT_ATTR, r.rknn_tensor_attr(index=i))
+            a = rk.query(ctx, q_out, r.rknn_tensor_attr(index=i))
             mem = r.rknn_create_mem(ctx, a.size_with_stride)
-            rk.check("rknn_set_io_mem(output)", r.rknn_set_io_mem(ctx, mem, a))
             self.outs.append((mem, read_attr(a)))
+            rk.check("rknn_set_io_mem(output)", r.rknn_set_io_mem(ctx, mem, a))
 
     def frame(self, frame: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
         from npurt.runtime.user_io import pack_input, unpack_output

@@ -15,6 +15,7 @@ import numpy as np
 from npurt.cli._models import (add_quantize_args, is_compiled, resolve_dataset, quantize_options, read_inputs,
                                resolve_model)
 from npurt.cli._output import make_console, print_json, progress
+from npurt.cli._target import SOC_HELP, target_soc
 from npurt.errors import ErrorCode, NpuError
 from npurt.soc import get_profile
 
@@ -24,7 +25,7 @@ WORST = 3       # rows highlighted: the lowest single-error cosines
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("accuracy", help="per-tensor int8 error (entire / single) against onnxruntime in float")
     p.add_argument("model", help="an .onnx file or a zoo name (the float model)")
-    p.add_argument("--soc", default="rk3588", help="target SoC (default rk3588)")
+    p.add_argument("--soc", default=None, help=SOC_HELP)
     add_quantize_args(p, dataset_help="calibration dataset.txt (or 'random'); required")
     p.add_argument("--input", action="append", type=Path, default=[], metavar="X.npy",
                    help="analyse this one input (one .npy per model input, in order) instead of the calibration set")
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from npurt.model.calibrate import normalize_samples
     console = make_console(quiet=args.json)
     require_onnxruntime()
-    profile = get_profile(args.soc)
+    profile = get_profile(target_soc(args.soc, args.model))
     path = resolve_model(args.model)
     if is_compiled(path):
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{path.name} is compiled: the analysis needs the float ONNX "

@@ -5,15 +5,22 @@ its target SoC (`rknn_init` / `npurt.load_compiled` on another SoC is a platform
 int8 with a calibration dataset.txt (or `random`); `--mean` / `--std` are fused into input packing. The same file
 is a QNN HTP context binary (`contextCreateFromBinary`); `--qnn-io` chooses how its graph I/O appears to QNN:
 FLOAT_32 (default), FLOAT_16, or quantized with scale/offset (int8 only).
+
+`--dynamic-input` makes a dynamic-shape model (the toolkit's `dynamic_input`): several shapes per input, e.g.
+`--dynamic-input "1,3,224,224;1,3,160,160"`, the option once per input (in order, each with as many shapes); shape
+set k is the k-th shape of every input. The toolkit's own nested list is accepted too, as JSON
+(`'[[[1,3,224,224]],[[1,3,160,160]]]'`). The file runs at each shape set after `rknn_set_input_shapes`.
 """
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from npurt.cli._models import (add_quantize_args, is_compiled, load_model, parse_floats, quantize_options,
-                               resolve_model)
+                               resolve_dataset, resolve_model)
 from npurt.cli._output import human_bytes, make_console, print_json
+from npurt.cli._target import target_soc
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_output
 from npurt.qnn.graph import GRAPH_IO, set_graph_io
@@ -24,27 +31,65 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("convert", help="compile an ONNX model (or zoo name) to a .npurt file for one SoC")
     p.add_argument("model", help="an .onnx file or a zoo name")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="M.npurt", help="the compiled model file")
-    p.add_argument("--soc", default="rk3588", help="target SoC (default rk3588)")
+    p.add_argument("--soc", default=None, help="target SoC (default $NPURT_SOC, else rk3588)")
     add_quantize_args(p)
     p.add_argument("--mean", help="per-channel input mean, e.g. 127.5,127.5,127.5")
     p.add_argument("--std", help="per-channel input std, e.g. 127.5,127.5,127.5")
     p.add_argument("--qnn-io", choices=GRAPH_IO, default="float32",
                    help="QNN graph I/O tensors: float32 (default), float16, or quantized (int8 models)")
+    p.add_argument("--dynamic-input", action="append", default=None, metavar="SHAPES",
+                   help="a dynamic-shape model: the shapes of one input, ';'-separated (e.g. "
+                        "\"1,3,224,224;1,3,160,160\"), once per input in order; or the toolkit's dynamic_input "
+                        "as JSON")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     p.set_defaults(func=run)
 
 
+def parse_dynamic_input(values: list[str]) -> list[list[list[int]]]:
+    """`--dynamic-input` values (one per input, shapes ';'-separated; or one JSON value in the toolkit's form) as the
+    toolkit's dynamic_input: a list of shape sets, each with one shape per input."""
+    if len(values) == 1 and values[0].lstrip().startswith("["):
+        try:
+            return json.loads(values[0])
+        except json.JSONDecodeError as exc:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--dynamic-input is not valid JSON: {exc}") from None
+    per_input = []
+    for value in values:
+        try:
+            per_input.append([[int(d) for d in shape.split(",")] for shape in value.replace(" ", "").split(";")
+                              if shape])
+        except ValueError:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--dynamic-input {value!r}: shapes are comma-separated "
+                                                       f"integers, ';' between shapes") from None
+    counts = {len(shapes) for shapes in per_input}
+    if len(counts) != 1 or 0 in counts:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--dynamic-input: every input needs the same number of shapes, "
+                                                   f"got {[len(s) for s in per_input]}")
+    return [list(shape_set) for shape_set in zip(*per_input)]
+
+
+def _compile_dynamic(path: Path, soc: str, args: argparse.Namespace, mean, std):
+    """compile_dynamic with the CLI's options; `--quantize random` draws samples at every shape set."""
+    from npurt.runtime.loader import compile_dynamic, parse_shape_sets
+    shape_sets = parse_shape_sets(parse_dynamic_input(args.dynamic_input))
+    quantize = resolve_dataset(args.quantize, path, shape_sets)
+    return compile_dynamic(str(path), soc, shape_sets, mean=mean, std=std, quantize=quantize, **quantize_options(args))
+
+
 def run(args: argparse.Namespace) -> int:
     console = make_console(quiet=args.json)
-    profile = get_profile(args.soc)
+    profile = get_profile(target_soc(args.soc, args.model))
     path = resolve_model(args.model)
     regular_output(args.output, "--output", [path])
     if is_compiled(path):
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{path} is already a compiled .npurt model")
     mean, std = parse_floats(args.mean, "--mean"), parse_floats(args.std, "--std")
-    compiled = load_model(str(path), profile.name, quantize=args.quantize, mean=[mean] if mean else None,
-                          std=[std] if std else None, progress=not args.json and console.is_terminal,
-                          **quantize_options(args))
+    if args.dynamic_input:
+        compiled = _compile_dynamic(path, profile.name, args, [mean] if mean else None, [std] if std else None)
+    else:
+        compiled = load_model(str(path), profile.name, quantize=args.quantize, mean=[mean] if mean else None,
+                              std=[std] if std else None, progress=not args.json and console.is_terminal,
+                              **quantize_options(args))
     if args.qnn_io != "float32":
         set_graph_io(compiled, args.qnn_io)
     if args.output.suffix != ".npurt":
@@ -53,11 +98,15 @@ def run(args: argparse.Namespace) -> int:
     result = {"model": path.name, "output": str(args.output), "soc": compiled.soc, "precision": compiled.precision,
               "inputs": len(compiled.graph.inputs), "outputs": len(compiled.graph.outputs),
               "nodes": len(compiled.graph.nodes), "weight_size": int(compiled.weight_size),
-              "internal_size": int(compiled.internal_size), "file_size": args.output.stat().st_size}
+              "internal_size": int(compiled.internal_size), "file_size": args.output.stat().st_size,
+              "dynamic_input": compiled.meta.get("dynamic_input")}
     if args.json:
         print_json(result)
         return 0
     console.print(f"{path.name} -> {args.output}: {compiled.soc}, {compiled.precision}, {result['nodes']} nodes, "
                   f"weights {human_bytes(result['weight_size'])}, internal arena "
                   f"{human_bytes(result['internal_size'])}, file {human_bytes(result['file_size'])}")
+    if result["dynamic_input"]:
+        console.print(f"dynamic shapes (rknn_set_input_shapes): {result['dynamic_input']}; internal arena sized for "
+                      f"the largest")
     return 0

@@ -13,12 +13,18 @@ What it does, in the order a board user would (the RKNN NPU SRAM guide):
 
 A short first part shows how the table's native shapes are stored (the seed's NC1HWC2 example); `--profiles`
 prints the SoC profiles and that example only.
+
+Every SoC of `--profiles` runs the demo with only what its profile supports (`adapt`, decided from the profile's
+data, never by trying a call): a second `rknn_init` where `rknn_dup_context` is absent, the other precision where
+the SoC has no native layout for the one asked for, zero copy only where the general API is absent (librknnmrt).
+One line says what was adapted.
 """
 from __future__ import annotations
 
 import argparse
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +33,9 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from npurt.cli._rknn_flow import (Rknn, ZeroCopy, board_soc, general_frame, mem_size, random_frames,
-                                  rknn_profile)
+from npurt.cli._rknn_flow import (GENERAL_API, Rknn, ZeroCopy, board_soc, general_frame, has_general_api, mem_size,
+                                  random_frames, rknn_profile)
+from npurt.cli._target import SOC_HELP, target_soc
 from npurt.cli._output import human_bytes, make_console, ms, print_json, print_text, progress
 from npurt.errors import ErrorCode, NpuError
 from npurt.soc import PROFILES, get_profile
@@ -41,7 +48,7 @@ FPS = 30
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run the main job: MobileNet v1 int8 with NPU SRAM, zero copy, on an emulated "
                                     "RK3588 (nothing downloaded)")
-    p.add_argument("--soc", default="rk3588", help="SoC to emulate (default rk3588; see --profiles)")
+    p.add_argument("--soc", default=None, help=f"{SOC_HELP}; see --profiles")
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help=f"an .onnx or .npurt file or a zoo name (default {DEFAULT_MODEL}, the seed's MobileNet v1)")
     p.add_argument("--no-sram", action="store_true", help="rknn_init without RKNN_FLAG_ENABLE_SRAM")
@@ -95,8 +102,41 @@ def _nc1hwc2_example(console: Console) -> None:
                   f"{h * w} pixels\nback to NCHW: {'[green]equal[/green]' if ok else '[red]MISMATCH[/red]'}")
 
 
+# --- what the SoC supports -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Adaptation:
+    """How the demo runs on one SoC, decided from its profile: the precision compiled, whether the general path
+    runs, and whether its context is a `rknn_dup_context` copy or a second `rknn_init`; `notes` say why."""
+
+    precision: str                  # "int8" or "fp16"
+    general: bool                   # the general API path runs beside zero copy
+    dup: bool                       # the general path's context comes from rknn_dup_context
+    notes: tuple[str, ...]
+
+
+_C2_KEY = {"int8": "int8", "fp16": "float16"}
+
+
+def adapt(profile: Any, precision: str) -> Adaptation:
+    """The demo's plan on `profile` for the `precision` asked for ("int8" / "fp16"; a compiled file's own, e.g.
+    "float32", is kept), from the profile's tables."""
+    notes = []
+    if precision in _C2_KEY and _C2_KEY[precision] not in profile.c2:
+        other = "fp16" if precision == "int8" else "int8"
+        notes.append(f"{other} (no native {precision} layout)")
+        precision = other
+    general = has_general_api(profile)
+    if not general:
+        missing = [f for f in GENERAL_API if not profile.supports(f)]
+        notes.append(f"zero copy only (no {' / '.join(missing)})")
+    dup = general and profile.supports("rknn_dup_context")
+    if general and not dup:
+        notes.append("a second rknn_init for the general path (no rknn_dup_context)")
+    return Adaptation(precision, general, dup, tuple(notes))
+
+
 # --- the main job --------------------------------------------------------------------------------------------------------
-def _prepare(args: argparse.Namespace, console: Console) -> tuple[Any, Path, dict]:
+def _prepare(args: argparse.Namespace, console: Console, precision: str) -> tuple[Any, Path, dict]:
     """The compiled model, its source file, and what was cached (cold/warm)."""
     from npurt.cli import _models
     from npurt.model import zoo
@@ -106,7 +146,7 @@ def _prepare(args: argparse.Namespace, console: Console) -> tuple[Any, Path, dic
     path = _models.resolve_model(args.model)
     t1 = time.perf_counter()
     quantize = None
-    if not args.fp16 and not _models.is_compiled(path):
+    if precision == "int8" and not _models.is_compiled(path):
         quantize = "random"
     compiled = _models.load_model(str(path), args.soc, quantize=quantize,
                                   progress=not args.json and console.is_terminal)
@@ -137,15 +177,19 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / den) if den else float(np.array_equal(a, b))
 
 
+_PATHS = {"general": ("general", "rknn_inputs_set (float32 NCHW, runtime converts) + rknn_outputs_get (float) + copy"),
+          "zero_copy": ("zero copy", "packs the frame into the bound native buffer, reads the output from it")}
+
+
 def _timing_table(timing: dict) -> Table:
-    table = Table(title="general API vs zero copy (same process, frames alternated; median)", box=box.SIMPLE_HEAD)
+    title = ("general API vs zero copy (same process, frames alternated; median)" if "general" in timing
+             else "zero copy (median)")
+    table = Table(title=title, box=box.SIMPLE_HEAD)
     for col in ("path", "per frame", "of which rknn_run", "outside rknn_run", "what the app does per frame"):
         table.add_column(col, justify="left" if col in ("path", "what the app does per frame") else "right")
-    g, z = timing["general"], timing["zero_copy"]
-    table.add_row("general", ms(g["frame_s"]), ms(g["run_s"]), ms(g["frame_s"] - g["run_s"]),
-                  "rknn_inputs_set (float32 NCHW, runtime converts) + rknn_outputs_get (float) + copy")
-    table.add_row("zero copy", ms(z["frame_s"]), ms(z["run_s"]), ms(z["frame_s"] - z["run_s"]),
-                  "packs the frame into the bound native buffer, reads the output from it")
+    for key, t in timing.items():
+        label, what = _PATHS[key]
+        table.add_row(label, ms(t["frame_s"]), ms(t["run_s"]), ms(t["frame_s"] - t["run_s"]), what)
     return table
 
 
@@ -161,7 +205,10 @@ def _main_job(args: argparse.Namespace) -> int:
     profile = rknn_profile(args.soc)
     t_start = time.perf_counter()
     console.rule(f"[bold]npurt demo[/bold]: {args.model} on an emulated {profile.name}")
-    compiled, path, prep = _prepare(args, console)
+    plan = adapt(profile, "fp16" if args.fp16 else "int8")
+    compiled, path, prep = _prepare(args, console, plan.precision)
+    if prep["precompiled"]:                     # a compiled file's precision is its own
+        plan = adapt(profile, compiled.precision)
     ops = compiled.meta.get("op_counts", {})
     how = "int8, calibrated on 4 cached random images" if compiled.precision == "int8" else compiled.precision
     if prep["precompiled"]:
@@ -170,11 +217,15 @@ def _main_job(args: argparse.Namespace) -> int:
     console.print(f"{path.name} ({source}, {prep['model_seconds']:.2f} s): {sum(ops.values())} ops "
                   + ", ".join(f"{n} x{k}" for n, k in ops.items())
                   + f"; compiled {how} for {profile.name} in {prep['compile_seconds']:.2f} s")
+    if plan.notes:
+        console.print(f"[bold]adapted to {profile.name}[/bold]: {'; '.join(plan.notes)}")
     rk = Rknn()
     r = rk.r
     device = open_device(profile.name)
     result: dict[str, Any] = {"soc": profile.name, "model": path.name, "precision": compiled.precision,
-                              "sram_enabled": not args.no_sram and bool(profile.sram_size), "prepare": prep}
+                              "sram_enabled": not args.no_sram and bool(profile.sram_size), "prepare": prep,
+                              "adapted": list(plan.notes), "paths": ["general", "zero_copy"] if plan.general
+                              else ["zero_copy"]}
     ctx = gctx = None
     zc = None
     try:
@@ -189,8 +240,12 @@ def _main_job(args: argparse.Namespace) -> int:
         internal = context._internal_buf
         sram_used = int(internal.sram_size) if internal is not None else 0
         zc = ZeroCopy(rk, ctx, compiled)
-        gctx = r.rknn_context()
-        rk.check("rknn_dup_context", r.rknn_dup_context(ctx, gctx))
+        if plan.general:
+            gctx = r.rknn_context()
+            if plan.dup:
+                rk.check("rknn_dup_context", r.rknn_dup_context(ctx, gctx))
+            else:
+                rk.check("rknn_init(general)", r.rknn_init(gctx, data, len(data), 0, None))
         if profile.sram_size:
             console.print("\n[bold]SRAM before rknn_init[/bold]  (cat /sys/kernel/debug/rknpu/mm)")
             print_text(console, dumps["before"])
@@ -223,33 +278,39 @@ def _main_job(args: argparse.Namespace) -> int:
         g_times, z_times = [], []
         agree = []
         with progress(console) as bar:
-            task = bar.add_task("running frames", total=2 * len(frames))
+            task = bar.add_task("running frames", total=len(result["paths"]) * len(frames))
             for k, frame in enumerate(frames):
-                t = time.perf_counter()
-                g_out, g_run = general_frame(rk, gctx, [a.copy() for a in frame], n_out)
-                g_total = time.perf_counter() - t
-                bar.advance(task)
+                if plan.general:
+                    t = time.perf_counter()
+                    g_out, g_run = general_frame(rk, gctx, [a.copy() for a in frame], n_out)
+                    g_total = time.perf_counter() - t
+                    bar.advance(task)
                 t = time.perf_counter()
                 z_out, z_run = zc.frame(frame)
                 z_total = time.perf_counter() - t
                 bar.advance(task)
-                agree.append(max(float(np.max(np.abs(np.ravel(a) - np.ravel(b)))) if a.size else 0.0
-                                 for a, b in zip(g_out, z_out)))
+                if plan.general:
+                    agree.append(max(float(np.max(np.abs(np.ravel(a) - np.ravel(b)))) if a.size else 0.0
+                                     for a, b in zip(g_out, z_out)))
                 if k:                                        # the first frame warms up both paths
-                    g_times.append((g_total, g_run))
+                    if plan.general:
+                        g_times.append((g_total, g_run))
                     z_times.append((z_total, z_run))
         timing = {name: {"frame_s": statistics.median(t[0] for t in ts), "run_s": statistics.median(t[1] for t in ts),
-                         "frames": len(ts)} for name, ts in (("general", g_times), ("zero_copy", z_times))}
+                         "frames": len(ts)} for name, ts in (("general", g_times), ("zero_copy", z_times)) if ts}
         console.print()
         console.print(_timing_table(timing))
         ref = _reference(path, [a.copy() for a in frames[-1]])
-        check = {"general_vs_zero_copy_max_abs_diff": max(agree)}
+        check = {"general_vs_zero_copy_max_abs_diff": max(agree)} if agree else {}
         if ref is not None:
             check["cosine_vs_onnxruntime"] = min(_cosine(a, b) for a, b in zip(z_out, ref))
             check["max_abs_diff_vs_onnxruntime"] = max(float(np.max(np.abs(np.ravel(a) - np.ravel(b))))
                                                        for a, b in zip(z_out, ref))
-        same = "identical" if max(agree) == 0 else f"max |diff| {max(agree):.3g}"
-        line = f"outputs: general and zero copy {same}"
+        if agree:
+            same = "identical" if max(agree) == 0 else f"max |diff| {max(agree):.3g}"
+            line = f"outputs: general and zero copy {same}"
+        else:
+            line = f"outputs: zero copy only ({profile.name} has no general API)"
         if "cosine_vs_onnxruntime" in check:
             line += (f"; vs onnxruntime's float model: cosine {check['cosine_vs_onnxruntime']:.5f}, "
                      f"max |diff| {check['max_abs_diff_vs_onnxruntime']:.3g}")
@@ -298,6 +359,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(_soc_table())
         _nc1hwc2_example(console)
         return 0
+    args.soc = target_soc(args.soc, args.model)
     profile = rknn_profile(args.soc)
     if not args.json:                       # the short first part: how the table's native shapes are stored
         _nc1hwc2_example(make_console())

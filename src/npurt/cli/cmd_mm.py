@@ -17,6 +17,7 @@ from rich.table import Table
 from npurt.cli._models import load_model, resolve_model
 from npurt.cli._output import make_console, print_json, print_text
 from npurt.cli._rknn_flow import Rknn, board_soc, mem_size, rknn_profile
+from npurt.cli._target import SOC_HELP, target_soc
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_output, save_figure
 from npurt.memory import PAGE_SIZE, open_device
@@ -27,7 +28,7 @@ ROW_PAGES = 32          # pages per dump row, as the driver prints them
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("mm", help="the SRAM bitmap (debugfs rknpu/mm) after loading models with ENABLE_SRAM")
     p.add_argument("models", nargs="+", metavar="MODEL", help=".onnx / .npurt files or zoo names, loaded in order")
-    p.add_argument("--soc", default="rk3588", help="SoC to emulate (default rk3588; needs NPU SRAM)")
+    p.add_argument("--soc", default=None, help=f"{SOC_HELP}; needs NPU SRAM")
     p.add_argument("--quantize", metavar="DATASET|random", help="compile ONNX models int8 (default fp16)")
     p.add_argument("--plot", type=Path, metavar="MM.png", help="save a picture of the SRAM pages by context")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -72,7 +73,7 @@ def plot_sram(pages: list[int | None], labels: list[str], path: Path, title: str
 def run(args: argparse.Namespace) -> int:
     from npurt.rknn.api import context_of
     console = make_console(quiet=args.json)
-    profile = rknn_profile(args.soc)
+    profile = rknn_profile(target_soc(args.soc, *args.models))
     if not profile.sram_size:
         raise NpuError(ErrorCode.NOT_SUPPORTED, f"{profile.name} has no NPU SRAM (SRAM SoCs: rk3588, rk3576)")
     if args.plot:

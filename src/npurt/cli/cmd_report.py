@@ -14,6 +14,7 @@ from pathlib import Path
 
 from npurt.cli._models import add_quantize_args, load_model, quantize_options, resolve_model
 from npurt.cli._output import make_console, print_json, print_text
+from npurt.cli._target import SOC_HELP, target_soc
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_output
 from npurt.memory import page_round
@@ -24,7 +25,7 @@ from npurt.soc import get_profile
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="the RKNN_LOG_LEVEL=3 memory table (SramHit, totals) of a model's plan")
     p.add_argument("model", help="an .onnx or .npurt file, or a zoo name")
-    p.add_argument("--soc", default="rk3588", help="target SoC (default rk3588)")
+    p.add_argument("--soc", default=None, help=SOC_HELP)
     p.add_argument("--sram", type=int, default=None, metavar="BYTES",
                    help="SRAM available to the model (default: the SoC's NPU SRAM; 0 for none)")
     add_quantize_args(p)
@@ -55,7 +56,7 @@ def sram_for(compiled, profile, sram: int | None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     console = make_console(quiet=args.json)
-    profile = get_profile(args.soc)
+    profile = get_profile(target_soc(args.soc, args.model))
     if args.plot:
         regular_output(args.plot, "--plot", [resolve_model(args.model)])
     compiled = load_model(args.model, profile.name, quantize=args.quantize, **quantize_options(args),

@@ -2,8 +2,11 @@
 
 Inputs come from `--input x.npy` (one per model input, in the ONNX model's own layout and dtype) or are random
 (floats uniform in [0, 1), said so in the output). The general path (`rknn_inputs_set` / `rknn_outputs_get`) is
-the default; `--zero-copy` binds native-format buffers (`rknn_create_mem` + `rknn_set_io_mem`) and packs the inputs
-straight into them. ONNX models are compiled for `--soc` on the fly (fp16, or int8 with `--quantize`).
+the default where the SoC's runtime has it; `--zero-copy` (and every SoC without the general API, e.g. rv1106's
+librknnmrt) binds native-format buffers (`rknn_create_mem` + `rknn_set_io_mem`) and packs the inputs straight into
+them. ONNX models are compiled for `--soc` on the fly (fp16, or int8 with `--quantize`); a `.npurt` file runs on the
+SoC it records unless `--soc` says otherwise. A dynamic-shape model (`npurt convert --dynamic-input`) runs at the
+shape of the `--input` arrays (`rknn_set_input_shapes` first), or at its largest shape set with random inputs.
 """
 from __future__ import annotations
 
@@ -16,7 +19,9 @@ from rich.table import Table
 
 from npurt.cli._models import add_quantize_args, load_model, quantize_options, read_inputs, resolve_model
 from npurt.cli._output import make_console, ms, print_json
-from npurt.cli._rknn_flow import Rknn, ZeroCopy, board_soc, general_frame, random_frames, rknn_profile
+from npurt.cli._rknn_flow import (Rknn, ZeroCopy, board_soc, general_frame, has_general_api, random_frames,
+                                  rknn_profile)
+from npurt.cli._target import SOC_HELP, target_soc
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input, regular_output, write_exactly
 
@@ -26,8 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="an .onnx or .npurt file, or a zoo name (e.g. mobilenet_v1)")
     p.add_argument("--input", action="append", type=Path, default=[], metavar="X.npy",
                    help="one .npy per model input, in order (default: random inputs)")
-    p.add_argument("--soc", default="rk3588", help="SoC to emulate (default rk3588)")
-    p.add_argument("--zero-copy", action="store_true", help="bind native-format I/O buffers (rknn_set_io_mem)")
+    p.add_argument("--soc", default=None, help=SOC_HELP)
+    p.add_argument("--zero-copy", action="store_true", help="bind native-format I/O buffers (rknn_set_io_mem); the "
+                                                            "only path on SoCs without the general API (rv1106...)")
     add_quantize_args(p)
     p.add_argument("--sram", action="store_true", help="rknn_init with RKNN_FLAG_ENABLE_SRAM")
     p.add_argument("--output", type=Path, metavar="OUT.npz", help="save the outputs, keyed by output name")
@@ -45,9 +51,30 @@ def _summary(name: str, y: np.ndarray) -> dict:
     return d
 
 
+def _dynamic(compiled) -> bool:
+    from npurt.runtime.loader import META_DYNAMIC
+    return bool(compiled.meta.get(META_DYNAMIC))
+
+
+def _set_shapes(rk: Rknn, ctx, compiled, frame: list[np.ndarray]) -> bool:
+    """rknn_set_input_shapes to the frame's shapes when they differ from the model's current ones (a dynamic-shape
+    model; the runtime refuses shapes it does not declare). True when shapes were set."""
+    r = rk.r
+    if [tuple(a.shape) for a in frame] == [tuple(compiled.storage[n].shape) for n in compiled.graph.inputs]:
+        return False
+    attrs = (r.rknn_tensor_attr * len(frame))()
+    for i, a in enumerate(frame):
+        attrs[i].index, attrs[i].n_dims = i, a.ndim
+        attrs[i].fmt = r.RKNN_TENSOR_NCHW if a.ndim == 4 else r.RKNN_TENSOR_UNDEFINED
+        attrs[i].dims[:a.ndim] = a.shape
+    rk.check("rknn_set_input_shapes", r.rknn_set_input_shapes(ctx, len(frame), attrs))
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
+    from npurt.rknn.api import context_of
     console = make_console(quiet=args.json)
-    profile = rknn_profile(args.soc)
+    profile = rknn_profile(target_soc(args.soc, args.model))
     path = resolve_model(args.model)
     inputs = [regular_input(p, "--input") for p in args.input]
     if args.output:
@@ -55,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     compiled = load_model(str(path), profile.name, quantize=args.quantize,
                           progress=not args.json and console.is_terminal, **quantize_options(args))
     random = not args.input
-    frame = random_frames(compiled, 1)[0] if random else read_inputs(args.input, compiled)
+    frame = random_frames(compiled, 1)[0] if random else read_inputs(args.input, compiled, dynamic=_dynamic(compiled))
+    zero_copy = args.zero_copy or not has_general_api(profile)
     rk = Rknn()
     r = rk.r
     with board_soc(profile.name):
@@ -64,12 +92,14 @@ def run(args: argparse.Namespace) -> int:
         rk.check("rknn_init", r.rknn_init(ctx, data, len(data), r.RKNN_FLAG_ENABLE_SRAM if args.sram else 0, None))
         zc = None
         try:
-            if args.zero_copy:
-                zc = ZeroCopy(rk, ctx, compiled)
+            reshaped = _set_shapes(rk, ctx, compiled, frame)
+            current = context_of(ctx).compiled          # the member of a dynamic-shape model for these shapes
+            if zero_copy:
+                zc = ZeroCopy(rk, ctx, current, current=reshaped)
                 outs, run_s = zc.frame(frame)
             else:
-                outs, run_s = general_frame(rk, ctx, [np.asarray(a) for a in frame], compiled.n_outputs)
-                outs = [o.reshape(compiled.storage[n].shape) for o, n in zip(outs, compiled.graph.outputs)]
+                outs, run_s = general_frame(rk, ctx, [np.asarray(a) for a in frame], current.n_outputs)
+                outs = [o.reshape(current.storage[n].shape) for o, n in zip(outs, current.graph.outputs)]
         finally:
             if zc is not None:
                 zc.destroy()
@@ -78,13 +108,15 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         write_exactly(args.output, lambda f: np.savez(f, **dict(zip(names, outs))), "--output")
     result = {"model": path.name, "soc": profile.name, "precision": compiled.precision,
-              "path": "zero_copy" if args.zero_copy else "general", "random_inputs": random,
+              "path": "zero_copy" if zero_copy else "general", "random_inputs": random,
+              "input_shapes": [list(a.shape) for a in frame],
               "run_seconds": run_s, "outputs": [_summary(n, y) for n, y in zip(names, outs)],
               "saved": str(args.output) if args.output else None}
     if args.json:
         print_json(result)
         return 0
-    console.print(f"{path.name} on {profile.name} ({compiled.precision}), {result['path']} path, "
+    why = f" ({profile.name} has no general API)" if zero_copy and not args.zero_copy else ""
+    console.print(f"{path.name} on {profile.name} ({compiled.precision}), {result['path']} path{why}, "
                   f"{'random inputs' if random else 'inputs from ' + ', '.join(map(str, args.input))}: "
                   f"rknn_run {ms(run_s)}")
     table = Table(box=box.SIMPLE_HEAD)

@@ -61,6 +61,16 @@ def declared_size(head: bytes | memoryview) -> int | None:
     return _blob_offset(mlen) + blen
 
 
+def recorded_soc(path: "str | os.PathLike") -> str | None:
+    """The target SoC a `.npurt` file's header records (read from the header alone, nothing verified), or None
+    when the file is not an npurt model; OSError when it cannot be read."""
+    with open(os.fspath(path), "rb") as f:
+        head = f.read(_HEADER.size)
+    if len(head) < _HEADER.size or head[:len(MAGIC)] != MAGIC:
+        return None
+    return _HEADER.unpack_from(head, 0)[3].rstrip(b"\0").decode("ascii", "replace")
+
+
 def encode(soc: str, manifest: dict, blob: np.ndarray) -> bytes:
     """The file bytes for a manifest and a uint8 weights blob."""
     mbytes = json.dumps(manifest, separators=(",", ":")).encode()

@@ -59,8 +59,9 @@ def _load_onnx(model: Any) -> Any:
         raise NpuError(ErrorCode.INVALID_MODEL, f"cannot read ONNX model{what}: {exc}") from None
 
 
-def input_specs(model: Any) -> list[tuple[str, tuple[int, ...], np.dtype]]:
-    """(name, shape, dtype) of each graph input of an ONNX model (no initializers); dynamic dims are errors."""
+def input_specs(model: Any, dynamic_ok: bool = False) -> list[tuple[str, tuple[int, ...], np.dtype]]:
+    """(name, shape, dtype) of each graph input of an ONNX model (no initializers); dynamic dims are errors unless
+    `dynamic_ok` (then they are -1)."""
     from onnx import helper
     proto = _load_onnx(model)
     inits = {i.name for i in proto.graph.initializer}
@@ -70,18 +71,22 @@ def input_specs(model: Any) -> list[tuple[str, tuple[int, ...], np.dtype]]:
             continue
         t = vi.type.tensor_type
         dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in t.shape.dim)
-        if any(d <= 0 for d in dims):
+        if any(d <= 0 for d in dims) and not dynamic_ok:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"input {vi.name!r} has a dynamic shape {dims}: give a "
                                                        f"calibration dataset.txt instead of 'random'")
         specs.append((vi.name, dims, np.dtype(helper.tensor_dtype_to_np_dtype(t.elem_type))))
     return specs
 
 
-def random_inputs(model: Any, seed: int = 0) -> list[np.ndarray]:
-    """One random array per model input: floats uniform in [0, 1), integers in [0, 4)."""
+def random_inputs(model: Any, seed: int = 0, shapes: list | None = None) -> list[np.ndarray]:
+    """One random array per model input: floats uniform in [0, 1), integers in [0, 4); of the ONNX input shapes, or
+    of `shapes` (one per input: a shape set of a dynamic-shape model)."""
     rng = np.random.default_rng(seed)
+    specs = input_specs(model, dynamic_ok=shapes is not None)
+    if shapes is not None:
+        specs = [(name, tuple(shape), dtype) for (name, _, dtype), shape in zip(specs, shapes)]
     out = []
-    for _, shape, dtype in input_specs(model):
+    for _, shape, dtype in specs:
         if dtype.kind == "f":
             out.append(rng.random(shape, dtype=np.float32).astype(dtype))
         else:
@@ -125,12 +130,16 @@ def random_dataset(model: Any, n: int = RANDOM_SAMPLES) -> Path:
     return dataset
 
 
-def resolve_dataset(value: Any, model: Any) -> Any:
+def resolve_dataset(value: Any, model: Any, shape_sets: list | None = None) -> Any:
     """The calibration set to compile `model` with: None (no int8), 'random' (a cached random set, as a dataset.txt
-    path), a dataset.txt path (checked), or arrays (passed through as given)."""
+    path; for a dynamic-shape model, `shape_sets`, random arrays at every shape set), a dataset.txt path (checked),
+    or arrays (passed through as given)."""
     if value is None:
         return None
     if isinstance(value, str) and value == "random":
+        if shape_sets:
+            per_set = max(1, RANDOM_SAMPLES // len(shape_sets))
+            return [random_inputs(model, seed=1000 + k, shapes=shapes) for shapes in shape_sets for k in range(per_set)]
         return str(random_dataset(model))
     if isinstance(value, (str, os.PathLike)):
         if not Path(os.fspath(value)).is_file():

@@ -194,9 +194,10 @@ def compile_dynamic(onnx_model: Any, soc: str, dynamic_input: Any, precision: st
     onnx_bytes = bytes(raw) if raw is not None else obj.SerializeToString()
     family = _family_from_onnx(onnx_bytes, soc, parse_shape_sets(dynamic_input), precision, mean, std,
                                quantize=quantize, quantized_algorithm=quantized_algorithm, float_layers=float_layers)
+    family.all()                # every shape set compiles: a bad one is an error now, not at rknn_init
     import dataclasses
     meta = dict(family.current.meta, **{META_DYNAMIC: [[list(s) for s in ss] for ss in family.shape_sets],
-                                        META_SOURCE: base64.b64encode(onnx_bytes).decode("ascii"),
+                                        META_SOURCE: base64.b64encode(family.source_onnx).decode("ascii"),
                                         "compile_args": family.compile_args})
     return dataclasses.replace(family.current, meta=meta)      # the cached model itself stays as it was
 
@@ -207,9 +208,39 @@ def _input_names(onnx_bytes: bytes) -> list[str]:
     return [vi.name for vi in proto.graph.input if vi.name not in {i.name for i in proto.graph.initializer}]
 
 
+def _free_varying_dims(onnx_bytes: bytes, shape_sets: list[Shapes]) -> bytes:
+    """The ONNX model with every static input dimension that the shape sets vary made symbolic (as the toolkit's
+    dynamic_input does to a static model), and its recorded output / intermediate shapes dropped so that shape
+    inference derives them per shape set; unchanged when no static dimension varies."""
+    import onnx
+    proto = onnx.load_from_string(onnx_bytes)
+    inits = {i.name for i in proto.graph.initializer}
+    inputs = [vi for vi in proto.graph.input if vi.name not in inits]
+    changed = False
+    for k, vi in enumerate(inputs):
+        dims = vi.type.tensor_type.shape.dim
+        bad = next((s[k] for s in shape_sets if k < len(s) and len(s[k]) != len(dims)), None)
+        if bad is not None and vi.type.tensor_type.HasField("shape"):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"dynamic_input shape {list(bad)} for input {vi.name!r} has "
+                                                       f"rank {len(bad)}, the input has rank {len(dims)}")
+        for axis, d in enumerate(dims):
+            sizes = {s[k][axis] for s in shape_sets if k < len(s) and axis < len(s[k])}
+            if d.HasField("dim_value") and len(sizes) > 1:
+                d.dim_param = f"{vi.name}_dim{axis}"          # replaces dim_value (a oneof)
+                changed = True
+    if not changed:
+        return onnx_bytes
+    for vi in proto.graph.output:
+        vi.type.tensor_type.ClearField("shape")
+    del proto.graph.value_info[:]
+    return proto.SerializeToString()
+
+
 def _family_from_onnx(onnx_bytes: bytes, soc: str, shape_sets: list[Shapes] | None, precision=None, mean=None,
                       std=None, quantize: Any = None, quantized_algorithm: str = "normal",
                       float_layers: Sequence[str] = ()) -> ModelFamily:
+    if shape_sets:
+        onnx_bytes = _free_varying_dims(bytes(onnx_bytes), shape_sets)
     args: dict[str, Any] = {"precision": precision, "mean": mean, "std": std}
     if float_layers:
         args["float_layers"] = list(float_layers)
