@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input
+
+if TYPE_CHECKING:  # numpy loads only in the commands that read arrays: `npurt --help` stays light
+    import numpy as np
 
 ZOO = ("mobilenet_v1", "mobilenet_v2_like", "small_convnet", "yolo_head", "yolov8n_like", "transformer_block",
        "outlier_convnet")
@@ -50,6 +51,7 @@ def is_compiled(path: Path) -> bool:
 
 def input_specs(path: Path) -> list[tuple[str, tuple[int, ...], np.dtype]]:
     """(name, shape, dtype) of each graph input of an ONNX file (no initializers); dynamic dims are errors."""
+    import numpy as np
     import onnx
     from onnx import helper
     try:
@@ -72,6 +74,7 @@ def input_specs(path: Path) -> list[tuple[str, tuple[int, ...], np.dtype]]:
 
 def random_inputs(path: Path, seed: int = 0) -> list[np.ndarray]:
     """One random array per model input: floats uniform in [0, 1), integers in [0, 4)."""
+    import numpy as np
     rng = np.random.default_rng(seed)
     out = []
     for _, shape, dtype in input_specs(path):
@@ -84,8 +87,11 @@ def random_inputs(path: Path, seed: int = 0) -> list[np.ndarray]:
 
 def random_dataset(path: Path, n: int = RANDOM_SAMPLES) -> Path:
     """A cached dataset.txt of `n` random samples for the model at `path` (created once, then reused)."""
-    from npurt.model import zoo
     import hashlib
+
+    import numpy as np
+
+    from npurt.model import zoo
     st = path.stat()
     key = hashlib.sha1(f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
     folder = zoo.cache_dir() / "calib" / f"{path.stem[:60]}-{key}"
@@ -124,10 +130,9 @@ def quantize_arg(value: str | None, path: Path) -> Any:
 def add_quantize_args(p: Any,
                       dataset_help: str = "int8: calibrate on a dataset.txt of .npy files, or 'random'") -> None:
     """The int8 options every compiling command shares: --quantize DATASET, --quantized-algorithm, --float-layers."""
-    from npurt.tensor.ranges import ALGORITHMS
     p.add_argument("--quantize", metavar="DATASET|random", help=dataset_help)
-    p.add_argument("--quantized-algorithm", choices=ALGORITHMS, default=None,
-                   help="how int8 activation ranges are chosen (default normal: min/max)")
+    p.add_argument("--quantized-algorithm", default=None, metavar="ALGORITHM",  # checked by npurt.compile
+                   help="how int8 activation ranges are chosen: normal (the default: min/max), kl_divergence, mmse")
     p.add_argument("--float-layers", nargs="+", metavar="NAME", default=None,
                    help="keep these layers (by the tensor they produce) in fp16, the rest int8")
 
@@ -176,6 +181,7 @@ def parse_floats(text: str | None, what: str) -> list[float] | None:
 
 def read_inputs(paths: list[Path], compiled: Any) -> list[np.ndarray]:
     """One array per model input from `--input` .npy files, in order, each of the input's shape."""
+    import numpy as np
     names = list(compiled.graph.inputs)
     if len(paths) != len(names):
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"the model has {len(names)} input(s) {names}, got {len(paths)} "

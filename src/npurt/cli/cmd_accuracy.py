@@ -10,8 +10,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-
 from npurt.cli._models import (add_quantize_args, is_compiled, quantize_arg, quantize_options, read_inputs,
                                resolve_model)
 from npurt.cli._output import make_console, print_json, progress
@@ -86,4 +84,5 @@ def _print_table(console, report, name: str) -> None:
 
 
 def _num(v: float) -> str:
+    import numpy as np
     return "-" if not np.isfinite(v) else f"{v:.5f}"

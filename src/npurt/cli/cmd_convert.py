@@ -16,7 +16,6 @@ from npurt.cli._models import (add_quantize_args, is_compiled, load_model, parse
 from npurt.cli._output import human_bytes, make_console, print_json
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_output
-from npurt.qnn.graph import GRAPH_IO, set_graph_io
 from npurt.soc import get_profile
 
 
@@ -28,13 +27,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_quantize_args(p)
     p.add_argument("--mean", help="per-channel input mean, e.g. 127.5,127.5,127.5")
     p.add_argument("--std", help="per-channel input std, e.g. 127.5,127.5,127.5")
-    p.add_argument("--qnn-io", choices=GRAPH_IO, default="float32",
+    p.add_argument("--qnn-io", default="float32",
                    help="QNN graph I/O tensors: float32 (default), float16, or quantized (int8 models)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from npurt.qnn.graph import GRAPH_IO, set_graph_io
+    if args.qnn_io not in GRAPH_IO:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--qnn-io {args.qnn_io!r}: use one of {', '.join(GRAPH_IO)}")
     console = make_console(quiet=args.json)
     profile = get_profile(args.soc)
     path = resolve_model(args.model)

@@ -20,9 +20,8 @@ import argparse
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -32,7 +31,9 @@ from npurt.cli._rknn_flow import (Rknn, ZeroCopy, board_soc, general_frame, mem_
 from npurt.cli._output import human_bytes, make_console, ms, print_json, print_text, progress
 from npurt.errors import ErrorCode, NpuError
 from npurt.soc import PROFILES, get_profile
-from npurt.tensor import c1_for, native_shape, nc1hwc2_to_nchw, nchw_to_nc1hwc2, size_with_stride
+
+if TYPE_CHECKING:  # numpy loads when the demo runs: `npurt --help` stays light
+    import numpy as np
 
 DEFAULT_MODEL = "mobilenet_v1"
 FPS = 30
@@ -66,6 +67,9 @@ def _soc_table() -> Table:
 
 def _nc1hwc2_example(console: Console) -> None:
     """The seed's example: int8 (1,13,4,4) on RK3568 is stored as (1,2,4,4,8); lanes 5..7 of block 1 are padding."""
+    import numpy as np
+
+    from npurt.tensor import c1_for, native_shape, nc1hwc2_to_nchw, nchw_to_nc1hwc2, size_with_stride
     soc, shape = "rk3568", (1, 13, 4, 4)
     c2 = get_profile(soc).c2_for("int8")
     n, c, h, w = shape
@@ -132,6 +136,7 @@ def _reference(path: Path, frame: list[np.ndarray]) -> list[np.ndarray] | None:
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    import numpy as np
     a, b = np.ravel(a).astype(np.float64), np.ravel(b).astype(np.float64)
     den = float(np.linalg.norm(a) * np.linalg.norm(b))
     return float(a @ b / den) if den else float(np.array_equal(a, b))
@@ -150,6 +155,8 @@ def _timing_table(timing: dict) -> Table:
 
 
 def _main_job(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from npurt.memory import open_device
     from npurt.plan.report import format_memory_table, memory_table_dict
     from npurt.rknn.api import context_of

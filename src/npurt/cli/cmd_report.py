@@ -16,8 +16,6 @@ from npurt.cli._models import add_quantize_args, load_model, quantize_options, r
 from npurt.cli._output import make_console, print_json, print_text
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_output
-from npurt.memory import page_round
-from npurt.plan.model_report import memory_rows, report_dict
 from npurt.soc import get_profile
 
 
@@ -47,6 +45,7 @@ def plan_problem(compiled):
 
 def sram_for(compiled, profile, sram: int | None) -> int:
     """SRAM bytes the internal arena gets: `sram` (or the SoC's), at most the page-rounded arena."""
+    from npurt.memory import page_round
     size = profile.sram_size if sram is None else sram
     if size < 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--sram must be >= 0, got {size}")
@@ -54,6 +53,7 @@ def sram_for(compiled, profile, sram: int | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from npurt.plan.model_report import memory_rows, report_dict
     console = make_console(quiet=args.json)
     profile = get_profile(args.soc)
     if args.plot:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 from rich import box
 from rich.table import Table
 
@@ -19,6 +19,9 @@ from npurt.cli._output import make_console, ms, print_json
 from npurt.cli._rknn_flow import Rknn, ZeroCopy, board_soc, general_frame, random_frames, rknn_profile
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input, regular_output, write_exactly
+
+if TYPE_CHECKING:  # numpy loads when the command runs: `npurt --help` stays light
+    import numpy as np
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _summary(name: str, y: np.ndarray) -> dict:
+    import numpy as np
     flat = np.ravel(y).astype(np.float64)
     d = {"name": name, "shape": list(y.shape), "dtype": str(y.dtype), "min": float(flat.min()) if flat.size else 0.0,
          "max": float(flat.max()) if flat.size else 0.0, "mean": float(flat.mean()) if flat.size else 0.0}
@@ -46,6 +50,8 @@ def _summary(name: str, y: np.ndarray) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
     console = make_console(quiet=args.json)
     profile = rknn_profile(args.soc)
     path = resolve_model(args.model)
