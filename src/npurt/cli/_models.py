@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.files import regular_input
+from npurt.files import read_npy, regular_input
 
 if TYPE_CHECKING:  # numpy loads only in the commands that read arrays: `npurt --help` stays light
     import numpy as np
@@ -181,17 +181,13 @@ def parse_floats(text: str | None, what: str) -> list[float] | None:
 
 def read_inputs(paths: list[Path], compiled: Any) -> list[np.ndarray]:
     """One array per model input from `--input` .npy files, in order, each of the input's shape."""
-    import numpy as np
     names = list(compiled.graph.inputs)
     if len(paths) != len(names):
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"the model has {len(names)} input(s) {names}, got {len(paths)} "
                                                    f"--input file(s)")
     arrays = []
     for name, p in zip(names, paths):
-        try:
-            a = np.load(p, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"cannot read {p}: {exc}") from None
+        a = read_npy(p, "--input")
         want = tuple(compiled.storage[name].shape)
         if tuple(a.shape) != want:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{p}: shape {tuple(a.shape)} != input {name!r} shape {want}")

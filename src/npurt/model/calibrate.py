@@ -15,6 +15,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.files import read_npy
 from npurt.model.ir import Graph
 from npurt.model.passes import NodeEvaluator
 from npurt.tensor.quant import choose_affine_params
@@ -44,9 +45,9 @@ def read_dataset_file(path: "str | os.PathLike") -> list[list[np.ndarray]]:
             if f.suffix.lower() != ".npy":
                 raise _bad(f"{p.name}:{lineno}: {item!r} is not a .npy file (images are not decoded by npurt)")
             try:
-                arrays.append(np.load(f, allow_pickle=False))
-            except Exception as exc:
-                raise _bad(f"{p.name}:{lineno}: cannot read {item!r}: {exc}") from None
+                arrays.append(read_npy(f, "sample"))
+            except NpuError as exc:
+                raise _bad(f"{p.name}:{lineno}: {exc.message}") from None
         samples.append(arrays)
     if not samples:
         raise _bad(f"dataset file {p} lists no samples")
