@@ -69,7 +69,7 @@ def test_run_errors(tmp_path, small_npurt):
     fails("run", small_npurt, "--input", tmp_path / "bad.npy", words=("shape",))
     fails("run", small_npurt, "--input", tmp_path / "bad.npy", "--input", tmp_path / "bad.npy", words=("1 input",))
     (tmp_path / "junk.npy").write_bytes(b"not numpy")
-    fails("run", small_npurt, "--input", tmp_path / "junk.npy", words=("cannot read",))
+    fails("run", small_npurt, "--input", tmp_path / "junk.npy", words=("junk.npy is not a .npy file",))
     fails("run", small_npurt, "--soc", "rk3576", words=("PLATFORM_MISMATCH", "rk3588"))
     fails("run", tmp_path / "none.onnx", words=("not found",))
     (tmp_path / "broken.onnx").write_bytes(b"\x00garbage")
