@@ -103,6 +103,7 @@ def test_report_text_and_sram_override():
     out = p.stdout
     assert "Total allocated Internal SRAM Size: 524288" in out and "| SramHit" in out
     assert "Predict SRAM Hit RW Amount:" in out and "Total Weight Memory Size:" in out
+    assert "User is the op that consumes the tensor" in out.splitlines()[0]    # the vendor column, explained
     d = ok_json("report", "mobilenet_v1", "--sram", "0")
     assert d["sram_hit_rw"] == 0 and all(r["sram_hit"] in (0, None) for r in d["tensors"])
     fails("report", "mobilenet_v1", "--sram", "-1", words=("--sram",))

@@ -74,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from npurt.plan.report import format_memory_table
     rows, totals = memory_rows(compiled, sram)
-    console.print(f"{args.model} on {profile.name} ({compiled.precision}); [Start End) relative to the internal "
-                  f"arena, whose first {sram:,} bytes are SRAM")
+    console.print(f"{args.model} on {profile.name} ({compiled.precision}); User is the op that consumes the tensor "
+                  f"(the vendor's column); [Start End) relative to the internal arena, whose first {sram:,} bytes "
+                  f"are SRAM")
     print_text(console, format_memory_table(rows, totals, (sram, 0) if sram else None))
     if args.plot:
         console.print(f"plan picture saved to {args.plot}")
