@@ -19,7 +19,7 @@ from npurt.files import read_npy
 from npurt.model.ir import Graph
 from npurt.model.passes import NodeEvaluator
 from npurt.tensor.quant import choose_affine_params
-from npurt.tensor.ranges import HIST_BINS, check_algorithm, choose_range, histogram_range
+from npurt.tensor.ranges import HIST_BINS, check_algorithm, choose_range, histogram_range, histogram_values
 
 Dataset = "str | os.PathLike | Sequence[np.ndarray] | Sequence[Sequence[np.ndarray]] | Sequence[Mapping[str, np.ndarray]]"
 
@@ -175,7 +175,8 @@ def calibrate_shared(runs: Sequence[tuple[Graph, list[list[np.ndarray]]]], mean:
                 for sample in samples:
                     for name, value in _float_values(graph, sample, mean, std, evaluate):
                         if pass_no == 1:
-                            h, _ = np.histogram(value, HIST_BINS, histogram_range(lo[name], hi[name]))
+                            h, _ = np.histogram(histogram_values(value), HIST_BINS,
+                                                histogram_range(lo[name], hi[name]))
                             hists[name] = hists[name] + h if name in hists else h
                         elif value.size:
                             mn, mx = float(np.min(value)), float(np.max(value))
