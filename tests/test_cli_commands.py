@@ -1,6 +1,8 @@
 """CLI end to end (subprocess): every command's --json output parsed, its text output, its errors (exit 2 + message)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -95,6 +97,10 @@ def test_report_json_is_the_seed_table(tmp_path):
     for r in internal:                     # hit = the tensor's bytes below the SRAM size, start/end arena-relative
         assert r["sram_hit"] == max(0, min(r["end"], d["sram_size"]) - r["start"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    sram_md = (Path(__file__).resolve().parents[1] / "docs" / "sram.md").read_text()   # its numbers are this run's
+    for key in ("total_internal_size", "sram_size", "sram_hit_rw", "internal_rw"):
+        assert f"{d[key]:,}" in sram_md, (key, d[key])
+    assert f"{d['sram_hit_rw'] * 30 / 2 ** 20:.0f} MiB/s" in sram_md
 
 
 def test_report_text_and_sram_override():

@@ -49,8 +49,9 @@ def run(args: argparse.Namespace) -> int:
                           **quantize_options(args))
     if args.qnn_io != "float32":
         set_graph_io(compiled, args.qnn_io)
-    if args.output.suffix != ".npurt":
-        console.print(f"[yellow]note[/yellow]: {args.output} does not end in .npurt")
+    if args.output.suffix not in (".npurt", ".bin"):        # .bin: the QNN context binary's usual name
+        console.print(f"[yellow]note[/yellow]: {args.output} ends in neither .npurt nor .bin (the same file either "
+                      f"way)")
     compiled.save(args.output)
     result = {"model": path.name, "output": str(args.output), "soc": compiled.soc, "precision": compiled.precision,
               "inputs": len(compiled.graph.inputs), "outputs": len(compiled.graph.outputs),

@@ -65,6 +65,17 @@ def _soc_table() -> Table:
     return table
 
 
+def _htp_table() -> Table:
+    """The QNN HTP SoCs (`--soc` of convert / report / the QNN mirror; the demo itself runs the RKNN API)."""
+    from npurt.soc.htp import HTP_PROFILES
+    table = Table(title="npurt QNN HTP profiles (convert / report --soc)")
+    for col in ("SoC", "Hexagon", "VTCM", "socModel", "marketed as"):
+        table.add_column(col)
+    for p in HTP_PROFILES.values():
+        table.add_row(p.name, f"V{p.arch}", f"{p.vtcm_size // (1 << 20)} MiB", str(p.soc_model), p.marketing)
+    return table
+
+
 def _nc1hwc2_example(console: Console) -> None:
     """The seed's example: int8 (1,13,4,4) on RK3568 is stored as (1,2,4,4,8); lanes 5..7 of block 1 are padding."""
     import numpy as np
@@ -303,6 +314,7 @@ def run(args: argparse.Namespace) -> int:
     if args.profiles:
         console = make_console()
         console.print(_soc_table())
+        console.print(_htp_table())
         _nc1hwc2_example(console)
         return 0
     profile = rknn_profile(args.soc)
