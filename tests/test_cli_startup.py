@@ -10,7 +10,16 @@ import pytest
 
 HEAVY = ("numpy", "onnx", "onnxruntime", "matplotlib", "npurt.runtime", "npurt.exec", "npurt.model.compiled",
          "npurt.tensor", "npurt.memory", "npurt.rknn", "npurt.qnn")
-COMMANDS = ("accuracy", "bench", "capi", "convert", "demo", "mm", "plan", "report", "run")
+
+
+def _commands() -> list[str]:
+    """Every subcommand the parser has (building it is light too: the probes below check that in a clean process)."""
+    from npurt.cli.main import build_parser
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    return sorted(sub.choices)
+
+
+COMMANDS = _commands()
 
 _PROBE = """
 import json, sys
@@ -38,9 +47,7 @@ def test_help_and_version_load_nothing_heavy(argv):
 
 
 def test_every_command_is_probed():
-    from npurt.cli.main import build_parser
-    sub = next(a for a in build_parser()._actions if a.dest == "command")
-    assert set(sub.choices) == set(COMMANDS)
+    assert {"accuracy", "convert", "demo", "plan", "report", "run"} <= set(COMMANDS)
 
 
 def test_a_command_that_runs_still_loads_what_it_needs():
