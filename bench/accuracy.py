@@ -44,7 +44,9 @@ def run(quick: bool = False) -> list[dict]:
     out = report.outputs()[0]
     return [{"model": f"mobilenet_v1 {size}", "precision": "int8", "inputs": n, "tensors": len(report.tensors),
              "analysis_s": t_acc, "ort_s": t_ort, "ratio": t_acc / t_ort,
-             "output_cosine": out.entire_cosine, "worst_single": report.worst(1)[0].name}]
+             "output_cosine": out.entire_cosine,
+             "lowest_single": min(report.tensors, key=lambda r: r.single_cosine).name,
+             "advised": [r.name for r in report.worst()]}]
 
 
 def main() -> None:

@@ -8,7 +8,8 @@ import onnxruntime as ort
 import pytest
 
 import npurt
-from npurt.api.accuracy import accuracy_analysis, analyse, cosine, euclidean
+from npurt.api.accuracy import (ADVICE_COSINE, AccuracyReport, TensorError, accuracy_analysis, analyse, cosine,
+                                 euclidean)
 from npurt.errors import ErrorCode, NpuError
 from npurt.runtime.user_io import run_once
 from npurt.model.zoo import outlier_convnet, small_convnet
@@ -87,10 +88,37 @@ def test_cli_table_json_plot(tmp_path):
     dataset = write_dataset(tmp_path, normal_samples(3, (1, 3, 16, 16), 1))
     d = ok_json("accuracy", "outlier_convnet", "--quantize", dataset, "--plot", tmp_path / "acc.png")
     assert d["samples"] == 3 and [t["name"] for t in d["tensors"]] == ["input", "conv1", "conv2", "output"]
-    assert (tmp_path / "acc.png").stat().st_size > 0 and len(d["worst"]) == 3
+    assert (tmp_path / "acc.png").stat().st_size > 0 and d["worst"] == ["conv2"] and d["advice_cosine"] == 0.99
+    assert [t["produced_by"] for t in d["tensors"]] == ["input", "ConvRelu", "ConvRelu", "Conv"]
     p = run_cli("accuracy", "outlier_convnet", "--quantize", dataset, "--input", tmp_path / "s0.npy")
     assert p.returncode == 0, p.stderr
-    assert "entire cos" in p.stdout and "1 input(s)" in p.stdout and "worst single errors" in p.stdout
+    assert "entire cos" in p.stdout and "produced by" in p.stdout and "1 input(s)" in p.stdout
+    assert "single cosine below 0.99: conv2 (keep them in fp16" in p.stdout
+
+
+def _row(index, name, produced_by, dtype, single):
+    return TensorError(index, name, produced_by, dtype, single, 0.01, single, 1.0 - single)
+
+
+def test_advice_names_only_quantised_layers_below_the_threshold():
+    """Never the input, never an fp16 layer, never a layer whose single cosine is >= ADVICE_COSINE."""
+    rows = [_row(1, "input", "input", "INT8", 0.5), _row(2, "a", "ConvRelu", "FLOAT16", 0.6),
+            _row(3, "b", "ConvRelu", "INT8", 0.9), _row(4, "c", "Conv", "INT8", ADVICE_COSINE),
+            _row(5, "d", "Conv", "UINT8", 0.95), _row(6, "e", "Gemm", "FLOAT", 0.1)]
+    report = AccuracyReport("rk3588", "int8", "normal", ["a"], 1, rows)
+    assert [r.name for r in report.worst()] == ["b", "d"]
+    assert [r.name for r in report.worst(1)] == ["b"]
+    assert report.to_json()["worst"] == ["b", "d"]
+    fine = AccuracyReport("rk3588", "int8", "normal", [], 1, [_row(1, "input", "input", "INT8", 0.5),
+                                                              _row(2, "x", "Conv", "INT8", 0.9998)])
+    assert fine.worst() == [] and fine.to_json()["worst"] == []
+
+
+def test_cli_says_when_no_layer_needs_advice(tmp_path):
+    """small_convnet on its own random calibration set: every single cosine is near 1, so no advice."""
+    p = run_cli("accuracy", "small_convnet", "--quantize", "random")
+    assert p.returncode == 0, p.stderr
+    assert "no layer needs fp16" in p.stdout and "keep them in fp16" not in p.stdout
 
 
 def test_cli_bad_input_writes_nothing(tmp_path):

@@ -1,6 +1,8 @@
 """CLI end to end (subprocess): every command's --json output parsed, its text output, its errors (exit 2 + message)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -69,7 +71,7 @@ def test_run_errors(tmp_path, small_npurt):
     fails("run", small_npurt, "--input", tmp_path / "bad.npy", words=("shape",))
     fails("run", small_npurt, "--input", tmp_path / "bad.npy", "--input", tmp_path / "bad.npy", words=("1 input",))
     (tmp_path / "junk.npy").write_bytes(b"not numpy")
-    fails("run", small_npurt, "--input", tmp_path / "junk.npy", words=("cannot read",))
+    fails("run", small_npurt, "--input", tmp_path / "junk.npy", words=("junk.npy is not a .npy file",))
     fails("run", small_npurt, "--soc", "rk3576", words=("PLATFORM_MISMATCH", "rk3588"))
     fails("run", tmp_path / "none.onnx", words=("not found",))
     (tmp_path / "broken.onnx").write_bytes(b"\x00garbage")
@@ -95,6 +97,10 @@ def test_report_json_is_the_seed_table(tmp_path):
     for r in internal:                     # hit = the tensor's bytes below the SRAM size, start/end arena-relative
         assert r["sram_hit"] == max(0, min(r["end"], d["sram_size"]) - r["start"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    sram_md = (Path(__file__).resolve().parents[1] / "docs" / "sram.md").read_text()   # its numbers are this run's
+    for key in ("total_internal_size", "sram_size", "sram_hit_rw", "internal_rw"):
+        assert f"{d[key]:,}" in sram_md, (key, d[key])
+    assert f"{d['sram_hit_rw'] * 30 / 2 ** 20:.0f} MiB/s" in sram_md
 
 
 def test_report_text_and_sram_override():
@@ -103,6 +109,7 @@ def test_report_text_and_sram_override():
     out = p.stdout
     assert "Total allocated Internal SRAM Size: 524288" in out and "| SramHit" in out
     assert "Predict SRAM Hit RW Amount:" in out and "Total Weight Memory Size:" in out
+    assert "User is the op that consumes the tensor" in out.splitlines()[0]    # the vendor column, explained
     d = ok_json("report", "mobilenet_v1", "--sram", "0")
     assert d["sram_hit_rw"] == 0 and all(r["sram_hit"] in (0, None) for r in d["tensors"])
     fails("report", "mobilenet_v1", "--sram", "-1", words=("--sram",))

@@ -48,6 +48,9 @@ def test_demo_json_small_model_and_no_sram():
 def test_demo_profiles_and_errors():
     p = npurt("demo", "--profiles")
     assert p.returncode == 0 and "rk3588" in p.stdout and "(1, 2, 4, 4, 8)" in p.stdout
+    for soc, vtcm in (("sm8350", "4 MiB"), ("sm8450", "8 MiB"), ("sm8550", "8 MiB"), ("sm8650", "8 MiB"),
+                      ("sm8750", "8 MiB")):                      # the QNN HTP SoCs that --soc takes too
+        assert any(soc in line and vtcm in line for line in p.stdout.splitlines()), soc
     fails("demo", "--runs", "0", words=("--runs",))
     fails("demo", "--soc", "nosuchsoc")
     fails("demo", "--model", "nosuchmodel", words=("unknown model",))

@@ -157,6 +157,22 @@ def test_vendor_statuses_and_error_lines(onnx_file, tmp_path, capsys):
     assert rknn.inference(inputs=[image()]) is None
 
 
+
+def test_an_input_of_the_wrong_rank_is_one_plain_line(onnx_file, capsys):
+    """A 3-D HWC image for a 4-D input: the line says what was passed and what the model takes, not a layout."""
+    rknn = _lite(onnx_file)
+    hwc = image(seed=2)[0].transpose(1, 2, 0)
+    assert rknn.inference(inputs=[hwc]) is None
+    assert rknn.inference(inputs=[hwc[0]]) is None
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == (f"E inference: inputs[0] is 3-D {hwc.shape}, the model's input 0 is 4-D {image().shape}: "
+                        f"add the batch axis (np.expand_dims(x, 0))")
+    assert lines[1].startswith(f"E inference: inputs[0] is 2-D {hwc[0].shape}") and "batch" not in lines[1]
+    assert len(lines) == 2 and "UNDEFINED" not in "".join(lines)
+    y, = rknn.inference(inputs=[hwc[None]])                   # the same image with its batch axis runs
+    np.testing.assert_allclose(y, reference(convnet(), image(seed=2))[0], atol=ATOL)
+    rknn.release()
+
 def test_targets_and_core_masks(tmp_path, capsys):
     cm = npurt.compile(convnet(), soc="rk3566", progress=False)
     path = str(tmp_path / "rk3566.npurt")

@@ -202,6 +202,42 @@ def test_failed_save_leaves_nothing(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["m.npurt"]
 
 
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_saved_model_mode_follows_the_umask(tmp_path, mask):
+    """A .npurt / .bin gets the mode a plain write gives (0644 under umask 022), not mkstemp's 0600."""
+    cm = npurt.compile(small_convnet(), precision="fp16")
+    old = os.umask(mask)
+    try:
+        for name in ("m.npurt", "m.bin"):
+            cm.save(tmp_path / name)
+        (tmp_path / "plain").write_bytes(b"x")
+    finally:
+        os.umask(old)
+    want = 0o666 & ~mask
+    assert [(tmp_path / n).stat().st_mode & 0o777 for n in ("m.npurt", "m.bin", "plain")] == [want] * 3
+
+
+def test_saving_over_a_model_keeps_its_mode(tmp_path):
+    cm = npurt.compile(small_convnet(), precision="fp16")
+    target = tmp_path / "m.npurt"
+    target.write_bytes(b"old")
+    target.chmod(0o640)
+    cm.save(target)
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert npurt.load_compiled(target).soc == cm.soc
+
+
+def test_save_into_a_missing_folder_names_the_target(tmp_path):
+    """The error names the path the user gave, not the temporary file beside it."""
+    cm = npurt.compile(small_convnet(), precision="fp16")
+    target = tmp_path / "nope" / "m.npurt"
+    with pytest.raises(FileNotFoundError) as e:
+        cm.save(target)
+    assert e.value.filename == str(target)
+    assert not (tmp_path / "nope").exists()
+
+
 def test_calibration_errors(tmp_path):
     model = small_convnet()
     rng = np.random.default_rng(0)

@@ -74,7 +74,7 @@ def test_csv_roundtrip_and_errors():
     assert format_offsets_csv(p, s).splitlines()[0] == "id,offset"
     p2 = parse_csv("id,lower,upper,size,alignment\n0,0,2,16,64\n")
     assert p2.buffers[0].alignment == 64
-    for text, needle in [("", "empty"), ("id,lower,size\n", "lacks"), ("id,lower,upper,size\n0,0,x,4\n", "line 2"),
+    for text, needle in [("", "empty"), ("id,lower,size\n", "missing upper"), ("id,lower,upper,size\n0,0,x,4\n", "line 2"),
                          ("id,lower,upper,size\n0,0,2,-4\n", "negative size"),
                          ("id,lower,upper,size\n0,3,3,4\n", "empty lifetime"),
                          ("id,lower,upper,size\n0,0,2\n", "line 2"),
@@ -82,6 +82,22 @@ def test_csv_roundtrip_and_errors():
         with pytest.raises(NpuError, match=needle):
             parse_csv(text)
 
+
+
+@pytest.mark.parametrize("header, missing", [("a,b", "id, lower, upper, size"), ("id,lower,upper", "size"),
+                                             ("id,start,size", "upper"), ("id,begin,end,size", "lower")])
+def test_a_bad_header_names_the_documented_columns(header, missing):
+    """The message names docs/cli.md's columns (id,lower,upper,size[,alignment]) and what the file lacks."""
+    with pytest.raises(NpuError) as e:
+        parse_csv(header + "\n0,0,1,8\n")
+    assert e.value.message == (f"the CSV header must be id,lower,upper,size[,alignment]: missing {missing} "
+                               f"(got {header})")
+
+
+def test_a_bad_number_names_its_line_once():
+    with pytest.raises(NpuError) as e:
+        parse_csv("id,lower,upper,size\n0,x,1,8\n")
+    assert e.value.message == "line 2: column 'lower' is not an integer: 'x'"
 
 def test_bad_buffers_rejected():
     for kw in [dict(start=2, end=1, size=1), dict(start=0, end=1, size=-1), dict(start=0, end=1, size=1, alignment=0),

@@ -60,6 +60,51 @@ def regular_output(path: "str | os.PathLike", what: str = "output",
     return path
 
 
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def read_npy(path: "str | os.PathLike", what: str = "file"):
+    """The array in a `.npy` file (never unpickled); INVALID_ARGUMENT in one plain line for anything else (a text
+    file, a dataset.txt, a pickled object array), instead of numpy's advice to load it unsafely."""
+    import numpy as np
+    path = regular_input(path, what)
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(NPY_MAGIC)) != NPY_MAGIC:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path} is not a .npy file (an array written by "
+                                                           f"numpy.save)")
+            f.seek(0)
+            return np.load(f, allow_pickle=False)
+    except OSError as exc:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        why = "holds Python objects, not an array of numbers" if "allow_pickle" in str(exc) else str(exc)
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path}: {why}") from None
+
+
+def umask() -> int:
+    """The process umask, read without changing it (`/proc/self/status`; `os.umask` set-and-restore elsewhere)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def plain_file_mode(path: "str | os.PathLike") -> int:
+    """The permission bits `open(path, "w")` leaves `path` with: an existing file keeps its own, a new one gets
+    0666 less the umask. Files written through a temporary file and a rename get the same (mkstemp makes 0600)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~umask()
+
+
 def write_exactly(path: "str | os.PathLike", write: Callable, what: str = "output") -> None:
     """Call `write(file)` on `path` opened for binary writing — exactly that path, no extension added — after
     `regular_output` accepted it; a failed write removes a file it created."""

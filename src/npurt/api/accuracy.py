@@ -22,6 +22,11 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 
+ADVICE_COSINE = 0.99
+"""A quantised layer is worth keeping in fp16 (or recalibrating) when its single cosine is below this: it loses
+that much even fed exact inputs. Above it, int8 costs the layer less than the advice would gain."""
+_FLOAT_TYPES = ("FLOAT", "FLOAT16")
+
 
 def cosine(x: np.ndarray, ref: np.ndarray) -> float:
     """Cosine similarity of two tensors (1.0 when both are zero, 0.0 when only one is)."""
@@ -42,11 +47,12 @@ def euclidean(x: np.ndarray, ref: np.ndarray) -> float:
 
 @dataclass
 class TensorError:
-    """One row: a tensor, the op producing it, its stored type, and its entire / single errors."""
+    """One row: a tensor, the op producing it ("input" for a model input), its stored type, and its entire /
+    single errors."""
 
     index: int
     name: str
-    op: str
+    produced_by: str
     dtype: str
     entire_cosine: float
     entire_euclidean: float
@@ -67,9 +73,12 @@ class AccuracyReport:
     seconds: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def worst(self, n: int = 3) -> list[TensorError]:
-        """The `n` rows with the lowest single-error cosine (the layers that lose most on their own)."""
-        return sorted(self.tensors, key=lambda r: (r.single_cosine, -r.single_euclidean))[:n]
+    def worst(self, n: int = 3, below: float = ADVICE_COSINE) -> list[TensorError]:
+        """Up to `n` quantised layers (int tensors an op produces: what `float_layers` can change) whose single
+        cosine is below `below`, lowest first: the layers that lose most on their own. Empty when none does."""
+        layers = [r for r in self.tensors if r.produced_by != "input" and r.dtype not in _FLOAT_TYPES
+                  and r.single_cosine < below]
+        return sorted(layers, key=lambda r: (r.single_cosine, -r.single_euclidean))[:n]
 
     def outputs(self) -> list[TensorError]:
         """The rows of the model outputs."""
@@ -78,6 +87,7 @@ class AccuracyReport:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["worst"] = [r.name for r in self.worst()]
+        d["advice_cosine"] = ADVICE_COSINE
         return d
 
     def plot(self, path: "str | os.PathLike") -> None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.files import regular_input
+from npurt.files import read_npy, regular_input
 from npurt.model.sources import ZOO, resolve_dataset, resolve_model  # noqa: F401 (the commands use them from here)
+
+if TYPE_CHECKING:  # numpy loads only in the commands that read arrays: `npurt --help` stays light
+    import numpy as np
 
 
 def _bad(msg: str) -> NpuError:
@@ -32,10 +33,9 @@ def is_compiled(path: Path) -> bool:
 def add_quantize_args(p: Any,
                       dataset_help: str = "int8: calibrate on a dataset.txt of .npy files, or 'random'") -> None:
     """The int8 options every compiling command shares: --quantize DATASET, --quantized-algorithm, --float-layers."""
-    from npurt.tensor.ranges import ALGORITHMS
     p.add_argument("--quantize", metavar="DATASET|random", help=dataset_help)
-    p.add_argument("--quantized-algorithm", choices=ALGORITHMS, default=None,
-                   help="how int8 activation ranges are chosen (default normal: min/max)")
+    p.add_argument("--quantized-algorithm", default=None, metavar="ALGORITHM",  # checked by npurt.compile
+                   help="how int8 activation ranges are chosen: normal (the default: min/max), kl_divergence, mmse")
     p.add_argument("--float-layers", nargs="+", metavar="NAME", default=None,
                    help="keep these layers (by the tensor they produce) in fp16, the rest int8")
 
@@ -91,10 +91,7 @@ def read_inputs(paths: list[Path], compiled: Any, dynamic: bool = False) -> list
                                                    f"--input file(s)")
     arrays = []
     for name, p in zip(names, paths):
-        try:
-            a = np.load(p, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"cannot read {p}: {exc}") from None
+        a = read_npy(p, "--input")
         want = tuple(compiled.storage[name].shape)
         if (a.ndim != len(want)) if dynamic else (tuple(a.shape) != want):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{p}: shape {tuple(a.shape)} != input {name!r} shape {want}")

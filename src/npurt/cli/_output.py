@@ -10,20 +10,22 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-import numpy as np
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+if TYPE_CHECKING:  # rich and numpy load when a command prints: `npurt --help` stays light
+    from rich.console import Console
+    from rich.progress import Progress
 
 
 def make_console(quiet: bool = False) -> Console:
     """The console for a command's human output (`quiet` for --json runs: prints nothing)."""
+    from rich.console import Console
     tty = sys.stdout.isatty()
     return Console(highlight=False, quiet=quiet, width=None if tty else 140)
 
 
 def _default(obj: Any) -> Any:
+    import numpy as np
     if isinstance(obj, np.integer):
         return int(obj)
     if isinstance(obj, np.floating):
@@ -52,6 +54,7 @@ def print_text(console: Console, text: str) -> None:
 @contextmanager
 def progress(console: Console, enabled: bool = True) -> Iterator[Progress]:
     """A transient progress bar on `console` (silent off a terminal or when not `enabled`)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                    TimeElapsedColumn(), console=console, transient=True,
                    disable=not enabled or console.quiet or not console.is_terminal)

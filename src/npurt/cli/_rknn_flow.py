@@ -10,11 +10,12 @@ import ctypes
 import os
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Iterator
 
 from npurt.errors import ErrorCode, NpuError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def rknn_profile(soc: str | None):
@@ -74,6 +75,7 @@ def mem_size(rk: Rknn, ctx: Any) -> dict:
 
 def random_frames(compiled: Any, n: int) -> list[list[np.ndarray]]:
     """`n` deterministic random frames (float inputs uniform in [0, 1), as the calibration set)."""
+    import numpy as np
     rng = np.random.default_rng(42)
     frames = []
     for _ in range(n):
@@ -89,6 +91,7 @@ def random_frames(compiled: Any, n: int) -> list[list[np.ndarray]]:
 
 def general_frame(rk: Rknn, ctx: Any, frame: list[np.ndarray], n_out: int) -> tuple[list[np.ndarray], float]:
     """rknn_inputs_set -> rknn_run -> rknn_outputs_get (float) -> copy -> release; returns outputs, run seconds."""
+    import numpy as np
     r = rk.r
     inputs = (r.rknn_input * len(frame))()
     for i, a in enumerate(frame):

@@ -10,8 +10,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-
 from npurt.cli._models import (add_quantize_args, is_compiled, resolve_dataset, quantize_options, read_inputs,
                                resolve_model)
 from npurt.cli._output import make_console, print_json, progress
@@ -19,7 +17,7 @@ from npurt.cli._target import SOC_HELP, target_soc
 from npurt.errors import ErrorCode, NpuError
 from npurt.soc import get_profile
 
-WORST = 3       # rows highlighted: the lowest single-error cosines
+WORST = 3       # rows highlighted at most: the lowest single-error cosines below ADVICE_COSINE
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -71,20 +69,28 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_table(console, report, name: str) -> None:
     from rich.table import Table
-    worst = {r.name for r in report.worst(WORST)}
+
+    from npurt.api.accuracy import ADVICE_COSINE
+    advised = report.worst(WORST)
+    worst = {r.name for r in advised}
     floats = f", float layers {', '.join(report.float_layers)}" if report.float_layers else ""
     table = Table(title=f"{name} on {report.soc}: {report.precision} ({report.quantized_algorithm}{floats}) vs "
                         f"onnxruntime float32, {report.samples} input(s)")
-    for col in ("#", "tensor", "op", "type", "entire cos", "entire euc", "single cos", "single euc"):
-        table.add_column(col, justify="left" if col in ("tensor", "op", "type") else "right")
+    for col in ("#", "tensor", "produced by", "type", "entire cos", "entire euc", "single cos", "single euc"):
+        table.add_column(col, justify="left" if col in ("tensor", "produced by", "type") else "right")
     for r in report.tensors:
         style = "bold red" if r.name in worst else None
-        table.add_row(str(r.index), r.name, r.op, r.dtype, _num(r.entire_cosine), _num(r.entire_euclidean),
+        table.add_row(str(r.index), r.name, r.produced_by, r.dtype, _num(r.entire_cosine), _num(r.entire_euclidean),
                       _num(r.single_cosine), _num(r.single_euclidean), style=style)
     console.print(table)
-    console.print(f"worst single errors: {', '.join(r.name for r in report.worst(WORST))} (keep them in fp16 with "
-                  f"--float-layers, or try --quantized-algorithm); {report.seconds:.2f} s")
+    if advised:
+        console.print(f"single cosine below {ADVICE_COSINE}: {', '.join(r.name for r in advised)} (keep them in fp16 "
+                      f"with --float-layers, or try --quantized-algorithm); {report.seconds:.2f} s")
+    else:
+        console.print(f"every quantised layer keeps a single cosine >= {ADVICE_COSINE}: no layer needs fp16; "
+                      f"{report.seconds:.2f} s")
 
 
 def _num(v: float) -> str:
+    import numpy as np
     return "-" if not np.isfinite(v) else f"{v:.5f}"

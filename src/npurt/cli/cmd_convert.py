@@ -23,7 +23,6 @@ from npurt.cli._output import human_bytes, make_console, print_json
 from npurt.cli._target import target_soc
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_output
-from npurt.qnn.graph import GRAPH_IO, set_graph_io
 from npurt.soc import get_profile
 
 
@@ -35,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_quantize_args(p)
     p.add_argument("--mean", help="per-channel input mean, e.g. 127.5,127.5,127.5")
     p.add_argument("--std", help="per-channel input std, e.g. 127.5,127.5,127.5")
-    p.add_argument("--qnn-io", choices=GRAPH_IO, default="float32",
+    p.add_argument("--qnn-io", default="float32",
                    help="QNN graph I/O tensors: float32 (default), float16, or quantized (int8 models)")
     p.add_argument("--dynamic-input", action="append", default=None, metavar="SHAPES",
                    help="a dynamic-shape model: the shapes of one input, ';'-separated (e.g. "
@@ -77,6 +76,9 @@ def _compile_dynamic(path: Path, soc: str, args: argparse.Namespace, mean, std):
 
 
 def run(args: argparse.Namespace) -> int:
+    from npurt.qnn.graph import GRAPH_IO, set_graph_io
+    if args.qnn_io not in GRAPH_IO:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--qnn-io {args.qnn_io!r}: use one of {', '.join(GRAPH_IO)}")
     console = make_console(quiet=args.json)
     profile = get_profile(target_soc(args.soc, args.model))
     path = resolve_model(args.model)
@@ -92,8 +94,9 @@ def run(args: argparse.Namespace) -> int:
                               **quantize_options(args))
     if args.qnn_io != "float32":
         set_graph_io(compiled, args.qnn_io)
-    if args.output.suffix != ".npurt":
-        console.print(f"[yellow]note[/yellow]: {args.output} does not end in .npurt")
+    if args.output.suffix not in (".npurt", ".bin"):        # .bin: the QNN context binary's usual name
+        console.print(f"[yellow]note[/yellow]: {args.output} ends in neither .npurt nor .bin (the same file either "
+                      f"way)")
     compiled.save(args.output)
     result = {"model": path.name, "output": str(args.output), "soc": compiled.soc, "precision": compiled.precision,
               "inputs": len(compiled.graph.inputs), "outputs": len(compiled.graph.outputs),

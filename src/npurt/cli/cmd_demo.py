@@ -26,9 +26,8 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -39,7 +38,9 @@ from npurt.cli._target import SOC_HELP, target_soc
 from npurt.cli._output import human_bytes, make_console, ms, print_json, print_text, progress
 from npurt.errors import ErrorCode, NpuError
 from npurt.soc import PROFILES, get_profile
-from npurt.tensor import c1_for, native_shape, nc1hwc2_to_nchw, nchw_to_nc1hwc2, size_with_stride
+
+if TYPE_CHECKING:  # numpy loads when the demo runs: `npurt --help` stays light
+    import numpy as np
 
 DEFAULT_MODEL = "mobilenet_v1"
 FPS = 30
@@ -61,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 # --- the short part: SoC profiles and the seed's NC1HWC2 example ------------------------------------------------------
 def _soc_table() -> Table:
-    table = Table(title="npurt SoC profiles")
+    table = Table(title="npurt RKNN SoC profiles (the demo runs on each)")
     for col in ("SoC", "NPU cores", "C2 int8", "C2 fp16", "input align", "SRAM", "API calls", "queries"):
         table.add_column(col)
     for p in PROFILES.values():
@@ -71,8 +72,22 @@ def _soc_table() -> Table:
     return table
 
 
+def _htp_table() -> Table:
+    """The QNN HTP SoCs (`--soc` of convert / report / the QNN mirror; the demo itself runs the RKNN API)."""
+    from npurt.soc.htp import HTP_PROFILES
+    table = Table(title="npurt QNN HTP profiles (convert / report --soc)")
+    for col in ("SoC", "Hexagon", "VTCM", "socModel", "marketed as"):
+        table.add_column(col)
+    for p in HTP_PROFILES.values():
+        table.add_row(p.name, f"V{p.arch}", f"{p.vtcm_size // (1 << 20)} MiB", str(p.soc_model), p.marketing)
+    return table
+
+
 def _nc1hwc2_example(console: Console) -> None:
     """The seed's example: int8 (1,13,4,4) on RK3568 is stored as (1,2,4,4,8); lanes 5..7 of block 1 are padding."""
+    import numpy as np
+
+    from npurt.tensor import c1_for, native_shape, nc1hwc2_to_nchw, nchw_to_nc1hwc2, size_with_stride
     soc, shape = "rk3568", (1, 13, 4, 4)
     c2 = get_profile(soc).c2_for("int8")
     n, c, h, w = shape
@@ -172,6 +187,7 @@ def _reference(path: Path, frame: list[np.ndarray]) -> list[np.ndarray] | None:
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    import numpy as np
     a, b = np.ravel(a).astype(np.float64), np.ravel(b).astype(np.float64)
     den = float(np.linalg.norm(a) * np.linalg.norm(b))
     return float(a @ b / den) if den else float(np.array_equal(a, b))
@@ -194,6 +210,8 @@ def _timing_table(timing: dict) -> Table:
 
 
 def _main_job(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from npurt.memory import open_device
     from npurt.plan.report import format_memory_table, memory_table_dict
     from npurt.rknn.api import context_of
@@ -357,6 +375,7 @@ def run(args: argparse.Namespace) -> int:
     if args.profiles:
         console = make_console()
         console.print(_soc_table())
+        console.print(_htp_table())
         _nc1hwc2_example(console)
         return 0
     args.soc = target_soc(args.soc, args.model)

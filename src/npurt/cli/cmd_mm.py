@@ -20,7 +20,6 @@ from npurt.cli._rknn_flow import Rknn, board_soc, mem_size, rknn_profile
 from npurt.cli._target import SOC_HELP, target_soc
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_output, save_figure
-from npurt.memory import PAGE_SIZE, open_device
 
 ROW_PAGES = 32          # pages per dump row, as the driver prints them
 
@@ -37,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def plot_sram(pages: list[int | None], labels: list[str], path: Path, title: str) -> None:
     """SRAM pages as a grid of ROW_PAGES columns (one cell = 4 KiB), coloured by the context holding them."""
+    from npurt.memory import PAGE_SIZE
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -71,6 +71,7 @@ def plot_sram(pages: list[int | None], labels: list[str], path: Path, title: str
 
 
 def run(args: argparse.Namespace) -> int:
+    from npurt.memory import PAGE_SIZE, open_device
     from npurt.rknn.api import context_of
     console = make_console(quiet=args.json)
     profile = rknn_profile(target_soc(args.soc, *args.models))

@@ -10,8 +10,6 @@ from rich.table import Table
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input, regular_output
-from npurt.plan import greedy_by_size, read_csv, solve, write_offsets_csv
-from npurt.plan.report import plot_plan
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from npurt.plan import greedy_by_size, read_csv, solve, write_offsets_csv
+    from npurt.plan.report import plot_plan
     if args.capacity is not None and args.capacity < 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--capacity must be >= 0, got {args.capacity}")
     if not args.time_limit > 0:

@@ -17,8 +17,6 @@ from npurt.cli._output import make_console, print_json, print_text
 from npurt.cli._target import SOC_HELP, target_soc
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_output
-from npurt.memory import page_round
-from npurt.plan.model_report import memory_rows, report_dict
 from npurt.soc import get_profile
 
 
@@ -48,6 +46,7 @@ def plan_problem(compiled):
 
 def sram_for(compiled, profile, sram: int | None) -> int:
     """SRAM bytes the internal arena gets: `sram` (or the SoC's), at most the page-rounded arena."""
+    from npurt.memory import page_round
     size = profile.sram_size if sram is None else sram
     if size < 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--sram must be >= 0, got {size}")
@@ -55,6 +54,7 @@ def sram_for(compiled, profile, sram: int | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from npurt.plan.model_report import memory_rows, report_dict
     console = make_console(quiet=args.json)
     profile = get_profile(target_soc(args.soc, args.model))
     if args.plot:
@@ -75,8 +75,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from npurt.plan.report import format_memory_table
     rows, totals = memory_rows(compiled, sram)
-    console.print(f"{args.model} on {profile.name} ({compiled.precision}); [Start End) relative to the internal "
-                  f"arena, whose first {sram:,} bytes are SRAM")
+    console.print(f"{args.model} on {profile.name} ({compiled.precision}); User is the op that consumes the tensor "
+                  f"(the vendor's column); [Start End) relative to the internal arena, whose first {sram:,} bytes "
+                  f"are SRAM")
     print_text(console, format_memory_table(rows, totals, (sram, 0) if sram else None))
     if args.plot:
         console.print(f"plan picture saved to {args.plot}")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 from rich import box
 from rich.table import Table
 
@@ -24,6 +24,9 @@ from npurt.cli._rknn_flow import (Rknn, ZeroCopy, board_soc, general_frame, has_
 from npurt.cli._target import SOC_HELP, target_soc
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input, regular_output, write_exactly
+
+if TYPE_CHECKING:  # numpy loads when the command runs: `npurt --help` stays light
+    import numpy as np
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _summary(name: str, y: np.ndarray) -> dict:
+    import numpy as np
     flat = np.ravel(y).astype(np.float64)
     d = {"name": name, "shape": list(y.shape), "dtype": str(y.dtype), "min": float(flat.min()) if flat.size else 0.0,
          "max": float(flat.max()) if flat.size else 0.0, "mean": float(flat.mean()) if flat.size else 0.0}
@@ -72,6 +76,8 @@ def _set_shapes(rk: Rknn, ctx, compiled, frame: list[np.ndarray]) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from npurt.rknn.api import context_of
     console = make_console(quiet=args.json)
     profile = rknn_profile(target_soc(args.soc, args.model))

@@ -15,10 +15,11 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.files import read_npy
 from npurt.model.ir import Graph
 from npurt.model.passes import NodeEvaluator
 from npurt.tensor.quant import choose_affine_params
-from npurt.tensor.ranges import HIST_BINS, check_algorithm, choose_range, histogram_range
+from npurt.tensor.ranges import HIST_BINS, check_algorithm, choose_range, histogram_range, histogram_values
 
 Dataset = "str | os.PathLike | Sequence[np.ndarray] | Sequence[Sequence[np.ndarray]] | Sequence[Mapping[str, np.ndarray]]"
 
@@ -44,9 +45,9 @@ def read_dataset_file(path: "str | os.PathLike") -> list[list[np.ndarray]]:
             if f.suffix.lower() != ".npy":
                 raise _bad(f"{p.name}:{lineno}: {item!r} is not a .npy file (images are not decoded by npurt)")
             try:
-                arrays.append(np.load(f, allow_pickle=False))
-            except Exception as exc:
-                raise _bad(f"{p.name}:{lineno}: cannot read {item!r}: {exc}") from None
+                arrays.append(read_npy(f, "sample"))
+            except NpuError as exc:
+                raise _bad(f"{p.name}:{lineno}: {exc.message}") from None
         samples.append(arrays)
     if not samples:
         raise _bad(f"dataset file {p} lists no samples")
@@ -174,7 +175,8 @@ def calibrate_shared(runs: Sequence[tuple[Graph, list[list[np.ndarray]]]], mean:
                 for sample in samples:
                     for name, value in _float_values(graph, sample, mean, std, evaluate):
                         if pass_no == 1:
-                            h, _ = np.histogram(value, HIST_BINS, histogram_range(lo[name], hi[name]))
+                            h, _ = np.histogram(histogram_values(value), HIST_BINS,
+                                                histogram_range(lo[name], hi[name]))
                             hists[name] = hists[name] + h if name in hists else h
                         elif value.size:
                             mn, mx = float(np.min(value)), float(np.max(value))

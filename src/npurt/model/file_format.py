@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.files import regular_output
+from npurt.files import plain_file_mode, regular_output
 
 MAGIC = b"NPURTMDL"
 VENDOR_MAGIC = b"RKNN"          # the first bytes of a model compiled by the vendor's toolkit (format not public)
@@ -115,11 +115,17 @@ def decode(data: bytes | bytearray | memoryview) -> tuple[str, dict, np.ndarray]
 
 
 def write_atomic(path: "str | os.PathLike", data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same folder and an atomic rename."""
+    """Write `data` to `path` through a temporary file in the same folder and an atomic rename; the file gets the
+    mode a plain write gives it (`plain_file_mode`: the umask applies, an existing file keeps its mode)."""
     target = regular_output(path, "model file")
     folder = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    mode = plain_file_mode(target)
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:  # name what the user gave, not the temporary file
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
+    try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -13,13 +13,13 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input
-from npurt.model.file_format import refuse_vendor_model
+
+if TYPE_CHECKING:  # numpy and onnx load only when a model or dataset is resolved: `npurt --help` stays light
+    import numpy as np
 
 ZOO = ("mobilenet_v1", "mobilenet_v2_like", "small_convnet", "yolo_head", "yolov8n_like", "transformer_block",
        "outlier_convnet")
@@ -32,6 +32,7 @@ def resolve_model(arg: "str | os.PathLike") -> Path:
     text = os.fspath(arg)
     path = Path(text)
     if path.exists():
+        from npurt.model.file_format import refuse_vendor_model
         path = regular_input(path, "model")
         refuse_vendor_model(path, text)
         return path
@@ -62,6 +63,7 @@ def _load_onnx(model: Any) -> Any:
 def input_specs(model: Any, dynamic_ok: bool = False) -> list[tuple[str, tuple[int, ...], np.dtype]]:
     """(name, shape, dtype) of each graph input of an ONNX model (no initializers); dynamic dims are errors unless
     `dynamic_ok` (then they are -1)."""
+    import numpy as np
     from onnx import helper
     proto = _load_onnx(model)
     inits = {i.name for i in proto.graph.initializer}
@@ -81,6 +83,7 @@ def input_specs(model: Any, dynamic_ok: bool = False) -> list[tuple[str, tuple[i
 def random_inputs(model: Any, seed: int = 0, shapes: list | None = None) -> list[np.ndarray]:
     """One random array per model input: floats uniform in [0, 1), integers in [0, 4); of the ONNX input shapes, or
     of `shapes` (one per input: a shape set of a dynamic-shape model)."""
+    import numpy as np
     rng = np.random.default_rng(seed)
     specs = input_specs(model, dynamic_ok=shapes is not None)
     if shapes is not None:
@@ -106,6 +109,7 @@ def _cache_key(model: Any) -> tuple[str, str]:
 
 def random_dataset(model: Any, n: int = RANDOM_SAMPLES) -> Path:
     """A cached dataset.txt of `n` random samples for an ONNX model (path, bytes or ModelProto), created once."""
+    import numpy as np
     from npurt.model import zoo
     stem, key = _cache_key(model)
     folder = zoo.cache_dir() / "calib" / f"{stem}-{key}"

@@ -179,11 +179,12 @@ def parse_csv(text: str, capacity: int | None = None) -> Problem:
         raise _bad("empty CSV: expected a header id,lower,upper,size")
     fields = [f.strip() for f in reader.fieldnames]
     reader.fieldnames = fields
-    lo_key = "lower" if "lower" in fields else "start"
-    hi_key = "upper" if "upper" in fields else "end"
+    lo_key = "start" if "start" in fields and "lower" not in fields else "lower"
+    hi_key = "end" if "end" in fields and "upper" not in fields else "upper"
     missing = [k for k in ("id", lo_key, hi_key, "size") if k not in fields]
     if missing:
-        raise _bad(f"CSV header lacks column(s) {missing}: got {fields}")
+        raise _bad(f"the CSV header must be id,lower,upper,size[,alignment]: missing {', '.join(missing)} "
+                   f"(got {','.join(fields)})")
     buffers = []
     for line, row in enumerate(reader, start=2):
         if None in row or any(row.get(k) is None for k in ("id", lo_key, hi_key, "size")):
@@ -194,9 +195,9 @@ def parse_csv(text: str, capacity: int | None = None) -> Problem:
         except ValueError:
             bid = bid_raw
         align = _int_field(row, "alignment", line) if "alignment" in fields and (row.get("alignment") or "").strip() else 1
+        lower, upper, size = (_int_field(row, k, line) for k in (lo_key, hi_key, "size"))
         try:
-            buffers.append(PlanBuffer(bid, _int_field(row, lo_key, line), _int_field(row, hi_key, line),
-                                      _int_field(row, "size", line), align))
+            buffers.append(PlanBuffer(bid, lower, upper, size, align))
         except NpuError as exc:
             raise _bad(f"line {line}: {exc.message}") from None
     return Problem(buffers, capacity)

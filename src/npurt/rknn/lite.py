@@ -203,6 +203,11 @@ class RKNNLite:
                 dt = _DTYPES.get(str(dt).lower(), str(dt).lower())
                 if not pt and dt in _DTYPES and arr.dtype != np.dtype(dt):
                     arr = arr.astype(dt)                  # the values are given as data_type: convert, not reinterpret
+                want = ctx.input_shape(i)
+                if arr.ndim != len(want):
+                    hint = ": add the batch axis (np.expand_dims(x, 0))" if arr.ndim == len(want) - 1 else ""
+                    raise ValueError(f"inputs[{i}] is {arr.ndim}-D {tuple(arr.shape)}, the model's input {i} is "
+                                     f"{len(want)}-D {want}{hint}")
                 layout = self._input_format(arr, fmt, i)
                 if layout == "nhwc":
                     shapes.append((arr.shape[0], arr.shape[3], arr.shape[1], arr.shape[2]))

@@ -8,7 +8,11 @@ onto its 256 codes, chosen by the vendor toolkit's `quantized_algorithm`s.
   clipping error of the outliers included.
 
 Candidates shrink [min, max] towards zero by one factor (so the zero point stays where the data puts it); the
-histogram has `HIST_BINS` equal bins over [min, max] widened to include 0.
+histogram has `HIST_BINS` equal bins over [min, max] widened to include 0, and counts the non-zero values only
+(`histogram_values`): zero is exact in every candidate range, so exact zeros cost nothing whichever is chosen,
+while in the histogram a ReLU's zeros (half the values) would sit in the first bin and, merged with their
+neighbours into one quantised level, make every wide range look bad (mobilenet_v1 then clipped 12-20 % of its
+depthwise activations).
 """
 from __future__ import annotations
 
@@ -36,6 +40,12 @@ def histogram_range(lo: float, hi: float) -> tuple[float, float]:
     return min(float(lo), 0.0), max(float(hi), 0.0)
 
 
+def histogram_values(values: np.ndarray) -> np.ndarray:
+    """The values a calibration histogram counts: the non-zero ones (exact zeros are exact in every range)."""
+    flat = np.ravel(values)
+    return flat[flat != 0]
+
+
 def _shrink_factors() -> np.ndarray:
     return np.geomspace(1.0, LEVELS / HIST_BINS, _CANDIDATES)
 
@@ -51,7 +61,9 @@ def _window(hist: np.ndarray, lo: float, hi: float, t: float) -> tuple[int, int]
 
 def _kl(hist: np.ndarray, i: int, j: int) -> float:
     """KL(P || Q): P the window [i, j) with the outside mass folded into its edge bins, Q the window alone merged
-    into LEVELS equal groups, each spread back over its non-empty bins (so clipped mass costs divergence)."""
+    into LEVELS equal groups, each spread back over its non-empty bins (so clipped mass costs divergence). Both are
+    divided by P's total: Q keeps only the window's share of the mass, so a window that clips most of the values
+    costs that (normalised on its own, a window holding a sliver of mass looked like a perfect match)."""
     window = hist[i:j].astype(np.float64)
     p = window.copy()
     p[0] += hist[:i].sum()
@@ -66,10 +78,10 @@ def _kl(hist: np.ndarray, i: int, j: int) -> float:
     q = np.repeat(per_bin, np.diff(edges)) * nonzero
     unmatched = nonzero & (q == 0)         # clipped mass where the window had none: smoothed, as MXNet does
     q[unmatched] = _EPS
-    ps, qs = p.sum(), q.sum()
-    if ps == 0 or qs == 0:
+    ps = p.sum()
+    if ps == 0:
         return np.inf
-    p, q = p[nonzero] / ps, q[nonzero] / qs
+    p, q = p[nonzero] / ps, q[nonzero] / ps
     return float(np.sum(p * np.log(p / q)))
 
 
