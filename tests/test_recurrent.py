@@ -12,6 +12,8 @@ from onnx import TensorProto, helper, numpy_helper
 import npurt
 from npurt.errors import NpuError
 
+from helpers.shape_models import crnn_head
+
 SEQ, BATCH, IN, HID = 6, 2, 5, 4
 
 
@@ -118,51 +120,9 @@ def test_sequence_lengths(op):
             np.testing.assert_allclose(g, w, atol=tol, rtol=0)
 
 
-def _crnn_head(rng: np.random.Generator):
-    """x [1, C, 1, W] -> Squeeze -> Transpose [W, 1, C] -> bidirectional LSTM whose zero initial states come from
-    Shape -> Gather -> Unsqueeze -> Concat -> ConstantOfShape (PyTorch's export) -> Transpose/Reshape -> Gemm-like
-    MatMul -> Softmax: the recognizer head of ddddocr's CRNN."""
-    c, h, classes = 6, 5, 7
-    w = (rng.standard_normal((2, 4 * h, c)) * 0.5).astype(np.float32)
-    r = (rng.standard_normal((2, 4 * h, h)) * 0.5).astype(np.float32)
-    b = (rng.standard_normal((2, 8 * h)) * 0.2).astype(np.float32)
-    fc = (rng.standard_normal((2 * h, classes)) * 0.5).astype(np.float32)
-
-    def const(name, value):
-        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(value)))
-    nodes = [
-        const("ax2", np.array([2], np.int64)),
-        helper.make_node("Squeeze", ["x", "ax2"], ["sq"]),
-        helper.make_node("Transpose", ["sq"], ["seq"], perm=[2, 0, 1]),
-        helper.make_node("Shape", ["seq"], ["s"]),
-        const("one", np.array(1, np.int64)),
-        helper.make_node("Gather", ["s", "one"], ["batch"], axis=0),
-        const("ax0", np.array([0], np.int64)),
-        helper.make_node("Unsqueeze", ["batch", "ax0"], ["b1"]),
-        const("two", np.array([2], np.int64)), const("hid", np.array([h], np.int64)),
-        helper.make_node("Concat", ["two", "b1", "hid"], ["state_shape"], axis=0),
-        helper.make_node("ConstantOfShape", ["state_shape"], ["h0"]),
-        helper.make_node("ConstantOfShape", ["state_shape"], ["c0"]),
-        helper.make_node("LSTM", ["seq", "W", "R", "B", "", "h0", "c0"], ["y"], hidden_size=h,
-                         direction="bidirectional", name="lstm"),
-        helper.make_node("Transpose", ["y"], ["yt"], perm=[0, 2, 1, 3]),
-        const("flat", np.array([0, 0, -1], np.int64)),
-        helper.make_node("Reshape", ["yt", "flat"], ["feat"]),
-        helper.make_node("MatMul", ["feat", "FC"], ["logits"]),
-        helper.make_node("Softmax", ["logits"], ["prob"], axis=-1),
-    ]
-    graph = helper.make_graph(nodes, "crnn_head", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                                                                                   [1, c, 1, "W"])],
-                              [helper.make_tensor_value_info("prob", TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(v, k) for k, v in (("W", w), ("R", r), ("B", b), ("FC", fc))])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    return model
-
-
 def test_crnn_head_with_initial_states_from_a_shape_subgraph():
     rng = np.random.default_rng(283)
-    model = _crnn_head(rng)
+    model = crnn_head(rng)
     x = rng.standard_normal((1, 6, 1, 9)).astype(np.float32)
     want = _ort(model, {"x": x})[0]
     fp16 = npurt.compile(model, soc="rk3588", input_shapes={"x": [1, 6, 1, 9]}, progress=False)

@@ -12,7 +12,7 @@ from typing import Collection
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.model.ir import Graph, Node
