@@ -15,7 +15,7 @@ import onnx
 from onnx import helper
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.model.ir import Graph, Node
+from npurt.model.ir import Graph, Node, node_guard
 from npurt.model.onnx_import import topo_sort
 from npurt.model.shapes import NodeEvaluator, fold_and_infer, node_proto
 
@@ -88,33 +88,41 @@ def fold_batchnorm(graph: Graph) -> Graph:
     for i, bn in enumerate(graph.nodes):
         if bn.op_type != "BatchNormalization" or len([o for o in bn.outputs if o]) != 1:
             continue
-        x = graph.tensor(bn.inputs[0])
-        if x.producer is None or len(x.consumers) != 1 or x.is_output:
-            continue
-        conv = graph.nodes[x.producer]
-        if conv.op_type != "Conv" or conv.activation or conv.inputs[1] not in graph.constants:
-            continue
-        params = bn.inputs[1:5]
-        if not all(p in graph.constants for p in params):
-            continue
-        if len(conv.inputs) > 2 and conv.inputs[2] and conv.inputs[2] not in graph.constants:
-            continue
-        scale, bias, mean, var = (graph.constants[p].astype(np.float64) for p in params)
-        eps = float(bn.attrs.get("epsilon", 1e-5))
-        w = graph.constants[conv.inputs[1]].astype(np.float64)
-        b = graph.constants[conv.inputs[2]].astype(np.float64) if len(conv.inputs) > 2 and conv.inputs[2] \
-            else np.zeros(w.shape[0])
-        k = scale / np.sqrt(var + eps)
-        w_name, b_name = f"{conv.name}.W_bn", f"{conv.name}.B_bn"
-        graph.constants[w_name] = (w * k.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
-        graph.constants[b_name] = ((b - mean) * k + bias).astype(np.float32)
-        graph.tensor(w_name).shape, graph.tensor(w_name).dtype = graph.constants[w_name].shape, "float32"
-        graph.tensor(b_name).shape, graph.tensor(b_name).dtype = graph.constants[b_name].shape, "float32"
-        conv.inputs = [conv.inputs[0], w_name, b_name]
-        conv.outputs = [bn.outputs[0]]
-        dead.add(i)
+        with node_guard(bn, "folding BatchNormalization into the Conv before it"):
+            if _fold_one_batchnorm(graph, bn):
+                dead.add(i)
     graph.nodes = [n for j, n in enumerate(graph.nodes) if j not in dead]
     return drop_unused_constants(graph.link())
+
+
+def _fold_one_batchnorm(graph: Graph, bn: Node) -> bool:
+    """Fold `bn` into the Conv that produces its input, if that is possible; True when folded."""
+    x = graph.tensor(bn.inputs[0])
+    if x.producer is None or len(x.consumers) != 1 or x.is_output:
+        return False
+    conv = graph.nodes[x.producer]
+    if conv.op_type != "Conv" or conv.activation or conv.inputs[1] not in graph.constants:
+        return False
+    params = bn.inputs[1:5]
+    if not all(p in graph.constants for p in params):
+        return False
+    if len(conv.inputs) > 2 and conv.inputs[2] and conv.inputs[2] not in graph.constants:
+        return False
+    scale, bias, mean, var = (graph.constants[p].astype(np.float64) for p in params)
+    eps = float(bn.attrs.get("epsilon", 1e-5))
+    w = graph.constants[conv.inputs[1]].astype(np.float64)
+    b = graph.constants[conv.inputs[2]].astype(np.float64) if len(conv.inputs) > 2 and conv.inputs[2] \
+        else np.zeros(w.shape[0])
+    k = scale / np.sqrt(var + eps)
+    w_name, b_name = f"{conv.name}.W_bn", f"{conv.name}.B_bn"
+    graph.constants[w_name] = (w * k.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
+    graph.constants[b_name] = ((b - mean) * k + bias).astype(np.float32)
+    graph.tensor(w_name).shape, graph.tensor(w_name).dtype = graph.constants[w_name].shape, "float32"
+    graph.tensor(b_name).shape, graph.tensor(b_name).dtype = graph.constants[b_name].shape, "float32"
+    conv.inputs = [conv.inputs[0], w_name, b_name]
+    conv.outputs = [bn.outputs[0]]
+    return True
+
 
 
 def _activation_params(act: Node, graph: Graph) -> tuple | None:
@@ -150,7 +158,8 @@ def fuse_activations(graph: Graph, supported: Collection[str]) -> Graph:
         if op.op_type not in FUSING_OPS or op.activation or op.op_type not in supported or op.domain:
             continue
         try:
-            params = _activation_params(act, graph)
+            with node_guard(act, "fusing the activation"):
+                params = _activation_params(act, graph)
         except KeyError:
             continue
         op.activation, op.activation_params = act.op_type, params

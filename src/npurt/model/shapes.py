@@ -15,8 +15,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from npurt.errors import ErrorCode, NpuError
-from npurt.model.ir import Graph, Node
+from npurt.errors import ErrorCode
+from npurt.model.ir import Graph, Node, node_error, node_guard
 
 # evaluate(node, inputs, opset) -> outputs: numpy in, numpy out (None for an omitted optional input).
 NodeEvaluator = Callable[[Node, "list[np.ndarray | None]", int], "list[np.ndarray]"]
@@ -36,12 +36,6 @@ def node_proto(node: Node) -> onnx.NodeProto:
             v = numpy_helper.from_array(v)
         attrs[k] = v
     return helper.make_node(node.op_type, node.inputs, node.outputs, name=node.name, **attrs)
-
-
-def node_error(code: ErrorCode, node: Node, reason: str) -> NpuError:
-    """The compiler's error about one node: names the node and its op type, then the reason."""
-    op = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
-    return NpuError(code, f"node {node.name!r} ({op}): {reason}")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -69,13 +63,8 @@ def _fold(graph: Graph, node: Node, evaluate: NodeEvaluator) -> bool:
     if node.op_type in NO_FOLD or node.domain or not all(i in graph.constants for i in node.inputs if i):
         return False
     values = [graph.constants[i] if i else None for i in node.inputs]
-    try:
+    with node_guard(node, "cannot fold its constant inputs"):
         results = evaluate(node, values, graph.opset)
-    except NpuError as exc:
-        raise node_error(exc.code, node, f"cannot fold its constant inputs: {exc.message}") from None
-    except Exception as exc:
-        raise node_error(ErrorCode.INVALID_MODEL, node, f"cannot fold its constant inputs: "
-                                                        f"{type(exc).__name__}: {_first_line(exc)}") from None
     for name, value in zip(node.outputs, results):
         if name:
             info = graph.tensor(name)
@@ -139,14 +128,75 @@ def infer_node_shapes(graph: Graph, node: Node) -> None:
             info.dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type)).name
 
 
+def check_channels(graph: Graph, node: Node) -> None:
+    """Conv / ConvTranspose: the input's channels must be what the constant weight takes (ONNX's shape rules do
+    not check it, and a wrong input shape would otherwise compile and fail when it runs)."""
+    if node.op_type not in ("Conv", "ConvTranspose") or node.domain or len(node.inputs) < 2:
+        return
+    x, w = graph.tensor(node.inputs[0]).shape, graph.tensor(node.inputs[1]).shape
+    if x is None or w is None or len(x) < 2 or len(w) < 2:
+        return
+    group = int(node.attrs.get("group", 1))
+    takes = w[1] * group if node.op_type == "Conv" else w[0]
+    if x[1] != takes:
+        raise node_error(ErrorCode.INVALID_MODEL, node, f"input {node.inputs[0]!r} of shape {list(x)} has {x[1]} "
+                                                        f"channels, the weight {node.inputs[1]!r} of shape {list(w)} "
+                                                        f"(group {group}) takes {takes}")
+
+
+_WINDOWED = ("Conv", "MaxPool", "AveragePool", "LpPool")
+
+
+def check_window(graph: Graph, node: Node) -> None:
+    """Conv and pooling without auto padding or ceil mode: the (dilated) kernel must fit in the padded input on
+    every spatial axis. ONNX's shape rules give such a window a size-1 output; onnxruntime refuses it and there is nothing to
+    compute."""
+    if node.op_type not in _WINDOWED or node.domain or node.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID") \
+            or node.attrs.get("ceil_mode", 0):
+        return
+    x = graph.tensor(node.inputs[0]).shape
+    if node.op_type == "Conv":
+        w = graph.tensor(node.inputs[1]).shape if len(node.inputs) > 1 else None
+        kernel = list(node.attrs.get("kernel_shape") or (w[2:] if w else []))
+    else:
+        kernel = list(node.attrs.get("kernel_shape") or [])
+    if x is None or not kernel or len(x) != len(kernel) + 2:
+        return
+    n = len(kernel)
+    pads = list(node.attrs.get("pads") or [0] * 2 * n) if node.attrs.get("auto_pad", "NOTSET") == "NOTSET" else [0] * 2 * n
+    dilations = list(node.attrs.get("dilations") or [1] * n)
+    for axis in range(n):
+        padded = x[2 + axis] + pads[axis] + pads[n + axis]
+        extent = (kernel[axis] - 1) * dilations[axis] + 1
+        if padded < extent:
+            raise node_error(ErrorCode.INVALID_MODEL, node, f"the {kernel} window does not fit in input "
+                                                            f"{node.inputs[0]!r} of shape {list(x)} (padded "
+                                                            f"{padded} < {extent} on spatial axis {axis}): is the "
+                                                            f"input too small for this model?")
+
+
+def check_not_empty(graph: Graph, node: Node) -> None:
+    """A computed activation with no elements (e.g. a pooling window larger than the given input) is INVALID_MODEL:
+    there is nothing to store, quantise or run."""
+    for name in node.outputs:
+        shape = graph.tensor(name).shape if name else None
+        if shape is not None and 0 in shape:
+            raise node_error(ErrorCode.INVALID_MODEL, node, f"output {name!r} has shape {list(shape)}: no elements "
+                                                            f"(is the input too small for this model?)")
+
+
 def fold_and_infer(graph: Graph, evaluate: NodeEvaluator) -> Graph:
     """Fold constants and shape subgraphs and complete every static shape, in one walk over the schedule (see the
     module doc). `evaluate` computes the folded values with the kernels."""
     keep: list[Node] = []
     for node in graph.nodes:
-        if _fold(graph, node, evaluate):
-            continue
-        infer_node_shapes(graph, node)
+        with node_guard(node, "static shapes"):
+            if _fold(graph, node, evaluate):
+                continue
+            infer_node_shapes(graph, node)
+            check_channels(graph, node)
+            check_window(graph, node)
+            check_not_empty(graph, node)
         keep.append(node)
     graph.nodes = keep
     for name, value in graph.constants.items():
