@@ -135,10 +135,15 @@ def test_crnn_head_with_initial_states_from_a_shape_subgraph():
     assert _cos(_run(int8, {"x": x})[0], want) >= 0.99
 
 
-def test_an_unknown_activation_is_not_supported():
+def test_an_unknown_activation_is_refused_at_compile_naming_the_node():
     rng = np.random.default_rng(284)
     model = _recurrent("GRU", "forward", rng, initial=False)
     model.graph.node[0].attribute.append(helper.make_attribute("activations", ["Sigmoid", "Softsign"]))
     with pytest.raises(NpuError) as e:
-        _run(npurt.compile(model, soc="rk3588", progress=False), _feeds(model, rng))
-    assert e.value.code == npurt.ErrorCode.NOT_SUPPORTED and "softsign" in e.value.message.lower()
+        npurt.compile(model, soc="rk3588", progress=False)
+    assert e.value.code == npurt.ErrorCode.NOT_SUPPORTED
+    assert "node 'gru' (GRU)" in e.value.message and "softsign" in e.value.message.lower()
+    model.graph.node[0].attribute[-1].strings[:] = [b"Sigmoid"]          # one activation short
+    with pytest.raises(NpuError) as e:
+        npurt.compile(model, soc="rk3588", progress=False)
+    assert e.value.code == npurt.ErrorCode.INVALID_MODEL and "node 'gru' (GRU)" in e.value.message
