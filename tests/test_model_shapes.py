@@ -25,7 +25,8 @@ from helpers.shape_models import graph_model, svtr_reshape, yolo_grid
 def _ort(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
-    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, {"x": x})[0]
 
 
 def _recording(calls: list):

@@ -3,8 +3,8 @@ YOLOv8n from nudenet, ddddocr's YOLOX-style detector and its CRNN with an LSTM) 
 onnxruntime on rendered text and generated scenes (`helpers.real_models`).
 
 fp16: cosine >= 0.9999 on every output. int8 (calibrated on rendered / generated inputs, tested on another one):
-cosine >= 0.99 for the detectors and the classifier (PP-OCRv4 det: 0.97 and its binarised map, see INT8_COSINE). Recognizers: the CTC greedy decode of rendered lines equals
-onnxruntime's in fp16; int8 reports its agreement rate. Optional tier (downloads ~100 MB of wheels once):
+cosine >= 0.99 for the detectors and the classifier (PP-OCRv4 det: 0.97 and its binarised map, see INT8_COSINE).
+Recognizers: the CTC greedy decode of rendered lines equals onnxruntime's in fp16; int8 prints its agreement rate. Optional tier (downloads ~100 MB of wheels once):
 `make test-real`, or NPURT_OPTIONAL=1 pytest -m optional.
 """
 from __future__ import annotations

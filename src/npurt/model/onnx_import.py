@@ -169,7 +169,8 @@ def infer_shapes(proto: onnx.ModelProto, declared: Mapping[str, onnx.TypeProto] 
         suffix = " (with the input_shapes given)" if code is ErrorCode.INVALID_ARGUMENT else ""
         raise NpuError(code, inference_message(exc) + suffix) from None
     except Exception:
-        # Inference can choke on ops it does not know; fall back to no inference and let the IR fill shapes in.
+        # Inference can choke on ops it does not know: then no whole-model inference (model.shapes applies the
+        # rules node by node).
         return proto
 
 

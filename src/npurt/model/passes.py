@@ -194,7 +194,8 @@ def drop_unused_constants(graph: Graph) -> Graph:
 
 def optimize(graph: Graph, evaluate: NodeEvaluator, supported: Collection[str]) -> Graph:
     """The full pass pipeline, ending in a fresh topological schedule. `evaluate` computes folded constants (never
-    shapes: those come from the ONNX shape rules); `supported` is the op set the executor runs (activations fuse only into those)."""
+    shapes: those come from the ONNX shape rules); `supported` is the op set the executor runs (activations fuse
+    only into those)."""
     fold_and_infer(graph, evaluate)
     remove_identities(graph)
     fold_batchnorm(graph)

@@ -119,7 +119,8 @@ def infer_node_shapes(graph: Graph, node: Node) -> None:
         dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim] \
             if tt is not None and tt.HasField("shape") else None
         if dims is None or any(d is None or d < 0 for d in dims):
-            got = "no shape" if dims is None else "shape [" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+            got = "no shape" if dims is None else \
+                "shape [" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
             raise node_error(ErrorCode.INVALID_MODEL, node, f"the static shape of output {name!r} cannot be derived "
                                                             f"(the ONNX shape rules give {got}; it depends on data)")
         info = graph.tensor(name)
@@ -149,8 +150,8 @@ _WINDOWED = ("Conv", "MaxPool", "AveragePool", "LpPool")
 
 def check_window(graph: Graph, node: Node) -> None:
     """Conv and pooling without auto padding or ceil mode: the (dilated) kernel must fit in the padded input on
-    every spatial axis. ONNX's shape rules give such a window a size-1 output; onnxruntime refuses it and there is nothing to
-    compute."""
+    every spatial axis. ONNX's shape rules give such a window a size-1 output; onnxruntime refuses it and there is
+    nothing to compute."""
     if node.op_type not in _WINDOWED or node.domain or node.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID") \
             or node.attrs.get("ceil_mode", 0):
         return
@@ -163,7 +164,8 @@ def check_window(graph: Graph, node: Node) -> None:
     if x is None or not kernel or len(x) != len(kernel) + 2:
         return
     n = len(kernel)
-    pads = list(node.attrs.get("pads") or [0] * 2 * n) if node.attrs.get("auto_pad", "NOTSET") == "NOTSET" else [0] * 2 * n
+    explicit = node.attrs.get("auto_pad", "NOTSET") == "NOTSET"
+    pads = list(node.attrs.get("pads") or [0] * 2 * n) if explicit else [0] * 2 * n
     dilations = list(node.attrs.get("dilations") or [1] * n)
     for axis in range(n):
         padded = x[2 + axis] + pads[axis] + pads[n + axis]
