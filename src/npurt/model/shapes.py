@@ -92,10 +92,17 @@ def _type_proto(graph: Graph, node: Node, name: str) -> onnx.TypeProto:
 
 def infer_node_shapes(graph: Graph, node: Node) -> None:
     """Give each output of `node` without a shape the one ONNX's shape rules derive from its inputs' static shapes
-    and its constant inputs' values; INVALID_MODEL naming node and tensor when they cannot (data-dependent shape)."""
+    and its constant inputs' values; INVALID_MODEL naming node and tensor when they cannot (data-dependent shape).
+    An output without a shape that nothing reads is dropped from the node instead."""
     missing = [o for o in node.outputs if o and graph.tensor(o).shape is None]
     if not missing:
         return
+    used = {o for o in missing if graph.tensor(o).consumers or o in graph.outputs}
+    if used != set(missing):        # an optional output nobody reads (Dropout-7's mask): dropped, no shape needed
+        node.outputs = ["" if o in missing and o not in used else o for o in node.outputs]
+        missing = [o for o in missing if o in used]
+        if not missing:
+            return
     if node.domain:
         raise node_error(ErrorCode.NOT_SUPPORTED, node, "a custom op needs its output shapes declared in the model "
                                                         f"(value_info for {missing[0]!r})")
