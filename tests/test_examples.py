@@ -1,7 +1,7 @@
 """Every example in examples/ runs as a user runs it (a subprocess) and prints what its guide says it prints; so do
 the code blocks of the guides written as programs (docs/python.md) and the README's Python snippet.
 
-The PP-OCR example downloads a wheel the first time: it is in the optional tier (`@pytest.mark.optional`), skipped
+The PP-OCR examples download a wheel the first time: they are in the optional tier (`@pytest.mark.optional`), skipped
 unless NPURT_OPTIONAL=1.
 """
 from __future__ import annotations
@@ -93,7 +93,7 @@ def run_doc(path: Path, cwd: Path, timeout: float = 600) -> int:
 
 def test_every_example_is_listed():
     found = {p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith("_")}
-    assert found == set(EXPECT) | {"ppocr_cls.py"}
+    assert found == set(EXPECT) | {"ppocr_cls.py", "ocr_pipeline.py"}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECT))
@@ -133,3 +133,14 @@ def test_ppocr_classifier_matches_onnxruntime():
     rows = re.findall(r"^(fp16|int8) '.*?' (upright|rotated) .*-> (0|180) +onnxruntime", p.stdout, re.M)
     assert len(rows) == 8
     assert all((d == "upright") == (c == "0") for _, d, c in rows)
+
+
+@pytest.mark.optional
+@pytest.mark.skipif(os.environ.get("NPURT_OPTIONAL") != "1", reason="optional tier: set NPURT_OPTIONAL=1 (downloads "
+                                                                     "the rapidocr-onnxruntime wheel once)")
+def test_ocr_pipeline_reads_the_rendered_page():
+    p = run_example("ocr_pipeline.py", timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = re.findall(r"^npurt det (fp16|int8) \+ rec fp16: (\[.*?\]) .*binarised map agrees", p.stdout, re.M)
+    rendered = re.search(r"^rendered: (\[.*\])$", p.stdout, re.M).group(1)
+    assert [r[0] for r in rows] == ["fp16", "int8"] and all(r[1] == rendered for r in rows), p.stdout

@@ -13,10 +13,11 @@ import onnx
 from npurt.errors import ErrorCode, NpuError
 from npurt.exec.evaluate import evaluate_node
 from npurt.exec.kernels import supported_ops as kernel_ops
+from npurt.exec.kernels.recurrent import check_recurrent
 from npurt.model.compiled import CompiledModel
 from npurt.model.sources import resolve_dataset, resolve_model
 from npurt.model.compiler import calibrate_shapes, compile_onnx
-from npurt.model.ir import Graph, Node
+from npurt.model.ir import Graph, Node, node_guard
 from npurt.model.mixed import CONVERT
 from npurt.model.passes import NodeEvaluator
 from npurt.model.passes import optimize as _optimize
@@ -80,9 +81,20 @@ def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str
         model = resolve_model(model)            # a file or a zoo name, as the CLI and Session take them
     quantize = resolve_dataset(quantize, model)
     evaluate = with_custom_ops(evaluate_node, custom_ops) if custom_ops else evaluate_node
-    return compile_onnx(model, soc=soc, quantize=quantize, mean=mean, std=std, input_shapes=input_shapes,
-                        precision=precision, progress=progress, quantized_algorithm=quantized_algorithm,
-                        float_layers=float_layers, qparams=qparams, evaluate=evaluate, supported=supported_ops())
+    compiled = compile_onnx(model, soc=soc, quantize=quantize, mean=mean, std=std, input_shapes=input_shapes,
+                            precision=precision, progress=progress, quantized_algorithm=quantized_algorithm,
+                            float_layers=float_layers, qparams=qparams, evaluate=evaluate, supported=supported_ops())
+    check_kernel_attrs(compiled.graph)
+    return compiled
+
+
+def check_kernel_attrs(graph: Graph) -> None:
+    """Attributes a kernel cannot run (today: the recurrent ops' directions and activations), refused at compile
+    time naming the node rather than at the first run."""
+    for node in graph.nodes:
+        if node.op_type in ("RNN", "GRU", "LSTM") and not node.domain:
+            with node_guard(node, "unsupported attributes"):
+                check_recurrent(node.op_type, node.attrs)
 
 
 def calibrate_dynamic(model: "str | os.PathLike | bytes | onnx.ModelProto",

@@ -16,7 +16,7 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import read_npy
-from npurt.model.ir import Graph
+from npurt.model.ir import Graph, node_guard
 from npurt.model.passes import NodeEvaluator
 from npurt.tensor.quant import choose_affine_params
 from npurt.tensor.ranges import HIST_BINS, check_algorithm, choose_range, histogram_range, histogram_values
@@ -123,7 +123,9 @@ def iterate_float(graph: Graph, feeds: Mapping[str, np.ndarray],
         yield name, feeds[name]
     for i, node in enumerate(graph.nodes):
         args = [None if not t else (graph.constants[t] if t in graph.constants else values[t]) for t in node.inputs]
-        for name, value in zip(node.outputs, evaluate(node, args, graph.opset)):
+        with node_guard(node, "calibration run"):
+            results = evaluate(node, args, graph.opset)
+        for name, value in zip(node.outputs, results):
             if name:
                 values[name] = value
                 yield name, value

@@ -7,8 +7,9 @@ completion and the calibration run) and `supported` (the op set the executor run
 """
 from __future__ import annotations
 
+import functools
 import os
-from typing import Collection, Mapping, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -90,6 +91,24 @@ def _stored_type(dtype: str, precision: str) -> DType:
     return DType.from_numpy(dtype)
 
 
+def never_internal(fn: Callable) -> Callable:
+    """The compiler's last line: an exception that is not an NpuError (the passes name the node where they can,
+    `ir.node_guard`) still leaves as one, INVALID_MODEL with its type and message - never as a traceback."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except NpuError:
+            raise
+        except Exception as exc:
+            text = str(exc).strip()
+            reason = text.splitlines()[0] if text else "no detail"
+            raise NpuError(ErrorCode.INVALID_MODEL, f"cannot compile this model: {type(exc).__name__}: {reason}") \
+                from exc
+    return run
+
+
+@never_internal
 def compile_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str | None = None,
                  quantize: object = None, mean: Sequence | None = None, std: Sequence | None = None,
                  input_shapes: Mapping[str, Sequence[int]] | None = None, precision: str | None = None,
@@ -190,6 +209,7 @@ def compile_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str 
     )
 
 
+@never_internal
 def calibrate_shapes(model: "str | os.PathLike | bytes | onnx.ModelProto",
                      shape_sets: Sequence[Mapping[str, Sequence[int]]], quantize: object,
                      mean: Sequence | None = None, std: Sequence | None = None, progress: bool = True,

@@ -7,10 +7,13 @@ numpy arrays, strings as str); the kernels take them as they are.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
+
+from npurt.errors import ErrorCode, NpuError
 
 
 @dataclass
@@ -48,6 +51,29 @@ class Node:
     def display_type(self) -> str:
         """The op type as the vendor's reports show it: the ONNX type plus the fused activation."""
         return self.op_type + (self.activation or "")
+
+
+def node_error(code: ErrorCode, node: Node, reason: str) -> NpuError:
+    """The compiler's error about one node: names the node and its op type, then the reason."""
+    op = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
+    return NpuError(code, f"node {node.name!r} ({op}): {reason}")
+
+
+@contextlib.contextmanager
+def node_guard(node: Node, doing: str) -> Iterator[None]:
+    """Work on one node inside the compiler: an NpuError gains the node's name, and any other exception (numpy,
+    onnx, a kernel meeting a malformed model) becomes INVALID_MODEL naming the node, what was being done and why;
+    the compiler never fails with another exception type."""
+    try:
+        yield
+    except NpuError as exc:
+        if repr(node.name) in exc.message:
+            raise
+        raise node_error(exc.code, node, f"{doing}: {exc.message}") from None
+    except Exception as exc:
+        text = str(exc).strip()
+        reason = text.splitlines()[0] if text else "no detail"
+        raise node_error(ErrorCode.INVALID_MODEL, node, f"{doing}: {type(exc).__name__}: {reason}") from None
 
 
 @dataclass

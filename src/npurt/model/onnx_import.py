@@ -7,6 +7,7 @@ or an input shape that contradicts the model is INVALID_ARGUMENT.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -146,16 +147,52 @@ def fix_input_shapes(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence
                                f"input {vi.name!r} has dynamic shape {dims}; pass input_shapes={{{vi.name!r}: [...]}}")
 
 
-def infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
-    """ONNX shape inference with data propagation; shape contradictions are INVALID_ARGUMENT."""
+_INFERENCE_AT = re.compile(r"\(op_type:([\w.]+)(?:, node name: ([^)]*))?\): (?:\[\w+\] )?(.*)")
+
+
+def inference_message(exc: Exception) -> str:
+    """An ONNX inference error as one line naming the node and its op type: "node 'conv1' (Conv): <reason>"."""
+    text = " ".join(str(exc).split())
+    found = _INFERENCE_AT.search(text)
+    if not found:
+        return f"shape inference failed: {text or type(exc).__name__}"
+    op, name, reason = found.groups()
+    reason = reason.split(" (op_type:")[0]          # ONNX appends the errors of every later node
+    return f"node {name!r} ({op}): {reason}" if name else f"a {op} node: {reason}"
+
+
+def infer_shapes(proto: onnx.ModelProto, declared: Mapping[str, onnx.TypeProto] | None = None) -> onnx.ModelProto:
+    """ONNX shape inference with data propagation. A contradiction is INVALID_MODEL naming the node, or
+    INVALID_ARGUMENT when the given input shapes cause it: `declared` holds the inputs' types as the model declared
+    them before `fix_input_shapes`, and the model with those infers cleanly."""
     try:
-        return onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True)
+        return _strict_inference(proto)
     except onnx.shape_inference.InferenceError as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else "shape inference failed"
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"shape inference failed: {msg}") from None
+        code = ErrorCode.INVALID_ARGUMENT if declared and _infers_with(proto, declared) else ErrorCode.INVALID_MODEL
+        suffix = " (with the input_shapes given)" if code is ErrorCode.INVALID_ARGUMENT else ""
+        raise NpuError(code, inference_message(exc) + suffix) from None
     except Exception:
-        # Inference can choke on ops it does not know; fall back to no inference and let the IR fill shapes in.
+        # Inference can choke on ops it does not know: then no whole-model inference (model.shapes applies the
+        # rules node by node).
         return proto
+
+
+def _strict_inference(proto: onnx.ModelProto) -> onnx.ModelProto:
+    return onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True)
+
+
+def _infers_with(proto: onnx.ModelProto, declared: Mapping[str, onnx.TypeProto]) -> bool:
+    """Whether `proto` with its graph inputs typed as `declared` passes strict shape inference."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    for vi in copy.graph.input:
+        if vi.name in declared:
+            vi.type.CopyFrom(declared[vi.name])
+    try:
+        _strict_inference(copy)
+        return True
+    except Exception:
+        return False
 
 
 _CONSTANT_VALUES = {"value": None, "value_float": np.float32, "value_floats": np.float32, "value_int": np.int64,
@@ -309,15 +346,55 @@ def sort_proto_nodes(proto: onnx.ModelProto) -> None:
         g.node.extend(copies)
 
 
+def _copy_type(t: onnx.TypeProto) -> onnx.TypeProto:
+    copy = onnx.TypeProto()
+    copy.CopyFrom(t)
+    return copy
+
+
+def name_nodes(proto: onnx.ModelProto) -> None:
+    """Give every unnamed node the name the IR gives it (`<op_type>_<index>`), so that every message - ONNX's
+    shape inference included - names nodes the same way."""
+    for i, n in enumerate(proto.graph.node):
+        if not n.name:
+            n.name = f"{n.op_type}_{i}"
+
+
+def check_references(proto: onnx.ModelProto) -> None:
+    """Every default-domain op exists in the model's opset (else NOT_SUPPORTED), every node input is a graph
+    input, an initializer or an earlier node's output (else INVALID_MODEL: a missing initializer), and every graph
+    output is one of those. Runs on the topologically sorted graph, before the checker (whose messages name neither)."""
+    opset = default_opset(proto)
+    known = {vi.name for vi in proto.graph.input} | {i.name for i in proto.graph.initializer} | {""}
+    for n in proto.graph.node:
+        if n.domain in ("", "ai.onnx"):
+            try:
+                onnx.defs.get_schema(n.op_type, opset, "")
+            except onnx.defs.SchemaError:
+                raise NpuError(ErrorCode.NOT_SUPPORTED, f"node {n.name!r} ({n.op_type}): not an ONNX op in opset "
+                                                        f"{opset}") from None
+        for name in n.input:
+            if name not in known:
+                raise _invalid(f"node {n.name!r} ({n.op_type}): input {name!r} is neither a graph input, an "
+                               f"initializer nor a node's output (a missing initializer?)")
+        known.update(n.output)
+    for out in proto.graph.output:
+        if out.name not in known:
+            raise _invalid(f"graph output {out.name!r} is produced by no node")
+
+
 def import_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto",
                 input_shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
     """Load, validate, fix input shapes, infer shapes and build the IR (no optimisation passes yet)."""
     proto = load_onnx(model)
+    declared = {vi.name: _copy_type(vi.type) for vi in proto.graph.input} if input_shapes else None
     fix_input_shapes(proto, input_shapes)
     sort_proto_nodes(proto)
+    name_nodes(proto)
+    check_references(proto)
     light = _without_big_initializers(proto)
     _validate(light)
-    inferred = infer_shapes(light)
+    inferred = infer_shapes(light, declared)
     proto.graph.ClearField("value_info")
     proto.graph.value_info.extend(inferred.graph.value_info)
     del proto.graph.output[:]

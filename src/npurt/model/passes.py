@@ -1,41 +1,27 @@
-"""Graph passes over the IR: constant folding, shape completion, Identity/Dropout removal, BatchNormalization
-folded into Conv, activation fusion (Conv+Relu -> ConvRelu ...), dead-code removal.
+"""Graph passes over the IR: constant folding and exact static shapes (`npurt.model.shapes`), Identity/Dropout
+removal, BatchNormalization folded into Conv, activation fusion (Conv+Relu -> ConvRelu ...), dead-code removal.
 
-Folding and shape completion evaluate nodes through an `evaluate(node, inputs, opset) -> outputs` callable the
-caller passes in, and fusion needs the set of supported ops: the model layer does not import the kernels (a layer
-above it). `npurt.exec.evaluate.evaluate_node` runs the executor's own kernels (so folded results are exactly what
-a run would compute) and falls back to `reference_evaluate` (`onnx.reference`) for ops the kernels lack.
+Folding evaluates nodes through an `evaluate(node, inputs, opset) -> outputs` callable the caller passes in, and
+fusion needs the set of supported ops: the model layer does not import the kernels (a layer above it).
+`npurt.exec.evaluate.evaluate_node` runs the executor's own kernels (so folded results are exactly what a run would
+compute) and falls back to `reference_evaluate` (`onnx.reference`) for ops the kernels lack.
 """
 from __future__ import annotations
 
-from typing import Callable, Collection
+from typing import Collection
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.model.ir import Graph, Node
+from npurt.model.ir import Graph, Node, node_guard
 from npurt.model.onnx_import import topo_sort
+from npurt.model.shapes import NodeEvaluator, fold_and_infer, node_proto
 
-# evaluate(node, inputs, opset) -> outputs: numpy in, numpy out (None for an omitted optional input).
-NodeEvaluator = Callable[[Node, "list[np.ndarray | None]", int], "list[np.ndarray]"]
-
-# Ops never folded even with constant inputs (random, or producing nothing useful to fold).
-_NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 # Activations the kernels can fuse into the op before them, and the ops that accept a fused activation.
 FUSABLE_ACTIVATIONS = ("Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish")
 FUSING_OPS = ("Conv", "ConvTranspose", "Gemm", "MatMul", "Add")
-
-
-def node_proto(node: Node) -> onnx.NodeProto:
-    """`node` as an ONNX NodeProto (attributes re-encoded), for the `onnx.reference` fallback."""
-    attrs = {}
-    for k, v in node.attrs.items():
-        if isinstance(v, np.ndarray):
-            v = numpy_helper.from_array(v)
-        attrs[k] = v
-    return helper.make_node(node.op_type, node.inputs, node.outputs, name=node.name, **attrs)
 
 
 def reference_evaluate(node: Node, values: list[np.ndarray | None], opset: int) -> list[np.ndarray]:
@@ -54,79 +40,6 @@ def reference_evaluate(node: Node, values: list[np.ndarray | None], opset: int) 
         raise NpuError(ErrorCode.NOT_SUPPORTED,
                        f"node {node.name!r}: cannot evaluate op {node.op_type}: {exc}") from None
     return [np.asarray(r) for r in res]
-
-
-def fold_constants(graph: Graph, evaluate: NodeEvaluator) -> Graph:
-    """Replace every node whose inputs are all constants (or, for Shape/Size, statically shaped) by constants,
-    computed with `evaluate`."""
-    keep: list[Node] = []
-    for node in graph.nodes:
-        if node.op_type in ("Shape", "Size") and node.inputs[0] not in graph.constants:
-            shape = graph.tensor(node.inputs[0]).shape
-            if shape is not None:
-                value = _static_shape_op(node, shape)
-                graph.constants[node.outputs[0]] = value
-                continue
-        real_inputs = [i for i in node.inputs if i]
-        if node.op_type not in _NO_FOLD and not node.domain and all(i in graph.constants for i in real_inputs):
-            values = [graph.constants[i] if i else None for i in node.inputs]
-            results = evaluate(node, values, graph.opset)
-            for name, value in zip(node.outputs, results):
-                if name:
-                    info = graph.tensor(name)
-                    want = np.dtype(info.dtype) if info.shape is not None or info.dtype != "float32" else None
-                    value = np.asarray(value)
-                    if want is not None and value.dtype != want:
-                        value = value.astype(want)
-                    graph.constants[name] = value
-            continue
-        keep.append(node)
-    graph.nodes = keep
-    for name, value in graph.constants.items():
-        info = graph.tensor(name)
-        info.shape = tuple(int(d) for d in value.shape)
-        info.dtype = value.dtype.name
-    return graph.link()
-
-
-def _static_shape_op(node: Node, shape: tuple[int, ...]) -> np.ndarray:
-    if node.op_type == "Size":
-        return np.array(int(np.prod(shape)), np.int64)
-    start = node.attrs.get("start", 0)
-    end = node.attrs.get("end", None)
-    return np.array(shape[slice(start, end)], np.int64)
-
-
-def complete_shapes(graph: Graph, evaluate: NodeEvaluator) -> Graph:
-    """Fill in shapes ONNX inference missed by evaluating the node on zeros of the known input shapes."""
-    for node in graph.nodes:
-        outs = [graph.tensor(o) for o in node.outputs if o]
-        if all(t.shape is not None for t in outs):
-            continue
-        if node.domain:
-            raise NpuError(ErrorCode.NOT_SUPPORTED, f"node {node.name!r}: custom op {node.domain}::{node.op_type} "
-                                                    f"needs its output shapes declared in the model (value_info)")
-        values = []
-        for name in node.inputs:
-            if not name:
-                values.append(None)
-            elif name in graph.constants:
-                values.append(graph.constants[name])
-            else:
-                info = graph.tensor(name)
-                if info.shape is None:
-                    raise NpuError(ErrorCode.INVALID_MODEL,
-                                   f"node {node.name!r} ({node.op_type}): shape of input {name!r} is unknown")
-                values.append(np.zeros(info.shape, np.dtype(info.dtype)))
-        results = evaluate(node, values, graph.opset)
-        for name, value in zip(node.outputs, results):
-            if name and graph.tensor(name).shape is None:
-                info = graph.tensor(name)
-                dt = np.asarray(value).dtype
-                info.shape = tuple(int(d) for d in np.shape(value))
-                if not (dt.kind == "f" and np.dtype(info.dtype).kind == "f"):
-                    info.dtype = dt.name      # type unknown to ONNX inference: take the kernel's
-    return graph
 
 
 def remove_identities(graph: Graph) -> Graph:
@@ -175,33 +88,41 @@ def fold_batchnorm(graph: Graph) -> Graph:
     for i, bn in enumerate(graph.nodes):
         if bn.op_type != "BatchNormalization" or len([o for o in bn.outputs if o]) != 1:
             continue
-        x = graph.tensor(bn.inputs[0])
-        if x.producer is None or len(x.consumers) != 1 or x.is_output:
-            continue
-        conv = graph.nodes[x.producer]
-        if conv.op_type != "Conv" or conv.activation or conv.inputs[1] not in graph.constants:
-            continue
-        params = bn.inputs[1:5]
-        if not all(p in graph.constants for p in params):
-            continue
-        if len(conv.inputs) > 2 and conv.inputs[2] and conv.inputs[2] not in graph.constants:
-            continue
-        scale, bias, mean, var = (graph.constants[p].astype(np.float64) for p in params)
-        eps = float(bn.attrs.get("epsilon", 1e-5))
-        w = graph.constants[conv.inputs[1]].astype(np.float64)
-        b = graph.constants[conv.inputs[2]].astype(np.float64) if len(conv.inputs) > 2 and conv.inputs[2] \
-            else np.zeros(w.shape[0])
-        k = scale / np.sqrt(var + eps)
-        w_name, b_name = f"{conv.name}.W_bn", f"{conv.name}.B_bn"
-        graph.constants[w_name] = (w * k.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
-        graph.constants[b_name] = ((b - mean) * k + bias).astype(np.float32)
-        graph.tensor(w_name).shape, graph.tensor(w_name).dtype = graph.constants[w_name].shape, "float32"
-        graph.tensor(b_name).shape, graph.tensor(b_name).dtype = graph.constants[b_name].shape, "float32"
-        conv.inputs = [conv.inputs[0], w_name, b_name]
-        conv.outputs = [bn.outputs[0]]
-        dead.add(i)
+        with node_guard(bn, "folding BatchNormalization into the Conv before it"):
+            if _fold_one_batchnorm(graph, bn):
+                dead.add(i)
     graph.nodes = [n for j, n in enumerate(graph.nodes) if j not in dead]
     return drop_unused_constants(graph.link())
+
+
+def _fold_one_batchnorm(graph: Graph, bn: Node) -> bool:
+    """Fold `bn` into the Conv that produces its input, if that is possible; True when folded."""
+    x = graph.tensor(bn.inputs[0])
+    if x.producer is None or len(x.consumers) != 1 or x.is_output:
+        return False
+    conv = graph.nodes[x.producer]
+    if conv.op_type != "Conv" or conv.activation or conv.inputs[1] not in graph.constants:
+        return False
+    params = bn.inputs[1:5]
+    if not all(p in graph.constants for p in params):
+        return False
+    if len(conv.inputs) > 2 and conv.inputs[2] and conv.inputs[2] not in graph.constants:
+        return False
+    scale, bias, mean, var = (graph.constants[p].astype(np.float64) for p in params)
+    eps = float(bn.attrs.get("epsilon", 1e-5))
+    w = graph.constants[conv.inputs[1]].astype(np.float64)
+    b = graph.constants[conv.inputs[2]].astype(np.float64) if len(conv.inputs) > 2 and conv.inputs[2] \
+        else np.zeros(w.shape[0])
+    k = scale / np.sqrt(var + eps)
+    w_name, b_name = f"{conv.name}.W_bn", f"{conv.name}.B_bn"
+    graph.constants[w_name] = (w * k.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
+    graph.constants[b_name] = ((b - mean) * k + bias).astype(np.float32)
+    graph.tensor(w_name).shape, graph.tensor(w_name).dtype = graph.constants[w_name].shape, "float32"
+    graph.tensor(b_name).shape, graph.tensor(b_name).dtype = graph.constants[b_name].shape, "float32"
+    conv.inputs = [conv.inputs[0], w_name, b_name]
+    conv.outputs = [bn.outputs[0]]
+    return True
+
 
 
 def _activation_params(act: Node, graph: Graph) -> tuple | None:
@@ -237,7 +158,8 @@ def fuse_activations(graph: Graph, supported: Collection[str]) -> Graph:
         if op.op_type not in FUSING_OPS or op.activation or op.op_type not in supported or op.domain:
             continue
         try:
-            params = _activation_params(act, graph)
+            with node_guard(act, "fusing the activation"):
+                params = _activation_params(act, graph)
         except KeyError:
             continue
         op.activation, op.activation_params = act.op_type, params
@@ -271,11 +193,10 @@ def drop_unused_constants(graph: Graph) -> Graph:
 
 
 def optimize(graph: Graph, evaluate: NodeEvaluator, supported: Collection[str]) -> Graph:
-    """The full pass pipeline, ending in a fresh topological schedule. `evaluate` computes folded constants and
-    missing shapes; `supported` is the op set the executor runs (activations fuse only into those)."""
-    fold_constants(graph, evaluate)
-    complete_shapes(graph, evaluate)
-    fold_constants(graph, evaluate)          # shapes completed above may enable more Shape folds
+    """The full pass pipeline, ending in a fresh topological schedule. `evaluate` computes folded constants (never
+    shapes: those come from the ONNX shape rules); `supported` is the op set the executor runs (activations fuse
+    only into those)."""
+    fold_and_infer(graph, evaluate)
     remove_identities(graph)
     fold_batchnorm(graph)
     fuse_activations(graph, supported)

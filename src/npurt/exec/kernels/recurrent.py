@@ -45,6 +45,23 @@ def _activations(attrs: dict[str, Any], defaults: list[str], n_dir: int) -> list
     return [fns[d * k:(d + 1) * k] for d in range(n_dir)]
 
 
+DEFAULT_ACTIVATIONS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}
+
+
+def check_recurrent(op_type: str, attrs: dict[str, Any]) -> None:
+    """Refuse, before anything runs, what the kernels below cannot run: an unknown direction or activation, or an
+    activation list of the wrong length (NOT_SUPPORTED / INVALID_MODEL; the compiler adds the node's name)."""
+    direction = attrs.get("direction", "forward")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise NpuError(ErrorCode.INVALID_MODEL, f"direction {direction!r} is not forward, reverse or bidirectional")
+    n_dir = 2 if direction == "bidirectional" else 1
+    names = attrs.get("activations")
+    if names and len(names) != len(DEFAULT_ACTIVATIONS[op_type]) * n_dir:
+        raise NpuError(ErrorCode.INVALID_MODEL, f"{len(names)} activations for {n_dir} direction(s); {op_type} "
+                                                f"takes {len(DEFAULT_ACTIVATIONS[op_type])} per direction")
+    _activations(attrs, DEFAULT_ACTIVATIONS[op_type], n_dir)
+
+
 def _prepare(inputs: list, attrs: dict[str, Any]):
     """X as (seq, batch, input), the direction list, sequence lengths and the layout flag."""
     x = as_f32(inputs[0])
@@ -105,7 +122,7 @@ def rnn(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     hidden = r.shape[-1]
     b = as_f32(inputs[3]) if len(inputs) > 3 and inputs[3] is not None else np.zeros((len(dirs), 2 * hidden), np.float32)
     h0 = _initial(inputs, 5, len(dirs), x.shape[1], hidden, layout)
-    acts = _activations(attrs, ["Tanh"], len(dirs))
+    acts = _activations(attrs, DEFAULT_ACTIVATIONS["RNN"], len(dirs))
     clip = attrs.get("clip")
     ys, finals = [], []
     for d, name in enumerate(dirs):
@@ -130,7 +147,7 @@ def gru(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     hidden = r.shape[-1]
     b = as_f32(inputs[3]) if len(inputs) > 3 and inputs[3] is not None else np.zeros((len(dirs), 6 * hidden), np.float32)
     h0 = _initial(inputs, 5, len(dirs), x.shape[1], hidden, layout)
-    acts = _activations(attrs, ["Sigmoid", "Tanh"], len(dirs))
+    acts = _activations(attrs, DEFAULT_ACTIVATIONS["GRU"], len(dirs))
     lbr = int(attrs.get("linear_before_reset", 0))
     clip = attrs.get("clip")
     H = hidden
@@ -172,7 +189,7 @@ def lstm(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     h0 = _initial(inputs, 5, nd, x.shape[1], H, layout)
     c0 = _initial(inputs, 6, nd, x.shape[1], H, layout)
     p = as_f32(inputs[7]) if len(inputs) > 7 and inputs[7] is not None else np.zeros((nd, 3 * H), np.float32)
-    acts = _activations(attrs, ["Sigmoid", "Tanh", "Tanh"], nd)
+    acts = _activations(attrs, DEFAULT_ACTIVATIONS["LSTM"], nd)
     clip = attrs.get("clip")
     coupled = int(attrs.get("input_forget", 0))
 
