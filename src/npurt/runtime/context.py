@@ -402,6 +402,15 @@ class Context:
             with self._attached(io):
                 return io.bind(ref, attr)
 
+    def use_io(self, io: IoPath) -> None:
+        """Plug in an I/O path built outside the runtime (e.g. the QNN graph's, a `ZeroCopyIo` that converts its
+        quantized tensors around each run), before the first set_inputs or bind; the context then drives it like
+        its own and releases it at teardown."""
+        with self._busy("use_io"):
+            if self._io is not None and self._io is not io:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, f"context {self.name} already has an I/O path")
+            self._io = io
+
     def bindings(self) -> tuple[list[IoBinding | None], list[IoBinding | None]]:
         """The current zero-copy bindings (inputs, outputs); None where nothing is bound."""
         if self._io is None:
