@@ -371,7 +371,7 @@ def test_set_io_mem_checks(ctx, capsys):
     assert rknn_set_io_mem(ctx, good, bad) == RKNN_ERR_PARAM_INVALID
     assert rknn_set_io_mem(ctx, good, None) == RKNN_ERR_PARAM_INVALID
     assert rknn_set_io_mem(ctx, rknn_tensor_mem(), ia) == RKNN_ERR_PARAM_INVALID
-    assert state() == before and context_of(ctx).io_mode is None
+    assert state() == before and context_of(ctx).io_path is None
     # a smaller size written into the struct is what counts (the user says how much of the buffer to use)
     good.size = ia.size_with_stride - 2
     assert rknn_set_io_mem(ctx, good, ia) == RKNN_ERR_PARAM_INVALID

@@ -101,7 +101,7 @@ def test_input_format_errors(edit, words):
         try:
             _raises(ErrorCode.INVALID_ARGUMENT, words,
                     lambda: ctx.bind(MemRef(buf), dataclasses.replace(ctx.input_attr(0, "native"), **edit)))
-            assert ctx.io_mode is None and ctx.bindings() == ([None], [None])
+            assert ctx.io_path is None and ctx.bindings() == ([None], [None])
         finally:
             buf.free()
 

@@ -66,13 +66,15 @@ def entry(func_name: str, failure: Any = "status") -> Callable:
 
 
 def _mem(addr: int, what: str = "mem") -> Any:
+    """The registry record of the `rknn_tensor_mem*` a C caller passed (the mirror takes it in place of the
+    struct, so the struct is looked up once)."""
     if not addr:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} is NULL")
-    struct = handles.mems.struct_at(addr)
-    if struct is None:
+    record = handles.mems.record_at(addr)
+    if record is None:
         raise NpuError(ErrorCode.INVALID_HANDLE, f"invalid {what} 0x{addr:x}: not an rknn_tensor_mem from "
                                                  f"rknn_create_mem*, or already destroyed")
-    return struct
+    return record
 
 
 def _mem_address(mem: Any) -> int:

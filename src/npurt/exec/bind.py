@@ -12,8 +12,8 @@ The executor precomputes one `SlotReader` / `SlotWriter` per tensor access at bi
 - plain (UNDEFINED / NCHW): reshape, cast or dequantise.
 
 `tensor` conversions (`nchw_to_nc1hwc2` ...) require equal in/out dtypes, so the fused cast-and-transpose copies
-here are their own. The runtime's user-format conversions (`npurt.runtime.user_io`) build on these readers and
-writers.
+here are their own. Outside the executor's own bind, a slot is read or written whole with `read_slot` /
+`write_slot` (the executor's inspection and the runtime's user-format conversions, `npurt.runtime.user_io`).
 """
 from __future__ import annotations
 
@@ -248,3 +248,16 @@ class SlotWriter:
             np.copyto(self.dst_rem, y[:, self.full * c2:].transpose(0, 2, 3, 1), casting="unsafe")
         for pad in self.pad_views:
             pad.fill(0)
+
+
+def read_slot(st: TensorStorage, raw: np.ndarray, offset: int = 0) -> np.ndarray:
+    """A copy of the logical value stored in `raw[offset:]` as `st` describes it (float32, dequantised, ONNX
+    layout; integer tensors keep their type)."""
+    k = SlotReader.needs_scratch(st)
+    return np.array(SlotReader(st, raw, offset, np.empty(k, np.float32) if k else None).read())
+
+
+def write_slot(st: TensorStorage, raw: np.ndarray, value: np.ndarray, offset: int = 0) -> None:
+    """Store a logical value into `raw[offset:]` as `st` describes it (packed, cast or quantised)."""
+    n = math.prod(st.shape)
+    SlotWriter(st, raw, offset, np.empty(n, np.float32) if st.quantized else None, np.empty(n, np.float16)).write(value)

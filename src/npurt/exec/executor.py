@@ -24,7 +24,7 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.exec import native
-from npurt.exec.bind import SlotReader, SlotWriter, typed_view
+from npurt.exec.bind import SlotReader, SlotWriter, read_slot, typed_view, write_slot
 from npurt.exec.evaluate import kernel_attrs
 from npurt.exec.kernels.blas import policy_threads, set_blas_threads
 from npurt.model.compiled import CompiledModel
@@ -283,8 +283,7 @@ class Executor:
         self._check_bound()
         st = self.model.storage[name]
         raw, off = self._views[name]
-        k = SlotReader.needs_scratch(st)
-        return np.array(SlotReader(st, raw, off, np.empty(k, np.float32) if k else None).read())
+        return read_slot(st, raw, off)
 
     def write_tensor(self, name: str, value: np.ndarray) -> None:
         """Store a logical value into internal or output activation `name`'s slot (packed, cast or quantised as
@@ -294,10 +293,8 @@ class Executor:
         if name in self.model.graph.inputs:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name!r} is a model input: write it with pack_input")
         raw, off = self._views[name]
-        n = math.prod(st.shape)
         value = np.asarray(value, np.float32) if st.logical_dtype.startswith("float") else np.asarray(value)
-        SlotWriter(st, raw, off, np.empty(n, np.float32) if st.quantized else None,
-                   np.empty(n, np.float16)).write(value)
+        write_slot(st, raw, value, off)
 
     def tensor_view(self, name: str) -> np.ndarray:
         """The stored bytes of activation `name` as a typed array in its native dims (a view of bound memory)."""

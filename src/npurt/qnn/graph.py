@@ -4,9 +4,10 @@ Graph I/O tensors are the compiled model's native input/output tensors (the layo
 writes: e.g. NHWC float16/float32, int8 with scale/offset). `TensorSpec` describes one and `io_tensors` builds the
 `Qnn_Tensor_t` lists an application fills (what QnnSystemContext_getBinaryInfo gives on a device).
 
-Execution (`Graph.execute`) goes through the context's `npurt.runtime.Context`: each tensor's memory is bound with
-`Context.bind` (zero-copy, in the native format) and `Context.run` runs the model, so binding rules, the run guard,
-perf counters and teardown are the runtime's. What is QNN's:
+Execution (`Graph.execute`) goes through the context's `npurt.runtime.Context`, with the graph's I/O path
+(`GraphIo`, a zero-copy path that also converts quantized tensors around each run) plugged in: each tensor's memory
+is bound with `Context.bind` and `Context.run` runs the model, so binding rules, the run guard, perf counters and
+teardown are the runtime's. What is QNN's:
 - MEMHANDLE tensors are zero-copy: the registered memory itself is bound. The handle must be an ION /
   SHARED_BUFFER handle registered in *this graph's* context, its memory still allocated and at least the tensor's
   bytes (else 6004 INVALID_TENSOR).
@@ -40,6 +41,7 @@ from npurt.qnn.boundary import QnnError, from_npu
 from npurt.qnn.mem_registry import ION, REGISTRY, SHARED, SPILLFILL, VTCMBACKUP, WEIGHTS
 from npurt.qnn.structs import Qnn_Tensor_t
 from npurt.runtime import MemRef
+from npurt.runtime.zero_copy import ZeroCopyIo
 from npurt.tensor import DType, Layout
 
 if TYPE_CHECKING:
@@ -184,6 +186,8 @@ class Graph:
             self.release()
             raise
         self._bound_key: tuple | None = None
+        self._run_io = GraphIo(ctx.runtime, self.inputs, self.outputs, self._fstage)
+        ctx.runtime.use_io(self._run_io)
         self.handle = new_handle(self)
 
     @property
@@ -319,21 +323,44 @@ class Graph:
                 except NpuError as exc:
                     raise from_npu(exc, "graph", spec.name, general=C.QNN_GRAPH_ERROR_INVALID_TENSOR) from exc
             self._bound_key = key
-        for (_, ref, _), spec, stage in zip(resolved[:n_in], self.inputs, self._fstage):
-            if stage is not None:
-                _dequantize(spec, ref.device_u8(), stage.device_view(np.float32))
+        self._run_io.refs = [ref for _, ref, _ in resolved]
         _vtcm_handover(ctx, core)
         try:
-            rt.run()
+            rt.run()                                        # GraphIo converts the quantized tensors around it
         except NpuError as exc:
             raise from_npu(exc, "graph", f"graph {self.name!r} failed") from exc
-        for (_, ref, _), spec, stage in zip(resolved[n_in:], self.outputs, self._fstage[n_in:]):
-            if stage is not None:
-                _quantize(spec, stage.device_view(np.float32), ref.device_u8())
         for (_, ref, data), spec in zip(resolved[n_in:], self.outputs):
             if data and not safe_write(data, ref.device_u8().ctypes.data, spec.nbytes):
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
                                f"output {spec.index} ({spec.name}): clientBuf.data {data:#x} is not writable")
+
+
+class GraphIo(ZeroCopyIo):
+    """The graph's I/O path on its runtime context: the zero-copy bindings of its tensors (their memory, or the
+    float32 staging of a quantized tensor), and QNN's side of a run — quantized inputs dequantized into their
+    staging before it, float32 outputs quantized into the tensor's memory after it."""
+
+    name = "qnn_graph"
+
+    def __init__(self, rt: Any, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
+                 stages: Sequence[Any]) -> None:
+        super().__init__(rt)
+        self._ins, self._outs = list(inputs), list(outputs)
+        self._stages = stages           # the graph's float32 staging per tensor (None: bound directly)
+        self.refs: list[MemRef] = []    # the memory of each tensor in this execution (set by Graph._run)
+
+    def before_run(self) -> None:
+        for ref, spec, stage in zip(self.refs, self._ins, self._stages):
+            if stage is not None:
+                _dequantize(spec, ref.device_u8(), stage.device_view(np.float32))
+        super().before_run()
+
+    def after_run(self) -> None:
+        super().after_run()
+        n_in = len(self._ins)
+        for ref, spec, stage in zip(self.refs[n_in:], self._outs, self._stages[n_in:]):
+            if stage is not None:
+                _quantize(spec, stage.device_view(np.float32), ref.device_u8())
 
 
 def _float_attr(user: TensorAttr) -> TensorAttr:

@@ -18,7 +18,6 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import SyncMode, open_device, open_devices
-from npurt.memory.cargs import as_struct
 from npurt.memory.mapping import maps_file
 from npurt.memory.raw import pointer_value
 from npurt.rknn import constants as c
@@ -196,13 +195,10 @@ def rknn_create_mem_from_mb_blk(ctx: Any, mb_blk: Any, offset: int) -> rknn_tens
 def rknn_destroy_mem(ctx: Any, mem: Any) -> int:
     """Destroy a struct from rknn_create_mem*: runtime memory is freed, a wrapper frees only itself. A second
     destroy, a stale or a forged struct is RKNN_ERR_PARAM_INVALID; nothing else changes."""
-    struct = as_struct(mem, rknn_tensor_mem)
-    record = None
-    if struct is not None:
-        try:
-            record = handles.mems.lookup(struct)
-        except NpuError:
-            record = None
+    try:
+        record = handles.mems.lookup(mem)
+    except NpuError:
+        record = None
     if record is None or not record.no_context:
         any_ctx(ctx)
     if record is None:
@@ -215,13 +211,12 @@ def rknn_destroy_mem(ctx: Any, mem: Any) -> int:
 def mem_ref(mem: Any, device: Any, what: str) -> MemRef:
     """The MemRef an issued struct stands for (validated; its memory must be alive and on `device`)."""
     record = handles.mems.lookup(mem, what)
-    struct = as_struct(mem, rknn_tensor_mem)
     if not record.buffer.alive:
         raise NpuError(ErrorCode.INVALID_HANDLE, f"{what}: the memory it wraps has been destroyed")
     if record.buffer.device is not device:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: memory of device {record.buffer.device.soc}, the "
                                                    f"context runs on {device.soc}")
-    return MemRef(record.buffer, record.data_offset, int(struct.size), record.label)
+    return MemRef(record.buffer, record.data_offset, int(record.struct.size), record.label)
 
 
 @mirror("rknn_set_weight_mem")
@@ -256,9 +251,8 @@ def rknn_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "attr is NULL")
     a = read_attr(struct_arg(attr, rknn_tensor_attr, "attr"))
     ref = mem_ref(mem, obj.device, "io mem")
-    is_input, index = obj.context.bind(ref, a)
-    binding = obj.context.bindings()[0 if is_input else 1][index]
-    if not is_input and binding.staging is not None and ref.size < binding.native.size_with_stride:
+    binding = obj.context.bind(ref, a)
+    if not binding.is_input and binding.staging is not None and ref.size < binding.native.size_with_stride:
         log.warning(f"Output({binding.native.name}): size_with_stride larger than model origin size, if need run "
                     f"OutputOperator in NPU, please call rknn_create_memory using size_with_stride")
     return c.RKNN_SUCC
@@ -295,7 +289,7 @@ def mem_view(mem: Any, dtype: Any = np.uint8, count: int | None = None, offset: 
     wrote without a sync from device logs a W line.
     """
     record = handles.mems.lookup(mem)
-    struct = as_struct(mem, rknn_tensor_mem)
+    struct = record.struct
     dt = np.dtype(dtype)
     avail = int(struct.size) - int(offset)
     if offset < 0 or avail < 0:

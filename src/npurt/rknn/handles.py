@@ -130,12 +130,18 @@ class MemRegistry:
             return record
 
     def lookup(self, mem: Any, what: str = "mem") -> MemRecord:
-        """The record of a live issued struct; NpuError(INVALID_HANDLE) naming the problem otherwise."""
-        struct = as_struct(mem, rknn_tensor_mem)
-        if struct is None:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid {what}: not an rknn_tensor_mem ({type(mem).__name__})")
-        with self._lock:
-            record = self._records.get(ctypes.addressof(struct))
+        """The record of a live issued struct; NpuError(INVALID_HANDLE) naming the problem otherwise. `mem` is the
+        struct (or a pointer / byref to it), or the record the C face found by its address (`record_at`): it is
+        looked up once and checked here, whichever face it came through. Read the struct as `record.struct`."""
+        if isinstance(mem, MemRecord):
+            record, struct = mem, mem.struct
+        else:
+            struct = as_struct(mem, rknn_tensor_mem)
+            if struct is None:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT,
+                               f"invalid {what}: not an rknn_tensor_mem ({type(mem).__name__})")
+            with self._lock:
+                record = self._records.get(ctypes.addressof(struct))
         if record is None or struct.priv_data != record.generation:
             raise NpuError(ErrorCode.INVALID_HANDLE,
                            f"invalid {what}: rknn_tensor_mem at {ctypes.addressof(struct):#x} was not created by "
@@ -150,12 +156,12 @@ class MemRegistry:
                            f"invalid {what}: size {struct.size} is larger than the {record.size} bytes created")
         return record
 
-    def struct_at(self, addr: int) -> rknn_tensor_mem | None:
-        """The issued struct whose C address is `addr` (what a C caller's `rknn_tensor_mem*` points to), or None —
-        found without reading the memory at `addr`, so a forged or freed pointer is never dereferenced."""
+    def record_at(self, addr: int) -> MemRecord | None:
+        """The record of the issued struct whose C address is `addr` (what a C caller's `rknn_tensor_mem*` points
+        to), or None — found without reading the memory at `addr`, so a forged or freed pointer is never
+        dereferenced. The mirror takes the record in place of the struct (`lookup`)."""
         with self._lock:
-            record = self._records.get(int(addr))
-        return None if record is None else record.struct
+            return self._records.get(int(addr))
 
     def forget(self, record: MemRecord) -> None:
         """Unregister `record` (its struct becomes stale: priv_data is cleared)."""

@@ -357,7 +357,7 @@ def rknn_matmul_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
     record = handles.mems.lookup(mem)
     if record.buffer.device is not obj.device:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name} memory belongs to another device")
-    have = min(as_struct(mem, rknn_tensor_mem).size, record.size)
+    have = min(record.struct.size, record.size)
     if have < a.size:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name} memory size must be >= {a.size}, but is: {have}")
     obj.bindings[name] = _Binding(record, a.size)

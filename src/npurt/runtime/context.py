@@ -1,7 +1,8 @@
 """`Context`: one loaded model on one device — lifecycle, memory ownership, binding rules, the general (copying)
 and zero-copy I/O paths, runs, perf counters, dup, core masks, dynamic shapes. Vendor-neutral: every failure is an
 `NpuError` with a neutral code (messages use the vendor's wording where the seeds give it, so the mirrors can log
-them as they are). The two I/O paths live in `npurt.runtime.general` and `npurt.runtime.zero_copy` (mixins).
+them as they are). The I/O path is an object the context holds (`npurt.runtime.io_path`): `GeneralIo` after the
+first `set_inputs`, `ZeroCopyIo` after the first `bind`; the two cannot be mixed on one context.
 
 How to use it::
 
@@ -21,8 +22,9 @@ How to use it::
     ctx.destroy()                                      # frees what the context allocated; user memory stays
 
 Ownership: the context owns its weight memory (shared with `dup()` copies and SHARE_WEIGHT contexts, refcounted),
-its internal arena (unless `internal_outside`), the general path's I/O buffers and the staging buffers of
-converted zero-copy bindings; `destroy()` releases all of them in one place (`_release_all`). Memory the user binds
+its internal arena (unless `internal_outside`), its I/O path's buffers (the general path's I/O buffers, the staging
+buffers of converted zero-copy bindings) and its scratch buffers; `destroy()` releases all of them in one place
+(`_release_all`). Memory the user binds
 stays the user's.
 
 Threads: a context runs one thing at a time. A call that finds it busy in another thread fails with BUSY at once
@@ -43,13 +45,14 @@ import numpy as np
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import open_device
 from npurt.model.attrs import TensorAttr
-from npurt.runtime.binding import IoBinding, MemRef, run_guard
-from npurt.runtime.general import GeneralPath, InputData
+from npurt.runtime.binding import IoBinding, MemRef, overlaps, run_guard
+from npurt.runtime.general import GeneralIo, InputData
+from npurt.runtime.io_path import IoPath
 from npurt.runtime.loader import ModelFamily, load_family
 from npurt.runtime.options import PRIORITIES, ContextOptions, MemSize
 from npurt.runtime.perf import PerfCounters, op_timings, run_executor
 from npurt.runtime.weights import WEIGHTS_UNSET, WeightStore, weight_digest
-from npurt.runtime.zero_copy import ZeroCopyPath
+from npurt.runtime.zero_copy import ZeroCopyIo
 from npurt.tensor import Layout
 
 __all__ = ["ATTR_KINDS", "Context", "InputData"]
@@ -67,7 +70,7 @@ def _default_sink(level: str, message: str) -> None:
 _next_id = iter(range(1, 1 << 62))
 
 
-class Context(GeneralPath, ZeroCopyPath):
+class Context:
     """A model loaded on a device (see the module doc for the lifecycle and the rules)."""
 
     def __init__(self, model: Any, *, device: Any = None, soc: str | None = None, coherence: str | None = None,
@@ -105,14 +108,12 @@ class Context(GeneralPath, ZeroCopyPath):
         self._internal_ref: MemRef | None = None
         self._model_buffer = model_buffer
         self._plan = plan
-        self._gen_in: list[Any] = []
-        self._gen_out: list[Any] = []
-        self._in_bind: list[IoBinding | None] = []
-        self._out_bind: list[IoBinding | None] = []
+        self._io: IoPath | None = None     # the I/O path, set by the first set_inputs or bind
         # op type -> custom-op kernel (npurt.rknn.custom_op); executors consult it; `release()` runs at teardown
         self.custom_ops: dict[str, Any] = {}
         self._scratch: list[Any] = []      # runtime-internal staging buffers (alloc_scratch), freed at teardown
         self._bound_to: Any = None         # the executor bound by the last run
+        self._bound_io: tuple[Any, int] | None = None   # (I/O path, its generation) that executor was bound to
         self._device_released = False
         self.device = open_device(device.soc) if device is not None else open_device(soc, coherence)
         try:
@@ -135,18 +136,12 @@ class Context(GeneralPath, ZeroCopyPath):
         if self._plan is not None:
             _check_plan(self._plan, self.compiled, self.family.dynamic)
         self.initial = self.compiled
-        self.io_mode: str | None = None
         self.perf = PerfCounters()
         self.core_mask = 0
         self.batch_core_num = 1
         self.coherence_violations: list[str] = []
         self._executors: dict[int, Any] = {}
         self._dirty = True
-        self._ran = False
-        n_in, n_out = self.compiled.n_inputs, self.compiled.n_outputs
-        self._in_bind, self._out_bind = [None] * n_in, [None] * n_out
-        self._gen_in, self._gen_out = [None] * n_in, [None] * n_out
-        self._gen_set = [False] * n_in
         members = self.family.all()
         self.internal_capacity = max(int(self._plan_of(m).internal_size) for m in members)
         digest = weight_digest(self.initial)
@@ -203,11 +198,33 @@ class Context(GeneralPath, ZeroCopyPath):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: the context was created for queries only (info_only)",
                            hint="info_only", what=what)
 
-    def _require_io_mode_not(self, other: str) -> None:
-        """The general and zero-copy paths cannot be mixed on one context: fail if `other` is already in use."""
-        if self.io_mode == other:
+    def _io_path(self, kind: type) -> Any:
+        """The context's I/O path if it is a `kind`, a new unattached one if there is none yet (see `_attached`);
+        the general and zero-copy paths cannot be mixed on one context."""
+        if self._io is None:
+            return kind(self)
+        if not isinstance(self._io, kind):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, "the general API (inputs_set/outputs_get) and the zero-copy "
                                                        "API (set_io_mem) cannot be mixed on one context")
+        return self._io
+
+    @contextlib.contextmanager
+    def _attached(self, io: IoPath) -> Iterator[IoPath]:
+        """Make `io` the context's I/O path for a call that fills it; a new path the call left empty (it failed
+        before allocating anything) is dropped again, so a refused first call leaves the context unbound."""
+        fresh = self._io is None
+        self._io = io
+        try:
+            yield io
+        except BaseException:
+            if fresh and not io.owned_buffers() and io.generation == 0:
+                self._io = None
+            raise
+
+    @property
+    def io_path(self) -> IoPath | None:
+        """The I/O path in use (`GeneralIo` / `ZeroCopyIo`), None before the first set_inputs or bind."""
+        return self._io
 
     @contextlib.contextmanager
     def _busy(self, what: str, wait: bool = False) -> Iterator[None]:
@@ -301,9 +318,7 @@ class Context(GeneralPath, ZeroCopyPath):
 
     def _owned_buffers(self) -> list[Any]:
         """Buffers this context allocated itself (not the shared weight store, not user memory)."""
-        bufs = [self._internal_buf] + self._gen_in + self._gen_out
-        bufs += [b.staging for b in self._in_bind + self._out_bind if b is not None]
-        bufs += self._scratch
+        bufs = [self._internal_buf] + (self._io.owned_buffers() if self._io is not None else []) + self._scratch
         return [b for b in bufs if b is not None and b.alive]
 
     @property
@@ -342,6 +357,65 @@ class Context(GeneralPath, ZeroCopyPath):
 
     def custom_string(self) -> str:
         return str((self.compiled.meta or {}).get("custom_string", ""))
+
+    # ------------------------------------------------------------------------------------------------------------
+    # I/O: the general (copying) and zero-copy paths
+    def set_inputs(self, inputs: Sequence[InputData]) -> None:
+        """General path: convert each user input (normalise, quantise, lay out, pad) into runtime memory."""
+        with self._busy("inputs_set"):
+            self._require_runnable("inputs_set")
+            io = self._io_path(GeneralIo)
+            if not self.options.flush_inputs:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "a context that does not flush its inputs (flush_inputs "
+                                                           "off) cannot take copied inputs", hint="no_flush_inputs")
+            with self._attached(io):
+                io.set_inputs(inputs)
+
+    def get_outputs(self, want_float: bool | Sequence[bool] = True,
+                    indices: Sequence[int] | None = None) -> list[np.ndarray]:
+        """General path: the outputs of the last run as new arrays in the logical (ONNX) layout — float32
+        (want_float) or the model's output type."""
+        with self._busy("outputs_get"):
+            self._require_runnable("outputs_get")
+            io = self._io_path(GeneralIo)
+            if not self.options.invalidate_outputs:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "a context that does not invalidate its outputs "
+                                                           "(invalidate_outputs off) cannot hand out copied outputs",
+                               hint="no_invalidate_outputs")
+            return io.get_outputs(want_float, indices)
+
+    def bind(self, ref: MemRef, attr: TensorAttr) -> IoBinding:
+        """Zero-copy path: bind `ref` to the input or output that `attr.name` names and return the binding made.
+        `attr` is a queried attr, possibly with `type` / `fmt` / `w_stride` / `pass_through` edited: the native
+        format binds the memory directly; another format is converted by the runtime around each run."""
+        with self._busy("set_io_mem"):
+            self._require_runnable("set_io_mem")
+            io = self._io_path(ZeroCopyIo)
+            if self.options.internal_outside and self._internal_ref is None and self.internal_capacity:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, "internal memory must be set before input / output memory "
+                                                           "(the context was created with internal_outside)",
+                               hint="internal_before_io")
+            ref.require_alive(f"tensor {attr.name!r}")
+            if self._internal_ref is not None and overlaps(ref.keys(), self._internal_ref.keys()):
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {attr.name!r}: this memory is the context's "
+                                                           f"internal memory; inputs and outputs need their own")
+            with self._attached(io):
+                return io.bind(ref, attr)
+
+    def use_io(self, io: IoPath) -> None:
+        """Plug in an I/O path built outside the runtime (e.g. the QNN graph's, a `ZeroCopyIo` that converts its
+        quantized tensors around each run), before the first set_inputs or bind; the context then drives it like
+        its own and releases it at teardown."""
+        with self._busy("use_io"):
+            if self._io is not None and self._io is not io:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, f"context {self.name} already has an I/O path")
+            self._io = io
+
+    def bindings(self) -> tuple[list[IoBinding | None], list[IoBinding | None]]:
+        """The current zero-copy bindings (inputs, outputs); None where nothing is bound."""
+        if self._io is None:
+            return [None] * self.n_inputs, [None] * self.n_outputs
+        return self._io.bindings()
 
     # ------------------------------------------------------------------------------------------------------------
     # memory the user provides
@@ -396,45 +470,15 @@ class Context(GeneralPath, ZeroCopyPath):
             self._internal_ref.require_alive("internal memory")
         if self._model_buffer is not None:
             self._model_buffer.require_alive("model buffer (model_buffer_zero_copy)")
-        names_in, names_out = self.compiled.graph.inputs, self.compiled.graph.outputs
-        if self.io_mode == "general":
-            for i, done in enumerate(self._gen_set):
-                if not done:
-                    raise NpuError(ErrorCode.INVALID_INPUT, f"input({names_in[i]}) is not set: set every input "
-                                                            f"before running", hint="input_unset", name=names_in[i])
-            for i in range(self.n_outputs):
-                self._general_buffer(False, i)
-            return
-        for i, b in enumerate(self._in_bind):
-            if b is None:
-                raise NpuError(ErrorCode.INVALID_INPUT, f"input({names_in[i]}) tensor not attached to memory!")
-            b.ref.require_alive(f"input({names_in[i]})")
-        for i, b in enumerate(self._out_bind):
-            if b is None:
-                raise NpuError(ErrorCode.INVALID_OUTPUT, f"output({names_out[i]}) tensor not attached to memory!")
-            b.ref.require_alive(f"output({names_out[i]})")
+        (self._io or ZeroCopyIo(self)).check_ready()     # nothing bound yet: the zero-copy path's refusal
 
     def _bind_executor(self, ex: Any) -> None:
-        if self.io_mode == "general":
-            ins = [b.device_view(np.uint8) for b in self._gen_in]
-            outs = [b.device_view(np.uint8) for b in self._gen_out]
-        else:
-            ins = [b.executor_view() for b in self._in_bind]
-            outs = [b.executor_view() for b in self._out_bind]
+        ins, outs = self._io.executor_views()
         internal = self._internal_ref.device_u8() if self._internal_ref is not None else np.empty(0, np.uint8)
         ex.bind(self._weights.view(), internal[:max(self.plan.internal_size, 0)], ins, outs)
         self._dirty = False
         self._bound_to = ex
-
-    def _before_run(self) -> None:
-        if self.io_mode == "zero_copy":
-            self._zero_copy_before_run()
-
-    def _after_run(self) -> None:
-        if self.io_mode == "general":
-            self._general_after_run()
-        else:
-            self._zero_copy_after_run()
+        self._bound_io = (self._io, self._io.generation)
 
     def run(self) -> None:
         """Run the model once over the bound memory (see the module doc for what must be bound first)."""
@@ -444,17 +488,16 @@ class Context(GeneralPath, ZeroCopyPath):
             self._check_ready()
             self._notice_weight_changes()
             ex = self._executor()
-            if self._dirty or self._bound_to is not ex:
+            if self._dirty or self._bound_to is not ex or self._bound_io != (self._io, self._io.generation):
                 self._bind_executor(ex)
             keys = self._internal_ref.keys() if self._internal_ref is not None else []
             run_guard.enter(self.id, keys, "internal memory")
             try:
-                self._before_run()
+                self._io.before_run()
                 run_us, raw = run_executor(ex, self.options.collect_perf)
-                self._after_run()
+                self._io.after_run()
             finally:
                 run_guard.leave(self.id)
-            self._ran = True
             self.perf.runs += 1
             self.perf.run_us = int(run_us)
             self.perf.total_us = (time.perf_counter_ns() - t0) // 1000
@@ -500,9 +543,8 @@ class Context(GeneralPath, ZeroCopyPath):
             if compiled is self.compiled:
                 return
             self.compiled = compiled
-            self._unbind_all()
-            self._gen_set = [False] * self.n_inputs
-            self._ran = False
+            if self._io is not None:
+                self._io.reset()
             self._dirty = True
 
     def set_core_mask(self, mask: int) -> None:
@@ -549,12 +591,8 @@ class Context(GeneralPath, ZeroCopyPath):
             self.destroyed = True
 
     def _release_all(self) -> None:
-        self._unbind_all()
-        for table in (self._gen_in, self._gen_out):
-            for i, buf in enumerate(table):
-                if buf is not None and buf.alive:
-                    buf.free()
-                table[i] = None
+        if self._io is not None:
+            self._io.release()
         if self._internal_buf is not None:
             if self._internal_buf.alive:
                 self._internal_buf.free()
@@ -564,7 +602,7 @@ class Context(GeneralPath, ZeroCopyPath):
             self._weights.release()
             self._weights = None
         self._executors = {}
-        self._bound_to = None
+        self._bound_to = self._bound_io = None
         for op in list(self.custom_ops.values()):
             getattr(op, "release", lambda: None)()       # custom ops free their device memory, call destroy
         self.custom_ops = {}
@@ -582,7 +620,7 @@ class Context(GeneralPath, ZeroCopyPath):
             self.destroy()
 
     def __repr__(self) -> str:
-        state = "destroyed" if self.destroyed else (self.io_mode or "unbound")
+        state = "destroyed" if self.destroyed else (self._io.name if self._io is not None else "unbound")
         return f"<Context {self.name} {getattr(self, 'compiled', None) and self.compiled.graph.name} {state}>"
 
 

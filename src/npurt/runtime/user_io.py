@@ -12,7 +12,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.errors import ErrorCode, NpuError
-from npurt.exec.bind import SlotReader, SlotWriter, typed_view
+from npurt.exec.bind import read_slot, typed_view, write_slot
 from npurt.exec.executor import Executor, allocate
 from npurt.model.attrs import QntType, TensorAttr, TensorStorage
 from npurt.model.compiled import CompiledModel
@@ -148,20 +148,14 @@ def pack_input(attr: TensorAttr, user: np.ndarray, out_view: np.ndarray, mean: S
             y = y.copy() if st.quantized else y
     else:
         y = x
-    scratch = np.empty(SlotWriter.needs_scratch(st), np.float32)
-    writer = SlotWriter(st, raw, 0, scratch)
-    writer.write(np.asarray(y))
+    write_slot(st, raw, np.asarray(y))
 
 
 def unpack_output(attr: TensorAttr, view: np.ndarray, shape: Sequence[int] | None = None) -> np.ndarray:
     """A bound output buffer (native attr layout/type) as a float32 array in the logical (ONNX) layout;
     integer outputs keep their dtype. `shape` is the logical shape (required for NC1HWC2)."""
     raw = _check_view(attr, view)
-    st = attr_storage(attr, _logical_shape(attr, shape))
-    need = SlotReader.needs_scratch(st)
-    reader = SlotReader(st, raw, 0, np.empty(need, np.float32) if need or st.quantized else None)
-    out = reader.read()
-    return np.array(out, dtype=np.float32 if st.logical_dtype.startswith("float") else out.dtype, copy=True)
+    return read_slot(attr_storage(attr, _logical_shape(attr, shape)), raw)
 
 
 def run_once(compiled: CompiledModel, feeds: "dict[str, np.ndarray] | list[np.ndarray]") -> list[np.ndarray]:
