@@ -155,3 +155,29 @@ def test_resolve_shared_import_region(dev):
     first.free()
     second.free()
     os.close(fd)
+
+
+def test_resolve_is_by_identity(dev):
+    """One rule for "the same memory": the host address may be any view of the same file bytes — another buffer over
+    them (a runtime buffer and an import of its fd are different regions), the caller's own mapping — or 0 (none
+    given: the buffer's CPU address is meant)."""
+    import mmap
+    import os
+    a = dev.alloc(2 * PAGE_SIZE)
+    imported = dev.import_fd(os.dup(a.fd))
+    own = mmap.mmap(a.fd, 2 * PAGE_SIZE)
+    try:
+        assert imported.region is not a.region
+        assert dev.resolve(a.dev_addr + PAGE_SIZE, imported.virt_addr + PAGE_SIZE, 16) == (a, PAGE_SIZE)
+        assert dev.resolve(imported.dev_addr, a.virt_addr, 16) == (imported, 0)
+        assert dev.resolve(a.dev_addr + 8, ctypes.addressof(ctypes.c_char.from_buffer(own)) + 8, 8) == (a, 8)
+        assert dev.resolve(a.dev_addr + 8, 0, 8) == (a, 8)
+        with pytest.raises(NpuError) as err:
+            dev.resolve(a.dev_addr + 8, imported.virt_addr, 8)           # the same file, another offset
+        assert err.value.code == ErrorCode.INVALID_HANDLE and "not the same memory" in err.value.message
+    finally:
+        own.close()
+        fd = imported.fd
+        imported.free()
+        os.close(fd)
+        a.free()

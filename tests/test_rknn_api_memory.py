@@ -276,6 +276,30 @@ def test_from_phys_wraps_known_memory(ctx, capsys):
         assert state() == before
 
 
+def test_from_phys_takes_any_cpu_address_of_the_same_memory(ctx, capsys):
+    """virt_addr is checked by identity (Device.resolve): a from_fd wrapper's mapping of a runtime buffer's fd, or
+    the caller's own mapping of it, is that memory's CPU address too; another offset of it is not."""
+    big = rknn_create_mem(ctx, 8192)
+    w = rknn_create_mem_from_fd(ctx, big.fd, 0, 4096, 4096)             # the runtime maps the fd once more
+    m, own = _own_mapping(big.fd, 8192)
+    try:
+        assert w.virt_addr + 4096 != big.virt_addr + 4096
+        for virt in (w.virt_addr + 4096, own + 4096):
+            p = rknn_create_mem_from_phys(ctx, big.phys_addr + 4096, virt, 4096)
+            assert p is not None and p.virt_addr == virt
+            mem_view(p)[:] = 6
+            assert (mem_view(big)[4096:] == 6).all() and rknn_destroy_mem(ctx, p) == RKNN_SUCC
+        p = rknn_create_mem_from_phys(ctx, w.phys_addr, big.virt_addr + 4096, 4096)    # and the other way round
+        assert p is not None and rknn_destroy_mem(ctx, p) == RKNN_SUCC
+        before = state()
+        assert rknn_create_mem_from_phys(ctx, big.phys_addr + 4096, own, 4096) is None
+        errline(capsys, "is not the CPU address")
+        assert state() == before
+    finally:
+        m.close()
+        rknn_destroy_mem(ctx, w), rknn_destroy_mem(ctx, big)
+
+
 def test_wrapper_of_a_destroyed_buffer_is_an_error(ctx, capsys):
     big = rknn_create_mem(ctx, 4096)
     w = rknn_create_mem_from_phys(ctx, big.phys_addr, big.virt_addr, 4096)

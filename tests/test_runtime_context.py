@@ -677,6 +677,41 @@ def test_shared_internal_memory_runs_one_after_the_other(monkeypatch):
         big.free()
 
 
+def test_shared_internal_memory_is_known_by_its_file_not_its_fd(monkeypatch):
+    """Two imports of one file as the internal memory of two contexts collide even after the fd the first was
+    imported through is closed and its number reused; a run reads no identity (no fstat)."""
+    import os
+    blocker = _Blocker(monkeypatch)
+    opts = ContextOptions(internal_outside=True)
+    a, b = Context(convnet(), options=opts), Context(convnet_other(), options=opts)
+    size = max(a.mem_size().internal_size, b.mem_size().internal_size)
+    fd = os.memfd_create("internal", os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, size)
+    second = os.dup(fd)
+    ia, ib = a.device.import_fd(fd, size), a.device.import_fd(second, size)
+    os.close(fd)
+    other = os.memfd_create("unrelated")                 # most likely the number `fd` had
+    try:
+        a.set_internal_memory(MemRef(ia))
+        b.set_internal_memory(MemRef(ib))
+        a.set_inputs([InputData(0, image(seed=83), DType.FLOAT32, Layout.NCHW)])
+        b.set_inputs([InputData(0, image(seed=84), DType.FLOAT32, Layout.NCHW)])
+        a.run()                                            # the first run builds the executor
+        with monkeypatch.context() as no_fstat:
+            no_fstat.setattr(os, "fstat", lambda fd: pytest.fail("a run called fstat"))
+            a.run()
+        blocker.start(a.run)
+        with pytest.raises(NpuError) as e:
+            b.run()
+        assert _code(e) is ErrorCode.BUSY and "internal memory" in str(e.value)
+        blocker.finish()
+        b.run()
+    finally:
+        a.destroy(), b.destroy()
+        ia.free(), ib.free()
+        os.close(second), os.close(other)
+
+
 def test_zero_copy_output_as_float32_nc1hwc2_and_int8_requantised():
     x = image(seed=91)
     with Context(convnet()) as ctx:

@@ -4,6 +4,9 @@
 Views: `cpu_view()` / `view()` is what user code reads and writes (the CPU's side of the cache); `device_view()`
 is what the executor reads and writes (the memory the NPU sees). They are the same memory except for cacheable
 buffers of a `strict` device, where the CPU view is separate and only `sync()` moves bytes between the two.
+
+Identity: `file_ranges(offset, size)` is which file bytes a buffer's bytes are (`npurt.memory.identity`), read once
+when the buffer is made; every "is this the same memory?" question compares those.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import numpy as np
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import coherence
 from npurt.memory.coherence import SyncMode
+from npurt.memory.identity import FileId, FileRange, merged
 from npurt.memory.mapping import HostMapping, ndarray_at, typed_view
 
 if TYPE_CHECKING:
@@ -53,7 +57,7 @@ class Buffer:
     def __init__(self, device: Device, handle: int, region: Region, window: int, size: int, *,
                  capacity: int, iova: int, dev_addr: int, placement: str, sram_offset: int, sram_size: int,
                  ddr_size: int,
-                 fd: int, fd_offset: int, fd_parts: tuple[tuple[int, int, int], ...],
+                 fd: int, fd_offset: int, fd_parts: tuple[tuple[int, int, int], ...], files: tuple[FileId, ...],
                  owner: str, imported: bool, name: str) -> None:
         self.device = device
         self.handle = handle
@@ -70,6 +74,7 @@ class Buffer:
         self.fd = fd                        # the fd holding the memory (-1 for sram+ddr: see fd_parts)
         self.fd_offset = fd_offset
         self.fd_parts = fd_parts            # (fd, offset, length) pieces, in address order
+        self.files = files                  # the file of each fd part (its identity: read once, at creation)
         self.cacheable = region.cacheable
         self.owner = owner
         self.imported = imported
@@ -93,6 +98,25 @@ class Buffer:
     def phys_addr(self) -> int:
         """The device address (what `rknn_tensor_mem.phys_addr` reports)."""
         return self.dev_addr
+
+    def file_pieces(self, offset: int = 0, size: int | None = None) -> list[tuple[int, int, int, FileId]]:
+        """The (fd, file offset, length, file) pieces behind bytes [offset, offset + size), in address order;
+        INVALID_ARGUMENT when the buffer's fds do not hold them all."""
+        size = self.size - offset if size is None else size
+        out, cursor = [], 0
+        for (fd, part_off, length), file in zip(self.fd_parts, self.files):
+            lo, hi = max(offset, cursor), min(offset + size, cursor + length)
+            if lo < hi:
+                out.append((fd, part_off + lo - cursor, hi - lo, file))
+            cursor += length
+        if offset < 0 or sum(n for _, _, n, _ in out) != size:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"[{offset}, +{size}) of {self!r} is not backed by its fds")
+        return out
+
+    def file_ranges(self, offset: int = 0, size: int | None = None) -> tuple[FileRange, ...]:
+        """The identity of bytes [offset, offset + size): the file byte ranges behind them (`npurt.memory.identity`),
+        from what was read at creation — no system call, valid after `free()` too."""
+        return merged((*file, off, off + n) for _, off, n, file in self.file_pieces(offset, size))
 
     def _require_alive(self) -> None:
         if self.region is None:

@@ -24,8 +24,9 @@ from npurt.memory.accounting import Accounting, MemoryStats
 from npurt.memory.address_space import DEFAULT_DOMAIN_SIZE, AddressSpace, RangeMap
 from npurt.memory.buffer import DDR, SRAM, SRAM_DDR, Buffer, Region
 from npurt.memory.coherence import SyncMode
-from npurt.memory.mapping import (PAGE_SIZE, SEAL_HOW, HostMapping, map_anonymous, map_fd, map_parts, ndarray_at,
-                                  new_memfd, page_round, seal_against_shrink, typed_view)
+from npurt.memory.identity import FileId, FileRange, file_id
+from npurt.memory.mapping import (PAGE_SIZE, SEAL_HOW, HostMapping, map_anonymous, map_fd, map_parts, maps_file,
+                                  ndarray_at, new_memfd, page_round, seal_against_shrink, typed_view)
 from npurt.memory.sram import SramBitmap
 from npurt.soc import SocProfile, get_profile
 
@@ -84,19 +85,6 @@ def _check_size(size, what: str = "size") -> int:
     return size
 
 
-def _file_pieces(buf: Buffer, offset: int, size: int) -> list[tuple[int, int, int]]:
-    """The (fd, file offset, length) pieces behind bytes [offset, offset + size) of `buf`."""
-    out, cursor = [], 0
-    for fd, part_off, length in buf.fd_parts:
-        lo, hi = max(offset, cursor), min(offset + size, cursor + length)
-        if lo < hi:
-            out.append((fd, part_off + lo - cursor, hi - lo))
-        cursor += length
-    if sum(n for _, _, n in out) != size:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"[{offset}, +{size}) of {buf!r} is not backed by its fds")
-    return out
-
-
 def _close_owned_fd(fd: int) -> None:
     """Close an fd npurt owns; if user code closed it behind npurt's back, log it instead of failing half-way."""
     try:
@@ -131,15 +119,17 @@ class Device:
         self._by_dev = RangeMap()            # dev_addr -> Buffer, over [dev_addr, dev_addr + capacity)
         self._by_host = RangeMap()           # host mapping start -> (Region, HostMapping)
         self._buffers: dict[int, Buffer] = {}
-        self._imports: dict[tuple[int, int], Region] = {}   # (st_dev, st_ino) -> shared import region
+        self._imports: dict[FileId, Region] = {}   # imported file -> its shared import region
         self._next_handle = 1
         self._acct = Accounting()
         self._sram = SramBitmap(profile.sram_size)
         self.sram_base = profile.sram_base
         self._sram_fd = -1
+        self._sram_file: FileId = (0, 0)
         if profile.sram_size:
             try:
                 self._sram_fd = new_memfd(f"npurt-sram-{profile.name}", profile.sram_size)
+                self._sram_file = file_id(self._sram_fd)
             except OSError as exc:
                 raise NpuError(ErrorCode.OUT_OF_MEMORY, f"cannot create the SRAM region: {exc}") from None
             self._acct.open_fds += 1
@@ -215,15 +205,17 @@ class Device:
             iova = self._space.allocate(rounded)
             undo.callback(self._space.release, iova)
             ddr_fd = -1
-            parts = []
+            parts, files = [], []
             try:
                 if sram_len and not one_file:
                     parts.append((self._sram_fd, sram_off, sram_len))
+                    files.append(self._sram_file)
                 own_len = rounded if one_file else ddr_len
                 if own_len:
                     ddr_fd = new_memfd(f"npurt-{self.soc}-{name or 'buf'}", own_len)
                     undo.callback(os.close, ddr_fd)
                     parts.append((ddr_fd, 0, own_len))
+                    files.append(file_id(ddr_fd))
                 if len(parts) == 1:
                     device_map = map_fd(parts[0][0], rounded, parts[0][1])
                 else:
@@ -238,8 +230,8 @@ class Device:
             single = parts[0] if len(parts) == 1 else (-1, 0, 0)
             buf = Buffer(self, self._take_handle(), region, 0, size, capacity=rounded, iova=iova, dev_addr=iova,
                          placement=placed, sram_offset=sram_off, sram_size=sram_len, ddr_size=ddr_len,
-                         fd=single[0], fd_offset=single[1], fd_parts=tuple(parts), owner=owner,
-                         imported=False, name=name)
+                         fd=single[0], fd_offset=single[1], fd_parts=tuple(parts), files=tuple(files),
+                         owner=owner, imported=False, name=name)
             self._register(buf, new_region=True)
             undo.pop_all()
             return buf
@@ -281,7 +273,7 @@ class Device:
                                                        f"of its {st.st_size} bytes")
         first_page = offset & ~(PAGE_SIZE - 1)
         span = page_round(offset + size) - first_page
-        key = (st.st_dev, st.st_ino)
+        key = file_id(st)                     # this import's identity, read here once
         with self._lock, contextlib.ExitStack() as undo:
             self._require_open()
             region = self._imports.get(key)
@@ -304,8 +296,8 @@ class Device:
             undo.callback(self._space.release, iova)
             buf = Buffer(self, self._take_handle(), region, offset, size, capacity=size, iova=iova,
                          dev_addr=iova + (offset - first_page), placement=DDR, sram_offset=-1, sram_size=0,
-                         ddr_size=0, fd=fd, fd_offset=offset, fd_parts=((fd, offset, size),), owner=owner,
-                         imported=True, name=name)
+                         ddr_size=0, fd=fd, fd_offset=offset, fd_parts=((fd, offset, size),), files=(key,),
+                         owner=owner, imported=True, name=name)
             if self.coherence == coh.CHECK and region.cacheable:
                 buf._snapshot = coh.snapshot(buf._raw_cpu())
             self._register(buf, new_region=new_region)
@@ -327,6 +319,7 @@ class Device:
         if not parts:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, "compose needs at least one (buffer, offset, size) part")
         file_parts: list[tuple[int, int, int]] = []
+        files: list[FileId] = []
         total = 0
         with self._lock, contextlib.ExitStack() as undo:
             self._require_open()
@@ -340,11 +333,12 @@ class Device:
                 if k < len(parts) - 1 and size % PAGE_SIZE:
                     raise NpuError(ErrorCode.INVALID_ARGUMENT, f"part {k}: size {size} is not a page multiple "
                                                                f"(only the last part may end mid-page)")
-                pieces = _file_pieces(buf, int(offset), size)
-                if any(off % PAGE_SIZE for _, off, _ in pieces):
+                pieces = buf.file_pieces(int(offset), size)
+                if any(off % PAGE_SIZE for _, off, _, _ in pieces):
                     raise NpuError(ErrorCode.INVALID_ARGUMENT, f"part {k}: offset {offset} is not page-aligned in "
                                                                f"its memory")
-                file_parts += pieces
+                file_parts += [(fd, off, n) for fd, off, n, _ in pieces]
+                files += [file for _, _, _, file in pieces]
                 total += size
             try:
                 device_map = map_parts(file_parts)
@@ -358,7 +352,7 @@ class Device:
             placed = SRAM if all(srams) else (SRAM_DDR if any(srams) else DDR)
             buf = Buffer(self, self._take_handle(), region, 0, total, capacity=rounded, iova=iova, dev_addr=iova,
                          placement=placed, sram_offset=-1, sram_size=0, ddr_size=0, fd=-1, fd_offset=0,
-                         fd_parts=tuple(file_parts), owner=owner, imported=False, name=name)
+                         fd_parts=tuple(file_parts), files=tuple(files), owner=owner, imported=False, name=name)
             self._register(buf, new_region=True)
             undo.pop_all()
             return buf
@@ -444,16 +438,38 @@ class Device:
 
     def resolve(self, dev_addr: int, virt_addr: int, nbytes: int) -> tuple[Buffer, int]:
         """(buffer, offset) for a (device address, host address, size) triple as `create_mem_from_phys` gets it:
-        both addresses must lie, with the size, in the same buffer at the same offset; INVALID_HANDLE otherwise."""
+        [dev_addr, dev_addr + nbytes) must lie in one live buffer, at any offset of it, and `virt_addr` (0: none
+        given) must hold the same memory (`holds`); INVALID_HANDLE otherwise. The one resolver of device
+        addresses given together with a host address."""
         nbytes = _check_size(nbytes, "nbytes")
         with self._lock:
             buf, offset = self.lookup_device(dev_addr, nbytes)
-            host_buf, host_offset = self.lookup_host(virt_addr, nbytes)
-            if host_buf.region is not buf.region or host_buf.window + host_offset != buf.window + offset:
+            if virt_addr and not self.holds(int(virt_addr), buf.file_ranges(offset, nbytes)):
                 raise NpuError(ErrorCode.INVALID_HANDLE,
-                               f"device address {int(dev_addr):#x} and host address {int(virt_addr):#x} "
-                               f"are not the same memory")
+                               f"virt_addr {int(virt_addr):#x} is not the CPU address of phys_addr {int(dev_addr):#x} "
+                               f"(expected {buf.virt_addr + offset:#x}): not the same memory")
             return buf, offset
+
+    def holds(self, addr: int, ranges: tuple[FileRange, ...]) -> bool:
+        """True when host addresses from `addr` are the file bytes `ranges` (`npurt.memory.identity`), back to back:
+        a view of a live buffer over exactly those bytes (its CPU view or its device view), or shared mappings of
+        those files at those offsets (the caller's own, per /proc/self/maps)."""
+        if not ranges:
+            return False
+        nbytes = sum(end - start for _, _, start, end in ranges)
+        with self._lock:
+            try:
+                buf, offset, _, _ = self._find_host(int(addr), nbytes)
+                if buf.file_ranges(offset, nbytes) == ranges:
+                    return True
+            except NpuError:
+                pass
+        cursor = int(addr)
+        for dev, ino, start, end in ranges:
+            if not maps_file(cursor, end - start, (dev, ino), start):
+                return False
+            cursor += end - start
+        return True
 
     def view_at(self, addr: int, nbytes: int, dtype=np.uint8, shape=None) -> np.ndarray:
         """A numpy view of a raw host address, only after checking that [addr, addr + nbytes) lies in a live

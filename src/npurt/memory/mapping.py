@@ -15,6 +15,8 @@ import weakref
 
 import numpy as np
 
+from npurt.memory.identity import FileId
+
 PAGE_SIZE = 4096
 
 PROT_NONE = 0x0
@@ -202,15 +204,11 @@ def _maps_entries():
                    int(fields[4]))
 
 
-def maps_file(addr: int, nbytes: int, fd: int, file_offset: int) -> bool:
-    """True when host addresses [addr, addr + nbytes) are readable shared mappings of `fd`'s file, with `addr`
-    at byte `file_offset` of it (checked against /proc/self/maps: device, inode and file offset of every mapping
-    the range crosses). How a caller's own mapping of an fd is told from any other pointer."""
-    try:
-        st = os.fstat(fd)
-    except OSError:
-        return False
-    ident = ((os.major(st.st_dev), os.minor(st.st_dev)), st.st_ino)
+def maps_file(addr: int, nbytes: int, file: FileId, file_offset: int) -> bool:
+    """True when host addresses [addr, addr + nbytes) are readable shared mappings of `file` ((st_dev, st_ino)),
+    with `addr` at byte `file_offset` of it (checked against /proc/self/maps: device, inode and file offset of every
+    mapping the range crosses). How a caller's own mapping of an fd is told from any other pointer."""
+    ident = ((os.major(file[0]), os.minor(file[0])), file[1])
     cursor, end, want = int(addr), int(addr) + int(nbytes), int(file_offset)
     if nbytes <= 0 or cursor <= 0:
         return False

@@ -5,8 +5,9 @@ all-or-nothing: `register` validates every descriptor of the call (including dup
 anything is recorded, so on failure no handle exists and the caller's handle array stays NULL. Deregistration
 removes every valid handle it is given even when it reports an error.
 
-Memory identity (`MemRecord.key`) is the file behind an fd (st_dev, st_ino) or the DSP-side buffer behind a QuRT
-address, so "the same fd" also catches a dup()ed fd or another import of the same dma-buf.
+Memory identity (`MemRecord.key`) is the file behind an fd (the buffer's `FileId`, read when it was allocated or
+imported) or the DSP-side buffer behind a QuRT address, so "the same fd" also catches a dup()ed fd or another
+import of the same dma-buf.
 
 Error codes (the QNN SDK headers and the HTP shared-buffer tutorial; "npurt's choice" where the vendor does not
 document the exact code):
@@ -120,11 +121,6 @@ class _Parsed:
     owned_import: Buffer | None = None
     owned_fd: int = -1
     extra: dict = field(default_factory=dict)
-
-
-def _file_key(fd: int) -> tuple:
-    st = os.fstat(fd)
-    return ("file", st.st_dev, st.st_ino)
 
 
 class MemRegistry:
@@ -300,7 +296,6 @@ class MemRegistry:
     def _import_dma(self, ctx: "Context", kind: str, fd: int, offset: int, size: int, i: int) -> _Parsed:
         """A DMA buffer from another allocator: map it into the device (an import this record owns)."""
         try:
-            key = _file_key(fd)
             if not os.path.exists(f"/proc/self/fd/{fd}"):
                 raise OSError("closed fd")
             owned_fd = os.dup(fd)
@@ -311,8 +306,8 @@ class MemRegistry:
         except NpuError as exc:
             os.close(owned_fd)
             raise QnnError(C.QNN_MEM_ERROR_MAPPING, f"descriptor {i}: fd {fd} cannot be mapped: {exc.message}") from None
-        return _Parsed(kind, key, offset, size, buf, 0, (owned_fd, offset, size), C.QNN_DATATYPE_UINT_8, (size,),
-                       owned_import=buf, owned_fd=owned_fd)
+        return _Parsed(kind, ("file", *buf.files[0]), offset, size, buf, 0, (owned_fd, offset, size),
+                       C.QNN_DATATYPE_UINT_8, (size,), owned_import=buf, owned_fd=owned_fd)
 
     def _check_rules(self, ctx: "Context", p: _Parsed, earlier: list[_Parsed], i: int) -> None:
         """Duplicate and sharing rules against live handles and the earlier descriptors of the same call."""

@@ -29,6 +29,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer, Device
 from npurt.memory.address_space import RangeMap
 from npurt.memory.device import MAX_SIZE
+from npurt.memory.identity import FileId, file_id
 from npurt.memory.mapping import new_memfd, page_round, typed_view
 from npurt.qnn import device as htp_device
 from npurt.qnn.constants import (RPCMEM_DEFAULT_HEAP, RPCMEM_HEAP_ID_CONTIG, RPCMEM_HEAP_ID_SECURE,
@@ -50,20 +51,23 @@ class RpcAllocation:
     heapid: int
     flags: int
     size: int
-    file: tuple[int, int] = (0, 0)      # (st_dev, st_ino) of the memfd: tells it from a reused fd number
 
     @property
     def base(self) -> int:
         return self.buffer.virt_addr
 
+    @property
+    def file(self) -> FileId:
+        """The memfd's identity (read once, when the buffer imported it): tells it from a reused fd number."""
+        return self.buffer.files[0]
+
     def fd_is_ours(self) -> bool:
         """True while `fd` still refers to this allocation's memfd (the user may have closed it and the number
         been reused by an unrelated file)."""
         try:
-            st = os.fstat(self.fd)
-        except OSError:
+            return file_id(self.fd) == self.file
+        except (OSError, OverflowError):
             return False
-        return (st.st_dev, st.st_ino) == self.file
 
 
 _lock = threading.RLock()
@@ -99,8 +103,7 @@ def _alloc(heapid: int, flags: int, size: int, soc: str | None) -> int:
             htp_device.release(device)
             log.error("<E> rpcmem_alloc(%d): %s", size, exc)
             return 0
-        st = os.fstat(fd)
-        rec = RpcAllocation(fd, buf, device, int(heapid), int(flags), int(size), (st.st_dev, st.st_ino))
+        rec = RpcAllocation(fd, buf, device, int(heapid), int(flags), int(size))
         _by_base[rec.base] = rec
         _by_fd[fd] = rec
         _ranges.insert(rec.base, rec.base + rec.size, rec)

@@ -11,14 +11,13 @@ contexts (it holds a device reference of its own) and can be destroyed with any 
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import SyncMode, open_device, open_devices
-from npurt.memory.mapping import maps_file
+from npurt.memory.identity import file_id
 from npurt.memory.raw import pointer_value
 from npurt.rknn import constants as c
 from npurt.rknn import handles, log
@@ -103,27 +102,13 @@ def rknn_create_mem2(ctx: Any, size: int, alloc_flags: int) -> rknn_tensor_mem |
 
 
 def _maps_fd(device: Any, fd: int, addr: int, size: int, offset: int) -> bool:
-    """True when host address `addr` holds byte `offset` of `fd`'s file, for `size` bytes: a shared mapping of the
-    file (the caller's own or the runtime's, per /proc/self/maps), or the CPU view of a runtime buffer over those
-    bytes (a strict-coherence device gives rknn_create_mem buffers a separate CPU view)."""
-    if maps_file(addr, size, fd, offset):
-        return True
+    """True when host address `addr` holds byte `offset` of `fd`'s file, for `size` bytes (`Device.holds`: a
+    mapping of the file, the caller's own or the runtime's, or a runtime buffer's CPU view of those bytes)."""
     try:
-        buf, off = device.lookup_host(addr, size)
-        st = os.fstat(fd)
-    except (NpuError, OSError):
+        file = file_id(fd)
+    except (OSError, OverflowError):
         return False
-    cursor = 0
-    for part_fd, part_off, length in buf.fd_parts:
-        if cursor <= off < cursor + length:
-            try:
-                ps = os.fstat(part_fd)
-            except OSError:
-                return False
-            return (ps.st_dev, ps.st_ino) == (st.st_dev, st.st_ino) and part_off + off - cursor == offset \
-                and off + size <= cursor + length
-        cursor += length
-    return False
+    return device.holds(addr, ((*file, offset, offset + size),))
 
 
 @mirror("rknn_create_mem_from_fd", failure=None)
@@ -157,30 +142,21 @@ def rknn_create_mem_from_fd(ctx: Any, fd: int, virt_addr: Any, size: int, offset
 @mirror("rknn_create_mem_from_phys", failure=None)
 def rknn_create_mem_from_phys(ctx: Any, phys_addr: int, virt_addr: Any, size: int) -> rknn_tensor_mem | None:
     """Wrap `size` bytes at device (physical) address `phys_addr` of memory the device knows (a dma_alloc buffer,
-    another rknn_create_mem buffer, ...); unknown addresses are PARAM_INVALID. rknn_destroy_mem frees only the
-    wrapper."""
+    another rknn_create_mem buffer, ..., at any offset inside it); `virt_addr` must be a CPU address of that same
+    memory, or NULL for the runtime's (`Device.resolve`). Unknown addresses are PARAM_INVALID. rknn_destroy_mem
+    frees only the wrapper."""
     obj = any_ctx(ctx)
     require_api("rknn_create_mem_from_phys", obj.device.profile)
     size = _check_size(size)
     if isinstance(phys_addr, bool) or not isinstance(phys_addr, int) or phys_addr <= 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid phys_addr: {phys_addr!r}")
-    buf, off = obj.device.lookup_device(phys_addr, size)
-    expect_virt = buf.virt_addr + off
     given = int(getattr(virt_addr, "value", virt_addr) or 0)
-    if given and given != expect_virt:
-        try:
-            vbuf, voff = obj.device.lookup_host(given, size)
-            same = vbuf is buf and voff == off
-        except NpuError:
-            same = False
-        if not same:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                           f"virt_addr {given:#x} is not the CPU address of phys_addr {phys_addr:#x} "
-                           f"(expected {expect_virt:#x})")
+    buf, off = obj.device.resolve(phys_addr, given, size)
     mem = rknn_tensor_mem()
     handles.mems.issue(mem, buffer=buf, data_offset=off, size=size, owns_buffer=False,
-                       kind=c.RKNN_TENSOR_MEMORY_FLAGS_FROM_PHYS, ctx=ctx_value(ctx), virt_addr=given or expect_virt,
-                       phys_addr=phys_addr, fd=buf.fd, offset=0, label="create_mem_from_phys")
+                       kind=c.RKNN_TENSOR_MEMORY_FLAGS_FROM_PHYS, ctx=ctx_value(ctx),
+                       virt_addr=given or buf.virt_addr + off, phys_addr=phys_addr, fd=buf.fd, offset=0,
+                       label="create_mem_from_phys")
     return mem
 
 

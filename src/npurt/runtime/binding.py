@@ -8,12 +8,11 @@ while the runtime converts around each run.
 `RunGuard`: contexts that share internal memory (the vendor's internal-memory reuse: several models, one
 internal buffer) must run one after the other. While a context runs, the file ranges of its internal memory are
 registered; a second context whose internal memory overlaps them gets BUSY instead of corrupting both runs.
-Ranges are keyed by the backing file (st_dev, st_ino) and byte range, so a buffer and every import or wrapper of
-the same memory collide, whatever address each of them has.
+Ranges are the buffers' identity (`npurt.memory.identity`: backing file and byte range, read when each buffer was
+made), so a buffer and every import or wrapper of the same memory collide, whatever address each of them has.
 """
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -21,9 +20,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.memory.identity import FileRange, overlaps
 from npurt.model.attrs import TensorAttr
-
-Key = tuple[int, int, int, int]     # (st_dev, st_ino, start, end) of a byte range of a backing file
 
 
 @dataclass
@@ -34,6 +32,7 @@ class MemRef:
     offset: int = 0
     size: int | None = None
     label: str = ""
+    _ranges: tuple[FileRange, ...] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.size is None:
@@ -60,32 +59,16 @@ class MemRef:
         """The bytes as the device sees them (what the executor and the runtime's conversions use)."""
         return self.buffer.device_view(np.uint8, offset=self.offset, nbytes=self.size)
 
-    def keys(self) -> list[Key]:
-        """The backing-file byte ranges of this memory (see the module doc)."""
-        return file_keys(self.buffer, self.offset, self.size)
+    def file_ranges(self) -> tuple[FileRange, ...]:
+        """The identity of this memory (`Buffer.file_ranges`; see the module doc), sliced on first use and kept:
+        a reference names the same bytes for its whole life."""
+        if self._ranges is None:
+            self._ranges = self.buffer.file_ranges(self.offset, self.size)
+        return self._ranges
 
-
-def file_keys(buffer: Any, offset: int, size: int) -> list[Key]:
-    keys: list[Key] = []
-    cursor = 0
-    for fd, part_off, length in buffer.fd_parts:
-        lo, hi = max(offset, cursor), min(offset + size, cursor + length)
-        if lo < hi:
-            try:
-                st = os.fstat(fd)
-                ident = (st.st_dev, st.st_ino)
-            except OSError:
-                ident = (-1, id(buffer.region) if buffer.region is not None else id(buffer))
-            keys.append((ident[0], ident[1], part_off + lo - cursor, part_off + hi - cursor))
-        cursor += length
-    if not keys:
-        keys.append((-2, id(buffer), offset, offset + size))
-    return keys
-
-
-def overlaps(a: list[Key], b: list[Key]) -> bool:
-    """True when two sets of backing-file byte ranges share a byte."""
-    return any(x[:2] == y[:2] and x[2] < y[3] and y[2] < x[3] for x in a for y in b)
+    def overlaps(self, other: "MemRef") -> bool:
+        """True when the two references share a byte of memory, whatever buffer or address each goes through."""
+        return overlaps(self.file_ranges(), other.file_ranges())
 
 
 @dataclass
@@ -114,7 +97,7 @@ class IoBinding:
 @dataclass
 class _Active:
     owner: int
-    keys: list[Key] = field(default_factory=list)
+    ranges: Sequence[FileRange] = ()
 
 
 class RunGuard:
@@ -124,19 +107,15 @@ class RunGuard:
         self._lock = threading.Lock()
         self._active: dict[int, _Active] = {}
 
-    def enter(self, owner: int, keys: Sequence[Key], what: str) -> None:
-        """Register `owner`'s `keys` for a run; BUSY if another running owner holds an overlapping range."""
+    def enter(self, owner: int, ranges: Sequence[FileRange], what: str) -> None:
+        """Register `owner`'s memory `ranges` for a run; BUSY if another running owner holds an overlapping range."""
         with self._lock:
             for other in self._active.values():
-                if other.owner == owner:
-                    continue
-                for a in keys:
-                    for b in other.keys:
-                        if a[0] == b[0] and a[1] == b[1] and a[2] < b[3] and b[2] < a[3]:
-                            raise NpuError(ErrorCode.BUSY,
-                                           f"{what} is in use by another context that is running now; contexts "
-                                           f"sharing it must run one after the other")
-            self._active[owner] = _Active(owner, list(keys))
+                if other.owner != owner and overlaps(ranges, other.ranges):
+                    raise NpuError(ErrorCode.BUSY,
+                                   f"{what} is in use by another context that is running now; contexts "
+                                   f"sharing it must run one after the other")
+            self._active[owner] = _Active(owner, ranges)
 
     def leave(self, owner: int) -> None:
         with self._lock:

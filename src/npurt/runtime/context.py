@@ -45,7 +45,7 @@ import numpy as np
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import open_device
 from npurt.model.attrs import TensorAttr
-from npurt.runtime.binding import IoBinding, MemRef, overlaps, run_guard
+from npurt.runtime.binding import IoBinding, MemRef, run_guard
 from npurt.runtime.general import GeneralIo, InputData
 from npurt.runtime.io_path import IoPath
 from npurt.runtime.loader import ModelFamily, load_family
@@ -396,7 +396,7 @@ class Context:
                                                            "(the context was created with internal_outside)",
                                hint="internal_before_io")
             ref.require_alive(f"tensor {attr.name!r}")
-            if self._internal_ref is not None and overlaps(ref.keys(), self._internal_ref.keys()):
+            if self._internal_ref is not None and ref.overlaps(self._internal_ref):
                 raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {attr.name!r}: this memory is the context's "
                                                            f"internal memory; inputs and outputs need their own")
             with self._attached(io):
@@ -490,8 +490,8 @@ class Context:
             ex = self._executor()
             if self._dirty or self._bound_to is not ex or self._bound_io != (self._io, self._io.generation):
                 self._bind_executor(ex)
-            keys = self._internal_ref.keys() if self._internal_ref is not None else []
-            run_guard.enter(self.id, keys, "internal memory")
+            ranges = self._internal_ref.file_ranges() if self._internal_ref is not None else ()
+            run_guard.enter(self.id, ranges, "internal memory")
             try:
                 self._io.before_run()
                 run_us, raw = run_executor(ex, self.options.collect_perf)
