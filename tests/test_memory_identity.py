@@ -63,6 +63,7 @@ def test_imports_of_one_file_are_the_same_memory_and_survive_fd_reuse(dev):
     other = _memfd(4)                                # ... and the number goes to another file
     try:
         assert a.file_ranges(PAGE_SIZE, PAGE_SIZE) == want           # read once: still the first file
+        assert b.backed_by(second) and not a.backed_by(fd) and a.backed_by(second)
         c = dev.import_fd(other)
         assert not overlaps(c.file_ranges(), a.file_ranges())
         c.free()

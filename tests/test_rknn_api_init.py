@@ -169,6 +169,30 @@ def test_model_buffer_zero_copy_errors(capsys):
     rknn_destroy_mem(0, m)
 
 
+def test_model_buffer_fd_is_checked_by_the_file_it_names(capsys):
+    """model_buffer_fd must name the model buffer's memory: a dup() of its fd does, another file's fd does not."""
+    import os
+    data = npurt_bytes()
+    m = rknn_create_mem2(0, len(data), RKNN_MEM_FLAG_ALLOC_NO_CONTEXT)
+    other = rknn_create_mem2(0, 4096, RKNN_MEM_FLAG_ALLOC_NO_CONTEXT)
+    mem_view(m)[:] = np.frombuffer(data, np.uint8)
+    dup = os.dup(m.fd)
+    try:
+        ctx = rknn_context()
+        ext = rknn_init_extend(real_model_size=len(data), model_buffer_fd=dup)
+        assert rknn_init(ctx, m.virt_addr, len(data), RKNN_FLAG_MODEL_BUFFER_ZERO_COPY, ext) == RKNN_SUCC
+        assert rknn_destroy(ctx) == RKNN_SUCC
+        before = state()
+        ext = rknn_init_extend(real_model_size=len(data), model_buffer_fd=other.fd)
+        assert rknn_init(rknn_context(), m.virt_addr, len(data), RKNN_FLAG_MODEL_BUFFER_ZERO_COPY, ext) == \
+            RKNN_ERR_PARAM_INVALID
+        errline(capsys, f"model_buffer_fd {other.fd} is not the fd of the model buffer")
+        assert state() == before
+    finally:
+        os.close(dup)
+        rknn_destroy_mem(0, other), rknn_destroy_mem(0, m)
+
+
 # --- dup / destroy --------------------------------------------------------------------------------------------------
 def test_dup_context_and_destroy(capsys):
     ctx = init()

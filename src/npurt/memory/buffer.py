@@ -17,7 +17,7 @@ import numpy as np
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import coherence
 from npurt.memory.coherence import SyncMode
-from npurt.memory.identity import FileId, FileRange, merged
+from npurt.memory.identity import FileId, FileRange, file_id, merged
 from npurt.memory.mapping import HostMapping, ndarray_at, typed_view
 
 if TYPE_CHECKING:
@@ -117,6 +117,14 @@ class Buffer:
         """The identity of bytes [offset, offset + size): the file byte ranges behind them (`npurt.memory.identity`),
         from what was read at creation — no system call, valid after `free()` too."""
         return merged((*file, off, off + n) for _, off, n, file in self.file_pieces(offset, size))
+
+    def backed_by(self, fd: int) -> bool:
+        """True when `fd` names, now, a file this buffer's bytes are in: a dup()ed fd counts, a closed fd or a number
+        since reused for another file does not."""
+        try:
+            return file_id(fd) in self.files
+        except (OSError, OverflowError, TypeError):
+            return False
 
     def _require_alive(self) -> None:
         if self.region is None:

@@ -22,7 +22,7 @@ class DmaBuffer:
 
     The user owns it and must `close()` it (closes the fd, forgets the device address, drops the device
     reference `dma_alloc` took). The device knows it as an imported buffer (`.buffer`), so
-    `Device.lookup_device(phys_addr)` — what `create_mem_from_phys` does — resolves it, and importing `fd`
+    `Device.resolve(phys_addr, virt_addr, size)` — what `create_mem_from_phys` does — finds it, and importing `fd`
     again shares the same mapping.
     """
 

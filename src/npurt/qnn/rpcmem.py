@@ -29,7 +29,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer, Device
 from npurt.memory.address_space import RangeMap
 from npurt.memory.device import MAX_SIZE
-from npurt.memory.identity import FileId, file_id
+from npurt.memory.identity import FileId
 from npurt.memory.mapping import new_memfd, page_round, typed_view
 from npurt.qnn import device as htp_device
 from npurt.qnn.constants import (RPCMEM_DEFAULT_HEAP, RPCMEM_HEAP_ID_CONTIG, RPCMEM_HEAP_ID_SECURE,
@@ -64,10 +64,7 @@ class RpcAllocation:
     def fd_is_ours(self) -> bool:
         """True while `fd` still refers to this allocation's memfd (the user may have closed it and the number
         been reused by an unrelated file)."""
-        try:
-            return file_id(self.fd) == self.file
-        except (OSError, OverflowError):
-            return False
+        return self.buffer.backed_by(self.fd)
 
 
 _lock = threading.RLock()

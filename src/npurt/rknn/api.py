@@ -125,7 +125,7 @@ def _model_source(model: Any, size: int, flag: int, ext: rknn_init_extend | None
             raise NpuError(ErrorCode.INVALID_ARGUMENT, "a model given by address needs its size")
         buf, off = device.lookup_host(addr, size)
         if zero_copy:
-            if ext is not None and ext.model_buffer_fd > 0 and buf.fd >= 0 and ext.model_buffer_fd != buf.fd:
+            if ext is not None and ext.model_buffer_fd > 0 and not buf.backed_by(ext.model_buffer_fd):
                 raise NpuError(ErrorCode.INVALID_ARGUMENT, f"model_buffer_fd {ext.model_buffer_fd} is not the fd of "
                                                            f"the model buffer ({buf.fd})")
             start, length = off + offset, (real_size or size - offset)
