@@ -654,52 +654,43 @@ def test_separate_contexts_and_dups_run_concurrently(monkeypatch):
             c.destroy()
 
 
-def test_shared_internal_memory_runs_one_after_the_other(monkeypatch):
+def _one_buffer(device, size):
+    big = device.alloc(size)
+    return MemRef(big), MemRef(big), [big.free]
+
+
+def _two_imports_of_one_file(device, size):
+    """Two imports of one memfd; the fd the first came through is then closed and its number (most likely) reused
+    for another file: the memory is still known by its file."""
+    import os
+    fd = os.memfd_create("internal", os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, size)
+    second = os.dup(fd)
+    ia, ib = device.import_fd(fd, size), device.import_fd(second, size)
+    os.close(fd)
+    other = os.memfd_create("unrelated")
+    return MemRef(ia), MemRef(ib), [ia.free, ib.free, lambda: os.close(second), lambda: os.close(other)]
+
+
+@pytest.mark.parametrize("shared", [_one_buffer, _two_imports_of_one_file])
+def test_shared_internal_memory_runs_one_after_the_other(monkeypatch, shared):
+    """Contexts sharing internal memory (however each was given it) run in turn; a run reads no memory identity
+    (no fstat: it was read when the buffers were made)."""
+    import os
     blocker = _Blocker(monkeypatch)
     opts = ContextOptions(internal_outside=True)
     xa, xb = image(seed=81), image(seed=82)
     a, b = Context(convnet(), options=opts), Context(convnet_other(), options=opts)
-    big = a.device.alloc(max(a.mem_size().internal_size, b.mem_size().internal_size))
+    ref_a, ref_b, cleanup = shared(a.device, max(a.mem_size().internal_size, b.mem_size().internal_size))
     try:
-        a.set_internal_memory(MemRef(big))
-        b.set_internal_memory(MemRef(big))
+        a.set_internal_memory(ref_a)
+        b.set_internal_memory(ref_b)
         np.testing.assert_allclose(_general(a, xa), reference(convnet(), xa)[0], atol=ATOL)
         np.testing.assert_allclose(_general(b, xb), reference(convnet_other(), xb)[0], atol=ATOL)
-        np.testing.assert_allclose(_general(a, xa), reference(convnet(), xa)[0], atol=ATOL)
-        blocker.start(a.run)
-        with pytest.raises(NpuError) as e:
-            b.run()
-        assert _code(e) is ErrorCode.BUSY and "internal memory" in str(e.value)
-        blocker.finish()
-        b.run()
-    finally:
-        a.destroy(), b.destroy()
-        big.free()
-
-
-def test_shared_internal_memory_is_known_by_its_file_not_its_fd(monkeypatch):
-    """Two imports of one file as the internal memory of two contexts collide even after the fd the first was
-    imported through is closed and its number reused; a run reads no identity (no fstat)."""
-    import os
-    blocker = _Blocker(monkeypatch)
-    opts = ContextOptions(internal_outside=True)
-    a, b = Context(convnet(), options=opts), Context(convnet_other(), options=opts)
-    size = max(a.mem_size().internal_size, b.mem_size().internal_size)
-    fd = os.memfd_create("internal", os.MFD_ALLOW_SEALING)
-    os.ftruncate(fd, size)
-    second = os.dup(fd)
-    ia, ib = a.device.import_fd(fd, size), a.device.import_fd(second, size)
-    os.close(fd)
-    other = os.memfd_create("unrelated")                 # most likely the number `fd` had
-    try:
-        a.set_internal_memory(MemRef(ia))
-        b.set_internal_memory(MemRef(ib))
-        a.set_inputs([InputData(0, image(seed=83), DType.FLOAT32, Layout.NCHW)])
-        b.set_inputs([InputData(0, image(seed=84), DType.FLOAT32, Layout.NCHW)])
-        a.run()                                            # the first run builds the executor
         with monkeypatch.context() as no_fstat:
             no_fstat.setattr(os, "fstat", lambda fd: pytest.fail("a run called fstat"))
             a.run()
+        np.testing.assert_allclose(a.get_outputs()[0], reference(convnet(), xa)[0], atol=ATOL)
         blocker.start(a.run)
         with pytest.raises(NpuError) as e:
             b.run()
@@ -708,8 +699,8 @@ def test_shared_internal_memory_is_known_by_its_file_not_its_fd(monkeypatch):
         b.run()
     finally:
         a.destroy(), b.destroy()
-        ia.free(), ib.free()
-        os.close(second), os.close(other)
+        for step in cleanup:
+            step()
 
 
 def test_zero_copy_output_as_float32_nc1hwc2_and_int8_requantised():
