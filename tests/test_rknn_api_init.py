@@ -301,8 +301,11 @@ def test_query_other_commands():
     c = context_of(ctx)
     assert (ms.total_weight_size, ms.total_internal_size) == (c.compiled.plan.weight_size, c.internal_capacity)
     assert ms.total_dma_allocated_size >= ms.total_weight_size + ms.total_internal_size
-    assert ms.total_sram_size == 956 * 1024 and ms.free_sram_size == open_device().stats().sram_free
-    open_device().close()
+    dev = open_device()
+    try:
+        assert ms.total_sram_size == 956 * 1024 and ms.free_sram_size == dev.stats().sram_free
+    finally:
+        dev.close()
     mem = rknn_create_mem(ctx, 10000)
     ms2 = rknn_mem_size()
     query(ctx, RKNN_QUERY_MEM_SIZE, ms2)
