@@ -166,6 +166,9 @@ def rknn_create_mem_from_phys(ctx: Any, phys_addr: int, virt_addr: Any, size: in
     if isinstance(phys_addr, bool) or not isinstance(phys_addr, int) or phys_addr <= 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid phys_addr: {phys_addr!r}")
     buf, off = obj.device.lookup_device(phys_addr, size)
+    if off + size > buf.size:          # inside the buffer's page-rounded range, past the bytes it holds
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"phys_addr {phys_addr:#x} + size {size} runs past the "
+                                                   f"{buf.size}-byte memory it starts in")
     expect_virt = buf.virt_addr + off
     given = int(getattr(virt_addr, "value", virt_addr) or 0)
     if given and given != expect_virt:
