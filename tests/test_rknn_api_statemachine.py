@@ -7,7 +7,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -47,6 +47,19 @@ class Ctx:
     live: bool = True
     io_mode: str | None = None       # "general" after a good rknn_inputs_set, "zero_copy" after rknn_set_io_mem
     internal: "Mem | None" = None    # the memory a good rknn_set_internal_mem gave it
+    bound: dict = field(default_factory=dict)    # {False: input Mem, True: output Mem} of good rknn_set_io_mem
+    ran: bool = False                # a rknn_run succeeded
+
+    def ready(self) -> bool:
+        """rknn_run must succeed: weights in place (no MEM_ALLOC_OUTSIDE: this machine never sets weight memory),
+        internal memory alive where it is the user's, the inputs set (general) or every tensor bound (zero-copy)."""
+        if self.flag & RKNN_FLAG_MEM_ALLOC_OUTSIDE:
+            return False
+        if self.internal_outside and not (self.internal is not None and self.internal.memory_alive):
+            return False
+        if self.io_mode == "general":
+            return True
+        return all(k in self.bound and self.bound[k].memory_alive for k in (False, True))
 
     @property
     def internal_outside(self) -> bool:
@@ -277,6 +290,7 @@ class MirrorMachine(RuleBasedStateMachine):
         assert ret == (RKNN_SUCC if ok else RKNN_ERR_PARAM_INVALID)
         if ok:
             c.io_mode = "zero_copy"
+            c.bound[output] = m
 
     @rule(c=ctxs, m=mems)
     def set_internal(self, c, m):
@@ -308,8 +322,11 @@ class MirrorMachine(RuleBasedStateMachine):
         ret = rknn_run(c.handle, None)
         if not c.live:
             assert ret == RKNN_ERR_CTX_INVALID
+        elif c.ready():
+            assert ret == RKNN_SUCC
+            c.ran = True
         else:
-            assert ret in STATUSES - {RKNN_ERR_CTX_INVALID}
+            assert ret in STATUSES - {RKNN_SUCC, RKNN_ERR_CTX_INVALID}
 
     @rule(c=ctxs)
     def outputs(self, c):
@@ -319,7 +336,10 @@ class MirrorMachine(RuleBasedStateMachine):
         if not c.live:
             assert ret == RKNN_ERR_CTX_INVALID
             return
-        assert ret in (RKNN_SUCC, RKNN_ERR_OUTPUT_INVALID, RKNN_ERR_PARAM_INVALID)
+        if c.io_mode == "zero_copy" or c.flag & RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE:
+            assert ret == RKNN_ERR_PARAM_INVALID      # zero-copy outputs, or outputs the runtime does not invalidate
+        else:
+            assert ret == (RKNN_SUCC if c.ran and c.io_mode == "general" else RKNN_ERR_OUTPUT_INVALID)
         if ret == RKNN_SUCC:
             assert output_view(out[0]).size == 320 and np.isfinite(output_view(out[0])).all()
             assert rknn_outputs_release(c.handle, 1, out) == RKNN_SUCC
@@ -353,7 +373,8 @@ class MirrorMachine(RuleBasedStateMachine):
         gc.collect()                        # views the machine's steps left in cycles hold no fds then
         stats = self.dev.stats()
         assert (stats.buffers, stats.sram_bytes, len(handles.contexts), len(handles.mems)) == self.base
-        assert open_fds() == self.fds, "fd leak"
+        # fewer is fine: the machine of an earlier example, still held by hypothesis at setup, may let go of its fds
+        assert open_fds() <= self.fds, f"fd leak: {open_fds()} open, {self.fds} at setup"
         self.dev.close()
 
 
