@@ -48,6 +48,13 @@ def single_node():
 
 
 @pytest.fixture
+def rng() -> np.random.Generator:
+    """A fresh generator with a fixed seed for each test, so its inputs do not depend on which tests ran before it
+    (alone, in any order, under xdist)."""
+    return np.random.default_rng(20)
+
+
+@pytest.fixture
 def run_ort():
     """run_ort(model, feeds) -> list of onnxruntime outputs (CPU, one thread)."""
     return _ort

@@ -7,7 +7,6 @@ import pytest
 from npurt.exec.kernels import get_kernel
 from npurt.exec.reference import run_reference
 
-rng = np.random.default_rng(0)
 
 
 def _check(single_node, run_ort, op, x, w, b=None, rtol=1e-4, **attrs):
@@ -46,7 +45,7 @@ CONV_CASES = {
 
 @pytest.mark.parametrize("name", CONV_CASES)
 @pytest.mark.parametrize("bias", [False, True])
-def test_conv2d(single_node, run_ort, name, bias):
+def test_conv2d(single_node, run_ort, name, bias, rng):
     p = dict(CONV_CASES[name])
     c, m, k = p.pop("c"), p.pop("m"), p.pop("k")
     kh, kw = (k, k) if isinstance(k, int) else k
@@ -57,7 +56,7 @@ def test_conv2d(single_node, run_ort, name, bias):
 
 
 @pytest.mark.parametrize("nd", [1, 3])
-def test_conv_1d_3d(single_node, run_ort, nd):
+def test_conv_1d_3d(single_node, run_ort, nd, rng):
     x = rng.standard_normal((1, 4) + (7,) * nd, dtype=np.float32)
     w = rng.standard_normal((6, 4) + (3,) * nd, dtype=np.float32)
     _check(single_node, run_ort, "Conv", x, w, pads=[1] * (2 * nd), strides=[2] * nd)
@@ -75,7 +74,7 @@ CONVT_CASES = {
 
 
 @pytest.mark.parametrize("name", CONVT_CASES)
-def test_conv_transpose(single_node, run_ort, name):
+def test_conv_transpose(single_node, run_ort, name, rng):
     p = CONVT_CASES[name]
     g = p.get("group", 1)
     x = rng.standard_normal((1, 4, 6, 7), dtype=np.float32)
@@ -96,7 +95,7 @@ ACTIVATIONS = {
 
 @pytest.mark.parametrize("act", ACTIVATIONS)
 @pytest.mark.parametrize("op", ["Conv", "ConvTranspose", "Gemm", "MatMul", "Add"])
-def test_fused_activation(op, act):
+def test_fused_activation(op, act, rng):
     """The npurt fusion hook: activation applied to the op's result, identical to unfused."""
     params, ref = ACTIVATIONS[act]
     if op in ("Conv", "ConvTranspose"):

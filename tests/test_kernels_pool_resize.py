@@ -9,7 +9,6 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.exec.kernels import get_kernel, supported_ops
 from npurt.exec.reference import run_reference
 
-rng = np.random.default_rng(1)
 
 POOL_CASES = {
     "max_2x2": ("MaxPool", dict(kernel_shape=[2, 2], strides=[2, 2])),
@@ -29,7 +28,7 @@ POOL_CASES = {
 
 
 @pytest.mark.parametrize("name", POOL_CASES)
-def test_pool(single_node, run_ort, name):
+def test_pool(single_node, run_ort, name, rng):
     op, attrs = POOL_CASES[name]
     x = rng.standard_normal((2, 3, 12, 13) if "7x7" not in name else (1, 8, 7, 7), dtype=np.float32)
     model = single_node(op, {"x": x}, **attrs)
@@ -39,7 +38,7 @@ def test_pool(single_node, run_ort, name):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-def test_maxpool_indices(single_node, run_ort):
+def test_maxpool_indices(single_node, run_ort, rng):
     x = rng.standard_normal((1, 2, 7, 9), dtype=np.float32)
     model = single_node("MaxPool", {"x": x}, n_outputs=2, out_types=[TensorProto.FLOAT, TensorProto.INT64],
                         kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
@@ -50,7 +49,7 @@ def test_maxpool_indices(single_node, run_ort):
 
 
 @pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
-def test_global_pool(single_node, run_ort, op):
+def test_global_pool(single_node, run_ort, op, rng):
     x = rng.standard_normal((2, 5, 6, 7), dtype=np.float32)
     model = single_node(op, {"x": x})
     np.testing.assert_allclose(run_reference(model, {"x": x})["y0"], run_ort(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
@@ -71,7 +70,7 @@ RESIZE_CASES = {
 
 @pytest.mark.parametrize("scales", [(1, 1, 2, 2), (1, 1, 0.5, 0.75), (1, 1, 1.7, 2.5)])
 @pytest.mark.parametrize("name", RESIZE_CASES)
-def test_resize_scales(single_node, run_ort, name, scales):
+def test_resize_scales(single_node, run_ort, name, scales, rng):
     x = rng.standard_normal((1, 3, 8, 10), dtype=np.float32)
     model = single_node("Resize", {"x": x}, {"roi": None, "scales": np.array(scales, np.float32)}, **RESIZE_CASES[name])
     want = run_ort(model, {"x": x})[0]
@@ -81,7 +80,7 @@ def test_resize_scales(single_node, run_ort, name, scales):
 
 
 @pytest.mark.parametrize("name", ["nearest_x2_default", "linear_half_pixel", "linear_align_corners"])
-def test_resize_sizes(single_node, run_ort, name):
+def test_resize_sizes(single_node, run_ort, name, rng):
     x = rng.standard_normal((1, 2, 9, 7), dtype=np.float32)
     consts = {"roi": None, "scales": None, "sizes": np.array([1, 2, 20, 5], np.int64)}
     model = single_node("Resize", {"x": x}, consts, **RESIZE_CASES[name])

@@ -9,6 +9,7 @@ import tempfile
 
 import hypothesis.strategies as st
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initialize, invariant, rule
 
@@ -63,12 +64,21 @@ class MemoryMachine(RuleBasedStateMachine):
             return None
         return result
 
+    def _refused(self, fn, *codes) -> None:
+        """`fn` must fail with one of `codes` and change nothing (what a dead object or a bad argument gets)."""
+        before = self._state()
+        with pytest.raises(NpuError) as err:
+            fn()
+        assert err.value.code in codes, err.value
+        assert self._state() == before
+
     @rule(target=buffers, size=st.integers(1, 20 * PAGE_SIZE) | st.sampled_from([0, -3, 1 << 50]),
           placement=st.sampled_from(["ddr", "sram", "sram_first"]), cacheable=st.booleans())
     def alloc(self, size, placement, cacheable):
         buf = self._expect_error(lambda: self.dev.alloc(size, placement=placement, cacheable=cacheable),
                                  ErrorCode.OUT_OF_MEMORY, ErrorCode.INVALID_ARGUMENT)
         if buf is None:
+            assert not (0 < size <= 20 * PAGE_SIZE and placement == "ddr"), "a small DDR allocation was refused"
             return None
         assert size > 0 and buf.size == size
         self.live[buf.handle] = buf
@@ -154,7 +164,7 @@ class MemoryMachine(RuleBasedStateMachine):
     @rule()
     def double_free(self):
         if self.freed:
-            self._expect_error(lambda: self.dev.free(self.freed[-1]), ErrorCode.INVALID_HANDLE)
+            self._refused(lambda: self.dev.free(self.freed[-1]), ErrorCode.INVALID_HANDLE)
 
     @rule(buf=buffers, mode=st.sampled_from([1, 2, 3]), value=st.integers(0, 255))
     def write_sync_read(self, buf, mode, value):
@@ -177,7 +187,8 @@ class MemoryMachine(RuleBasedStateMachine):
             assert found.region is buf.region and found.virt_addr + off == buf.virt_addr + delta
             assert self.dev.view_at(buf.virt_addr + delta, 1).ctypes.data == buf.virt_addr + delta
         elif delta < 0 and not buf.imported:
-            self._expect_error(lambda: self.dev.lookup_device(buf.dev_addr + delta), ErrorCode.INVALID_HANDLE)
+            found = self._expect_error(lambda: self.dev.lookup_device(buf.dev_addr + delta), ErrorCode.INVALID_HANDLE)
+            assert found is None or found[0] is not buf          # before the buffer: another buffer's, or none
 
     @rule(buf=buffers)
     def send_to_child(self, buf):

@@ -35,6 +35,7 @@ class QnnMachine(RuleBasedStateMachine):
         super().__init__()
         self.live_ctx: dict[int, dict] = {}        # context handle -> {"handles": set, "deferred", "finalized"}
         self.live_ptr: set[int] = set()
+        self.ptr_size: dict[int, int] = {}
         self.model = binary(SMALL)
         self.specs = q.tensor_specs(self.model)
         self.x, _ = sample(SMALL)
@@ -55,7 +56,7 @@ class QnnMachine(RuleBasedStateMachine):
         ctx = q.Qnn_ContextHandle_t()
         cfg = defer_config() if deferred else None
         assert self.check(self.qi.contextCreateFromBinary(self.backend, None, cfg, self.model, 0, ctx, None)) == 0
-        self.live_ctx[ctx.value] = {"handles": set(), "deferred": deferred, "finalized": not deferred}
+        self.live_ctx[ctx.value] = {"handles": set(), "ion": set(), "deferred": deferred, "finalized": not deferred}
         return ctx.value
 
     @rule(target=pointers, which=st.sampled_from(["input", "output", "weights"]))
@@ -64,6 +65,7 @@ class QnnMachine(RuleBasedStateMachine):
         p = q.rpcmem_alloc(q.RPCMEM_HEAP_ID_SYSTEM, q.RPCMEM_DEFAULT_FLAGS, size)
         assert p
         self.live_ptr.add(p)
+        self.ptr_size[p] = size
         return p
 
     @rule(ctx=contexts, p=pointers, output=st.booleans())
@@ -72,8 +74,13 @@ class QnnMachine(RuleBasedStateMachine):
         t = outs[0] if output else ins[0]
         h = q.Qnn_MemHandle_t()
         c = self.check(self.qi.memRegister(ctx, ion_descriptor(t, q.rpcmem_to_fd(p)), 1, h))
+        fresh = ctx in self.live_ctx and p in self.live_ptr and p not in self.live_ctx[ctx]["ion"] \
+            and self.ptr_size[p] >= self.specs[output][0].nbytes
+        if fresh:
+            assert c == 0, "a live context must register a live, large enough, not yet registered buffer"
         if c == 0:
-            assert ctx in self.live_ctx and p in self.live_ptr
+            assert ctx in self.live_ctx and p in self.live_ptr          # a freed context or buffer is refused
+            self.live_ctx[ctx]["ion"].add(p)
             self.live_ctx[ctx]["handles"].add(h.value)
         else:
             assert h.value is None
@@ -91,6 +98,8 @@ class QnnMachine(RuleBasedStateMachine):
     @rule(ctx=contexts)
     def finalize(self, ctx):
         c = self.check(self.qi.contextFinalize(ctx, None))
+        if ctx not in self.live_ctx:
+            assert c != 0                                   # a freed context is refused
         if c == 0:
             self.live_ctx[ctx]["finalized"] = True
 
@@ -98,15 +107,18 @@ class QnnMachine(RuleBasedStateMachine):
     def execute(self, ctx, handle_of, use_handles):
         g = q.Qnn_GraphHandle_t()
         c = self.check(self.qi.graphRetrieve(ctx, self.model.graph.name, g))
+        assert (c == 0) == (ctx in self.live_ctx and self.live_ctx[ctx]["finalized"])
         if c != 0:
-            assert ctx not in self.live_ctx or not self.live_ctx[ctx]["finalized"]
             return
         ins, outs, _ = raw_tensors(self.model, self.x)
-        if use_handles and handle_of in self.live_ctx and self.live_ctx[handle_of]["handles"]:
+        with_handle = use_handles and handle_of in self.live_ctx and self.live_ctx[handle_of]["handles"]
+        if with_handle:
             h = sorted(self.live_ctx[handle_of]["handles"])[0]
             ins[0].v1.memType = q.QNN_TENSORMEMTYPE_MEMHANDLE
             ins[0].v1.memHandle = h
-        self.check(self.qi.graphExecute(g, ins, 1, outs, 1, None, None))
+        c = self.check(self.qi.graphExecute(g, ins, 1, outs, 1, None, None))
+        if not with_handle:
+            assert c == 0                                   # raw buffers on a finalized live context: it runs
 
     @rule(ctx=contexts, pick=st.integers(0, 3), bogus=st.booleans())
     def deregister(self, ctx, pick, bogus):

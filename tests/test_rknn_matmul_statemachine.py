@@ -50,13 +50,16 @@ class MatmulMachine(RuleBasedStateMachine):
     @rule(data=st.data(), which=st.sampled_from("ABC"), shrink=st.booleans())
     def create_and_bind(self, data, which, shrink):
         ctx, io, _ = data.draw(st.sampled_from(self.ctxs)) if self.ctxs else (self.dead[0], rknn_matmul_io_attr(), 0)
-        size = max(1, getattr(io, which).size - (1 if shrink else 0))
+        need = getattr(io, which).size
+        size = max(1, need - (1 if shrink else 0))
         mem = rknn_create_mem(ctx, size)
-        if mem is None:
+        if not self.ctxs:
+            assert mem is None                          # a destroyed context is refused
             return
+        assert mem is not None
         self.mems.append((ctx, mem))
         ret = rknn_matmul_set_io_mem(ctx, mem, getattr(io, which))
-        assert ret in STATUSES
+        assert ret == (c.RKNN_ERR_PARAM_INVALID if size < need else 0)
         if ret == 0:
             self.bound[ctx.value][which] = mem
 
@@ -65,7 +68,10 @@ class MatmulMachine(RuleBasedStateMachine):
     def destroy_mem(self, data):
         i = data.draw(st.integers(0, len(self.mems) - 1))
         ctx, mem = self.mems.pop(i)
-        assert rknn_destroy_mem(ctx, mem) in STATUSES
+        assert rknn_destroy_mem(ctx, mem) == 0              # a live mem of a live context
+        bound = self.bound[ctx.value]
+        for which in [w for w, m in bound.items() if m is mem]:
+            del bound[which]
 
     @precondition(lambda self: self.ctxs)
     @rule(data=st.data(), mask=st.sampled_from([0, 1, 2, 3, 4, 7, 8, 0xffff]))
@@ -95,8 +101,13 @@ class MatmulMachine(RuleBasedStateMachine):
             write(bound["A"], a)
             write(bound["B"], b)
         ret = rknn_matmul_run(ctx)
-        assert ret in STATUSES
-        if exact and ret == 0:
+        if not self.ctxs:
+            assert ret == c.RKNN_ERR_CTX_INVALID
+        elif set(bound) == set("ABC"):
+            assert ret == 0                                 # every operand bound to live memory: it runs
+        else:
+            assert ret in STATUSES - {0}                    # an operand without memory is refused
+        if exact:
             got = read(bound["C"], io.C.size, np.int32).reshape(M, N)
             np.testing.assert_array_equal(got, a.astype(np.int64) @ b.astype(np.int64))
 

@@ -7,12 +7,15 @@ import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-_RNG = np.random.default_rng(1234)
-W1 = (_RNG.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32)
-B1 = (_RNG.standard_normal(8) * 0.1).astype(np.float32)
-W2 = (_RNG.standard_normal((4, 8, 1, 1)) * 0.3).astype(np.float32)
-WM = (_RNG.standard_normal((5, 4)) * 0.5).astype(np.float32)
-BM = (_RNG.standard_normal(4) * 0.1).astype(np.float32)
+
+def _weights() -> tuple[np.ndarray, ...]:
+    """The models' fixed weights, drawn once from their own seeded generator (no generator is left at module level)."""
+    rng = np.random.default_rng(1234)
+    return tuple((rng.standard_normal(shape) * k).astype(np.float32)
+                 for shape, k in (((8, 3, 3, 3), 0.3), (8, 0.1), ((4, 8, 1, 1), 0.3), ((5, 4), 0.5), (4, 0.1)))
+
+
+W1, B1, W2, WM, BM = _weights()
 X_SHAPE = (1, 3, 8, 10)
 Y_SHAPE = (1, 4, 8, 10)
 

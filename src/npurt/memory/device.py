@@ -439,11 +439,15 @@ class Device:
     def resolve(self, dev_addr: int, virt_addr: int, nbytes: int) -> tuple[Buffer, int]:
         """(buffer, offset) for a (device address, host address, size) triple as `create_mem_from_phys` gets it:
         [dev_addr, dev_addr + nbytes) must lie in one live buffer, at any offset of it, and `virt_addr` (0: none
-        given) must hold the same memory (`holds`); INVALID_HANDLE otherwise. The one resolver of device
+        given) must hold the same memory (`holds`); INVALID_HANDLE otherwise, and INVALID_ARGUMENT for a range that
+        runs past the bytes of the buffer it starts in (inside its page rounding). The one resolver of device
         addresses given together with a host address."""
         nbytes = _check_size(nbytes, "nbytes")
         with self._lock:
             buf, offset = self.lookup_device(dev_addr, nbytes)
+            if offset + nbytes > buf.size:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, f"phys_addr {int(dev_addr):#x} + size {nbytes} runs past "
+                                                           f"the {buf.size}-byte memory it starts in")
             if virt_addr and not self.holds(int(virt_addr), buf.file_ranges(offset, nbytes)):
                 raise NpuError(ErrorCode.INVALID_HANDLE,
                                f"virt_addr {int(virt_addr):#x} is not the CPU address of phys_addr {int(dev_addr):#x} "
