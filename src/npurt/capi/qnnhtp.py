@@ -21,12 +21,12 @@ from npurt.capi.embed import sync_environ
 from npurt.capi.qnn_common import (GLOBAL_PYTHON_C, QNN_HEADER_DIR, Member, adapter, extern_cdef,
                                    table_initializer, table_source)
 from npurt.errors import ErrorCode, NpuError
+from npurt.memory.cargs import as_struct_list
 from npurt.qnn import constants as C
 from npurt.soc.api_coverage import QNN_INTERFACE_MEMBERS
 
 LIBRARY_NAME = "libQnnHtp.so"
 PREFIX = "qnn_"
-_MAX_LIST = 256          # longest NULL-terminated config / property list read
 
 # The C parameters of the members npurt implements; `QNN_INTERFACE_MEMBERS` is the table and its order.
 IMPLEMENTED = {
@@ -130,19 +130,6 @@ def _cell(addr: int, what: str) -> ctypes.c_void_p | None:
     return guard.struct_at(ctypes.c_void_p, addr, what)
 
 
-def _list(addr: int, cls: type, what: str) -> list | None:
-    """A NULL-terminated `const T**` list as the structs it points to (aliasing them); None for NULL."""
-    if not addr:
-        return None
-    out = []
-    for k in range(_MAX_LIST):
-        item = guard.struct_at(ctypes.c_void_p, addr + 8 * k, f"{what}[{k}]", write=False).value
-        if not item:
-            return out
-        out.append(guard.struct_at(cls, item, f"{what}[{k}]", write=False))
-    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: no NULL within {_MAX_LIST} entries")
-
-
 # --- exported functions -----------------------------------------------------------------------------------
 def QnnInterface_getProviders(providerList: int, numProviders: int) -> int:
     try:
@@ -197,7 +184,7 @@ def qnn_backendFree(backend: int) -> int:
 @adapter("contextCreateFromBinary", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
 def qnn_contextCreateFromBinary(backend: int, device: int, config: int, binaryBuffer: int, binaryBufferSize: int,
                                 context: int, profile: int) -> int:
-    configs = _list(config, q.QnnContext_Config_t, "config")
+    configs = as_struct_list(config, None, q.QnnContext_Config_t, "config", address=True) if config else None
     return _table().contextCreateFromBinary(backend, device or None, configs, binaryBuffer or None,
                                             binaryBufferSize, _cell(context, "context"), profile or None)
 
@@ -292,7 +279,8 @@ def qnn_errorGetMessage(errorHandle: int, errorMessage: int) -> int:
 
 @adapter("contextGetProperty", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
 def qnn_contextGetProperty(contextHandle: int, properties: int) -> int:
-    return _table().contextGetProperty(contextHandle, _list(properties, q.QnnContext_Property_t, "properties"))
+    return _table().contextGetProperty(contextHandle, 
+        as_struct_list(properties, None, q.QnnContext_Property_t, "properties", address=True) if properties else None)
 
 
 @adapter("contextFinalize", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)

@@ -22,7 +22,7 @@ from typing import Any
 from npurt.errors import ErrorCode, NpuError
 from npurt.model.compiled import read_compiled
 from npurt.model.compiled import CompiledModel
-from npurt.memory.cargs import as_struct
+from npurt.memory.cargs import as_struct, as_struct_list
 from npurt.memory.raw import pointer_value, safe_read, safe_write
 from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt
 from npurt.qnn import constants as C
@@ -31,10 +31,10 @@ from npurt.qnn.backend import Backend, QnnDevice, lookup
 from npurt.qnn.context import Context
 from npurt.qnn.graph import Graph
 from npurt.qnn.boundary import BACKEND_INVALID_HANDLE, DEVICE_INVALID_HANDLE, QnnError, from_npu, qnn_call
-from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY, as_descriptor_list
+from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY
 from npurt.runtime.loader import MAX_ONNX
-from npurt.qnn.structs import (Qnn_ApiVersion_t, Qnn_Version_t, QnnContext_Config_t, QnnContext_Property_t,
-                               QnnHtpContext_CustomConfig_t, QnnHtpContext_CustomProperty_t)
+from npurt.qnn.structs import (Qnn_ApiVersion_t, Qnn_MemDescriptor_t, Qnn_Version_t, QnnContext_Config_t,
+                               QnnContext_Property_t, QnnHtpContext_CustomConfig_t, QnnHtpContext_CustomProperty_t)
 from npurt.soc.htp import get_htp_profile, is_htp_soc
 
 log = logging.getLogger("npurt.qnn")
@@ -89,18 +89,6 @@ def _handles_in(arr: Any, count: int) -> list[int] | None:
         if isinstance(arr, int):
             return [arr][:count]
     return None
-
-
-def _items(seq: Any) -> list[Any]:
-    """A NULL-terminated config / property list as the structs it points at (None stops the list)."""
-    out = []
-    for item in seq:
-        if item is None:
-            break
-        if isinstance(item, ctypes._Pointer):  # type: ignore[attr-defined]
-            item = item.contents
-        out.append(item)
-    return out
 
 
 def _context(handle: Any, code: int = C.QNN_CONTEXT_ERROR_INVALID_HANDLE) -> Context:
@@ -306,8 +294,8 @@ class QnnInterfaceTable:
         if properties is None:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "properties is NULL")
         answers = []
-        for prop in _items(properties):
-            if not isinstance(prop, QnnContext_Property_t) or int(prop.option) != C.QNN_CONTEXT_PROPERTY_OPTION_CUSTOM:
+        for prop in as_struct_list(properties, None, QnnContext_Property_t, "properties"):
+            if int(prop.option) != C.QNN_CONTEXT_PROPERTY_OPTION_CUSTOM:
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "only QNN_CONTEXT_PROPERTY_OPTION_CUSTOM is "
                                                                      "supported")
             addr = pointer_value(prop.customProperty)
@@ -366,7 +354,7 @@ class QnnInterfaceTable:
         if graph is None:
             raise QnnError(C.QNN_GRAPH_ERROR_INVALID_HANDLE, f"graph handle {pointer_value(graphHandle):#x} is "
                                                              f"not a graph")
-        graph.execute(_tensor_list(inputs, numInputs), _tensor_list(outputs, numOutputs))
+        graph.execute(_tensors(inputs, numInputs, "inputs"), _tensors(outputs, numOutputs, "outputs"))
         return C.QNN_GRAPH_NO_ERROR
 
     # -- memory ----------------------------------------------------------------------------------------
@@ -379,9 +367,7 @@ class QnnInterfaceTable:
         if not _set_handles(memHandles, [], n):
             raise QnnError(C.QNN_MEM_ERROR_INVALID_ARGUMENT, f"memHandles cannot hold {n} handles")
         ctx = _context(context, C.QNN_MEM_ERROR_INVALID_HANDLE)
-        descs = as_descriptor_list(memDescriptors, n)
-        if descs is None:
-            raise QnnError(C.QNN_MEM_ERROR_INVALID_ARGUMENT, f"memDescriptors does not hold {n} Qnn_MemDescriptor_t")
+        descs = as_struct_list(memDescriptors, n, Qnn_MemDescriptor_t, "memDescriptors", address=True)
         with ctx.lock:
             if ctx.freed:
                 raise QnnError(C.QNN_MEM_ERROR_INVALID_HANDLE, "context was freed")
@@ -402,20 +388,13 @@ class QnnInterfaceTable:
         return C.QNN_SUCCESS
 
 
-def _tensor_list(tensors: Any, count: int) -> list[Any]:
+def _tensors(tensors: Any, count: Any, what: str) -> list[Any]:
+    """The `count` Qnn_Tensor_t of graphExecute's `inputs` / `outputs` (none needed when `count` is 0); an entry
+    that is no tensor is an invalid tensor (as the HTP library says), every other problem an invalid argument."""
     from npurt.qnn.structs import Qnn_Tensor_t
-    count = int(count)
-    if count == 0:
-        return []
-    if tensors is None:
-        raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, "tensor array is NULL")
-    if isinstance(tensors, Qnn_Tensor_t):
-        tensors = [tensors]
-    if isinstance(tensors, ctypes._Pointer):  # type: ignore[attr-defined]
-        tensors = [tensors[k] for k in range(count)]
-    if not isinstance(tensors, (list, tuple, ctypes.Array)) or len(tensors) < count:
-        raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, f"tensor array does not hold {count} tensors")
-    return list(tensors[:count])
+    if isinstance(tensors, (list, tuple)) and not all(isinstance(t, Qnn_Tensor_t) for t in tensors[:int(count)]):
+        raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what}: an entry is not a Qnn_Tensor_t")
+    return [] if int(count) == 0 else as_struct_list(tensors, int(count), Qnn_Tensor_t, what)
 
 
 def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
@@ -487,9 +466,12 @@ def _context_options(config: Any, backend: Backend) -> dict:
     opts = {"deferred": False, "priority": C.QNN_PRIORITY_DEFAULT, "concurrent": False, "multi_contexts": False}
     if config is None:
         return opts
-    for cfg in _items(config):
-        if not isinstance(cfg, QnnContext_Config_t):
-            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, "config entries must be QnnContext_Config_t")
+    try:
+        configs = as_struct_list(config, None, QnnContext_Config_t, "config")
+    except NpuError as exc:
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, f"config entries must be QnnContext_Config_t: "
+                                                           f"{exc.message}") from None
+    for cfg in configs:
         option = int(cfg.option)
         if option == C.QNN_CONTEXT_CONFIG_OPTION_DEFER_GRAPH_INIT:
             opts["deferred"] = bool(cfg.isGraphInitDeferred)

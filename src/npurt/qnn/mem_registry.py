@@ -390,22 +390,3 @@ class MemRegistry:
 
 
 REGISTRY = MemRegistry()
-
-
-def as_descriptor_list(descriptors: Any, count: int) -> list[Qnn_MemDescriptor_t] | None:
-    """`count` descriptors from a ctypes array, a Python list, a single struct or a pointer; None if unusable."""
-    if descriptors is None or count <= 0:
-        return None
-    if isinstance(descriptors, Qnn_MemDescriptor_t):
-        return [descriptors] if count == 1 else None
-    if isinstance(descriptors, (list, tuple, ctypes.Array)):
-        if len(descriptors) < count:
-            return None
-        items = list(descriptors[:count])
-        return items if all(isinstance(d, Qnn_MemDescriptor_t) for d in items) else None
-    addr = pointer_value(descriptors)
-    if addr:
-        size = ctypes.sizeof(Qnn_MemDescriptor_t)
-        out = [as_struct(addr + k * size, Qnn_MemDescriptor_t, address=True) for k in range(count)]
-        return None if any(d is None for d in out) else out  # type: ignore[return-value]
-    return None

@@ -36,10 +36,11 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import open_device, raw
+from npurt.memory.cargs import as_struct_list
 from npurt.rknn import constants as c
 from npurt.rknn import handles, log
 from npurt.rknn.api_common import (FMT_TO_LAYOUT, TYPE_TO_DTYPE, RknnContext, ctx_value, get_ctx,
-                                   require_api, store_ctx, struct_arg, struct_list)
+                                   require_api, store_ctx, struct_arg)
 from npurt.rknn.boundary import mirror
 from npurt.rknn.api_memory import (addr_view, mem_view, output_view, rknn_create_mem, rknn_create_mem2,
                                    rknn_create_mem_from_fd, rknn_create_mem_from_mb_blk, rknn_create_mem_from_phys,
@@ -292,7 +293,7 @@ def rknn_inputs_set(ctx: Any, n_inputs: int, inputs: Any) -> int:
     `pass_through=1`: the bytes are already native). `inputs`: an array (or list) of rknn_input."""
     obj = get_ctx(ctx)
     require_api("rknn_inputs_set", obj.device.profile)
-    items = struct_list(inputs, n_inputs, rknn_input, "inputs")
+    items = as_struct_list(inputs, n_inputs, rknn_input, "inputs")
     data = []
     for inp in items:
         dtype = TYPE_TO_DTYPE.get(inp.type)
@@ -338,7 +339,7 @@ def rknn_outputs_get(ctx: Any, n_outputs: int, outputs: Any, extend: Any) -> int
     `buf` (read it with `output_view`; free it with rknn_outputs_release)."""
     obj = get_ctx(ctx)
     require_api("rknn_outputs_get", obj.device.profile)
-    items = struct_list(outputs, n_outputs, rknn_output, "outputs")
+    items = as_struct_list(outputs, n_outputs, rknn_output, "outputs")
     ext = struct_arg(extend, rknn_output_extend, "extend") if extend is not None else None
     context = obj.context
     for out in items:
@@ -374,7 +375,7 @@ def rknn_outputs_release(ctx: Any, n_outputs: int, outputs: Any) -> int:
     to NULL. Releasing twice is harmless; a `buf` the runtime did not hand out is RKNN_ERR_PARAM_INVALID."""
     obj = get_ctx(ctx)
     require_api("rknn_outputs_release", obj.device.profile)
-    items = struct_list(outputs, n_outputs, rknn_output, "outputs")
+    items = as_struct_list(outputs, n_outputs, rknn_output, "outputs")
     listed: set[int] = set()
     for out in items:
         if out.is_prealloc or not out.buf:
@@ -403,7 +404,7 @@ def rknn_set_input_shapes(ctx: Any, n_inputs: int, attr: Any) -> int:
     again; general-API users call rknn_inputs_set again. Memory is not reallocated (sized for the largest shape)."""
     obj = get_ctx(ctx)
     require_api("rknn_set_input_shapes", obj.device.profile)
-    items = struct_list(attr, n_inputs, rknn_tensor_attr, "attr")
+    items = as_struct_list(attr, n_inputs, rknn_tensor_attr, "attr")
     context = obj.context
     if n_inputs != context.n_inputs:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"n_inputs({n_inputs}) != input_num({context.n_inputs})")

@@ -100,27 +100,6 @@ def struct_arg(obj: Any, cls: type, what: str) -> Any:
     return struct
 
 
-def struct_list(items: Any, n: int, cls: type, what: str) -> list:
-    """The first `n` structs of a ctypes array / list / pointer of `cls`; PARAM_INVALID if there are fewer."""
-    if items is None:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} is NULL")
-    if isinstance(items, cls):
-        items = [items]
-    if isinstance(items, ctypes._Pointer):
-        items = [items[i] for i in range(n)]
-    try:
-        seq = list(items)
-    except TypeError:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: expected an array of {cls.__name__}") from None
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0 or n > len(seq):
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: n={n!r} but {len(seq)} structs given")
-    out = seq[:n]
-    for s in out:
-        if not isinstance(s, cls):
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: expected {cls.__name__}, got {type(s).__name__}")
-    return out
-
-
 def fill_attr(dst: rknn_tensor_attr, a: TensorAttr) -> None:
     """Write a neutral TensorAttr into an rknn_tensor_attr in place (every field)."""
     ctypes.memset(ctypes.addressof(dst), 0, ctypes.sizeof(dst))

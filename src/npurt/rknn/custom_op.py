@@ -62,7 +62,8 @@ import numpy as np
 from npurt.errors import ErrorCode, NpuError
 from npurt.rknn import constants as c
 from npurt.rknn import log
-from npurt.rknn.api_common import get_ctx, require_api, struct_arg, struct_list
+from npurt.memory.cargs import as_struct_list
+from npurt.rknn.api_common import get_ctx, require_api, struct_arg
 from npurt.rknn.boundary import mirror
 from npurt.rknn.structs import rknn_custom_op, rknn_custom_op_attr, rknn_custom_op_context, rknn_custom_op_tensor
 
@@ -358,7 +359,7 @@ def rknn_register_custom_ops(ctx: Any, op: Any, custom_op_num: int) -> int:
     context._require_live()
     if isinstance(custom_op_num, bool) or not isinstance(custom_op_num, int) or custom_op_num <= 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid custom_op_num: {custom_op_num!r}")
-    ops = struct_list(op, custom_op_num, rknn_custom_op, "op")
+    ops = as_struct_list(op, custom_op_num, rknn_custom_op, "op")
     if context.perf.runs:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "custom ops must be registered before the first rknn_run")
     types = [_check_op(o, i) for i, o in enumerate(ops)]
