@@ -79,7 +79,7 @@ def _text(raw: bytes) -> str:
 class _Binding:
     """One bound operand: the issued mem record and the attr it was bound with."""
 
-    record: handles.MemRecord
+    record: handles.TensorMemRecord
     attr_size: int
 
 
@@ -364,7 +364,7 @@ def rknn_matmul_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
     return c.RKNN_SUCC
 
 
-def _bound_bytes(obj: MatmulContext, name: str, need: int) -> tuple[handles.MemRecord, np.ndarray]:
+def _bound_bytes(obj: MatmulContext, name: str, need: int) -> tuple[handles.TensorMemRecord, np.ndarray]:
     """The live record and a uint8 device view of operand `name`, at least `need` bytes; errors name the operand."""
     code = ErrorCode.INVALID_OUTPUT if name == "C" else ErrorCode.INVALID_INPUT
     binding = obj.bindings.get(name)
@@ -381,7 +381,7 @@ def _bound_bytes(obj: MatmulContext, name: str, need: int) -> tuple[handles.MemR
     return record, record.buffer.device_view(np.uint8, offset=record.data_offset, nbytes=need)
 
 
-def _runtime_owned(record: handles.MemRecord) -> bool:
+def _runtime_owned(record: handles.TensorMemRecord) -> bool:
     return record.kind == c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
 
 
