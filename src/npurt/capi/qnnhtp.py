@@ -20,7 +20,7 @@ from npurt.capi.build import LibrarySpec
 from npurt.capi.embed import sync_environ
 from npurt.capi.qnn_common import (GLOBAL_PYTHON_C, QNN_HEADER_DIR, Member, adapter, extern_cdef,
                                    table_initializer, table_source)
-from npurt.errors import ErrorCode, NpuError
+from npurt.errors import NpuError
 from npurt.memory.cargs import as_struct_list
 from npurt.qnn import constants as C
 from npurt.soc.api_coverage import QNN_INTERFACE_MEMBERS

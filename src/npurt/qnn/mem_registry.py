@@ -25,13 +25,12 @@ document the exact code):
 """
 from __future__ import annotations
 
-import ctypes
 import itertools
 import math
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -40,7 +39,7 @@ from npurt.memory import Buffer
 from npurt.qnn import constants as C
 from npurt.qnn import qurt, rpcmem
 from npurt.memory.cargs import as_struct
-from npurt.memory.raw import pointer_value, read_u32_array
+from npurt.memory.raw import read_u32_array
 from npurt.qnn.boundary import QnnError
 from npurt.qnn.htp_plan import BUFFER_START_ALIGNMENT
 from npurt.qnn.structs import Qnn_MemDescriptor_t, QnnMemHtp_Descriptor_t
