@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory.cargs import as_struct
@@ -89,6 +89,21 @@ def any_ctx(ctx: Any) -> Any:
         shown = f"{value:#x}" if isinstance(value, int) else repr(ctx)
         raise NpuError(ErrorCode.INVALID_CONTEXT, f"invalid context {shown}")
     return obj
+
+
+def _checked(find: Callable[[Any], Any]) -> Callable[[Any, str], Any]:
+    def resolve(ctx: Any, func: str) -> Any:
+        obj = find(ctx)
+        require_api(func, obj.device.profile)
+        return obj
+    return resolve
+
+
+MODEL_CTX = _checked(get_ctx)
+"""`@mirror(ctx=MODEL_CTX)`: the live model context of the handle, on a SoC whose API table lists the function."""
+ANY_CTX = _checked(any_ctx)
+"""`@mirror(ctx=ANY_CTX)`: the live context of any kind (memory calls), on a SoC whose API table lists the
+function."""
 
 
 def struct_arg(obj: Any, cls: type, what: str) -> Any:

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 from npurt.errors import ErrorCode, Hinted, NpuError
 from npurt.mirror_kit.boundary import Boundary
 from npurt.rknn import constants as c
+from npurt.rknn.api_common import require_api
 from npurt.rknn import log
 
 __all__ = ["STATUS", "HINTS", "BOUNDARY", "WRAPPED", "mirror", "status_of", "vendor_message", "fail", "internal_errors"]
@@ -93,8 +94,18 @@ fail = BOUNDARY.fail
 internal_errors = BOUNDARY.internal_errors
 
 
-def mirror(func_name: str, failure: Any = "status") -> Callable:
+def mirror(func_name: str, failure: Any = "status", *, ctx: Callable[[Any, str], Any] | None = None,
+           api: bool = False) -> Callable:
     """Decorate the mirror function of C function `func_name`: NpuError -> `E RKNN: <func>: <message>` and its
     status, or `failure` (None) for functions that return a pointer or void; any other exception -> an internal
-    error (RKNN_ERR_FAIL / `failure`). A status function that returns no int is an internal error too."""
-    return BOUNDARY.wrap(func_name, failure)
+    error (RKNN_ERR_FAIL / `failure`). A status function that returns no int is an internal error too.
+
+    `ctx` (e.g. `api_common.MODEL_CTX`): the first argument, a context handle, is resolved by `ctx(handle,
+    func_name)` — the live context, on a SoC whose API table lists `func_name` — and the function receives that
+    object in its place. `api`: the board's SoC must list `func_name` (functions without a context)."""
+    def prepare(name: str, args: tuple) -> tuple:
+        if ctx is not None:
+            return (ctx(args[0] if args else None, name), *args[1:])
+        require_api(name)
+        return args
+    return BOUNDARY.wrap(func_name, failure, prepare=prepare if ctx is not None or api else None)
