@@ -9,6 +9,7 @@ pointers as `uintptr_t`; a member npurt does not implement returns its "not supp
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -53,6 +54,25 @@ class Member:
     @property
     def implemented(self) -> bool:
         return bool(self.params)
+
+
+_FN_TYPEDEF = re.compile(r"typedef\s+Qnn_ErrorHandle_t\s*\(\*\s*(\w+)\)\s*\(([^)]*)\)\s*;")
+NOT_SUPPORTED_FN = "QnnInterface_NotSupportedFn_t"
+
+
+def header_members(table_type: str) -> list[Member]:
+    """The provider table `table_type` as npurt's QNN headers declare it — the one source of its members, their
+    order and their C parameters: each member with the parameters of its function-pointer typedef; "" (not
+    implemented) for a `QnnInterface_NotSupportedFn_t` or `void *` slot."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(QNN_HEADER_DIR.rglob("*.h")))
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    params = {name: " ".join(args.split()) for name, args in _FN_TYPEDEF.findall(text)}
+    params[NOT_SUPPORTED_FN] = ""
+    body = re.search(r"typedef struct \{([^{}]*)\}\s*%s\s*;" % re.escape(table_type), text)
+    if body is None:
+        raise LookupError(f"no provider table {table_type} in {QNN_HEADER_DIR}")
+    return [Member(name, params.get(ftype, "")) for ftype, name in re.findall(r"(\w+)\s*\**\s*(\w+)\s*;",
+                                                                              body.group(1))]
 
 
 def _address(ctype: str, pointer: bool) -> bool:

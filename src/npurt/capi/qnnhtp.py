@@ -18,52 +18,18 @@ import npurt.qnn as q
 from npurt.capi import guard
 from npurt.capi.build import LibrarySpec
 from npurt.capi.embed import sync_environ
-from npurt.capi.qnn_common import (GLOBAL_PYTHON_C, QNN_HEADER_DIR, Member, adapter, extern_cdef,
+from npurt.capi.qnn_common import (GLOBAL_PYTHON_C, QNN_HEADER_DIR, adapter, extern_cdef, header_members,
                                    table_initializer, table_source)
 from npurt.errors import NpuError
 from npurt.memory.cargs import as_struct_list
 from npurt.qnn import constants as C
-from npurt.soc.api_coverage import QNN_INTERFACE_MEMBERS
 
 LIBRARY_NAME = "libQnnHtp.so"
 PREFIX = "qnn_"
 
-# The C parameters of the members npurt implements; `QNN_INTERFACE_MEMBERS` is the table and its order.
-IMPLEMENTED = {
-    "propertyHasCapability": "QnnProperty_Key_t key",
-    "backendCreate": "Qnn_LogHandle_t logger, const QnnBackend_Config_t **config, Qnn_BackendHandle_t "
-                     "*backend",
-    "backendGetApiVersion": "Qnn_ApiVersion_t *pVersion",
-    "backendGetBuildId": "const char **id",
-    "backendFree": "Qnn_BackendHandle_t backend",
-    "contextCreateFromBinary": "Qnn_BackendHandle_t backend, Qnn_DeviceHandle_t device, const "
-                               "QnnContext_Config_t **config, const void *binaryBuffer, Qnn_ContextBinarySize_t "
-                               "binaryBufferSize, Qnn_ContextHandle_t *context, Qnn_ProfileHandle_t profile",
-    "contextFree": "Qnn_ContextHandle_t context, Qnn_ProfileHandle_t profile",
-    "graphRetrieve": "Qnn_ContextHandle_t contextHandle, const char *graphName, Qnn_GraphHandle_t "
-                     "*graphHandle",
-    "graphExecute": "Qnn_GraphHandle_t graphHandle, const Qnn_Tensor_t *inputs, uint32_t numInputs, "
-                    "Qnn_Tensor_t *outputs, uint32_t numOutputs, Qnn_ProfileHandle_t profileHandle, "
-                    "Qnn_SignalHandle_t signalHandle",
-    "logCreate": "QnnLog_Callback_t callback, QnnLog_Level_t maxLogLevel, Qnn_LogHandle_t *logger",
-    "logSetLogLevel": "Qnn_LogHandle_t logger, QnnLog_Level_t maxLogLevel",
-    "logFree": "Qnn_LogHandle_t logger",
-    "profileCreate": "Qnn_BackendHandle_t backend, QnnProfile_Level_t level, Qnn_ProfileHandle_t "
-                     "*profile",
-    "profileFree": "Qnn_ProfileHandle_t profile",
-    "memRegister": "Qnn_ContextHandle_t context, const Qnn_MemDescriptor_t *memDescriptors, uint32_t "
-                   "numDescriptors, Qnn_MemHandle_t *memHandles",
-    "memDeRegister": "const Qnn_MemHandle_t *memHandles, uint32_t numHandles",
-    "deviceGetPlatformInfo": "Qnn_LogHandle_t logger, const QnnDevice_PlatformInfo_t **platformInfo",
-    "deviceFreePlatformInfo": "Qnn_LogHandle_t logger, const QnnDevice_PlatformInfo_t *platformInfo",
-    "deviceCreate": "Qnn_LogHandle_t logger, const QnnDevice_Config_t **config, Qnn_DeviceHandle_t "
-                    "*device",
-    "deviceFree": "Qnn_DeviceHandle_t device",
-    "errorGetMessage": "Qnn_ErrorHandle_t errorHandle, const char **errorMessage",
-    "contextGetProperty": "Qnn_ContextHandle_t contextHandle, QnnContext_Property_t **properties",
-    "contextFinalize": "Qnn_ContextHandle_t context, Qnn_ProfileHandle_t profile",
-}
-MEMBERS = [Member(name, IMPLEMENTED.get(name, "")) for name in QNN_INTERFACE_MEMBERS]
+# The provider table, its order and each member's C parameters, from QnnInterface.h (`QNN_INTERFACE_VER_TYPE`);
+# the test suite checks it against `npurt.soc.api_coverage.QNN_INTERFACE_MEMBERS` and the mirror's boundary.
+MEMBERS = header_members("QnnInterface_ImplementationV2_32_t")
 
 _SOURCE = r"""
 #include <stdarg.h>
