@@ -20,11 +20,10 @@ import os
 from typing import Any
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.model.compiled import read_compiled
 from npurt.model.compiled import CompiledModel
 from npurt.memory.cargs import as_struct, as_struct_list
 from npurt.memory.raw import pointer_value, safe_read, safe_write
-from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt
+from npurt.model.file_format import HEADER_SIZE, declared_size
 from npurt.qnn import constants as C
 from npurt.qnn import services
 from npurt.qnn.backend import Backend, QnnDevice, lookup
@@ -32,7 +31,7 @@ from npurt.qnn.context import Context
 from npurt.qnn.graph import Graph
 from npurt.qnn.boundary import BACKEND_INVALID_HANDLE, DEVICE_INVALID_HANDLE, QnnError, from_npu, qnn_call
 from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY
-from npurt.runtime.loader import MAX_ONNX
+from npurt.runtime.loader import MAX_ONNX, load_family
 from npurt.qnn.structs import (Qnn_ApiVersion_t, Qnn_MemDescriptor_t, Qnn_Version_t, QnnContext_Config_t,
                                QnnContext_Property_t, QnnHtpContext_CustomConfig_t, QnnHtpContext_CustomProperty_t)
 from npurt.soc.htp import get_htp_profile, is_htp_soc
@@ -399,30 +398,19 @@ def _tensors(tensors: Any, count: Any, what: str) -> list[Any]:
 
 def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
     """The context binary: a CompiledModel, `.npurt` bytes, ONNX bytes / ModelProto (compiled on the fly with the
-    defaults), or a pointer to such bytes."""
+    defaults), or a pointer to such bytes — read here, loaded by the runtime's one loader (`runtime.loader`)."""
     import onnx
-    if isinstance(binary, CompiledModel):
-        compiled = binary
-    elif isinstance(binary, onnx.ModelProto):
-        compiled = _compile_onnx(binary, backend)
-    else:
+    if not isinstance(binary, (CompiledModel, onnx.ModelProto)):
         if binary is None or not size or int(size) <= 0:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "binaryBuffer is NULL or binaryBufferSize is 0")
         if isinstance(binary, (bytes, bytearray, memoryview)):
             if int(size) > len(binary):
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT,
                                f"binaryBufferSize {size} is larger than the buffer ({len(binary)} bytes)")
-            data = bytes(memoryview(binary)[:int(size)])
+            binary = bytes(memoryview(binary)[:int(size)])
         else:
-            data = _read_binary(pointer_value(binary), int(size))
-        if is_npurt(data):
-            try:
-                compiled = read_compiled(data)
-            except NpuError as exc:
-                raise from_npu(exc, "context", "corrupt context binary",
-                               general=C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY) from None
-        else:
-            compiled = _compile_onnx(data, backend)
+            binary = _read_binary(pointer_value(binary), int(size))
+    compiled = _load_model(binary, backend)
     if is_htp_soc(compiled.soc):
         backend.adopt(get_htp_profile(compiled.soc).name)
     if is_htp_soc(compiled.soc) and get_htp_profile(compiled.soc).name != backend.profile.name:
@@ -450,13 +438,14 @@ def _read_binary(addr: int, size: int) -> bytes:
     return data
 
 
-def _compile_onnx(model: Any, backend: Backend) -> CompiledModel:
-    """An ONNX model compiled with the defaults (fp16) for the backend's own HTP SoC (`npurt.soc.htp`: its C2 and
-    input alignment are npurt's choice, as HTP has no NC1HWC2 layout of its own), so the binary records that SoC
-    as a context binary prepared for this backend does; the HTP context then plans it into the VTCM."""
-    from npurt.exec.compile import compile_model
+def _load_model(model: Any, backend: Backend) -> CompiledModel:
+    """`model` through the runtime's loader: a compiled binary as it is (its SoC is checked by the caller), an ONNX
+    model compiled with the defaults (fp16) for the backend's own HTP SoC (`npurt.soc.htp`: its C2 and input
+    alignment are npurt's choice, as HTP has no NC1HWC2 layout of its own), so the binary records that SoC as a
+    context binary prepared for this backend does; the HTP context then plans it into the VTCM. Any failure is
+    QNN_CONTEXT_ERROR_CREATE_FROM_BINARY (out of memory and the like keep their own codes)."""
     try:
-        return compile_model(model, soc=backend.profile.name, progress=False)
+        return load_family(model, backend.profile.name, any_soc=True).current
     except NpuError as exc:
         raise from_npu(exc, "context", "not a context binary", general=C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY) \
             from None
