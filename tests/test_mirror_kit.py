@@ -90,7 +90,7 @@ def test_boundary_guard_pointer_failure_and_prepare():
         raise NpuError(ErrorCode.FAIL, "x")
 
     assert guard() is None and lines[-1] == ("g", 7, "own") and "g" not in b.wrapped and b.internal_errors() == 0
-    resolved = b.wrap("h", failure=None, prepare=lambda name, args: (f"{name}:{args[0]}", *args[1:]))(
+    resolved = b.wrap("h", failure=None, prepare=lambda name, args, kw: ((f"{name}:{args[0]}", *args[1:]), kw))(
         lambda x, y: (x, y))
     assert resolved(1, 2) == ("h:1", 2)             # prepare resolves the first argument by the function's name
 
@@ -133,3 +133,15 @@ def test_as_struct_list_null_terminated_lists():
     endless = (ctypes.c_void_p * (MAX_TERMINATED + 1))(*([ctypes.addressof(a)] * (MAX_TERMINATED + 1)))
     with pytest.raises(NpuError, match="no NULL within"):
         as_struct_list(ctypes.addressof(endless), None, Pair, "cfg", address=True)
+
+
+def test_a_mirror_function_takes_its_context_handle_by_position_or_keyword():
+    from helpers.rknn import init
+    from npurt.rknn import RKNN_ERR_CTX_INVALID, RKNN_NPU_CORE_AUTO, RKNN_SUCC, rknn_destroy, rknn_set_core_mask
+    ctx = init()
+    try:
+        assert rknn_set_core_mask(ctx, RKNN_NPU_CORE_AUTO) == RKNN_SUCC
+        assert rknn_set_core_mask(ctx=ctx, core_mask=RKNN_NPU_CORE_AUTO) == RKNN_SUCC
+    finally:
+        assert rknn_destroy(ctx=ctx) == RKNN_SUCC
+    assert rknn_destroy(ctx) == RKNN_ERR_CTX_INVALID                 # a destroyed handle stays invalid

@@ -54,18 +54,18 @@ class Boundary:
         return status if failure == "status" else failure
 
     def wrap(self, name: str, failure: Any = "status", *, export: bool = True, explain: Explain | None = None,
-             prepare: Callable[[str, tuple], tuple] | None = None) -> Callable:
+             prepare: Callable[[str, tuple, dict], tuple[tuple, dict]] | None = None) -> Callable:
         """Decorate the function of C name `name`: any exception -> `fail`. With `export` (a mirror's own
         function) it is entered in `wrapped` and a status function that returns no int is an internal error too;
-        without (a C adapter's guard around its own pointer checks) neither. `prepare(name, args)` runs first,
-        inside the boundary, and gives the arguments the function receives (a mirror resolves its handles there,
+        without (a C adapter's guard around its own pointer checks) neither. `prepare(name, args, kwargs)` runs
+        first, inside the boundary, and gives the (args, kwargs) the function receives (a mirror resolves its handles there,
         by the function's own name)."""
         def wrap(fn: Callable) -> Callable:
             @functools.wraps(fn)
             def call(*args: Any, **kwargs: Any) -> Any:
                 try:
                     if prepare is not None:
-                        args = prepare(name, args)
+                        args, kwargs = prepare(name, args, kwargs)
                     result = fn(*args, **kwargs)
                 except Exception as exc:  # noqa: BLE001 - a C function returns a status, never raises
                     return self.fail(name, exc, failure, explain)

@@ -103,9 +103,16 @@ def mirror(func_name: str, failure: Any = "status", *, ctx: Callable[[Any, str],
     `ctx` (e.g. `api_common.MODEL_CTX`): the first argument, a context handle, is resolved by `ctx(handle,
     func_name)` — the live context, on a SoC whose API table lists `func_name` — and the function receives that
     object in its place. `api`: the board's SoC must list `func_name` (functions without a context)."""
-    def prepare(name: str, args: tuple) -> tuple:
-        if ctx is not None:
-            return (ctx(args[0] if args else None, name), *args[1:])
-        require_api(name)
-        return args
-    return BOUNDARY.wrap(func_name, failure, prepare=prepare if ctx is not None or api else None)
+    def wrap(fn: Callable) -> Callable:
+        first = fn.__code__.co_varnames[0] if fn.__code__.co_argcount else ""
+
+        def prepare(name: str, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+            if ctx is None:
+                require_api(name)
+            elif args:
+                args = (ctx(args[0], name), *args[1:])
+            else:                                       # the handle passed by keyword
+                kwargs = {**kwargs, first: ctx(kwargs.get(first), name)}
+            return args, kwargs
+        return BOUNDARY.wrap(func_name, failure, prepare=prepare if ctx is not None or api else None)(fn)
+    return wrap
