@@ -1,7 +1,10 @@
 """Shared fixtures: onnxruntime as the numerical oracle, single-node ONNX models, the one leak check (`no_leaks`,
 which a module opts into with `pytestmark = pytest.mark.usefixtures("no_leaks")`; `open_fds()` for tests that count
 fds themselves) and `dev`, an RK3588 device closed without leaks. Every test starts without the shell's NPURT_SOC,
-NPURT_COHERENCE and RKNN_LOG_LEVEL. Helpers shared by several test modules live in `tests/helpers/`."""
+NPURT_COHERENCE and RKNN_LOG_LEVEL. Helpers shared by several test modules live in `tests/helpers/`.
+
+Hypothesis runs derandomized (the same examples on every run, no example database), so the suite gives the same
+result on every machine and order; `NPURT_HYPOTHESIS=explore` draws new examples, to hunt for bugs by hand."""
 from __future__ import annotations
 
 import gc
@@ -10,7 +13,12 @@ import os
 import numpy as np
 import onnx
 import pytest
+from hypothesis import settings
 from onnx import TensorProto, helper, numpy_helper
+
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile("explore" if os.environ.get("NPURT_HYPOTHESIS") == "explore" else "deterministic")
 
 
 def _single_node(op: str, inputs: dict[str, np.ndarray], consts: dict[str, np.ndarray] | None = None,

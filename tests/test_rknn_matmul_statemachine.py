@@ -32,6 +32,7 @@ class MatmulMachine(RuleBasedStateMachine):
         self.dead: list[rknn_matmul_ctx] = []
         self.mems: list[tuple[rknn_matmul_ctx, object]] = []
         self.bound: dict[int, dict[str, object]] = {}
+        self.normal: dict[int, bool] = {}       # B, A and C in the normal (row-major [K, N], [M, K], [M, N]) layout
 
     @rule(t=st.sampled_from(TYPES), m=st.integers(0, 3), k=st.sampled_from([0, 32, 48, 64]),
           n=st.sampled_from([16, 32, 64]), b_layout=st.integers(0, 3), ac_layout=st.integers(0, 2))
@@ -43,6 +44,7 @@ class MatmulMachine(RuleBasedStateMachine):
         if ret == 0:
             self.ctxs.append((ctx, io, t))
             self.bound[ctx.value] = {}
+            self.normal[ctx.value] = b_layout == 0 and ac_layout == 0
         else:
             assert ctx.value == 0
 
@@ -91,8 +93,7 @@ class MatmulMachine(RuleBasedStateMachine):
     def run(self, data):
         ctx, io, t = data.draw(st.sampled_from(self.ctxs)) if self.ctxs else (self.dead[0], None, 0)
         bound = self.bound.get(ctx.value, {})
-        exact = t == c.RKNN_INT8_MM_INT8_TO_INT32 and set(bound) == set("ABC") and \
-            io.A.n_dims == 2 and io.B.n_dims == 2 and io.B.dims[0] == io.A.dims[1]
+        exact = t == c.RKNN_INT8_MM_INT8_TO_INT32 and set(bound) == set("ABC") and self.normal[ctx.value]
         if exact:
             M, K, N = io.A.dims[0], io.A.dims[1], io.B.dims[1]
             rng = np.random.default_rng(M * K + N)

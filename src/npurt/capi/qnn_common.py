@@ -8,16 +8,16 @@ pointers as `uintptr_t`; a member npurt does not implement returns its "not supp
 """
 from __future__ import annotations
 
-import functools
 import logging
-import sys
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from npurt.capi.build import parse_functions
-from npurt.errors import NpuError
+from npurt.errors import ErrorCode, NpuError
 from npurt.qnn import constants as C
+from npurt.qnn.boundary import BOUNDARY
 
 HEADER_DIR = Path(__file__).resolve().parent / "include"
 QNN_HEADER_DIR = HEADER_DIR / "QNN"
@@ -54,6 +54,25 @@ class Member:
     @property
     def implemented(self) -> bool:
         return bool(self.params)
+
+
+_FN_TYPEDEF = re.compile(r"typedef\s+Qnn_ErrorHandle_t\s*\(\*\s*(\w+)\)\s*\(([^)]*)\)\s*;")
+NOT_SUPPORTED_FN = "QnnInterface_NotSupportedFn_t"
+
+
+def header_members(table_type: str) -> list[Member]:
+    """The provider table `table_type` as npurt's QNN headers declare it — the one source of its members, their
+    order and their C parameters: each member with the parameters of its function-pointer typedef; "" (not
+    implemented) for a `QnnInterface_NotSupportedFn_t` or `void *` slot."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(QNN_HEADER_DIR.rglob("*.h")))
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    params = {name: " ".join(args.split()) for name, args in _FN_TYPEDEF.findall(text)}
+    params[NOT_SUPPORTED_FN] = ""
+    body = re.search(r"typedef struct \{([^{}]*)\}\s*%s\s*;" % re.escape(table_type), text)
+    if body is None:
+        raise LookupError(f"no provider table {table_type} in {QNN_HEADER_DIR}")
+    return [Member(name, params.get(ftype, "")) for ftype, name in re.findall(r"(\w+)\s*\**\s*(\w+)\s*;",
+                                                                              body.group(1))]
 
 
 def _address(ctype: str, pointer: bool) -> bool:
@@ -110,19 +129,12 @@ static void npurt_not_supported(const char *name)
 
 
 def adapter(name: str, invalid: int) -> Callable:
-    """The Python side of one member: a C pointer that cannot be read or written (`npurt.capi.guard`) returns
-    the member's INVALID_ARGUMENT code `invalid`; any other escape returns QNN_COMMON_ERROR_GENERAL (an
-    `extern "Python+C"` exception would otherwise read as 0, success)."""
-    def wrap(fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        def call(*args):
-            try:
-                return int(fn(*args))
-            except NpuError as exc:
-                log.error("<E> %s: %s", name, exc.message)
-                return invalid
-            except Exception as exc:    # noqa: BLE001 - the C caller gets a code, never a Python exception
-                sys.stderr.write(f"<E> {name}: internal error: {exc!r}\n")
-                return C.QNN_COMMON_ERROR_GENERAL
-        return call
-    return wrap
+    """The Python side of one member, guarded by the QNN mirror's boundary: a C pointer that cannot be read or
+    written (`npurt.capi.guard`) returns the member's INVALID_ARGUMENT code `invalid`; any other escape is an
+    internal error, counted, QNN_COMMON_ERROR_GENERAL (an `extern "Python+C"` exception would otherwise read as
+    0, success)."""
+    def explain(member: str, error: BaseException) -> tuple[int, str] | None:
+        if isinstance(error, NpuError) and error.code is not ErrorCode.INTERNAL:
+            return invalid, error.message
+        return None
+    return BOUNDARY.wrap(name, export=False, explain=explain)

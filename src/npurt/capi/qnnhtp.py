@@ -18,52 +18,18 @@ import npurt.qnn as q
 from npurt.capi import guard
 from npurt.capi.build import LibrarySpec
 from npurt.capi.embed import sync_environ
-from npurt.capi.qnn_common import (GLOBAL_PYTHON_C, QNN_HEADER_DIR, Member, adapter, extern_cdef,
+from npurt.capi.qnn_common import (GLOBAL_PYTHON_C, QNN_HEADER_DIR, adapter, extern_cdef, header_members,
                                    table_initializer, table_source)
-from npurt.errors import ErrorCode, NpuError
+from npurt.errors import NpuError
+from npurt.memory.cargs import as_struct_list
 from npurt.qnn import constants as C
-from npurt.soc.api_coverage import QNN_INTERFACE_MEMBERS
 
 LIBRARY_NAME = "libQnnHtp.so"
 PREFIX = "qnn_"
-_MAX_LIST = 256          # longest NULL-terminated config / property list read
 
-# The C parameters of the members npurt implements; `QNN_INTERFACE_MEMBERS` is the table and its order.
-IMPLEMENTED = {
-    "propertyHasCapability": "QnnProperty_Key_t key",
-    "backendCreate": "Qnn_LogHandle_t logger, const QnnBackend_Config_t **config, Qnn_BackendHandle_t "
-                     "*backend",
-    "backendGetApiVersion": "Qnn_ApiVersion_t *pVersion",
-    "backendGetBuildId": "const char **id",
-    "backendFree": "Qnn_BackendHandle_t backend",
-    "contextCreateFromBinary": "Qnn_BackendHandle_t backend, Qnn_DeviceHandle_t device, const "
-                               "QnnContext_Config_t **config, const void *binaryBuffer, Qnn_ContextBinarySize_t "
-                               "binaryBufferSize, Qnn_ContextHandle_t *context, Qnn_ProfileHandle_t profile",
-    "contextFree": "Qnn_ContextHandle_t context, Qnn_ProfileHandle_t profile",
-    "graphRetrieve": "Qnn_ContextHandle_t contextHandle, const char *graphName, Qnn_GraphHandle_t "
-                     "*graphHandle",
-    "graphExecute": "Qnn_GraphHandle_t graphHandle, const Qnn_Tensor_t *inputs, uint32_t numInputs, "
-                    "Qnn_Tensor_t *outputs, uint32_t numOutputs, Qnn_ProfileHandle_t profileHandle, "
-                    "Qnn_SignalHandle_t signalHandle",
-    "logCreate": "QnnLog_Callback_t callback, QnnLog_Level_t maxLogLevel, Qnn_LogHandle_t *logger",
-    "logSetLogLevel": "Qnn_LogHandle_t logger, QnnLog_Level_t maxLogLevel",
-    "logFree": "Qnn_LogHandle_t logger",
-    "profileCreate": "Qnn_BackendHandle_t backend, QnnProfile_Level_t level, Qnn_ProfileHandle_t "
-                     "*profile",
-    "profileFree": "Qnn_ProfileHandle_t profile",
-    "memRegister": "Qnn_ContextHandle_t context, const Qnn_MemDescriptor_t *memDescriptors, uint32_t "
-                   "numDescriptors, Qnn_MemHandle_t *memHandles",
-    "memDeRegister": "const Qnn_MemHandle_t *memHandles, uint32_t numHandles",
-    "deviceGetPlatformInfo": "Qnn_LogHandle_t logger, const QnnDevice_PlatformInfo_t **platformInfo",
-    "deviceFreePlatformInfo": "Qnn_LogHandle_t logger, const QnnDevice_PlatformInfo_t *platformInfo",
-    "deviceCreate": "Qnn_LogHandle_t logger, const QnnDevice_Config_t **config, Qnn_DeviceHandle_t "
-                    "*device",
-    "deviceFree": "Qnn_DeviceHandle_t device",
-    "errorGetMessage": "Qnn_ErrorHandle_t errorHandle, const char **errorMessage",
-    "contextGetProperty": "Qnn_ContextHandle_t contextHandle, QnnContext_Property_t **properties",
-    "contextFinalize": "Qnn_ContextHandle_t context, Qnn_ProfileHandle_t profile",
-}
-MEMBERS = [Member(name, IMPLEMENTED.get(name, "")) for name in QNN_INTERFACE_MEMBERS]
+# The provider table, its order and each member's C parameters, from QnnInterface.h (`QNN_INTERFACE_VER_TYPE`);
+# the test suite checks it against `npurt.soc.api_coverage.QNN_INTERFACE_MEMBERS` and the mirror's boundary.
+MEMBERS = header_members("QnnInterface_ImplementationV2_32_t")
 
 _SOURCE = r"""
 #include <stdarg.h>
@@ -130,19 +96,6 @@ def _cell(addr: int, what: str) -> ctypes.c_void_p | None:
     return guard.struct_at(ctypes.c_void_p, addr, what)
 
 
-def _list(addr: int, cls: type, what: str) -> list | None:
-    """A NULL-terminated `const T**` list as the structs it points to (aliasing them); None for NULL."""
-    if not addr:
-        return None
-    out = []
-    for k in range(_MAX_LIST):
-        item = guard.struct_at(ctypes.c_void_p, addr + 8 * k, f"{what}[{k}]", write=False).value
-        if not item:
-            return out
-        out.append(guard.struct_at(cls, item, f"{what}[{k}]", write=False))
-    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: no NULL within {_MAX_LIST} entries")
-
-
 # --- exported functions -----------------------------------------------------------------------------------
 def QnnInterface_getProviders(providerList: int, numProviders: int) -> int:
     try:
@@ -197,7 +150,7 @@ def qnn_backendFree(backend: int) -> int:
 @adapter("contextCreateFromBinary", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
 def qnn_contextCreateFromBinary(backend: int, device: int, config: int, binaryBuffer: int, binaryBufferSize: int,
                                 context: int, profile: int) -> int:
-    configs = _list(config, q.QnnContext_Config_t, "config")
+    configs = as_struct_list(config, None, q.QnnContext_Config_t, "config", address=True) if config else None
     return _table().contextCreateFromBinary(backend, device or None, configs, binaryBuffer or None,
                                             binaryBufferSize, _cell(context, "context"), profile or None)
 
@@ -292,7 +245,8 @@ def qnn_errorGetMessage(errorHandle: int, errorMessage: int) -> int:
 
 @adapter("contextGetProperty", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
 def qnn_contextGetProperty(contextHandle: int, properties: int) -> int:
-    return _table().contextGetProperty(contextHandle, _list(properties, q.QnnContext_Property_t, "properties"))
+    return _table().contextGetProperty(contextHandle, 
+        as_struct_list(properties, None, q.QnnContext_Property_t, "properties", address=True) if properties else None)
 
 
 @adapter("contextFinalize", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)

@@ -12,7 +12,7 @@ import importlib
 
 from npurt.capi import guard
 from npurt.capi.build import LibrarySpec
-from npurt.capi.qnn_common import GLOBAL_PYTHON_C, QNN_HEADER_DIR, Member, adapter, extern_cdef, table_source
+from npurt.capi.qnn_common import GLOBAL_PYTHON_C, QNN_HEADER_DIR, adapter, extern_cdef, header_members, table_source
 from npurt.errors import NpuError
 from npurt.qnn import constants as C
 from npurt.qnn import system
@@ -20,13 +20,8 @@ from npurt.qnn import system
 LIBRARY_NAME = "libQnnSystem.so"
 PREFIX = "qnnsys_"
 
-MEMBERS = [
-    Member("systemContextCreate", "QnnSystemContext_Handle_t *sysCtxHandle"),
-    Member("systemContextGetBinaryInfo", "QnnSystemContext_Handle_t sysCtxHandle, void *binaryBuffer, "
-                                         "uint64_t binaryBufferSize, const QnnSystemContext_BinaryInfo_t **binaryInfo, "
-                                         "Qnn_ContextBinarySize_t *binaryInfoSize"),
-    Member("systemContextFree", "QnnSystemContext_Handle_t sysCtxHandle"),
-]
+# The members npurt implements, their order and C parameters, from QnnSystemInterface.h (the other slots are NULL).
+MEMBERS = [m for m in header_members("QnnSystemInterface_ImplementationV1_15_t") if m.implemented]
 _TABLE = system.QnnSystemInterfaceTable()
 
 

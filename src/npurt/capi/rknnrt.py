@@ -13,7 +13,6 @@ before it counts), custom-op plugins (`librkcst_*.so`) are registered after `rkn
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -24,7 +23,7 @@ from npurt.capi.build import LibrarySpec, header_functions
 from npurt.capi.embed import sync_environ
 from npurt.errors import ErrorCode, NpuError
 from npurt.rknn import handles, log, op_plugins
-from npurt.rknn.boundary import fail
+from npurt.rknn.boundary import BOUNDARY
 from npurt.rknn.api_query import QUERIES
 
 LIBRARY_NAME = "librknnrt.so"
@@ -54,15 +53,7 @@ def mini_spec() -> LibrarySpec:
 
 def entry(func_name: str, failure: Any = "status") -> Callable:
     """An adapter's own boundary: its argument checks fail as the mirror's do (`E RKNN:` line, status or NULL)."""
-    def wrap(fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        def call(*args: Any) -> Any:
-            try:
-                return fn(*args)
-            except Exception as exc:  # noqa: BLE001 - a C caller gets a status, never an exception
-                return fail(func_name, exc, failure)
-        return call
-    return wrap
+    return BOUNDARY.wrap(func_name, failure, export=False)
 
 
 def _mem(addr: int, what: str = "mem") -> Any:

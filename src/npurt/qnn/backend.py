@@ -1,7 +1,8 @@
 """QNN backends and devices, the per-device HTP core (VTCM, execution lock), and the handle table.
 
-- `HANDLES`: every backend / device / context / graph handle the mirror hands out is an int key of one table, so
-  a handle of the wrong kind, a made-up value or a freed one is recognised (never dereferenced).
+- `HANDLES`: every backend / device / context / graph handle the mirror hands out is an int key of one table (the
+  kit's `HandleTable`), so a handle of the wrong kind, a made-up value or a freed one is recognised (never
+  dereferenced).
 - `HtpCore`: one per HTP device. It owns the VTCM buffer (the device's whole fast-memory region, taken when the
   first context needs it and given back with the last), the execution lock (one graph at a time on one HTP: all
   graphs alias the same VTCM) and the table of external buffers currently used by an executing graph (to detect
@@ -12,61 +13,27 @@
 """
 from __future__ import annotations
 
-import collections
-import itertools
 import threading
 from typing import TYPE_CHECKING, Any
 
 from npurt.memory import Buffer, Device
+from npurt.memory.raw import pointer_value
+from npurt.mirror_kit.handles import HandleTable
 from npurt.qnn import device as htp_device
 from npurt.soc.htp import HtpProfile
 
 if TYPE_CHECKING:
     from npurt.qnn.context import Context
 
-_handle_lock = threading.Lock()
-_counter = itertools.count(1)
-HANDLES: dict[int, Any] = {}
-
-
-def new_handle(obj: Any) -> int:
-    """Enter `obj` into the handle table and return its handle (a small non-zero int, as the emulator gives)."""
-    with _handle_lock:
-        h = next(_counter)
-        HANDLES[h] = obj
-        return h
+RETIRED_MAX = 64                        # freed graphs whose handles still give the precise error
+HANDLES = HandleTable(first=1, step=1, keep_retired=RETIRED_MAX)
 
 
 def lookup(handle: Any, kind: type) -> Any:
-    """The live object of type `kind` behind `handle`, or None (wrong kind, unknown, NULL)."""
-    from npurt.memory.raw import pointer_value
-    obj = HANDLES.get(pointer_value(handle))
-    return obj if isinstance(obj, kind) else None
-
-
-def drop_handle(handle: int) -> None:
-    with _handle_lock:
-        HANDLES.pop(handle, None)
-
-
-RETIRED_MAX = 64                        # freed graphs whose handles still give the precise error
-_retired: collections.deque[int] = collections.deque()
-
-
-def retire_handle(handle: int) -> None:
-    """Keep a freed graph's handle known for a while, so that a late call gets "its context was freed" rather than
-    "not a graph"; only the last RETIRED_MAX such handles are kept, and backendFree forgets them all (the table
-    does not grow with create/free cycles)."""
-    with _handle_lock:
-        _retired.append(handle)
-        while len(_retired) > RETIRED_MAX:
-            HANDLES.pop(_retired.popleft(), None)
-
-
-def _forget_retired() -> None:
-    with _handle_lock:
-        while _retired:
-            HANDLES.pop(_retired.popleft(), None)
+    """The live object of type `kind` behind `handle` (any pointer-ish value), or None (wrong kind, unknown, NULL).
+    A freed graph's handle is retired (`HANDLES.retire`), so a late call gets "its context was freed" rather than
+    "not a graph"; backendFree forgets the retired handles (the table does not grow with create/free cycles)."""
+    return HANDLES.get(pointer_value(handle), kind)
 
 
 class HtpCore:
@@ -147,7 +114,7 @@ class Backend:
         self.freed = False
         self.may_adopt = adopt          # no SoC configured: the first HTP context binary decides it
         self.adopted = False
-        self.handle = new_handle(self)
+        self.handle = HANDLES.add(self)
 
     def adopt(self, soc: str) -> None:
         """Take the SoC of the first context binary this backend loads, when no SoC was configured (moves the
@@ -170,10 +137,10 @@ class Backend:
         for ctx in list(self.contexts):
             ctx.free()
         self.freed = True
-        drop_handle(self.handle)
+        HANDLES.remove(self.handle)
         if self.adopted:
             htp_device.note_adopted(self.profile.name, -1)
-        _forget_retired()
+        HANDLES.forget_retired()
         _release_core(self.core)
 
 
@@ -185,7 +152,7 @@ class QnnDevice:
         self.soc = soc
         self.may_adopt = adopt
         self.freed = False
-        self.handle = new_handle(self)
+        self.handle = HANDLES.add(self)
 
     def matches(self, backend: Backend) -> bool:
         """Whether a context of `backend` may use this device (adopting the backend's SoC on first use)."""
@@ -196,4 +163,4 @@ class QnnDevice:
 
     def free(self) -> None:
         self.freed = True
-        drop_handle(self.handle)
+        HANDLES.remove(self.handle)

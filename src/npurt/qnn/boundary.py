@@ -1,5 +1,6 @@
 """The boundary of the QNN mirror: `QnnError` (the one QNN exception type), the one table that maps neutral runtime
-errors to QNN error codes, and `@qnn_call`, which every QnnInterface member wears (and the C face calls through).
+errors to QNN error codes, and `@qnn_call`, which every QnnInterface member wears (and the C face calls through) —
+the kit's `Boundary` with QNN's codes and wording.
 
 Each QNN API family has its own codes for the same failure (an invalid handle is 5002 for a context call, 6001 for
 a graph call, 8001 for a memory call), so the table is per family; the family of a member is the first word of its
@@ -13,16 +14,15 @@ Arguments of the wrong Python type (what would not compile in C) are the family'
 from __future__ import annotations
 
 import ctypes
-import functools
 import logging
-import threading
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.mirror_kit.boundary import Boundary
 from npurt.qnn import constants as C
 
-__all__ = ["QnnError", "CODES", "DISTINCT", "WRAPPED", "code_for", "family_of", "from_npu", "qnn_call", "internal_errors"]
+__all__ = ["QnnError", "CODES", "DISTINCT", "BOUNDARY", "WRAPPED", "code_for", "family_of", "from_npu", "qnn_call", "internal_errors"]
 
 log = logging.getLogger("npurt.qnn")
 
@@ -95,13 +95,6 @@ CODES: Mapping[str, Mapping[ErrorCode, int]] = MappingProxyType(
      **{f: MappingProxyType({**_COMMON, **table}) for f, table in _FAMILY.items()}})
 """API family -> neutral code -> QNN error code (every family complete over ErrorCode)."""
 
-WRAPPED: dict[str, Callable] = {}
-"""QnnInterface member name -> the function wearing `@qnn_call` (what the coverage test and the C face read)."""
-
-_internal = {"count": 0}
-_internal_lock = threading.Lock()
-
-
 class QnnError(Exception):
     """A QNN failure inside the mirror: `code` is what the C function returns."""
 
@@ -141,54 +134,34 @@ def from_npu(exc: NpuError, family: str, context: str = "", general: int | None 
     return QnnError(code_for(exc.code, family), message)
 
 
-def internal_errors() -> int:
-    """How many interface calls ended in npurt's own bug (ErrorCode.INTERNAL or an unexpected exception) so far."""
-    return _internal["count"]
-
-
-def _note_internal() -> None:
-    with _internal_lock:
-        _internal["count"] += 1
-
-
 _BAD_ARGUMENT = (TypeError, ValueError, AttributeError, OverflowError, ctypes.ArgumentError)
 
 
-def fail(member: str, error: BaseException) -> int:
-    """What a QNN call returns for `error` after logging it (`<E> member: message (CODE_NAME)`)."""
+def _explain(member: str, error: BaseException) -> tuple[int, str] | None:
+    """The QNN error code and message of a failure in `member` (None for an unexpected exception)."""
     family = family_of(member)
     if isinstance(error, NpuError):
-        if error.code is ErrorCode.INTERNAL:
-            _note_internal()
         error = from_npu(error, family)
     if isinstance(error, QnnError):
-        log.error("<E> %s: %s (%s)", member, error.message, C.error_string(error.code))
-        return error.code
+        return error.code, error.message
     if isinstance(error, _BAD_ARGUMENT):
-        code = code_for(ErrorCode.INVALID_ARGUMENT, family)
-        log.error("<E> %s: bad argument: %s (%s)", member, error, C.error_string(code))
-        return code
-    _note_internal()
-    log.error("<E> %s: internal error: %s: %s (%s)", member, type(error).__name__, error,
-              C.error_string(C.QNN_COMMON_ERROR_GENERAL))
-    return C.QNN_COMMON_ERROR_GENERAL
+        return code_for(ErrorCode.INVALID_ARGUMENT, family), f"bad argument: {error}"
+    return None
+
+
+def _log_line(member: str, code: int, message: str) -> None:
+    log.error("<E> %s: %s (%s)", member, message, C.error_string(code))
+
+
+BOUNDARY = Boundary(_explain, _log_line, C.QNN_COMMON_ERROR_GENERAL)
+WRAPPED: dict[str, Callable] = BOUNDARY.wrapped
+"""QnnInterface member name -> the function wearing `@qnn_call` (what the coverage test and the C face read)."""
+fail = BOUNDARY.fail
+"""`fail(member, error)`: what a QNN call returns for `error` after logging it (`<E> member: message (CODE)`)."""
+internal_errors = BOUNDARY.internal_errors
 
 
 def qnn_call(member: str) -> Callable:
     """Decorate interface member `member`: QnnError / NpuError / any exception -> its QNN error code and an `<E>`
     line; a result that is not an int error code is an internal error, never success."""
-    def wrap(fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        def call(*args: Any, **kwargs: Any) -> int:
-            try:
-                result = fn(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - a C function returns an error code, never raises
-                return fail(member, exc)
-            if isinstance(result, bool) or not isinstance(result, int):
-                return fail(member, NpuError(ErrorCode.INTERNAL, f"returned {type(result).__name__}, not an error "
-                                                                 f"code"))
-            return result
-        call.c_name = member  # type: ignore[attr-defined]
-        WRAPPED[member] = call
-        return call
-    return wrap
+    return BOUNDARY.wrap(member)

@@ -27,7 +27,7 @@ from npurt.errors import NpuError
 from npurt.memory import Buffer
 from npurt.model.compiled import CompiledModel
 from npurt.qnn import constants as C
-from npurt.qnn.backend import Backend, drop_handle, new_handle
+from npurt.qnn.backend import HANDLES, Backend
 from npurt.qnn.htp_plan import HtpMemoryPlan, plan_htp
 from npurt.qnn.boundary import QnnError, from_npu
 from npurt.qnn.mem_registry import REGISTRY, SPILLFILL, VTCMBACKUP, WEIGHTS, MemRecord
@@ -65,7 +65,7 @@ class Context:
         self._arena: Buffer | None = None       # the VTCM + spill-fill composite buffer
         self._vtcm_taken = False
         self.external: dict[str, MemRecord] = {}
-        self.handle = new_handle(self)
+        self.handle = HANDLES.add(self)
         backend.contexts.append(self)
 
     # -- properties ------------------------------------------------------------------------------------
@@ -195,4 +195,4 @@ class Context:
             self._release_memory()
             if self in self.backend.contexts:
                 self.backend.contexts.remove(self)
-            drop_handle(self.handle)
+            HANDLES.remove(self.handle)

@@ -36,7 +36,7 @@ from npurt.memory import Buffer
 from npurt.model.attrs import QntType, TensorAttr
 from npurt.qnn import constants as C
 from npurt.memory.raw import pointer_value, safe_copy_in, safe_write
-from npurt.qnn.backend import new_handle, retire_handle
+from npurt.qnn.backend import HANDLES
 from npurt.qnn.boundary import QnnError, from_npu
 from npurt.qnn.mem_registry import ION, REGISTRY, SHARED, SPILLFILL, VTCMBACKUP, WEIGHTS
 from npurt.qnn.structs import Qnn_Tensor_t
@@ -188,7 +188,7 @@ class Graph:
         self._bound_key: tuple | None = None
         self._run_io = GraphIo(ctx.runtime, self.inputs, self.outputs, self._fstage)
         ctx.runtime.use_io(self._run_io)
-        self.handle = new_handle(self)
+        self.handle = HANDLES.add(self)
 
     @property
     def runtime(self) -> Any:
@@ -218,7 +218,7 @@ class Graph:
         self._io, self._fstage = [], []
         self._bound_key = None
         if self.context is not None:
-            retire_handle(self.handle)
+            HANDLES.retire(self.handle)
         self.context = None
 
     # -- execute ---------------------------------------------------------------------------------------

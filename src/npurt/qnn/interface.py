@@ -20,21 +20,20 @@ import os
 from typing import Any
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.model.compiled import read_compiled
 from npurt.model.compiled import CompiledModel
-from npurt.memory.cargs import as_struct
+from npurt.memory.cargs import as_struct, as_struct_list
 from npurt.memory.raw import pointer_value, safe_read, safe_write
-from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt
+from npurt.model.file_format import HEADER_SIZE, declared_size
 from npurt.qnn import constants as C
 from npurt.qnn import services
 from npurt.qnn.backend import Backend, QnnDevice, lookup
 from npurt.qnn.context import Context
 from npurt.qnn.graph import Graph
 from npurt.qnn.boundary import BACKEND_INVALID_HANDLE, DEVICE_INVALID_HANDLE, QnnError, from_npu, qnn_call
-from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY, as_descriptor_list
-from npurt.runtime.loader import MAX_ONNX
-from npurt.qnn.structs import (Qnn_ApiVersion_t, Qnn_Version_t, QnnContext_Config_t, QnnContext_Property_t,
-                               QnnHtpContext_CustomConfig_t, QnnHtpContext_CustomProperty_t)
+from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY
+from npurt.runtime.loader import MAX_ONNX, load_family
+from npurt.qnn.structs import (Qnn_ApiVersion_t, Qnn_MemDescriptor_t, Qnn_Version_t, QnnContext_Config_t,
+                               QnnContext_Property_t, QnnHtpContext_CustomConfig_t, QnnHtpContext_CustomProperty_t)
 from npurt.soc.htp import get_htp_profile, is_htp_soc
 
 log = logging.getLogger("npurt.qnn")
@@ -89,18 +88,6 @@ def _handles_in(arr: Any, count: int) -> list[int] | None:
         if isinstance(arr, int):
             return [arr][:count]
     return None
-
-
-def _items(seq: Any) -> list[Any]:
-    """A NULL-terminated config / property list as the structs it points at (None stops the list)."""
-    out = []
-    for item in seq:
-        if item is None:
-            break
-        if isinstance(item, ctypes._Pointer):  # type: ignore[attr-defined]
-            item = item.contents
-        out.append(item)
-    return out
 
 
 def _context(handle: Any, code: int = C.QNN_CONTEXT_ERROR_INVALID_HANDLE) -> Context:
@@ -306,8 +293,8 @@ class QnnInterfaceTable:
         if properties is None:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "properties is NULL")
         answers = []
-        for prop in _items(properties):
-            if not isinstance(prop, QnnContext_Property_t) or int(prop.option) != C.QNN_CONTEXT_PROPERTY_OPTION_CUSTOM:
+        for prop in as_struct_list(properties, None, QnnContext_Property_t, "properties"):
+            if int(prop.option) != C.QNN_CONTEXT_PROPERTY_OPTION_CUSTOM:
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "only QNN_CONTEXT_PROPERTY_OPTION_CUSTOM is "
                                                                      "supported")
             addr = pointer_value(prop.customProperty)
@@ -366,7 +353,7 @@ class QnnInterfaceTable:
         if graph is None:
             raise QnnError(C.QNN_GRAPH_ERROR_INVALID_HANDLE, f"graph handle {pointer_value(graphHandle):#x} is "
                                                              f"not a graph")
-        graph.execute(_tensor_list(inputs, numInputs), _tensor_list(outputs, numOutputs))
+        graph.execute(_tensors(inputs, numInputs, "inputs"), _tensors(outputs, numOutputs, "outputs"))
         return C.QNN_GRAPH_NO_ERROR
 
     # -- memory ----------------------------------------------------------------------------------------
@@ -379,9 +366,7 @@ class QnnInterfaceTable:
         if not _set_handles(memHandles, [], n):
             raise QnnError(C.QNN_MEM_ERROR_INVALID_ARGUMENT, f"memHandles cannot hold {n} handles")
         ctx = _context(context, C.QNN_MEM_ERROR_INVALID_HANDLE)
-        descs = as_descriptor_list(memDescriptors, n)
-        if descs is None:
-            raise QnnError(C.QNN_MEM_ERROR_INVALID_ARGUMENT, f"memDescriptors does not hold {n} Qnn_MemDescriptor_t")
+        descs = as_struct_list(memDescriptors, n, Qnn_MemDescriptor_t, "memDescriptors", address=True)
         with ctx.lock:
             if ctx.freed:
                 raise QnnError(C.QNN_MEM_ERROR_INVALID_HANDLE, "context was freed")
@@ -402,48 +387,30 @@ class QnnInterfaceTable:
         return C.QNN_SUCCESS
 
 
-def _tensor_list(tensors: Any, count: int) -> list[Any]:
+def _tensors(tensors: Any, count: Any, what: str) -> list[Any]:
+    """The `count` Qnn_Tensor_t of graphExecute's `inputs` / `outputs` (none needed when `count` is 0); an entry
+    that is no tensor is an invalid tensor (as the HTP library says), every other problem an invalid argument."""
     from npurt.qnn.structs import Qnn_Tensor_t
-    count = int(count)
-    if count == 0:
-        return []
-    if tensors is None:
-        raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, "tensor array is NULL")
-    if isinstance(tensors, Qnn_Tensor_t):
-        tensors = [tensors]
-    if isinstance(tensors, ctypes._Pointer):  # type: ignore[attr-defined]
-        tensors = [tensors[k] for k in range(count)]
-    if not isinstance(tensors, (list, tuple, ctypes.Array)) or len(tensors) < count:
-        raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, f"tensor array does not hold {count} tensors")
-    return list(tensors[:count])
+    if isinstance(tensors, (list, tuple)) and not all(isinstance(t, Qnn_Tensor_t) for t in tensors[:int(count)]):
+        raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what}: an entry is not a Qnn_Tensor_t")
+    return [] if int(count) == 0 else as_struct_list(tensors, int(count), Qnn_Tensor_t, what)
 
 
 def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
     """The context binary: a CompiledModel, `.npurt` bytes, ONNX bytes / ModelProto (compiled on the fly with the
-    defaults), or a pointer to such bytes."""
+    defaults), or a pointer to such bytes — read here, loaded by the runtime's one loader (`runtime.loader`)."""
     import onnx
-    if isinstance(binary, CompiledModel):
-        compiled = binary
-    elif isinstance(binary, onnx.ModelProto):
-        compiled = _compile_onnx(binary, backend)
-    else:
+    if not isinstance(binary, (CompiledModel, onnx.ModelProto)):
         if binary is None or not size or int(size) <= 0:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "binaryBuffer is NULL or binaryBufferSize is 0")
         if isinstance(binary, (bytes, bytearray, memoryview)):
             if int(size) > len(binary):
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT,
                                f"binaryBufferSize {size} is larger than the buffer ({len(binary)} bytes)")
-            data = bytes(memoryview(binary)[:int(size)])
+            binary = bytes(memoryview(binary)[:int(size)])
         else:
-            data = _read_binary(pointer_value(binary), int(size))
-        if is_npurt(data):
-            try:
-                compiled = read_compiled(data)
-            except NpuError as exc:
-                raise from_npu(exc, "context", "corrupt context binary",
-                               general=C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY) from None
-        else:
-            compiled = _compile_onnx(data, backend)
+            binary = _read_binary(pointer_value(binary), int(size))
+    compiled = _load_model(binary, backend)
     if is_htp_soc(compiled.soc):
         backend.adopt(get_htp_profile(compiled.soc).name)
     if is_htp_soc(compiled.soc) and get_htp_profile(compiled.soc).name != backend.profile.name:
@@ -471,13 +438,14 @@ def _read_binary(addr: int, size: int) -> bytes:
     return data
 
 
-def _compile_onnx(model: Any, backend: Backend) -> CompiledModel:
-    """An ONNX model compiled with the defaults (fp16) for the backend's own HTP SoC (`npurt.soc.htp`: its C2 and
-    input alignment are npurt's choice, as HTP has no NC1HWC2 layout of its own), so the binary records that SoC
-    as a context binary prepared for this backend does; the HTP context then plans it into the VTCM."""
-    from npurt.exec.compile import compile_model
+def _load_model(model: Any, backend: Backend) -> CompiledModel:
+    """`model` through the runtime's loader: a compiled binary as it is (its SoC is checked by the caller), an ONNX
+    model compiled with the defaults (fp16) for the backend's own HTP SoC (`npurt.soc.htp`: its C2 and input
+    alignment are npurt's choice, as HTP has no NC1HWC2 layout of its own), so the binary records that SoC as a
+    context binary prepared for this backend does; the HTP context then plans it into the VTCM. Any failure is
+    QNN_CONTEXT_ERROR_CREATE_FROM_BINARY (out of memory and the like keep their own codes)."""
     try:
-        return compile_model(model, soc=backend.profile.name, progress=False)
+        return load_family(model, backend.profile.name, any_soc=True).current
     except NpuError as exc:
         raise from_npu(exc, "context", "not a context binary", general=C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY) \
             from None
@@ -487,9 +455,12 @@ def _context_options(config: Any, backend: Backend) -> dict:
     opts = {"deferred": False, "priority": C.QNN_PRIORITY_DEFAULT, "concurrent": False, "multi_contexts": False}
     if config is None:
         return opts
-    for cfg in _items(config):
-        if not isinstance(cfg, QnnContext_Config_t):
-            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, "config entries must be QnnContext_Config_t")
+    try:
+        configs = as_struct_list(config, None, QnnContext_Config_t, "config")
+    except NpuError as exc:
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, f"config entries must be QnnContext_Config_t: "
+                                                           f"{exc.message}") from None
+    for cfg in configs:
         option = int(cfg.option)
         if option == C.QNN_CONTEXT_CONFIG_OPTION_DEFER_GRAPH_INIT:
             opts["deferred"] = bool(cfg.isGraphInitDeferred)

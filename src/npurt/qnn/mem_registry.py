@@ -26,13 +26,12 @@ document the exact code):
 """
 from __future__ import annotations
 
-import ctypes
 import itertools
 import math
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -41,7 +40,7 @@ from npurt.memory import Buffer
 from npurt.qnn import constants as C
 from npurt.qnn import qurt, rpcmem
 from npurt.memory.cargs import as_struct
-from npurt.memory.raw import pointer_value, read_u32_array
+from npurt.memory.raw import read_u32_array
 from npurt.qnn.boundary import QnnError
 from npurt.qnn.htp_plan import BUFFER_START_ALIGNMENT
 from npurt.qnn.structs import Qnn_MemDescriptor_t, QnnMemHtp_Descriptor_t
@@ -385,22 +384,3 @@ class MemRegistry:
 
 
 REGISTRY = MemRegistry()
-
-
-def as_descriptor_list(descriptors: Any, count: int) -> list[Qnn_MemDescriptor_t] | None:
-    """`count` descriptors from a ctypes array, a Python list, a single struct or a pointer; None if unusable."""
-    if descriptors is None or count <= 0:
-        return None
-    if isinstance(descriptors, Qnn_MemDescriptor_t):
-        return [descriptors] if count == 1 else None
-    if isinstance(descriptors, (list, tuple, ctypes.Array)):
-        if len(descriptors) < count:
-            return None
-        items = list(descriptors[:count])
-        return items if all(isinstance(d, Qnn_MemDescriptor_t) for d in items) else None
-    addr = pointer_value(descriptors)
-    if addr:
-        size = ctypes.sizeof(Qnn_MemDescriptor_t)
-        out = [as_struct(addr + k * size, Qnn_MemDescriptor_t, address=True) for k in range(count)]
-        return None if any(d is None for d in out) else out  # type: ignore[return-value]
-    return None

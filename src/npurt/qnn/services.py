@@ -17,7 +17,7 @@ import time
 from typing import Any, Callable
 
 from npurt.qnn import constants as C
-from npurt.qnn.backend import drop_handle, new_handle
+from npurt.qnn.backend import HANDLES
 from npurt.qnn.structs import (QnnDevice_CoreInfo_t, QnnDevice_HardwareDeviceInfo_t, QnnDevice_PlatformInfo_t,
                                QnnHtpDevice_DeviceInfoExtension_t)
 from npurt.soc.htp import get_htp_profile
@@ -42,7 +42,7 @@ class Log:
     def __init__(self, callback: Callable[[str, int, int], None] | None, level: int) -> None:
         self.callback = callback
         self.level = int(level)
-        self.handle = new_handle(self)
+        self.handle = HANDLES.add(self)
         with _lock:
             if not _logs:
                 _logger.addHandler(_FORWARD)
@@ -53,7 +53,7 @@ class Log:
             _logs.pop(self.handle, None)
             if not _logs:
                 _logger.removeHandler(_FORWARD)
-        drop_handle(self.handle)
+        HANDLES.remove(self.handle)
 
 
 class _Forward(logging.Handler):
@@ -83,10 +83,10 @@ class Profile:
 
     def __init__(self, level: int) -> None:
         self.level = int(level)
-        self.handle = new_handle(self)
+        self.handle = HANDLES.add(self)
 
     def free(self) -> None:
-        drop_handle(self.handle)
+        HANDLES.remove(self.handle)
 
 
 _texts: dict[str, ctypes.Array] = {}

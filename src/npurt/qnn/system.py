@@ -20,7 +20,7 @@ from npurt.model.file_format import is_npurt
 from npurt.qnn import constants as C
 from npurt.memory.cargs import as_struct
 from npurt.memory.raw import pointer_value, safe_read
-from npurt.qnn.backend import drop_handle, lookup, new_handle
+from npurt.qnn.backend import HANDLES, lookup
 from npurt.qnn.graph import io_tensors, tensor_specs
 from npurt.qnn.htp_plan import plan_htp
 from npurt.qnn.structs import Qnn_Tensor_t, Qnn_Version_t
@@ -86,11 +86,11 @@ class SystemContext:
 
     def __init__(self) -> None:
         self.keep: list[Any] = []
-        self.handle = new_handle(self)
+        self.handle = HANDLES.add(self)
 
     def free(self) -> None:
         self.keep = []
-        drop_handle(self.handle)
+        HANDLES.remove(self.handle)
 
 
 def _blob(compiled: Any, soc: str) -> QnnHtpSystemContext_GraphBlob_t:

@@ -36,10 +36,11 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import open_device, raw
+from npurt.memory.cargs import as_struct_list
 from npurt.rknn import constants as c
 from npurt.rknn import handles, log
-from npurt.rknn.api_common import (FMT_TO_LAYOUT, TYPE_TO_DTYPE, RknnContext, ctx_value, get_ctx,
-                                   require_api, store_ctx, struct_arg, struct_list)
+from npurt.rknn.api_common import (FMT_TO_LAYOUT, MODEL_CTX, TYPE_TO_DTYPE, RknnContext, ctx_value, get_ctx,
+                                   require_api, store_ctx, struct_arg)
 from npurt.rknn.boundary import mirror
 from npurt.rknn.api_memory import (addr_view, mem_view, output_view, rknn_create_mem, rknn_create_mem2,
                                    rknn_create_mem_from_fd, rknn_create_mem_from_mb_blk, rknn_create_mem_from_phys,
@@ -240,37 +241,33 @@ def rknn_init(ctx: Any, model: Any, size: int, flag: int, extend: Any) -> int:
     return c.RKNN_SUCC
 
 
-@mirror("rknn_dup_context")
+@mirror("rknn_dup_context", ctx=MODEL_CTX)
 def rknn_dup_context(ctx_in: Any, ctx_out: Any) -> int:
     """A second context of the same model: weights shared, internal memory its own (for running in parallel)."""
-    obj = get_ctx(ctx_in)
-    require_api("rknn_dup_context", obj.device.profile)
     if ctx_out is None or ctx_value(ctx_out) is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "ctx_out must be an rknn_context")
-    _register(obj.context.dup(), obj.flags, ctx_out)
+    _register(ctx_in.context.dup(), ctx_in.flags, ctx_out)
     return c.RKNN_SUCC
 
 
-@mirror("rknn_destroy")
+@mirror("rknn_destroy", ctx=MODEL_CTX)
 def rknn_destroy(ctx: Any) -> int:
     """Destroy the context: its runtime memory, output buffers not released, and every rknn_tensor_mem created
     with it (each such leak is named in a W line). The handle stays invalid (RKNN_ERR_CTX_INVALID) afterwards."""
-    obj = get_ctx(ctx)
-    require_api("rknn_destroy", obj.device.profile)
-    obj.context.destroy()                     # BUSY while running: nothing is released then
-    handles.contexts.remove(obj.handle)
+    ctx.context.destroy()                     # BUSY while running: nothing is released then
+    handles.contexts.remove(ctx.handle)
     try:
-        for record in handles.mems.owned_by(obj.handle):
+        for record in handles.mems.owned_by(ctx.handle):
             log.warning(f"rknn_destroy: rknn_tensor_mem (virt {record.virt_addr:#x}, size {record.size}) was not "
                         f"destroyed with rknn_destroy_mem; releasing it")
             handles.mems.release(record)
-        for addr, buf in list(obj.outputs.items()):
+        for addr, buf in list(ctx.outputs.items()):
             log.warning(f"rknn_destroy: output buffer {addr:#x} was not released with rknn_outputs_release")
             if buf.alive:
                 buf.free()
-        obj.outputs.clear()
+        ctx.outputs.clear()
     finally:
-        obj.device.close()
+        ctx.device.close()
     return c.RKNN_SUCC
 
 
@@ -286,13 +283,11 @@ def _user_bytes(addr: Any, size: int, device: Any) -> np.ndarray:
         return raw.read_bytes(addr, size, "input buf")
 
 
-@mirror("rknn_inputs_set")
+@mirror("rknn_inputs_set", ctx=MODEL_CTX)
 def rknn_inputs_set(ctx: Any, n_inputs: int, inputs: Any) -> int:
     """Copy the user inputs into the runtime (type / layout conversion, normalisation, quantisation, padding;
     `pass_through=1`: the bytes are already native). `inputs`: an array (or list) of rknn_input."""
-    obj = get_ctx(ctx)
-    require_api("rknn_inputs_set", obj.device.profile)
-    items = struct_list(inputs, n_inputs, rknn_input, "inputs")
+    items = as_struct_list(inputs, n_inputs, rknn_input, "inputs")
     data = []
     for inp in items:
         dtype = TYPE_TO_DTYPE.get(inp.type)
@@ -302,45 +297,40 @@ def rknn_inputs_set(ctx: Any, n_inputs: int, inputs: Any) -> int:
                                                     f"fmt {c.get_format_string(inp.fmt)}")
         if inp.size <= 0:
             raise NpuError(ErrorCode.INVALID_INPUT, f"param input size({inp.size}) is invalid")
-        raw = _user_bytes(inp.buf, int(inp.size), obj.device)
+        raw = _user_bytes(inp.buf, int(inp.size), ctx.device)
         data.append(InputData(int(inp.index), raw, dtype, layout or Layout.NHWC, bool(inp.pass_through),
                               int(inp.size)))
-    obj.context.set_inputs(data)
+    ctx.context.set_inputs(data)
     return c.RKNN_SUCC
 
 
-@mirror("rknn_run")
+@mirror("rknn_run", ctx=MODEL_CTX)
 def rknn_run(ctx: Any, extend: Any) -> int:
     """Run the model once (blocking). `extend` (rknn_run_extend or None): frame_id is filled in; non_block is not
     supported (the run blocks, and a W line says so)."""
-    obj = get_ctx(ctx)
-    require_api("rknn_run", obj.device.profile)
     ext = struct_arg(extend, rknn_run_extend, "extend") if extend is not None else None
     if ext is not None and ext.non_block:
         log.warning("rknn_run: non_block is not supported; the run blocks")
-    obj.context.run()
+    ctx.context.run()
     if ext is not None:
-        ext.frame_id = obj.context.perf.runs
+        ext.frame_id = ctx.context.perf.runs
     return c.RKNN_SUCC
 
 
-@mirror("rknn_wait")
+@mirror("rknn_wait", api=True)
 def rknn_wait(ctx: Any, extend: Any) -> int:
     """Not supported on any platform (seed table 3-1): RKNN_ERR_FAIL with an `E RKNN:` line."""
-    require_api("rknn_wait")
     return c.RKNN_ERR_FAIL  # pragma: no cover - no profile supports it
 
 
-@mirror("rknn_outputs_get")
+@mirror("rknn_outputs_get", ctx=MODEL_CTX)
 def rknn_outputs_get(ctx: Any, n_outputs: int, outputs: Any, extend: Any) -> int:
     """Copy the last run's outputs out: per rknn_output, `want_float` (float32) or the model's type, logical layout;
     `is_prealloc=1`: into the user's `buf` (`size` bytes, checked); else into runtime memory whose address goes to
     `buf` (read it with `output_view`; free it with rknn_outputs_release)."""
-    obj = get_ctx(ctx)
-    require_api("rknn_outputs_get", obj.device.profile)
-    items = struct_list(outputs, n_outputs, rknn_output, "outputs")
+    items = as_struct_list(outputs, n_outputs, rknn_output, "outputs")
     ext = struct_arg(extend, rknn_output_extend, "extend") if extend is not None else None
-    context = obj.context
+    context = ctx.context
     for out in items:
         if out.index >= context.n_outputs:
             raise NpuError(ErrorCode.INVALID_OUTPUT, f"output index({out.index}) >= output_num({context.n_outputs})")
@@ -358,9 +348,9 @@ def rknn_outputs_get(ctx: Any, n_outputs: int, outputs: Any, extend: Any) -> int
         if out.is_prealloc:
             raw.write_bytes(out.buf, b, f"outputs[{out.index}].buf")
             continue
-        buf = obj.device.alloc(max(b.size, 1), owner=f"rknn_ctx_{obj.handle:#x}", name=f"output{out.index}")
+        buf = ctx.device.alloc(max(b.size, 1), owner=f"rknn_ctx_{ctx.handle:#x}", name=f"output{out.index}")
         np.copyto(buf.cpu_view(np.uint8, nbytes=b.size), b)
-        obj.outputs[buf.virt_addr] = buf
+        ctx.outputs[buf.virt_addr] = buf
         out.buf = buf.virt_addr
         out.size = b.size
     if ext is not None:
@@ -368,18 +358,16 @@ def rknn_outputs_get(ctx: Any, n_outputs: int, outputs: Any, extend: Any) -> int
     return c.RKNN_SUCC
 
 
-@mirror("rknn_outputs_release")
+@mirror("rknn_outputs_release", ctx=MODEL_CTX)
 def rknn_outputs_release(ctx: Any, n_outputs: int, outputs: Any) -> int:
     """Free the runtime memory rknn_outputs_get put in `buf` (not prealloc'd buffers, not the array); `buf` is set
     to NULL. Releasing twice is harmless; a `buf` the runtime did not hand out is RKNN_ERR_PARAM_INVALID."""
-    obj = get_ctx(ctx)
-    require_api("rknn_outputs_release", obj.device.profile)
-    items = struct_list(outputs, n_outputs, rknn_output, "outputs")
+    items = as_struct_list(outputs, n_outputs, rknn_output, "outputs")
     listed: set[int] = set()
     for out in items:
         if out.is_prealloc or not out.buf:
             continue
-        if out.buf not in obj.outputs:
+        if out.buf not in ctx.outputs:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"outputs[{out.index}].buf {out.buf:#x} was not allocated by "
                                                        f"rknn_outputs_get of this context")
         if out.buf in listed:
@@ -388,7 +376,7 @@ def rknn_outputs_release(ctx: Any, n_outputs: int, outputs: Any) -> int:
     for out in items:
         if out.is_prealloc or not out.buf:
             continue
-        buf = obj.outputs.pop(out.buf)
+        buf = ctx.outputs.pop(out.buf)
         if buf.alive:
             buf.free()
         out.buf = None
@@ -396,15 +384,13 @@ def rknn_outputs_release(ctx: Any, n_outputs: int, outputs: Any) -> int:
 
 
 # --- dynamic shapes, cores ----------------------------------------------------------------------------------------
-@mirror("rknn_set_input_shapes")
+@mirror("rknn_set_input_shapes", ctx=MODEL_CTX)
 def rknn_set_input_shapes(ctx: Any, n_inputs: int, attr: Any) -> int:
     """Switch a dynamic-shape model to one of the shapes RKNN_QUERY_INPUT_DYNAMIC_RANGE lists: `attr[i].dims` in
     `attr[i].fmt` (NHWC or NCHW / UNDEFINED). Zero-copy users re-query the CURRENT attrs and call rknn_set_io_mem
     again; general-API users call rknn_inputs_set again. Memory is not reallocated (sized for the largest shape)."""
-    obj = get_ctx(ctx)
-    require_api("rknn_set_input_shapes", obj.device.profile)
-    items = struct_list(attr, n_inputs, rknn_tensor_attr, "attr")
-    context = obj.context
+    items = as_struct_list(attr, n_inputs, rknn_tensor_attr, "attr")
+    context = ctx.context
     if n_inputs != context.n_inputs:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"n_inputs({n_inputs}) != input_num({context.n_inputs})")
     shapes: list[tuple[int, ...] | None] = [None] * context.n_inputs
@@ -429,8 +415,7 @@ def _logical_dims(a: rknn_tensor_attr) -> tuple[int, ...]:
 def rknn_set_input_shape(ctx: Any, attr: Any) -> int:
     """The deprecated single-input form of rknn_set_input_shapes, still called by public applications: input
     `attr.index` takes `attr.dims` in `attr.fmt`; every other input keeps its current shape."""
-    obj = get_ctx(ctx)
-    require_api("rknn_set_input_shapes", obj.device.profile)
+    obj = MODEL_CTX(ctx, "rknn_set_input_shapes")      # the singular form is gated by the plural's table row
     if attr is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "attr is NULL")
     a = struct_arg(attr, rknn_tensor_attr, "attr")
@@ -443,19 +428,15 @@ def rknn_set_input_shape(ctx: Any, attr: Any) -> int:
     return c.RKNN_SUCC
 
 
-@mirror("rknn_set_core_mask")
+@mirror("rknn_set_core_mask", ctx=MODEL_CTX)
 def rknn_set_core_mask(ctx: Any, core_mask: int) -> int:
     """Choose the NPU cores (RK3588: AUTO, 0, 1, 2, 0_1, 0_1_2, ALL; RK3576: AUTO, 0, 1, 0_1, ALL)."""
-    obj = get_ctx(ctx)
-    require_api("rknn_set_core_mask", obj.device.profile)
-    obj.context.set_core_mask(core_mask)
+    ctx.context.set_core_mask(core_mask)
     return c.RKNN_SUCC
 
 
-@mirror("rknn_set_batch_core_num")
+@mirror("rknn_set_batch_core_num", ctx=MODEL_CTX)
 def rknn_set_batch_core_num(ctx: Any, core_num: int) -> int:
     """How many NPU cores a multi-batch model spreads over (1..cores; RK3588 / RK3576 only)."""
-    obj = get_ctx(ctx)
-    require_api("rknn_set_batch_core_num", obj.device.profile)
-    obj.context.set_batch_core_num(core_num)
+    ctx.context.set_batch_core_num(core_num)
     return c.RKNN_SUCC

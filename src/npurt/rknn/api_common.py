@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory.cargs import as_struct
@@ -91,6 +91,21 @@ def any_ctx(ctx: Any) -> Any:
     return obj
 
 
+def _checked(find: Callable[[Any], Any]) -> Callable[[Any, str], Any]:
+    def resolve(ctx: Any, func: str) -> Any:
+        obj = find(ctx)
+        require_api(func, obj.device.profile)
+        return obj
+    return resolve
+
+
+MODEL_CTX = _checked(get_ctx)
+"""`@mirror(ctx=MODEL_CTX)`: the live model context of the handle, on a SoC whose API table lists the function."""
+ANY_CTX = _checked(any_ctx)
+"""`@mirror(ctx=ANY_CTX)`: the live context of any kind (memory calls), on a SoC whose API table lists the
+function."""
+
+
 def struct_arg(obj: Any, cls: type, what: str) -> Any:
     """The `cls` struct `obj` names (`npurt.memory.cargs.as_struct`); PARAM_INVALID naming `what` otherwise."""
     struct = as_struct(obj, cls)
@@ -98,27 +113,6 @@ def struct_arg(obj: Any, cls: type, what: str) -> Any:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid {what}: expected {cls.__name__}, got "
                                                    f"{type(obj).__name__}")
     return struct
-
-
-def struct_list(items: Any, n: int, cls: type, what: str) -> list:
-    """The first `n` structs of a ctypes array / list / pointer of `cls`; PARAM_INVALID if there are fewer."""
-    if items is None:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} is NULL")
-    if isinstance(items, cls):
-        items = [items]
-    if isinstance(items, ctypes._Pointer):
-        items = [items[i] for i in range(n)]
-    try:
-        seq = list(items)
-    except TypeError:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: expected an array of {cls.__name__}") from None
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0 or n > len(seq):
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: n={n!r} but {len(seq)} structs given")
-    out = seq[:n]
-    for s in out:
-        if not isinstance(s, cls):
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: expected {cls.__name__}, got {type(s).__name__}")
-    return out
 
 
 def fill_attr(dst: rknn_tensor_attr, a: TensorAttr) -> None:

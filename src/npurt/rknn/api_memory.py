@@ -21,7 +21,7 @@ from npurt.memory.identity import file_id
 from npurt.memory.raw import pointer_value
 from npurt.rknn import constants as c
 from npurt.rknn import handles, log
-from npurt.rknn.api_common import (any_ctx, ctx_value, get_ctx, read_attr, require_api, struct_arg)
+from npurt.rknn.api_common import ANY_CTX, MODEL_CTX, any_ctx, ctx_value, read_attr, require_api, struct_arg
 from npurt.rknn.boundary import mirror
 from npurt.rknn.structs import rknn_output, rknn_tensor_attr, rknn_tensor_mem
 from npurt.runtime.binding import MemRef
@@ -64,14 +64,12 @@ def _alloc_no_context(soc: str | None, size: int, placement: str, cacheable: boo
     return _issue_alloc(0, buf, release=device.close)
 
 
-@mirror("rknn_create_mem", failure=None)
+@mirror("rknn_create_mem", failure=None, ctx=ANY_CTX)
 def rknn_create_mem(ctx: Any, size: int) -> rknn_tensor_mem | None:
     """Allocate `size` bytes of cacheable runtime memory; the struct (virt_addr, phys_addr, fd, size) or None."""
-    obj = any_ctx(ctx)
-    require_api("rknn_create_mem", obj.device.profile)
     size = _check_size(size)
-    buf = obj.device.alloc(size, owner=_owner(obj), name="tensor", cacheable=True)
-    return _issue_alloc(ctx_value(ctx), buf)
+    buf = ctx.device.alloc(size, owner=_owner(ctx), name="tensor", cacheable=True)
+    return _issue_alloc(ctx.handle, buf)
 
 
 @mirror("rknn_create_mem2", failure=None)
@@ -90,15 +88,14 @@ def rknn_create_mem2(ctx: Any, size: int, alloc_flags: int) -> rknn_tensor_mem |
     if no_context and not ctx_value(ctx):
         require_api("rknn_create_mem2")
         return _alloc_no_context(None, size, placement, cacheable)
-    obj = any_ctx(ctx)
-    require_api("rknn_create_mem2", obj.device.profile)
+    obj = ANY_CTX(ctx, "rknn_create_mem2")
     if no_context:
         return _alloc_no_context(obj.device.soc, size, placement, cacheable)
     if placement == "sram_first" and not obj.device.profile.sram_size:
         log.warning(f"rknn_create_mem2: {obj.device.soc} has no NPU SRAM; allocating in DDR")
     buf = obj.device.alloc(size, placement=placement, cacheable=cacheable, owner=_owner(obj), name="tensor",
                            one_file=True)
-    return _issue_alloc(ctx_value(ctx), buf)
+    return _issue_alloc(obj.handle, buf)
 
 
 def _maps_fd(device: Any, fd: int, addr: int, size: int, offset: int) -> bool:
@@ -111,14 +108,12 @@ def _maps_fd(device: Any, fd: int, addr: int, size: int, offset: int) -> bool:
     return device.holds(addr, ((*file, offset, offset + size),))
 
 
-@mirror("rknn_create_mem_from_fd", failure=None)
+@mirror("rknn_create_mem_from_fd", failure=None, ctx=ANY_CTX)
 def rknn_create_mem_from_fd(ctx: Any, fd: int, virt_addr: Any, size: int, offset: int) -> rknn_tensor_mem | None:
     """Wrap `size` bytes at `offset` of a user dma-buf/memfd `fd`. `virt_addr`: the start of the caller's own
     mapping of the fd (offset not added), kept in `mem->virt_addr` as the vendor does — checked to be a mapping of
     that fd at that offset (else PARAM_INVALID) — or 0, for the runtime's mapping. The memory stays the user's;
     rknn_destroy_mem frees only the wrapper."""
-    obj = any_ctx(ctx)
-    require_api("rknn_create_mem_from_fd", obj.device.profile)
     size = _check_size(size)
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid offset: {offset!r}")
@@ -126,44 +121,40 @@ def rknn_create_mem_from_fd(ctx: Any, fd: int, virt_addr: Any, size: int, offset
     if getattr(virt_addr, "value", virt_addr) not in (None, 0) and not given:     # c_void_p(None) is NULL too
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid virt_addr: {virt_addr!r}")
     if given and isinstance(fd, int) and not isinstance(fd, bool) and fd >= 0 \
-            and not _maps_fd(obj.device, fd, given + offset, size, offset):
+            and not _maps_fd(ctx.device, fd, given + offset, size, offset):
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"virt_addr {given:#x} is not a mapping of fd {fd}: byte "
                                                    f"{offset} of the fd is not at virt_addr + offset")
-    buf = obj.device.import_fd(fd, size, offset, owner=_owner(obj), name=f"fd{fd}")
+    buf = ctx.device.import_fd(fd, size, offset, owner=_owner(ctx), name=f"fd{fd}")
     mem = rknn_tensor_mem()
     handles.mems.issue(mem, buffer=buf, data_offset=0, size=size, owns_buffer=True,
-                       kind=c.RKNN_TENSOR_MEMORY_FLAGS_FROM_FD, ctx=ctx_value(ctx),
+                       kind=c.RKNN_TENSOR_MEMORY_FLAGS_FROM_FD, ctx=ctx.handle,
                        virt_addr=given or buf.virt_addr - offset, phys_addr=buf.dev_addr, fd=int(fd), offset=offset,
                        label="create_mem_from_fd")
     log.debug(f"import memory, fd: {fd}, offset: {offset}, size: {size}, dma addr: {buf.dev_addr:#x}")
     return mem
 
 
-@mirror("rknn_create_mem_from_phys", failure=None)
+@mirror("rknn_create_mem_from_phys", failure=None, ctx=ANY_CTX)
 def rknn_create_mem_from_phys(ctx: Any, phys_addr: int, virt_addr: Any, size: int) -> rknn_tensor_mem | None:
     """Wrap `size` bytes at device (physical) address `phys_addr` of memory the device knows (a dma_alloc buffer,
     another rknn_create_mem buffer, ..., at any offset inside it); `virt_addr` must be a CPU address of that same
     memory, or NULL for the runtime's (`Device.resolve`). Unknown addresses are PARAM_INVALID. rknn_destroy_mem
     frees only the wrapper."""
-    obj = any_ctx(ctx)
-    require_api("rknn_create_mem_from_phys", obj.device.profile)
     size = _check_size(size)
     if isinstance(phys_addr, bool) or not isinstance(phys_addr, int) or phys_addr <= 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid phys_addr: {phys_addr!r}")
     given = int(getattr(virt_addr, "value", virt_addr) or 0)
-    buf, off = obj.device.resolve(phys_addr, given, size)
+    buf, off = ctx.device.resolve(phys_addr, given, size)
     mem = rknn_tensor_mem()
     handles.mems.issue(mem, buffer=buf, data_offset=off, size=size, owns_buffer=False,
-                       kind=c.RKNN_TENSOR_MEMORY_FLAGS_FROM_PHYS, ctx=ctx_value(ctx),
-                       virt_addr=given or buf.virt_addr + off, phys_addr=phys_addr, fd=buf.fd, offset=0,
-                       label="create_mem_from_phys")
+                       kind=c.RKNN_TENSOR_MEMORY_FLAGS_FROM_PHYS, ctx=ctx.handle, virt_addr=given or buf.virt_addr + off,
+                       phys_addr=phys_addr, fd=buf.fd, offset=0, label="create_mem_from_phys")
     return mem
 
 
-@mirror("rknn_create_mem_from_mb_blk", failure=None)
+@mirror("rknn_create_mem_from_mb_blk", failure=None, api=True)
 def rknn_create_mem_from_mb_blk(ctx: Any, mb_blk: Any, offset: int) -> rknn_tensor_mem | None:
     """Not supported on any platform (seed table 3-1): logs why and returns None."""
-    require_api("rknn_create_mem_from_mb_blk")
     return None  # pragma: no cover - no profile supports it
 
 
@@ -195,39 +186,33 @@ def mem_ref(mem: Any, device: Any, what: str) -> MemRef:
     return MemRef(record.buffer, record.data_offset, int(record.struct.size), record.label)
 
 
-@mirror("rknn_set_weight_mem")
+@mirror("rknn_set_weight_mem", ctx=MODEL_CTX)
 def rknn_set_weight_mem(ctx: Any, mem: Any) -> int:
     """Give a MEM_ALLOC_OUTSIDE context its weight memory (>= MEM_SIZE.total_weight_size); the runtime copies the
     weights into it."""
-    obj = get_ctx(ctx)
-    require_api("rknn_set_weight_mem", obj.device.profile)
-    obj.context.set_weight_memory(mem_ref(mem, obj.device, "weight mem"))
+    ctx.context.set_weight_memory(mem_ref(mem, ctx.device, "weight mem"))
     return c.RKNN_SUCC
 
 
-@mirror("rknn_set_internal_mem")
+@mirror("rknn_set_internal_mem", ctx=MODEL_CTX)
 def rknn_set_internal_mem(ctx: Any, mem: Any) -> int:
     """Give a MEM_ALLOC_OUTSIDE / INTERNAL_ALLOC_OUTSIDE context its internal memory
     (>= MEM_SIZE.total_internal_size); several contexts may share one buffer if they never run at the same time."""
-    obj = get_ctx(ctx)
-    require_api("rknn_set_internal_mem", obj.device.profile)
-    obj.context.set_internal_memory(mem_ref(mem, obj.device, "internal mem"))
+    ctx.context.set_internal_memory(mem_ref(mem, ctx.device, "internal mem"))
     return c.RKNN_SUCC
 
 
-@mirror("rknn_set_io_mem")
+@mirror("rknn_set_io_mem", ctx=MODEL_CTX)
 def rknn_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
     """Bind `mem` to the input or output `attr` names (a queried attr, maybe with type / fmt / pass_through /
     w_stride edited): the native format is used in place; another format is converted around each run. The
     memory must hold `size_with_stride` bytes (native) or the edited format's bytes (n_elems x element size;
     NHWC inputs: rows padded to w_stride)."""
-    obj = get_ctx(ctx)
-    require_api("rknn_set_io_mem", obj.device.profile)
     if attr is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "attr is NULL")
     a = read_attr(struct_arg(attr, rknn_tensor_attr, "attr"))
-    ref = mem_ref(mem, obj.device, "io mem")
-    binding = obj.context.bind(ref, a)
+    ref = mem_ref(mem, ctx.device, "io mem")
+    binding = ctx.context.bind(ref, a)
     if not binding.is_input and binding.staging is not None and ref.size < binding.native.size_with_stride:
         log.warning(f"Output({binding.native.name}): size_with_stride larger than model origin size, if need run "
                     f"OutputOperator in NPU, please call rknn_create_memory using size_with_stride")
@@ -240,8 +225,7 @@ def rknn_mem_sync(ctx: Any, mem: Any, mode: int) -> int:
     _FROM_DEVICE (NPU wrote, CPU reads next) or _BIDIRECTIONAL. ctx may be 0 except on the mini runtime."""
     value = ctx_value(ctx)
     if value:
-        obj = any_ctx(ctx)
-        require_api("rknn_mem_sync", obj.device.profile)
+        ANY_CTX(ctx, "rknn_mem_sync")                   # refuses a dead context
     else:
         profile = require_api("rknn_mem_sync")
         if profile.mini_runtime:

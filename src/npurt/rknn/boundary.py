@@ -1,5 +1,6 @@
 """The boundary of the RKNN mirror: the one status table, and `@mirror`, which every RKNN function wears (`rknn_api.h`,
-`rknn_matmul_api.h` and `rknn_custom_op.h` alike) and the C face calls through.
+`rknn_matmul_api.h` and `rknn_custom_op.h` alike) and the C face calls through — the kit's `Boundary` with RKNN's
+status table and wording.
 
 At the boundary a runtime failure becomes what librknnrt gives a C caller: an `E RKNN: <function>: <message>` line
 and a status (or NULL / nothing for functions that return a pointer / void). Nothing else leaves a mirror call: an
@@ -15,16 +16,16 @@ RKNN_ERR_FAIL.
 """
 from __future__ import annotations
 
-import functools
-import threading
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from npurt.errors import ErrorCode, Hinted, NpuError
+from npurt.mirror_kit.boundary import Boundary
 from npurt.rknn import constants as c
+from npurt.rknn.api_common import require_api
 from npurt.rknn import log
 
-__all__ = ["STATUS", "HINTS", "WRAPPED", "mirror", "status_of", "vendor_message", "fail", "internal_errors"]
+__all__ = ["STATUS", "HINTS", "BOUNDARY", "WRAPPED", "mirror", "status_of", "vendor_message", "fail", "internal_errors"]
 
 STATUS: Mapping[ErrorCode, int] = MappingProxyType({
     ErrorCode.FAIL: c.RKNN_ERR_FAIL,
@@ -63,13 +64,6 @@ HINTS: Mapping[str, str] = MappingProxyType({
 })
 """Runtime hint key -> the RKNN wording of that error (format fields: `message` and the error's `details`)."""
 
-WRAPPED: dict[str, Callable] = {}
-"""C function name -> the mirror function wearing `@mirror` (what the C face exports and the coverage test reads)."""
-
-_internal = {"count": 0}
-_internal_lock = threading.Lock()
-
-
 def status_of(error: NpuError | ErrorCode) -> int:
     """The RKNN status of a neutral error (or error code)."""
     return STATUS[error.code if isinstance(error, NpuError) else ErrorCode(error)]
@@ -81,49 +75,44 @@ def vendor_message(error: NpuError | Hinted) -> str:
     return error.message if wording is None else wording.format(message=error.message, **error.details)
 
 
-def internal_errors() -> int:
-    """How many mirror calls ended in npurt's own bug (ErrorCode.INTERNAL or an unexpected exception) so far."""
-    return _internal["count"]
+def _explain(func_name: str, error: BaseException) -> tuple[int, str] | None:
+    """The RKNN status and message of a runtime error (None for any other exception: an internal error)."""
+    if not isinstance(error, NpuError):
+        return None
+    if error.code is ErrorCode.INTERNAL:
+        return status_of(error), f"internal error: {error.message}"
+    return status_of(error), vendor_message(error)
 
 
-def _note_internal() -> None:
-    with _internal_lock:
-        _internal["count"] += 1
+BOUNDARY = Boundary(_explain, lambda func_name, status, message: log.error(f"{func_name}: {message}"),
+                    c.RKNN_ERR_FAIL)
+WRAPPED: dict[str, Callable] = BOUNDARY.wrapped
+"""C function name -> the mirror function wearing `@mirror` (what the C face exports and the coverage test reads)."""
+fail = BOUNDARY.fail
+"""`fail(func_name, error, failure="status")`: what a call returns for `error` after logging it — its status, or
+`failure` (e.g. None for functions returning a pointer). For the C face's own argument checks as well as `@mirror`."""
+internal_errors = BOUNDARY.internal_errors
 
 
-def fail(func_name: str, error: BaseException, failure: Any = "status") -> Any:
-    """What a mirror call returns for `error` after logging it: its status (or `failure`, e.g. None for functions
-    returning a pointer). For the C face's own argument checks as well as for `@mirror`."""
-    if isinstance(error, NpuError):
-        if error.code is ErrorCode.INTERNAL:
-            _note_internal()
-            log.error(f"{func_name}: internal error: {error.message}")
-        else:
-            log.error(f"{func_name}: {vendor_message(error)}")
-        return status_of(error) if failure == "status" else failure
-    _note_internal()
-    log.error(f"{func_name}: internal error: {type(error).__name__}: {error}")
-    return c.RKNN_ERR_FAIL if failure == "status" else failure
-
-
-def mirror(func_name: str, failure: Any = "status") -> Callable:
+def mirror(func_name: str, failure: Any = "status", *, ctx: Callable[[Any, str], Any] | None = None,
+           api: bool = False) -> Callable:
     """Decorate the mirror function of C function `func_name`: NpuError -> `E RKNN: <func>: <message>` and its
     status, or `failure` (None) for functions that return a pointer or void; any other exception -> an internal
-    error (RKNN_ERR_FAIL / `failure`). A status function that returns no int is an internal error too."""
+    error (RKNN_ERR_FAIL / `failure`). A status function that returns no int is an internal error too.
 
+    `ctx` (e.g. `api_common.MODEL_CTX`): the first argument, a context handle, is resolved by `ctx(handle,
+    func_name)` — the live context, on a SoC whose API table lists `func_name` — and the function receives that
+    object in its place. `api`: the board's SoC must list `func_name` (functions without a context)."""
     def wrap(fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                result = fn(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - the C API returns a status, never raises
-                return fail(func_name, exc, failure)
-            if failure == "status" and (isinstance(result, bool) or not isinstance(result, int)):
-                return fail(func_name, NpuError(ErrorCode.INTERNAL, f"returned {type(result).__name__}, not a "
-                                                                    f"status"), failure)
-            return result
-        call.c_name = func_name  # type: ignore[attr-defined]
-        call.returns_status = failure == "status"  # type: ignore[attr-defined]
-        WRAPPED[func_name] = call
-        return call
+        first = fn.__code__.co_varnames[0] if fn.__code__.co_argcount else ""
+
+        def prepare(name: str, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+            if ctx is None:
+                require_api(name)
+            elif args:
+                args = (ctx(args[0], name), *args[1:])
+            else:                                       # the handle passed by keyword
+                kwargs = {**kwargs, first: ctx(kwargs.get(first), name)}
+            return args, kwargs
+        return BOUNDARY.wrap(func_name, failure, prepare=prepare if ctx is not None or api else None)(fn)
     return wrap

@@ -62,7 +62,8 @@ import numpy as np
 from npurt.errors import ErrorCode, NpuError
 from npurt.rknn import constants as c
 from npurt.rknn import log
-from npurt.rknn.api_common import get_ctx, require_api, struct_arg, struct_list
+from npurt.memory.cargs import as_struct_list
+from npurt.rknn.api_common import MODEL_CTX, struct_arg
 from npurt.rknn.boundary import mirror
 from npurt.rknn.structs import rknn_custom_op, rknn_custom_op_attr, rknn_custom_op_context, rknn_custom_op_tensor
 
@@ -349,16 +350,14 @@ def _nodes_of(context: Any, op_type: str) -> list:
     return list(seen.values())
 
 
-@mirror("rknn_register_custom_ops")
+@mirror("rknn_register_custom_ops", ctx=MODEL_CTX)
 def rknn_register_custom_ops(ctx: Any, op: Any, custom_op_num: int) -> int:
     """Register `custom_op_num` custom ops on `ctx` (after rknn_init, before the first rknn_run)."""
-    obj = get_ctx(ctx)
-    require_api("rknn_register_custom_ops", obj.device.profile)
-    context = obj.context
+    context = ctx.context
     context._require_live()
     if isinstance(custom_op_num, bool) or not isinstance(custom_op_num, int) or custom_op_num <= 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid custom_op_num: {custom_op_num!r}")
-    ops = struct_list(op, custom_op_num, rknn_custom_op, "op")
+    ops = as_struct_list(op, custom_op_num, rknn_custom_op, "op")
     if context.perf.runs:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "custom ops must be registered before the first rknn_run")
     types = [_check_op(o, i) for i, o in enumerate(ops)]
@@ -370,7 +369,7 @@ def rknn_register_custom_ops(ctx: Any, op: Any, custom_op_num: int) -> int:
         for o, t in zip(ops, types):
             if o.compute_native:
                 log.warning(f"custom op {t}: compute_native is not supported; ignored")
-            kernel = CustomOpKernel(o, obj)
+            kernel = CustomOpKernel(o, ctx)
             kernels.append(kernel)
             nodes = _nodes_of(context, t)
             if not nodes:
@@ -383,7 +382,7 @@ def rknn_register_custom_ops(ctx: Any, op: Any, custom_op_num: int) -> int:
         raise
     for kernel in kernels:
         context.custom_ops[kernel.op_type] = kernel
-        log.debug(f"custom op {kernel.op_type} registered on context {obj.handle:#x} "
+        log.debug(f"custom op {kernel.op_type} registered on context {ctx.handle:#x} "
                   f"({len(kernel.nodes)} node(s))")
     return c.RKNN_SUCC
 

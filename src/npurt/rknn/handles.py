@@ -2,9 +2,10 @@
 
 C hands out pointers; the mirror hands out integers and ctypes structs, and never trusts either blindly:
 
-- `contexts`: `rknn_context` values -> live context objects. Handles are never reused, so a destroyed context's
-  handle stays invalid forever (RKNN_ERR_CTX_INVALID), however many contexts come later. Every kind of context
-  (model contexts of `npurt.rknn.api`, matmul contexts of the matmul mirror) lives in this one table, so
+- `contexts`: `rknn_context` values -> live context objects (the kit's `HandleTable`). Handles are never reused,
+  so a destroyed context's handle stays invalid forever (RKNN_ERR_CTX_INVALID), however many contexts come later.
+  Every kind of context (model contexts "rknn" of `npurt.rknn.api`, "matmul" contexts of the matmul mirror) lives
+  in this one table, so
   `rknn_create_mem(ctx, size)` works with any of them. A registered object must have `.device`
   (an `npurt.memory.Device`) and should call `mems.release_owned_by(handle)` when it is destroyed.
 - `mems`: every `rknn_tensor_mem` the mirror filled, keyed by the struct's ctypes address, with a generation
@@ -15,7 +16,6 @@ C hands out pointers; the mirror hands out integers and ctypes structs, and neve
 """
 from __future__ import annotations
 
-import collections
 import ctypes
 import itertools
 import threading
@@ -24,57 +24,16 @@ from typing import Any, Callable, Iterator
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory.cargs import as_struct
+from npurt.mirror_kit.handles import HandleTable, Retired
 from npurt.rknn.structs import rknn_tensor_mem
 
 RETIRED = 4096
 
-__all__ = ["HandleTable", "MemRecord", "MemRegistry", "contexts", "mems"]
-
-
-class HandleTable:
-    """uint64 handles -> live objects. Handles count up from `first` in steps of `step` and are never reused."""
-
-    def __init__(self, first: int = 0x5A0000, step: int = 0x10) -> None:
-        self._next = itertools.count(first, step)
-        self._objects: dict[int, tuple[str, Any]] = {}
-        self._lock = threading.Lock()
-
-    def add(self, obj: Any, kind: str = "rknn") -> int:
-        """Register `obj` under a new handle; `kind` tells model contexts ("rknn") from others ("matmul", …)."""
-        with self._lock:
-            handle = next(self._next)
-            self._objects[handle] = (kind, obj)
-            return handle
-
-    def get(self, handle: Any, kind: str | None = None) -> Any | None:
-        """The live object of `handle` (a ctypes rknn_context or an int), or None if unknown / of another kind."""
-        value = getattr(handle, "value", handle)
-        if isinstance(value, bool) or not isinstance(value, int):
-            return None
-        with self._lock:
-            entry = self._objects.get(value)
-        if entry is None or (kind is not None and entry[0] != kind):
-            return None
-        return entry[1]
-
-    def remove(self, handle: int) -> Any | None:
-        """Forget `handle`; returns its object (None if it was not registered)."""
-        with self._lock:
-            entry = self._objects.pop(int(handle), None)
-        return None if entry is None else entry[1]
-
-    def live(self, kind: str | None = None) -> list[tuple[int, Any]]:
-        """(handle, object) of every live entry (of `kind`)."""
-        with self._lock:
-            return [(h, o) for h, (k, o) in self._objects.items() if kind is None or k == kind]
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._objects)
+__all__ = ["TensorMemRecord", "TensorMemRegistry", "contexts", "mems"]
 
 
 @dataclass
-class MemRecord:
+class TensorMemRecord:
     """What one issued `rknn_tensor_mem` stands for: `size` bytes at `data_offset` inside `buffer`.
 
     `owns_buffer`: destroying the struct frees `buffer` — true for runtime allocations (`rknn_create_mem*`) and for
@@ -104,21 +63,21 @@ class MemRecord:
         return self.ctx == 0
 
 
-class MemRegistry:
+class TensorMemRegistry:
     """The issued `rknn_tensor_mem` structs (see the module doc). Thread-safe."""
 
     def __init__(self) -> None:
-        self._records: dict[int, MemRecord] = {}
+        self._records: dict[int, TensorMemRecord] = {}
         self._generation = itertools.count(0x6E70_0001)
-        # The last RETIRED destroyed structs stay allocated, so their addresses are not reused at once: a C caller's
+        # The last RETIRED destroyed structs stay alive, so their addresses are not reused at once: a C caller's
         # pointer to a struct it destroyed is then recognised as stale, not taken for a newer struct at that address.
-        self._retired: collections.deque = collections.deque(maxlen=RETIRED)
+        self._retired = Retired(RETIRED)
         self._lock = threading.RLock()
 
-    def issue(self, struct: rknn_tensor_mem, **fields: Any) -> MemRecord:
+    def issue(self, struct: rknn_tensor_mem, **fields: Any) -> TensorMemRecord:
         """Fill `struct` from `fields` (virt_addr, phys_addr, fd, offset, size, kind, …) and register it."""
         with self._lock:
-            record = MemRecord(struct=struct, generation=next(self._generation), **fields)
+            record = TensorMemRecord(struct=struct, generation=next(self._generation), **fields)
             struct.virt_addr = record.virt_addr or None
             struct.phys_addr = record.phys_addr
             struct.fd = record.fd
@@ -129,11 +88,11 @@ class MemRegistry:
             self._records[ctypes.addressof(struct)] = record
             return record
 
-    def lookup(self, mem: Any, what: str = "mem") -> MemRecord:
+    def lookup(self, mem: Any, what: str = "mem") -> TensorMemRecord:
         """The record of a live issued struct; NpuError(INVALID_HANDLE) naming the problem otherwise. `mem` is the
         struct (or a pointer / byref to it), or the record the C face found by its address (`record_at`): it is
         looked up once and checked here, whichever face it came through. Read the struct as `record.struct`."""
-        if isinstance(mem, MemRecord):
+        if isinstance(mem, TensorMemRecord):
             record, struct = mem, mem.struct
         else:
             struct = as_struct(mem, rknn_tensor_mem)
@@ -156,28 +115,28 @@ class MemRegistry:
                            f"invalid {what}: size {struct.size} is larger than the {record.size} bytes created")
         return record
 
-    def record_at(self, addr: int) -> MemRecord | None:
+    def record_at(self, addr: int) -> TensorMemRecord | None:
         """The record of the issued struct whose C address is `addr` (what a C caller's `rknn_tensor_mem*` points
         to), or None — found without reading the memory at `addr`, so a forged or freed pointer is never
         dereferenced. The mirror takes the record in place of the struct (`lookup`)."""
         with self._lock:
             return self._records.get(int(addr))
 
-    def forget(self, record: MemRecord) -> None:
+    def forget(self, record: TensorMemRecord) -> None:
         """Unregister `record` (its struct becomes stale: priv_data is cleared)."""
         with self._lock:
             key = ctypes.addressof(record.struct)
             if self._records.get(key) is record:
                 del self._records[key]
             record.struct.priv_data = None
-            self._retired.append(record.struct)
+            self._retired.add(record.struct)
 
-    def owned_by(self, ctx: int) -> list[MemRecord]:
+    def owned_by(self, ctx: int) -> list[TensorMemRecord]:
         """Live records created with context `ctx`, in creation order."""
         with self._lock:
             return sorted((r for r in self._records.values() if r.ctx == ctx), key=lambda r: r.generation)
 
-    def __iter__(self) -> Iterator[MemRecord]:
+    def __iter__(self) -> Iterator[TensorMemRecord]:
         with self._lock:
             return iter(list(self._records.values()))
 
@@ -185,7 +144,7 @@ class MemRegistry:
         with self._lock:
             return len(self._records)
 
-    def release(self, record: MemRecord) -> None:
+    def release(self, record: TensorMemRecord) -> None:
         """Destroy `record`: unregister it, free its buffer if it owns it, run its release hook. The one place
         mirror memory is released."""
         self.forget(record)
@@ -197,7 +156,7 @@ class MemRegistry:
                 hook, record.release = record.release, None
                 hook()
 
-    def release_owned_by(self, ctx: int) -> list[MemRecord]:
+    def release_owned_by(self, ctx: int) -> list[TensorMemRecord]:
         """Destroy every record created with context `ctx` (called when that context is destroyed)."""
         records = self.owned_by(ctx)
         for record in records:
@@ -205,5 +164,5 @@ class MemRegistry:
         return records
 
 
-contexts = HandleTable()
-mems = MemRegistry()
+contexts = HandleTable(first=0x5A0000, step=0x10)
+mems = TensorMemRegistry()

@@ -79,7 +79,7 @@ def _text(raw: bytes) -> str:
 class _Binding:
     """One bound operand: the issued mem record and the attr it was bound with."""
 
-    record: handles.MemRecord
+    record: handles.TensorMemRecord
     attr_size: int
 
 
@@ -214,56 +214,53 @@ def rknn_matmul_create_dynamic_shape(ctx: Any, info: Any, shape_num: int, dynami
     return c.RKNN_SUCC
 
 
-@mirror("rknn_matmul_destroy")
+@mirror("rknn_matmul_destroy", ctx=_get_ctx)
 def rknn_matmul_destroy(ctx: Any) -> int:
     """Destroy the context (and any rknn_tensor_mem still created with it). The handle is never valid again."""
-    obj = _get_ctx(ctx, "rknn_matmul_destroy")
-    with obj.lock:
-        if handles.contexts.remove(obj.handle) is not obj:
+    with ctx.lock:
+        if handles.contexts.remove(ctx.handle) is not ctx:
             raise NpuError(ErrorCode.INVALID_CONTEXT, "matmul context already destroyed")
-    obj.bindings.clear()
-    obj._exported.clear()
-    leaked = handles.mems.release_owned_by(obj.handle)
+    ctx.bindings.clear()
+    ctx._exported.clear()
+    leaked = handles.mems.release_owned_by(ctx.handle)
     if leaked:
         log.warning(f"rknn_matmul_destroy: released {len(leaked)} rknn_tensor_mem not destroyed before")
-    obj.device.close()
+    ctx.device.close()
     return c.RKNN_SUCC
 
 
 # --- configuration -------------------------------------------------------------------------------------------
-@mirror("rknn_matmul_set_dynamic_shape")
+@mirror("rknn_matmul_set_dynamic_shape", ctx=_get_ctx)
 def rknn_matmul_set_dynamic_shape(ctx: Any, shape: Any) -> int:
     """Choose the shape the next runs use: one of those given to rknn_matmul_create_dynamic_shape."""
-    obj = _get_ctx(ctx, "rknn_matmul_set_dynamic_shape")
     if shape is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "shape must not be NULL")
     s = struct_arg(shape, rknn_matmul_shape, "shape")
     wanted = mm.Shape(s.M, s.K, s.N)
-    if not obj.dynamic:
+    if not ctx.dynamic:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "context was not created by rknn_matmul_create_dynamic_shape")
-    if wanted not in obj.shapes:
+    if wanted not in ctx.shapes:
         raise NpuError(ErrorCode.INVALID_ARGUMENT,
                        f"shape M = {s.M}, K = {s.K}, N = {s.N} is not one of the context's shapes "
-                       f"{[(x.M, x.K, x.N) for x in obj.shapes]}")
-    obj.current = obj.shapes.index(wanted)
+                       f"{[(x.M, x.K, x.N) for x in ctx.shapes]}")
+    ctx.current = ctx.shapes.index(wanted)
     return c.RKNN_SUCC
 
 
-@mirror("rknn_matmul_set_core_mask")
+@mirror("rknn_matmul_set_core_mask", ctx=_get_ctx)
 def rknn_matmul_set_core_mask(ctx: Any, core_mask: int) -> int:
     """Pin the matmul to one NPU core (RK3576/RK3588). Multi-core masks are refused (see the module doc)."""
-    obj = _get_ctx(ctx, "rknn_matmul_set_core_mask")
     mask = int(core_mask)
-    cores = obj.device.profile.npu_cores
+    cores = ctx.device.profile.npu_cores
     if mask == c.RKNN_NPU_CORE_AUTO or (mask in _SINGLE_CORES and mask < (1 << cores)):
-        obj.core_mask = mask
+        ctx.core_mask = mask
         return c.RKNN_SUCC
     if 0 < mask < (1 << cores) or mask == c.RKNN_NPU_CORE_ALL:
-        obj.core_mask = c.RKNN_NPU_CORE_AUTO
+        ctx.core_mask = c.RKNN_NPU_CORE_AUTO
         log.error(f"Not support core mask: {mask}, fallback to single core auto mode")
         log.error(f"rknn_set_core_mask: failed to set core mask: {mask}")
         return c.RKNN_ERR_FAIL
-    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid core mask: {mask} ({obj.soc} has {cores} NPU cores)")
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid core mask: {mask} ({ctx.soc} has {cores} NPU cores)")
 
 
 def _array(ptr: Any, length: int, ctype: Any, what: str) -> np.ndarray:
@@ -274,10 +271,9 @@ def _array(ptr: Any, length: int, ctype: Any, what: str) -> np.ndarray:
     return raw.read_bytes(ptr, length * ctypes.sizeof(ctype), what).view(np.dtype(ctype))
 
 
-@mirror("rknn_matmul_set_quant_params")
+@mirror("rknn_matmul_set_quant_params", ctx=_get_ctx)
 def rknn_matmul_set_quant_params(ctx: Any, params: Any) -> int:
     """Set scale / zero point of tensor `params.name` ("A", "B" or "C"); lengths follow B_quant_type for B."""
-    obj = _get_ctx(ctx, "rknn_matmul_set_quant_params")
     if params is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "params must not be NULL")
     p = struct_arg(params, rknn_quant_params, "params")
@@ -288,8 +284,8 @@ def rknn_matmul_set_quant_params(ctx: Any, params: Any) -> int:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid scale_len: {p.scale_len}")
     q = mm.Quant(_array(p.scale, p.scale_len, ctypes.c_float, "scale"),
                  _array(p.zp, p.zp_len, ctypes.c_int32, "zp"))
-    mm.check_quant(name, q, obj.spec, obj.quant_shape(), obj.B_quant_type, obj.group_size)
-    obj.quant[name] = q
+    mm.check_quant(name, q, ctx.spec, ctx.quant_shape(), ctx.B_quant_type, ctx.group_size)
+    ctx.quant[name] = q
     return c.RKNN_SUCC
 
 
@@ -313,21 +309,20 @@ def _store_float(target: Any, value: float) -> None:
         target.value = value
 
 
-@mirror("rknn_matmul_get_quant_params")
+@mirror("rknn_matmul_get_quant_params", ctx=_get_ctx)
 def rknn_matmul_get_quant_params(ctx: Any, params: Any, scale: Any) -> int:
     """B's quantisation parameters and its normalised scale (RKNN_INT8_MM_INT8_TO_INT32 only)."""
-    obj = _get_ctx(ctx, "rknn_matmul_get_quant_params")
     if params is None or scale is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "params and scale must not be NULL")
-    if obj.spec.value != c.RKNN_INT8_MM_INT8_TO_INT32:
+    if ctx.spec.value != c.RKNN_INT8_MM_INT8_TO_INT32:
         raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                       f"only RKNN_INT8_MM_INT8_TO_INT32 is supported, the context is {obj.spec.name}")
+                       f"only RKNN_INT8_MM_INT8_TO_INT32 is supported, the context is {ctx.spec.name}")
     p = struct_arg(params, rknn_quant_params, "params")
     out = _float_target(scale)                        # validated before anything is written
-    q = obj.quant["B"]
+    q = ctx.quant["B"]
     scales = (ctypes.c_float * q.scale.size)(*q.scale.tolist())
     zps = (ctypes.c_int32 * max(1, q.zp.size))(*(q.zp.tolist() or [0]))
-    obj._exported += [scales, zps]                   # valid until the context is destroyed
+    ctx._exported += [scales, zps]                   # valid until the context is destroyed
     p.name = b"B"
     p.scale = ctypes.cast(scales, ctypes.POINTER(ctypes.c_float))
     p.scale_len = q.scale.size
@@ -338,10 +333,9 @@ def rknn_matmul_get_quant_params(ctx: Any, params: Any, scale: Any) -> int:
 
 
 # --- memory and run ------------------------------------------------------------------------------------------
-@mirror("rknn_matmul_set_io_mem")
+@mirror("rknn_matmul_set_io_mem", ctx=_get_ctx)
 def rknn_matmul_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
     """Bind `mem` (from rknn_create_mem*, any context of this device) as operand `attr.name` ("A", "B", "C")."""
-    obj = _get_ctx(ctx, "rknn_matmul_set_io_mem")
     if mem is None or attr is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "mem and attr must not be NULL")
     a = struct_arg(attr, rknn_matmul_tensor_attr, "attr")
@@ -349,25 +343,25 @@ def rknn_matmul_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
     if name not in _NAMES:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown tensor name {name!r} (expected A, B or C)")
     dims = list(a.dims[: min(a.n_dims, 16)])
-    known = [(att[name][0], att[name][1], mm.RKNN_TYPE[att[name][2]]) for att in obj.attrs]
+    known = [(att[name][0], att[name][1], mm.RKNN_TYPE[att[name][2]]) for att in ctx.attrs]
     if (dims, a.size, a.type) not in known:
         raise NpuError(ErrorCode.INVALID_ARGUMENT,
                        f"{name} attr (dims {dims}, size {a.size}, type {c.get_type_string(a.type)}) does not "
                        f"match the context's {name}: pass io_attr.{name} as rknn_matmul_create filled it")
     record = handles.mems.lookup(mem)
-    if record.buffer.device is not obj.device:
+    if record.buffer.device is not ctx.device:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name} memory belongs to another device")
     have = min(record.struct.size, record.size)
     if have < a.size:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name} memory size must be >= {a.size}, but is: {have}")
-    obj.bindings[name] = _Binding(record, a.size)
+    ctx.bindings[name] = _Binding(record, a.size)
     return c.RKNN_SUCC
 
 
-def _bound_bytes(obj: MatmulContext, name: str, need: int) -> tuple[handles.MemRecord, np.ndarray]:
+def _bound_bytes(ctx: MatmulContext, name: str, need: int) -> tuple[handles.TensorMemRecord, np.ndarray]:
     """The live record and a uint8 device view of operand `name`, at least `need` bytes; errors name the operand."""
     code = ErrorCode.INVALID_OUTPUT if name == "C" else ErrorCode.INVALID_INPUT
-    binding = obj.bindings.get(name)
+    binding = ctx.bindings.get(name)
     if binding is None:
         raise NpuError(code, f"{name} tensor not attached to memory! call rknn_matmul_set_io_mem")
     record = binding.record
@@ -381,53 +375,52 @@ def _bound_bytes(obj: MatmulContext, name: str, need: int) -> tuple[handles.MemR
     return record, record.buffer.device_view(np.uint8, offset=record.data_offset, nbytes=need)
 
 
-def _runtime_owned(record: handles.MemRecord) -> bool:
+def _runtime_owned(record: handles.TensorMemRecord) -> bool:
     return record.kind == c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
 
 
-@mirror("rknn_matmul_run")
+@mirror("rknn_matmul_run", ctx=_get_ctx)
 def rknn_matmul_run(ctx: Any) -> int:
     """C = A · B for the current shape, from and into the bound memory (blocking; runs of one context are
     serialised)."""
-    obj = _get_ctx(ctx, "rknn_matmul_run")
-    with obj.lock:
-        if handles.contexts.get(obj.handle, "matmul") is not obj:
+    with ctx.lock:
+        if handles.contexts.get(ctx.handle, "matmul") is not ctx:
             raise NpuError(ErrorCode.INVALID_CONTEXT, "matmul context destroyed")
-        return _run(obj)
+        return _run(ctx)
 
 
-def _run(obj: MatmulContext) -> int:
-    shape = obj.shape
+def _run(ctx: MatmulContext) -> int:
+    shape = ctx.shape
     if shape is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "no shape set: call rknn_matmul_set_dynamic_shape first")
-    attrs = obj.attrs[obj.current]
-    if not obj.spec.b.is_float:            # per-channel / per-group lengths follow N and K of the current shape
+    attrs = ctx.attrs[ctx.current]
+    if not ctx.spec.b.is_float:            # per-channel / per-group lengths follow N and K of the current shape
         try:
-            mm.check_quant("B", obj.quant["B"], obj.spec, shape, obj.B_quant_type, obj.group_size)
+            mm.check_quant("B", ctx.quant["B"], ctx.spec, shape, ctx.B_quant_type, ctx.group_size)
         except NpuError as exc:
             raise NpuError(ErrorCode.INVALID_ARGUMENT,
                            f"B quantization parameters do not fit the current shape: {exc.message}") from None
-    rec_a, raw_a = _bound_bytes(obj, "A", attrs["A"][1])
-    rec_b, raw_b = _bound_bytes(obj, "B", attrs["B"][1])
-    rec_c, raw_c = _bound_bytes(obj, "C", attrs["C"][1])
+    rec_a, raw_a = _bound_bytes(ctx, "A", attrs["A"][1])
+    rec_b, raw_b = _bound_bytes(ctx, "B", attrs["B"][1])
+    rec_c, raw_c = _bound_bytes(ctx, "C", attrs["C"][1])
     for name, rec in (("A", rec_a), ("B", rec_b)):
         buf = rec.buffer
         if _runtime_owned(rec) and buf.cacheable:
             buf.sync("to_device")
-        elif obj.device.coherence == "check" and buf.cpu_written_since_sync():
+        elif ctx.device.coherence == "check" and buf.cpu_written_since_sync():
             msg = (f"coherence: matmul {name} memory ({rec.phys_addr:#x}) was written by the CPU after its last "
                    f"sync to device: rknn_matmul_run reads stale data on the board; call rknn_mem_sync(ctx, mem, "
                    f"RKNN_MEMORY_SYNC_TO_DEVICE) first")
-            obj.coherence_violations.append(msg)
+            ctx.coherence_violations.append(msg)
             log.warning(msg)
-    a = mm.read_a(raw_a, obj.spec, obj.tiles, shape, obj.AC_layout)
-    b = mm.read_b(raw_b, obj.spec, obj.tiles, shape, obj.B_layout, mm.k_segment(obj.soc), mm.work_dtype(obj.spec.b))
-    values = mm.compute(a, b, obj.spec, shape, obj.quant, obj.B_quant_type, obj.group_size)
-    mm.write_c(raw_c, values, obj.spec, obj.tiles, shape, obj.AC_layout)
+    a = mm.read_a(raw_a, ctx.spec, ctx.tiles, shape, ctx.AC_layout)
+    b = mm.read_b(raw_b, ctx.spec, ctx.tiles, shape, ctx.B_layout, mm.k_segment(ctx.soc), mm.work_dtype(ctx.spec.b))
+    values = mm.compute(a, b, ctx.spec, shape, ctx.quant, ctx.B_quant_type, ctx.group_size)
+    mm.write_c(raw_c, values, ctx.spec, ctx.tiles, shape, ctx.AC_layout)
     rec_c.buffer.note_device_write()
     if _runtime_owned(rec_c) and rec_c.buffer.cacheable:
         rec_c.buffer.sync("from_device")
-    obj.runs += 1
+    ctx.runs += 1
     return c.RKNN_SUCC
 
 
