@@ -243,7 +243,7 @@ def analyse(compiled: Any, onnx_model: Any, inputs: Sequence[Sequence[np.ndarray
             on_sample: Callable[[int], None] | None = None) -> AccuracyReport:
     """The report of `compiled` against onnxruntime on `onnx_model` (the ONNX it was compiled from) over `inputs`
     (one list of arrays per sample, ONNX layout); `on_sample(k)` is called after each sample (progress)."""
-    from npurt.plan.model_report import dtype_name
+    from npurt.model.report import dtype_name
     t0 = time.perf_counter()
     samples = _check_inputs(inputs, compiled)
     run = _Analysis(compiled, _load_onnx(onnx_model))

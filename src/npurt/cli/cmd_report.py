@@ -54,7 +54,7 @@ def sram_for(compiled, profile, sram: int | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from npurt.plan.model_report import memory_rows, report_dict
+    from npurt.model.report import memory_rows, report_dict
     console = make_console(quiet=args.json)
     profile = get_profile(target_soc(args.soc, args.model))
     if args.plot:

@@ -14,6 +14,8 @@ Modules, in pipeline order:
   layer below.
 - `compiled`, `file_format`: `CompiledModel` (with its `MemoryPlan`) and its `.npurt` file (`read_compiled`,
   exported as `npurt.load_compiled`).
+- `report`: the rows of the RKNN_LOG_LEVEL=3 memory table for a compiled model and its plan (formatted by
+  `npurt.plan.report`).
 - `zoo`: deterministic test models.
 
 Nothing is imported here so that `import npurt.model.attrs` stays light.

@@ -103,8 +103,9 @@ class CompileOptions:
 
     def to_json(self) -> dict[str, Any]:
         """The options a saved dynamic-shape model keeps (`compile_args` in its meta, also the loader's cache key):
-        precision, mean, std, and float_layers / quantized_algorithm / qparams when given. A dataset, input shapes and custom ops are not
-        kept (a dynamic-shape model is calibrated once, into `qparams`; each shape set brings its own shapes)."""
+        precision, mean, std, and float_layers / quantized_algorithm / qparams when given. A dataset, input shapes
+        and custom ops are not kept (a dynamic-shape model is calibrated once, into `qparams`; each shape set brings
+        its own shapes)."""
         out: dict[str, Any] = {"precision": self.precision, "mean": self.mean, "std": self.std}
         if self.float_layers:
             out["float_layers"] = list(self.float_layers)
