@@ -11,24 +11,21 @@ import numpy as np
 import onnx
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.exec.evaluate import evaluate_node
+from npurt.exec.evaluate import evaluate_node, kernel_inputs
 from npurt.exec.kernels import supported_ops as kernel_ops
 from npurt.exec.kernels.recurrent import check_recurrent
 from npurt.model.compiled import CompiledModel
 from npurt.model.sources import resolve_dataset, resolve_model
 from npurt.model.compiler import calibrate_shapes, compile_onnx
 from npurt.model.ir import Graph, Node, node_guard
-from npurt.model.mixed import CONVERT
 from npurt.model.options import CompileOptions, CustomOpImpl
 from npurt.model.passes import NodeEvaluator
 from npurt.model.passes import optimize as _optimize
 
-BUILTIN_OPS = ("Identity", CONVERT)     # ops the executor runs itself (plain copies; Convert changes the storage)
-
 
 def supported_ops() -> list[str]:
-    """Every ONNX op type a compiled model can run (the kernel registry plus the executor's built-ins)."""
-    return sorted(set(kernel_ops()) | set(BUILTIN_OPS))
+    """Every op type a compiled model can run: the kernel registry's (npurt's own `Convert` among them)."""
+    return kernel_ops()
 
 
 def optimize(graph: Graph) -> Graph:
@@ -43,8 +40,7 @@ def with_custom_ops(evaluate: NodeEvaluator, custom_ops: Mapping[str, CustomOpIm
         fn = custom_ops.get(node.op_type)
         if fn is None:
             return evaluate(node, values, opset)
-        args = [None if v is None else (v.astype(np.float32) if v.dtype.kind == "f" else v) for v in values]
-        outs = [np.asarray(o) for o in fn(args, dict(node.attrs))]
+        outs = [np.asarray(o) for o in fn(kernel_inputs(values), dict(node.attrs))]
         want = [o for o in node.outputs if o]
         if len(outs) != len(want):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"custom op {node.op_type} (node {node.name!r}): the "
