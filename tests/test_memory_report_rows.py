@@ -1,9 +1,9 @@
-"""One row builder for the seed's RKNN_LOG_LEVEL=3 table (`npurt.plan.model_report`), one Context wrapper
+"""One row builder for the seed's RKNN_LOG_LEVEL=3 table (`npurt.model.report`), one Context wrapper
 (`npurt.runtime.report`): `npurt report`, the rknn_init log and `Session.memory_report` show the same rows."""
 from __future__ import annotations
 
 import npurt
-from npurt.plan.model_report import dtype_name, memory_rows
+from npurt.model.report import dtype_name, memory_rows
 from npurt.rknn.api import memory_table
 from npurt.runtime import Context, ContextOptions
 from npurt.runtime.report import context_layout, context_rows, context_table

@@ -70,7 +70,7 @@ def test_arena_is_at_most_the_vendors(compiled):
 
 def test_user_column_and_last_row_match_the_seed(compiled):
     """The seed table: User is the consuming op; the output row is the float output the API returns."""
-    from npurt.plan.model_report import memory_rows
+    from npurt.model.report import memory_rows
     rows, _ = memory_rows(compiled)
     by_name = {r.tensor: r for r in rows}
     assert (rows[0].id, rows[0].user, rows[0].tensor) == (1, "ConvRelu", "input0")

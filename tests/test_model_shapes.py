@@ -18,6 +18,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.exec.evaluate import evaluate_node
 from npurt.exec.compile import supported_ops
 from npurt.model.compiler import compile_onnx
+from npurt.model.options import CompileOptions
 
 from helpers.shape_models import graph_model, svtr_reshape, yolo_grid
 
@@ -43,7 +44,7 @@ def test_shape_subgraphs_fold_from_static_shapes_and_match_onnxruntime(build, sh
     x = rng.standard_normal(shape).astype(np.float32)
     want = _ort(model, x)
     calls: list = []
-    compiled = compile_onnx(model, soc="rk3588", input_shapes={"x": list(shape)}, precision="float32",
+    compiled = compile_onnx(model, "rk3588", CompileOptions(input_shapes={"x": list(shape)}, precision="float32"),
                             progress=False, evaluate=_recording(calls), supported=supported_ops())
     # Only the shape subgraph was evaluated (on folded constants): no node on the data path ran at compile time.
     data_path = {"Reshape", "Transpose", "Mul", "Add"}

@@ -155,7 +155,7 @@ def test_analysis_ranks_the_outlier_reader_worst_and_fp16_fixes_it(outlier):
 
 
 def test_mixed_types_in_storage_schedule_plan_and_table(outlier):
-    from npurt.plan.model_report import memory_rows
+    from npurt.model.report import memory_rows
     model, calib, _, _ = outlier
     cm = npurt.compile(model, quantize=calib, float_layers=["conv2"], progress=False)
     st = cm.storage

@@ -84,9 +84,10 @@ def test_dynamic_input_on_a_static_onnx_frees_the_dims_it_varies():
 
 
 def test_int8_dynamic_models_need_a_calibration_set():
+    from npurt.model.options import CompileOptions
     from npurt.runtime.loader import _family_from_onnx
     _raises(ErrorCode.INVALID_ARGUMENT, "calibration dataset", lambda: _family_from_onnx(
-        dynamic_convnet(False), "rk3588", [[(1, 3, 8, 8)]], precision="int8"))
+        dynamic_convnet(False), "rk3588", [[(1, 3, 8, 8)]], CompileOptions(precision="int8")))
 
 
 @pytest.mark.parametrize("edit,words", [

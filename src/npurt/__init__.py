@@ -1,4 +1,18 @@
-"""npurt: an NPU runtime in Python with the memory model of RKNN and QNN HTP, running ONNX on the CPU."""
+"""npurt: an NPU runtime in Python with the memory model of RKNN and QNN HTP, running ONNX on the CPU.
+
+Layers, lowest first; each imports only the layers below it (`tests/test_layers.py` enforces the order):
+  soc      SoC profiles as data: cores, SRAM, alignment, the vendor API support tables, the HTP profile
+  memory   device buffers (fd, mapping, device address), DDR heap, SRAM, coherence, accounting
+  tensor   element types, layouts (NCHW / NHWC / NC1HWC2), strides, conversions, quantisation
+  plan     pure memory planning: tensor lifetimes in, offsets and placements out; one validator
+  model    ONNX import, passes, calibration, CompileOptions, CompiledModel and its .npurt file
+  exec     the kernels, the one node evaluator, the executor over bound memory, `npurt.compile`
+  runtime  the vendor-neutral Context: loading, binding, general and zero-copy I/O, perf, logging
+  rknn, qnn  the RKNN C-API and QNN HTP mirrors (vendor names, structs, status codes)
+  api      the Pythonic layer: Session, DeviceTensor, reports, accuracy analysis
+  capi, cli  the C face (headers, shared libraries over the mirrors) and the `npurt` commands
+Base modules, importable by every layer: `errors`, `_version`, `files`, `_kernels` (the compiled kernels).
+"""
 from __future__ import annotations
 
 from typing import Any

@@ -243,7 +243,7 @@ def analyse(compiled: Any, onnx_model: Any, inputs: Sequence[Sequence[np.ndarray
             on_sample: Callable[[int], None] | None = None) -> AccuracyReport:
     """The report of `compiled` against onnxruntime on `onnx_model` (the ONNX it was compiled from) over `inputs`
     (one list of arrays per sample, ONNX layout); `on_sample(k)` is called after each sample (progress)."""
-    from npurt.plan.model_report import dtype_name
+    from npurt.model.report import dtype_name
     t0 = time.perf_counter()
     samples = _check_inputs(inputs, compiled)
     run = _Analysis(compiled, _load_onnx(onnx_model))
@@ -264,15 +264,17 @@ def analyse(compiled: Any, onnx_model: Any, inputs: Sequence[Sequence[np.ndarray
 
 def accuracy_analysis(model: Any, quantize: Any, inputs: Sequence[Sequence[np.ndarray]] | None = None,
                       soc: str | None = None, progress: bool = False, **compile_options: Any) -> AccuracyReport:
-    """Compile the ONNX `model` to int8 with the calibration set `quantize` (and `compile_options`: e.g.
-    quantized_algorithm, float_layers, mean, std), then analyse it over `inputs` (default: the calibration samples);
-    `progress` shows bars for the calibration and, over more than one input, the analysis. NpuError for a model that
-    is not ONNX, inputs that do not match the model, or a missing onnxruntime."""
-    from npurt.exec.compile import compile_model
+    """Compile the ONNX `model` to int8 with the calibration set `quantize` (and `compile_options`: further fields of
+    `npurt.model.options.CompileOptions`, e.g. quantized_algorithm, float_layers, mean, std), then analyse it over
+    `inputs` (default: the calibration samples); `progress` shows bars for the calibration and, over more than one
+    input, the analysis. NpuError for a model that is not ONNX, inputs that do not match the model, or a missing
+    onnxruntime."""
+    from npurt.exec.compile import compile_with
     from npurt.model.calibrate import normalize_samples
+    from npurt.model.options import CompileOptions
     require_onnxruntime()
     onnx_model = _load_onnx(model)
-    compiled = compile_model(onnx_model, soc=soc, quantize=quantize, progress=progress, **compile_options)
+    compiled = compile_with(onnx_model, CompileOptions(quantize=quantize, **compile_options), soc, progress)
     if inputs is None:
         inputs = normalize_samples(quantize, compiled.graph.inputs)
     elif inputs and isinstance(inputs[0], np.ndarray):

@@ -29,21 +29,19 @@ import numpy as np
 from npurt.api.tensor import DeviceTensor
 from npurt.errors import ErrorCode, NpuError, bad_arguments_raise_npu_error
 from npurt.memory import open_device
+from npurt.model.options import CompileOptions
 from npurt.model.sources import resolve_dataset, resolve_model
 from npurt.runtime import Context, ContextOptions, MemRef
 
 _ids = itertools.count(1)
 
 
-def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, mean: Any, std: Any,
-             dynamic_input: Any = None, **int8_options: Any) -> tuple[Any, str | None]:
+def _prepare(model: Any, soc: str | None, options: CompileOptions,
+             dynamic_input: Any = None) -> tuple[Any, str | None]:
     """(what `Context` loads, the SoC to open): compiles ONNX when compile options are given, loads `.npurt`
     files so that their own SoC is used when `soc` is None."""
     from npurt.model.compiled import CompiledModel, read_compiled
     from npurt.model.file_format import is_npurt
-    int8_options = {k: v for k, v in int8_options.items() if v}
-    compile_opts = quantize is not None or precision is not None or mean is not None or std is not None \
-        or bool(int8_options)
     if isinstance(model, (str, os.PathLike)):
         model = resolve_model(model)            # a file, or a zoo name as the CLI takes it
         try:
@@ -56,22 +54,20 @@ def _prepare(model: Any, soc: str | None, quantize: Any, precision: str | None, 
     elif isinstance(model, (bytes, bytearray, memoryview)) and is_npurt(model):
         model = read_compiled(bytes(model))
     if isinstance(model, CompiledModel):
-        if compile_opts:
+        if options.given():
             raise NpuError(ErrorCode.INVALID_ARGUMENT, "quantize/precision/mean/std and the int8 options apply to "
                                                        "ONNX models; this model is already compiled")
         return model, soc or model.soc
-    if compile_opts:
-        from npurt.exec.compile import compile_model
-        quantize = resolve_dataset(quantize, model)     # "random": the CLI's cached random set
-        from npurt.runtime.loader import compile_dynamic, dynamic_shape_sets
+    if options.given():
+        from npurt.exec.compile import compile_with
+        options = options.replace(quantize=resolve_dataset(options.quantize, model))  # "random": the CLI's set
+        from npurt.runtime.loader import compile_family, dynamic_shape_sets
         shape_sets = dynamic_shape_sets(model, dynamic_input)
         if shape_sets:              # one compile per shape set; int8 with one calibration shared by all of them
             from npurt.soc import get_profile
             soc = get_profile(soc).name
-            return compile_dynamic(model, soc, shape_sets, precision, mean, std, quantize=quantize,
-                                   **int8_options), soc
-        return compile_model(model, soc=soc, quantize=quantize, mean=mean, std=std, precision=precision,
-                             progress=False, **int8_options), soc
+            return compile_family(model, soc, shape_sets, options), soc
+        return compile_with(model, options, soc, progress=False), soc
     return model, soc
 
 
@@ -85,10 +81,8 @@ class Session:
     (`mobilenet_v1`, ...), resolved as the CLI resolves it (`npurt.model.sources`).
     soc: the SoC to emulate (None: a compiled model's own SoC, else `$NPURT_SOC`, else rk3588).
     sram: put the internal arena in the NPU SRAM first (rest in DDR), as RKNN_FLAG_ENABLE_SRAM.
-    quantize: a calibration dataset (a dataset.txt, arrays, or "random" as in the CLI) -> int8 (ONNX only);
-    precision: "fp16" (default), "float32" or "int8"; quantized_algorithm ("normal", "kl_divergence", "mmse") and
-    float_layers (kept fp16): as `npurt.compile`;
-    mean / std: per-channel input normalisation fused into input conversion (then inputs are raw values).
+    quantize, precision, mean, std, quantized_algorithm, float_layers: how an ONNX model is compiled, the fields of
+    `npurt.model.options.CompileOptions` (documented there); a compiled model takes none of them.
     coherence: "coherent" (default), "strict" or "check" (see docs/coherence.md); dynamic_input: shape sets of a
     dynamic-shape ONNX model.
     """
@@ -107,8 +101,9 @@ class Session:
                                                        "ModelProto or a CompiledModel")
         if soc is not None and not isinstance(soc, str):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"soc must be a SoC name, got {soc!r}")
-        source, soc = _checked_prepare(model, soc, quantize, precision, mean, std, dynamic_input,
-                                       quantized_algorithm=quantized_algorithm, float_layers=float_layers)
+        options = CompileOptions(precision=precision, quantize=quantize, mean=mean, std=std,
+                                 quantized_algorithm=quantized_algorithm, float_layers=float_layers)
+        source, soc = _checked_prepare(model, soc, options, dynamic_input)
         self._ctx = Context(source, soc=soc, coherence=coherence, options=ContextOptions(sram=bool(sram)),
                             dynamic_input=dynamic_input, name=self.name)
         self._device = open_device(self._ctx.device.soc)      # the I/O buffers' own device reference

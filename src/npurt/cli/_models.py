@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import read_npy, regular_input
+from npurt.model.options import CompileOptions
 from npurt.model.sources import ZOO, resolve_dataset, resolve_model  # noqa: F401 (the commands use them from here)
 
 if TYPE_CHECKING:  # numpy loads only in the commands that read arrays: `npurt --help` stays light
@@ -40,36 +41,36 @@ def add_quantize_args(p: Any,
                    help="keep these layers (by the tensor they produce) in fp16, the rest int8")
 
 
-def quantize_options(args: Any) -> dict[str, Any]:
-    """The compile keywords of `add_quantize_args`' options that were given (for `load_model`)."""
-    options = {}
-    if getattr(args, "quantized_algorithm", None) is not None:
-        options["quantized_algorithm"] = args.quantized_algorithm
-    if getattr(args, "float_layers", None):
-        options["float_layers"] = list(args.float_layers)
-    if options and getattr(args, "quantize", None) is None:
+def compile_options(args: Any, mean: Any = None, std: Any = None) -> CompileOptions:
+    """The compile options of a command's arguments: `add_quantize_args`' options (those the command has) and the
+    `mean` / `std` it parsed."""
+    quantize = getattr(args, "quantize", None)
+    algorithm = getattr(args, "quantized_algorithm", None)
+    float_layers = getattr(args, "float_layers", None)
+    if (algorithm is not None or float_layers) and quantize is None:
         raise _bad("--quantized-algorithm and --float-layers need --quantize (they shape the int8 model)")
-    return options
+    return CompileOptions(quantize=quantize, mean=mean, std=std, quantized_algorithm=algorithm,
+                          float_layers=list(float_layers or ()))
 
 
-def load_model(arg: str, soc: str | None, quantize: str | None = None, mean: Any = None, std: Any = None,
-               progress: bool | None = None, **options: Any) -> Any:
-    """A CompiledModel for `arg`: loaded from a `.npurt` (its SoC must match `soc` when given) or compiled
-    (`options`: further `npurt.compile` keywords, e.g. quantized_algorithm)."""
+def load_model(arg: str, soc: str | None, options: CompileOptions = CompileOptions(),
+               progress: bool | None = None) -> Any:
+    """A CompiledModel for `arg`: loaded from a `.npurt` (its SoC must match `soc` when given; it takes no
+    `options`) or compiled with `options`."""
+    from npurt.exec.compile import compile_with
     import npurt
     path = resolve_model(arg)
     if progress is None:
         progress = sys.stdout.isatty()
     if is_compiled(path):
-        if quantize is not None or mean is not None or std is not None or options:
+        if options.given():
             raise _bad(f"{path.name} is already compiled: --quantize/--mean/--std and the other compile options "
                        f"apply to ONNX models")
         compiled = npurt.load_compiled(path)
         if soc and compiled.soc != soc.lower():
             raise NpuError(ErrorCode.PLATFORM_MISMATCH, f"{path.name} was compiled for {compiled.soc}, not {soc}")
         return compiled
-    return npurt.compile(path, soc=soc, quantize=resolve_dataset(quantize, path), mean=mean, std=std,
-                         progress=progress, **options)
+    return compile_with(path, options.replace(quantize=resolve_dataset(options.quantize, path)), soc, progress)
 
 
 def parse_floats(text: str | None, what: str) -> list[float] | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from npurt.cli._models import (add_quantize_args, is_compiled, resolve_dataset, quantize_options, read_inputs,
+from npurt.cli._models import (add_quantize_args, compile_options, is_compiled, read_inputs, resolve_dataset,
                                resolve_model)
 from npurt.cli._output import make_console, print_json, progress
 from npurt.cli._target import SOC_HELP, target_soc
@@ -33,8 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import npurt
     from npurt.api.accuracy import analyse, require_onnxruntime
+    from npurt.exec.compile import compile_with
     from npurt.model.calibrate import normalize_samples
     console = make_console(quiet=args.json)
     require_onnxruntime()
@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None and not args.plot.parent.is_dir():
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--plot folder does not exist: {args.plot.parent}")
     dataset = resolve_dataset(args.quantize, path)
-    compiled = npurt.compile(path, soc=profile.name, quantize=dataset, progress=not args.json and
-                             console.is_terminal, **quantize_options(args))
+    compiled = compile_with(path, compile_options(args).replace(quantize=dataset), profile.name,
+                            progress=not args.json and console.is_terminal)
     samples = [read_inputs(args.input, compiled)] if args.input else normalize_samples(dataset, compiled.graph.inputs)
     with progress(console, len(samples) > 1) as bar:
         task = bar.add_task("analysing", total=len(samples))

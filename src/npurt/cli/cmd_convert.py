@@ -17,12 +17,13 @@ import argparse
 import json
 from pathlib import Path
 
-from npurt.cli._models import (add_quantize_args, is_compiled, load_model, parse_floats, quantize_options,
+from npurt.cli._models import (add_quantize_args, compile_options, is_compiled, load_model, parse_floats,
                                resolve_dataset, resolve_model)
 from npurt.cli._output import human_bytes, make_console, print_json
 from npurt.cli._target import target_soc
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_output
+from npurt.model.options import CompileOptions
 from npurt.soc import get_profile
 
 
@@ -67,12 +68,12 @@ def parse_dynamic_input(values: list[str]) -> list[list[list[int]]]:
     return [list(shape_set) for shape_set in zip(*per_input)]
 
 
-def _compile_dynamic(path: Path, soc: str, args: argparse.Namespace, mean, std):
-    """compile_dynamic with the CLI's options; `--quantize random` draws samples at every shape set."""
-    from npurt.runtime.loader import compile_dynamic, parse_shape_sets
+def _compile_dynamic(path: Path, soc: str, args: argparse.Namespace, options: CompileOptions):
+    """compile_family with the CLI's options; `--quantize random` draws samples at every shape set."""
+    from npurt.runtime.loader import compile_family, parse_shape_sets
     shape_sets = parse_shape_sets(parse_dynamic_input(args.dynamic_input))
     quantize = resolve_dataset(args.quantize, path, shape_sets)
-    return compile_dynamic(str(path), soc, shape_sets, mean=mean, std=std, quantize=quantize, **quantize_options(args))
+    return compile_family(str(path), soc, shape_sets, options.replace(quantize=quantize))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,12 +87,11 @@ def run(args: argparse.Namespace) -> int:
     if is_compiled(path):
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{path} is already a compiled .npurt model")
     mean, std = parse_floats(args.mean, "--mean"), parse_floats(args.std, "--std")
+    options = compile_options(args, [mean] if mean else None, [std] if std else None)
     if args.dynamic_input:
-        compiled = _compile_dynamic(path, profile.name, args, [mean] if mean else None, [std] if std else None)
+        compiled = _compile_dynamic(path, profile.name, args, options)
     else:
-        compiled = load_model(str(path), profile.name, quantize=args.quantize, mean=[mean] if mean else None,
-                              std=[std] if std else None, progress=not args.json and console.is_terminal,
-                              **quantize_options(args))
+        compiled = load_model(str(path), profile.name, options, progress=not args.json and console.is_terminal)
     if args.qnn_io != "float32":
         set_graph_io(compiled, args.qnn_io)
     if args.output.suffix not in (".npurt", ".bin"):        # .bin: the QNN context binary's usual name

@@ -155,6 +155,7 @@ def _prepare(args: argparse.Namespace, console: Console, precision: str) -> tupl
     """The compiled model, its source file, and what was cached (cold/warm)."""
     from npurt.cli import _models
     from npurt.model import zoo
+    from npurt.model.options import CompileOptions
     t0 = time.perf_counter()
     key = args.model.removesuffix(".onnx")
     warm = key not in _models.ZOO or (zoo.cache_dir() / f"{zoo.cache_key(getattr(zoo, key))}.onnx").exists()
@@ -163,7 +164,7 @@ def _prepare(args: argparse.Namespace, console: Console, precision: str) -> tupl
     quantize = None
     if precision == "int8" and not _models.is_compiled(path):
         quantize = "random"
-    compiled = _models.load_model(str(path), args.soc, quantize=quantize,
+    compiled = _models.load_model(str(path), args.soc, CompileOptions(quantize=quantize),
                                   progress=not args.json and console.is_terminal)
     t2 = time.perf_counter()
     return compiled, path, {"model_cached": warm, "model_seconds": t1 - t0, "compile_seconds": t2 - t1,

@@ -14,7 +14,7 @@ from pathlib import Path
 from rich import box
 from rich.table import Table
 
-from npurt.cli._models import load_model, resolve_model
+from npurt.cli._models import compile_options, load_model, resolve_model
 from npurt.cli._output import make_console, print_json, print_text
 from npurt.cli._rknn_flow import Rknn, board_soc, mem_size, rknn_profile
 from npurt.cli._target import SOC_HELP, target_soc
@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         raise NpuError(ErrorCode.NOT_SUPPORTED, f"{profile.name} has no NPU SRAM (SRAM SoCs: rk3588, rk3576)")
     if args.plot:
         regular_output(args.plot, "--plot", [resolve_model(m) for m in args.models])
-    compiled = [load_model(m, profile.name, quantize=args.quantize, progress=not args.json and console.is_terminal)
+    options = compile_options(args)
+    compiled = [load_model(m, profile.name, options, progress=not args.json and console.is_terminal)
                 for m in args.models]
     rk = Rknn()
     r = rk.r

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from npurt.cli._models import add_quantize_args, load_model, quantize_options, resolve_model
+from npurt.cli._models import add_quantize_args, compile_options, load_model, resolve_model
 from npurt.cli._output import make_console, print_json, print_text
 from npurt.cli._target import SOC_HELP, target_soc
 from npurt.errors import ErrorCode, NpuError
@@ -54,12 +54,12 @@ def sram_for(compiled, profile, sram: int | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from npurt.plan.model_report import memory_rows, report_dict
+    from npurt.model.report import memory_rows, report_dict
     console = make_console(quiet=args.json)
     profile = get_profile(target_soc(args.soc, args.model))
     if args.plot:
         regular_output(args.plot, "--plot", [resolve_model(args.model)])
-    compiled = load_model(args.model, profile.name, quantize=args.quantize, **quantize_options(args),
+    compiled = load_model(args.model, profile.name, compile_options(args),
                           progress=not args.json and console.is_terminal)
     sram = sram_for(compiled, profile, args.sram)
     if args.plot:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from rich import box
 from rich.table import Table
 
-from npurt.cli._models import add_quantize_args, load_model, quantize_options, read_inputs, resolve_model
+from npurt.cli._models import add_quantize_args, compile_options, load_model, read_inputs, resolve_model
 from npurt.cli._output import make_console, ms, print_json
 from npurt.cli._rknn_flow import (Rknn, ZeroCopy, board_soc, general_frame, has_general_api, random_frames,
                                   rknn_profile)
@@ -85,8 +85,8 @@ def run(args: argparse.Namespace) -> int:
     inputs = [regular_input(p, "--input") for p in args.input]
     if args.output:
         regular_output(args.output, "--output", [path, *inputs])
-    compiled = load_model(str(path), profile.name, quantize=args.quantize,
-                          progress=not args.json and console.is_terminal, **quantize_options(args))
+    compiled = load_model(str(path), profile.name, compile_options(args),
+                          progress=not args.json and console.is_terminal)
     random = not args.input
     frame = random_frames(compiled, 1)[0] if random else read_inputs(args.input, compiled, dynamic=_dynamic(compiled))
     zero_copy = args.zero_copy or not has_general_api(profile)

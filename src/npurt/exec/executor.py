@@ -28,22 +28,15 @@ from npurt.exec.bind import SlotReader, SlotWriter, read_slot, typed_view, write
 from npurt.exec.evaluate import kernel_attrs
 from npurt.exec.kernels.blas import policy_threads, set_blas_threads
 from npurt.model.compiled import CompiledModel
-from npurt.model.mixed import CONVERT
 from npurt.model.weights import decode_weight, stored_view
 from npurt.plan.model_plan import MemoryPlan
 from npurt.tensor import DType
-
-
-def _identity(inputs: list, attrs: dict) -> list:
-    return [inputs[0]]
 
 
 def _kernel_for(op_type: str) -> Callable[[list, dict], list]:
     from npurt.exec.kernels import get_kernel, supported_ops
     if op_type in supported_ops():
         return get_kernel(op_type)
-    if op_type in ("Identity", CONVERT):      # Convert: a storage conversion, done by the slot reader and writer
-        return _identity
     raise NpuError(ErrorCode.NOT_SUPPORTED, f"op {op_type!r} is not supported")
 
 

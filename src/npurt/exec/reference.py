@@ -1,7 +1,8 @@
-"""A plain float32 interpreter over an ONNX graph, every node through the kernel registry.
+"""A plain float32 interpreter over an ONNX graph, every node through the kernel registry (`run_kernel`, the one
+node evaluator, `npurt.exec.evaluate`).
 
-It is the float reference for calibration and for the ONNX backend node tests: no layout, no
-quantisation, no memory planning - just values in a dict and the nodes in the order given.
+It is the float reference of the kernel tests and the ONNX backend node tests: no layout, no quantisation, no
+memory planning, no fallback for an op the kernels lack - just values in a dict and the nodes in the order given.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import onnx
 from onnx import numpy_helper
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.exec.evaluate import kernel_attrs
+from npurt.exec.evaluate import run_kernel
 from npurt.exec.kernels import get_kernel
 from npurt.model.ir import Node
 from npurt.model.onnx_import import constant_value, node_attributes
@@ -72,7 +73,7 @@ def run_reference(
             out = [constant_value(node)]
         else:
             try:
-                fn = get_kernel(node.op_type)
+                get_kernel(node.op_type)            # an op with no kernel is refused before its inputs are checked
             except NpuError as e:
                 raise NpuError(e.code, f"node '{label}' ({node.op_type}): {e.message}") from None
             args = []
@@ -85,7 +86,7 @@ def run_reference(
                     raise NpuError(ErrorCode.INVALID_MODEL,
                                    f"node '{label}': input '{name}' is not computed yet")
             ir_node = Node(node.name, node.op_type, list(node.input), list(node.output), node_attributes(node))
-            out = fn(args, kernel_attrs(ir_node, opset))
+            out = run_kernel(ir_node, args, opset)
         for name, val in zip(node.output, out):
             if name:
                 values[name] = _as_float32(np.asarray(val))

@@ -8,11 +8,14 @@ Modules, in pipeline order:
 - `calibrate`: int8 calibration (dataset.txt or arrays, min/max, per-tensor asymmetric affine).
 - `weights`: stored (compute-ready) weights: fp16, or per-channel int8 + int32 bias; the weight blob layout.
 - `attrs`: `TensorAttr` (vendor attr fields) and `TensorStorage` (native layout, type, sizes) per tensor.
+- `options`: `CompileOptions`, the compiler's options as one frozen object (one docstring per option).
 - `compiler`: `compile_onnx`, given the node evaluator and the supported ops from above
   (`npurt.exec.compile.compile_model`, exported as `npurt.compile`, passes them); it plans memory with the plan
   layer below.
 - `compiled`, `file_format`: `CompiledModel` (with its `MemoryPlan`) and its `.npurt` file (`read_compiled`,
   exported as `npurt.load_compiled`).
+- `report`: the rows of the RKNN_LOG_LEVEL=3 memory table for a compiled model and its plan (formatted by
+  `npurt.plan.report`).
 - `zoo`: deterministic test models.
 
 Nothing is imported here so that `import npurt.model.attrs` stays light.

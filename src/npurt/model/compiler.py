@@ -21,6 +21,7 @@ from npurt.model.compiled import CompiledModel
 from npurt.model.ir import Graph, Node
 from npurt.model.mixed import resolve_float_layers, split_precision
 from npurt.model.onnx_import import import_onnx
+from npurt.model.options import CompileOptions
 from npurt.model.passes import NodeEvaluator, optimize
 from npurt.model.weights import build_blob, encode_weights, layout_blob, stored_view
 from npurt.plan.model_plan import plan_model
@@ -28,7 +29,6 @@ from npurt.soc import get_profile
 from npurt.tensor import DType
 from npurt.tensor.ranges import check_algorithm
 
-PRECISIONS = ("fp16", "int8", "float32")
 _STORED = {"fp16": DType.FLOAT16, "int8": DType.INT8, "float32": DType.FLOAT32}
 
 
@@ -109,41 +109,15 @@ def never_internal(fn: Callable) -> Callable:
 
 
 @never_internal
-def compile_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str | None = None,
-                 quantize: object = None, mean: Sequence | None = None, std: Sequence | None = None,
-                 input_shapes: Mapping[str, Sequence[int]] | None = None, precision: str | None = None,
-                 progress: bool = True, quantized_algorithm: str = "normal", float_layers: Sequence[str] = (),
-                 qparams: Mapping[str, Sequence[float]] | None = None, *, evaluate: NodeEvaluator,
-                 supported: Collection[str]) -> CompiledModel:
-    """Compile an ONNX model for `soc` with the kernels given as `evaluate` and `supported` (see the module doc).
-
-    `quantize` is a calibration dataset (a dataset.txt path, arrays, lists of arrays per input, or dicts) and
-    selects int8; otherwise `precision` ("fp16" default, or "float32" the reference mode). `mean`/`std` are the
-    per-channel input normalisation the runtime fuses into input packing (one list per input, or one list for a
-    single-input model); calibration data is raw (pre-normalisation) when they are given. `quantized_algorithm`
-    chooses the int8 activation ranges: "normal" (min/max), "kl_divergence" or "mmse" (`npurt.tensor.ranges`).
-    `float_layers` (int8 only) names layers kept in fp16, by node or produced tensor (`npurt.model.mixed`).
-    `qparams` ({tensor: (scale, zero_point)}, e.g. from `calibrate_shapes`) selects int8 with that calibration
-    instead of running one on `quantize`.
-    """
+def compile_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str | None, options: CompileOptions,
+                 *, evaluate: NodeEvaluator, supported: Collection[str], progress: bool = True) -> CompiledModel:
+    """Compile an ONNX model for `soc` as `options` say (`npurt.model.options`), with the kernels given as
+    `evaluate` and `supported` (see the module doc); `progress` shows the calibration's bar."""
     profile = get_profile(soc)
-    if precision is None:
-        precision = "int8" if quantize is not None or qparams is not None else "fp16"
-    precision = {"float16": "fp16", "fp32": "float32", "i8": "int8"}.get(str(precision).lower(), str(precision).lower())
-    if precision not in PRECISIONS:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"precision must be one of {PRECISIONS}, got {precision!r}")
-    if precision == "int8" and quantize is None and qparams is None:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, "int8 precision needs a calibration dataset (quantize=...)")
-    if precision != "int8" and quantize is not None:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"quantize= given but precision is {precision!r}")
-    float_layers = [float_layers] if isinstance(float_layers, str) else list(float_layers or ())
-    if float_layers and precision != "int8":
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, "float_layers keep layers of an int8 model in fp16: give a "
-                                                   "calibration dataset (quantize=...)")
-    check_algorithm(quantized_algorithm)
-
+    options = options.checked()
+    precision, mean, std = options.precision, options.mean, options.std
     supported = frozenset(supported)
-    graph = optimize(import_onnx(model, input_shapes), evaluate, supported)
+    graph = optimize(import_onnx(model, options.input_shapes), evaluate, supported)
     _check_supported(graph, supported)
     _constant_outputs(graph)
     means = _per_input(mean, len(graph.inputs), "mean")
@@ -151,16 +125,16 @@ def compile_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str 
     _check_norm_channels(graph, means, "mean")
     _check_norm_channels(graph, stds, "std")
 
-    given, qparams = qparams, {}
-    float_nodes = resolve_float_layers(graph, float_layers) if float_layers else []
+    given, qparams = options.qparams, {}
+    float_nodes = resolve_float_layers(graph, options.float_layers) if options.float_layers else []
     if given is not None:
         qparams = {name: (float(v[0]), int(v[1])) for name, v in given.items()}
     elif precision == "int8":
-        samples = calib.normalize_samples(quantize, graph.inputs)
+        samples = calib.normalize_samples(options.quantize, graph.inputs)
         calib.check_samples(samples, graph)
         qparams = calib.calibrate(graph, samples, means if mean is not None else None,
                                   stds if std is not None else None, progress=progress, evaluate=evaluate,
-                                  algorithm=quantized_algorithm)
+                                  algorithm=options.algorithm)
     fp16 = split_precision(graph, float_nodes, qparams) if float_nodes else set()
 
     storage: dict[str, TensorStorage] = {}
@@ -204,25 +178,24 @@ def compile_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str 
         native_nhwc_output_attrs=[native_nhwc_attr(i, s, profile, False) for i, s in enumerate(outs)],
         mean=means, std=stds,
         meta={"op_counts": graph.op_counts(),
-              **({"quantized_algorithm": quantized_algorithm,
+              **({"quantized_algorithm": options.algorithm,
                   "float_layers": [n.outputs[0] for n in float_nodes]} if precision == "int8" else {})},
     )
 
 
 @never_internal
 def calibrate_shapes(model: "str | os.PathLike | bytes | onnx.ModelProto",
-                     shape_sets: Sequence[Mapping[str, Sequence[int]]], quantize: object,
-                     mean: Sequence | None = None, std: Sequence | None = None, progress: bool = True,
-                     quantized_algorithm: str = "normal", *, evaluate: NodeEvaluator,
-                     supported: Collection[str]) -> dict[str, tuple[float, int]]:
-    """One int8 calibration for every shape set of a dynamic-shape model: each sample of `quantize` runs the graph
-    of the shape set its arrays match (INVALID_ARGUMENT when they match none), ranges are taken over all of them;
-    pass the result to `compile_onnx(qparams=...)` for each shape set."""
-    check_algorithm(quantized_algorithm)
+                     shape_sets: Sequence[Mapping[str, Sequence[int]]], options: CompileOptions, *,
+                     evaluate: NodeEvaluator, supported: Collection[str], progress: bool = True
+                     ) -> dict[str, tuple[float, int]]:
+    """One int8 calibration (on `options.quantize`, with its mean, std and algorithm) for every shape set of a
+    dynamic-shape model: each sample runs the graph of the shape set its arrays match (INVALID_ARGUMENT when they
+    match none), ranges are taken over all of them; compile each shape set with the result as `qparams`."""
+    check_algorithm(options.algorithm)
     supported = frozenset(supported)
     graphs = [optimize(import_onnx(model, dict(shapes)), evaluate, supported) for shapes in shape_sets]
     inputs = graphs[0].inputs
-    samples = calib.normalize_samples(quantize, inputs)
+    samples = calib.normalize_samples(options.quantize, inputs)
     keys = [[tuple(g.tensors[n].shape) for n in g.inputs] for g in graphs]
     groups: list[list] = [[] for _ in graphs]
     for k, sample in enumerate(samples):
@@ -233,7 +206,7 @@ def calibrate_shapes(model: "str | os.PathLike | bytes | onnx.ModelProto",
         groups[keys.index(got)].append(sample)
     for g, group in zip(graphs, groups):
         calib.check_samples(group, g)
-    means = _per_input(mean, len(inputs), "mean") if mean is not None else None
-    stds = _per_input(std, len(inputs), "std") if std is not None else None
+    means = _per_input(options.mean, len(inputs), "mean") if options.mean is not None else None
+    stds = _per_input(options.std, len(inputs), "std") if options.std is not None else None
     return calib.calibrate_shared([(g, group) for g, group in zip(graphs, groups) if group], means, stds,
-                                  progress=progress, evaluate=evaluate, algorithm=quantized_algorithm)
+                                  progress=progress, evaluate=evaluate, algorithm=options.algorithm)

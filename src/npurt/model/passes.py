@@ -4,42 +4,22 @@ removal, BatchNormalization folded into Conv, activation fusion (Conv+Relu -> Co
 Folding evaluates nodes through an `evaluate(node, inputs, opset) -> outputs` callable the caller passes in, and
 fusion needs the set of supported ops: the model layer does not import the kernels (a layer above it).
 `npurt.exec.evaluate.evaluate_node` runs the executor's own kernels (so folded results are exactly what a run would
-compute) and falls back to `reference_evaluate` (`onnx.reference`) for ops the kernels lack.
+compute) and falls back to `onnx.reference` for ops the kernels lack.
 """
 from __future__ import annotations
 
 from typing import Collection
 
 import numpy as np
-import onnx
-from onnx import helper
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.model.ir import Graph, Node, node_guard
 from npurt.model.onnx_import import topo_sort
-from npurt.model.shapes import NodeEvaluator, fold_and_infer, node_proto
+from npurt.model.shapes import NodeEvaluator, fold_and_infer
 
 # Activations the kernels can fuse into the op before them, and the ops that accept a fused activation.
 FUSABLE_ACTIVATIONS = ("Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish")
 FUSING_OPS = ("Conv", "ConvTranspose", "Gemm", "MatMul", "Add")
-
-
-def reference_evaluate(node: Node, values: list[np.ndarray | None], opset: int) -> list[np.ndarray]:
-    """Evaluate one node on numpy inputs with `onnx.reference` (a `NodeEvaluator`; the kernels' fallback)."""
-    from onnx.reference import ReferenceEvaluator
-    names = [n for n in node.inputs]
-    feeds = {n: v for n, v in zip(names, values) if n and v is not None}
-    ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
-           for n, v in feeds.items()]
-    outs = [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in node.outputs if o]
-    g = helper.make_graph([node_proto(node)], "fold", ins, outs)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    try:
-        res = ReferenceEvaluator(m).run(None, feeds)
-    except Exception as exc:
-        raise NpuError(ErrorCode.NOT_SUPPORTED,
-                       f"node {node.name!r}: cannot evaluate op {node.op_type}: {exc}") from None
-    return [np.asarray(r) for r in res]
 
 
 def remove_identities(graph: Graph) -> Graph:

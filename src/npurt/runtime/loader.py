@@ -27,6 +27,7 @@ from typing import Any, Sequence
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input
 from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt, refuse_vendor_model
+from npurt.model.options import CompileOptions
 
 META_DYNAMIC = "dynamic_input"
 META_SOURCE = "source_onnx_b64"
@@ -39,19 +40,18 @@ _CACHE_SIZE = 16
 Shapes = list[tuple[int, ...]]
 
 
-def _compile(onnx_bytes: bytes, soc: str, input_shapes: dict | None = None, **options: Any):
-    """compile_model with a small content-keyed cache (compiled models are never mutated by the runtime);
-    `options`: JSON-able compile keywords (precision, mean, std, qparams, float_layers)."""
-    from npurt.exec.compile import compile_model
-    key = (hashlib.sha256(onnx_bytes).hexdigest(), soc, json.dumps(input_shapes, sort_keys=True),
-           json.dumps(options, sort_keys=True))
+def _compile(onnx_bytes: bytes, soc: str, options: CompileOptions):
+    """compile_with and a small content-keyed cache (compiled models are never mutated by the runtime); `options`
+    never carry a dataset or custom ops here (a family is calibrated once, into `qparams`)."""
+    from npurt.exec.compile import compile_with
+    key = (hashlib.sha256(onnx_bytes).hexdigest(), soc, json.dumps(options.input_shapes, sort_keys=True),
+           json.dumps(options.to_json(), sort_keys=True))
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    compiled = compile_model(onnx_bytes, soc=soc, input_shapes=input_shapes, progress=False,
-                             **{k: v for k, v in options.items() if v is not None})
+    compiled = compile_with(onnx_bytes, options, soc, progress=False)
     with _cache_lock:
         _cache[key] = compiled
         while len(_cache) > _CACHE_SIZE:
@@ -137,10 +137,10 @@ class ModelFamily:
     """The compiled model(s) behind a context: one static model, or one per declared shape set."""
 
     def __init__(self, compiled: Any, source_onnx: bytes | None = None, shape_sets: list[Shapes] | None = None,
-                 compile_args: dict | None = None) -> None:
+                 options: CompileOptions = CompileOptions()) -> None:
         self.shape_sets = shape_sets
         self.source_onnx = source_onnx
-        self.compile_args = compile_args or {}
+        self.options = options          # how each shape set compiles (its input_shapes added)
         self._by_shapes: dict[tuple, Any] = {}
         self.current = compiled
         if shape_sets and compiled is not None:
@@ -172,7 +172,8 @@ class ModelFamily:
         hit = self._by_shapes.get(key)
         if hit is None:
             names = list(self.current.graph.inputs)
-            hit = _compile(self.source_onnx, self.current.soc, dict(zip(names, map(list, key))), **self.compile_args)
+            hit = _compile(self.source_onnx, self.current.soc,
+                           self.options.replace(input_shapes=dict(zip(names, map(list, key)))))
             self._by_shapes[key] = hit
         return hit
 
@@ -183,22 +184,25 @@ class ModelFamily:
         return [self.for_shapes(s) for s in self.shape_sets]
 
 
-def compile_dynamic(onnx_model: Any, soc: str, dynamic_input: Any, precision: str | None = None,
-                    mean=None, std=None, quantize: Any = None, quantized_algorithm: str = "normal",
-                    float_layers: Sequence[str] = ()) -> Any:
+def compile_dynamic(onnx_model: Any, soc: str, dynamic_input: Any, **options: Any) -> Any:
+    """Compile a dynamic-shape model (`compile_family` with `options`: the fields of `CompileOptions`, e.g.
+    quantize, precision, mean, std)."""
+    return compile_family(onnx_model, soc, dynamic_input, CompileOptions(**options))
+
+
+def compile_family(onnx_model: Any, soc: str, dynamic_input: Any, options: CompileOptions) -> Any:
     """Compile a dynamic-shape model: the largest shape set, with the ONNX source and the shape sets kept in
-    `meta` so the `.npurt` it saves to can be loaded as a dynamic-shape model by `rknn_init`. `quantize` (a
-    calibration set whose samples each match one shape set) makes it int8 with one calibration shared by every
+    `meta` so the `.npurt` it saves to can be loaded as a dynamic-shape model by `rknn_init`. A calibration set
+    (`options.quantize`, whose samples each match one shape set) makes it int8 with one calibration shared by every
     shape set (kept in `meta` too, so each shape set compiled later uses it)."""
     raw, obj = _read(onnx_model)
     onnx_bytes = bytes(raw) if raw is not None else obj.SerializeToString()
-    family = _family_from_onnx(onnx_bytes, soc, parse_shape_sets(dynamic_input), precision, mean, std,
-                               quantize=quantize, quantized_algorithm=quantized_algorithm, float_layers=float_layers)
+    family = _family_from_onnx(onnx_bytes, soc, parse_shape_sets(dynamic_input), options)
     family.all()                # every shape set compiles: a bad one is an error now, not at rknn_init
     import dataclasses
     meta = dict(family.current.meta, **{META_DYNAMIC: [[list(s) for s in ss] for ss in family.shape_sets],
                                         META_SOURCE: base64.b64encode(family.source_onnx).decode("ascii"),
-                                        "compile_args": family.compile_args})
+                                        "compile_args": family.options.to_json()})
     return dataclasses.replace(family.current, meta=meta)      # the cached model itself stays as it was
 
 
@@ -236,36 +240,35 @@ def _free_varying_dims(onnx_bytes: bytes, shape_sets: list[Shapes]) -> bytes:
     return proto.SerializeToString()
 
 
-def _family_from_onnx(onnx_bytes: bytes, soc: str, shape_sets: list[Shapes] | None, precision=None, mean=None,
-                      std=None, quantize: Any = None, quantized_algorithm: str = "normal",
-                      float_layers: Sequence[str] = ()) -> ModelFamily:
+def _family_from_onnx(onnx_bytes: bytes, soc: str, shape_sets: list[Shapes] | None,
+                      options: CompileOptions = CompileOptions()) -> ModelFamily:
     if shape_sets:
         onnx_bytes = _free_varying_dims(bytes(onnx_bytes), shape_sets)
-    args: dict[str, Any] = {"precision": precision, "mean": mean, "std": std}
-    if float_layers:
-        args["float_layers"] = list(float_layers)
+    kept = CompileOptions(precision=options.precision, mean=options.mean, std=options.std,
+                          float_layers=list(options.float_layers))
     if not shape_sets:
-        if quantize is not None:
+        if options.quantize is not None:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, "quantize= here is for dynamic-shape models: compile a "
                                                        "static model with npurt.compile")
-        return ModelFamily(_compile(onnx_bytes, soc, None, **args))
+        return ModelFamily(_compile(onnx_bytes, soc, kept))
     names = _input_names(onnx_bytes)
     bad = next((s for s in shape_sets if len(s) != len(names)), None)
     if bad is not None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT,
                        f"dynamic_input shape sets have {len(bad)} shapes, the model has {len(names)} inputs")
-    if quantize is not None:
+    if options.quantize is not None:
         from npurt.exec.compile import calibrate_dynamic
-        qparams = calibrate_dynamic(onnx_bytes, [dict(zip(names, map(list, s))) for s in shape_sets], quantize,
-                                    mean, std, progress=False, quantized_algorithm=quantized_algorithm)
-        args.update(precision="int8", qparams={k: [float(v[0]), int(v[1])] for k, v in sorted(qparams.items())})
-    elif precision == "int8":
+        qparams = calibrate_dynamic(onnx_bytes, [dict(zip(names, map(list, s))) for s in shape_sets], options,
+                                    progress=False)
+        kept = kept.replace(precision="int8",
+                            qparams={k: [float(v[0]), int(v[1])] for k, v in sorted(qparams.items())})
+    elif options.precision == "int8":
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "an int8 dynamic-shape model needs a calibration dataset "
                                                    "(quantize=...) covering its shape sets")
-    tmp = ModelFamily(None, onnx_bytes, shape_sets, args)
+    tmp = ModelFamily(None, onnx_bytes, shape_sets, kept)
     biggest = tmp.largest()
-    first = _compile(onnx_bytes, soc, dict(zip(names, map(list, biggest))), **args)
-    return ModelFamily(first, onnx_bytes, shape_sets, args)
+    first = _compile(onnx_bytes, soc, kept.replace(input_shapes=dict(zip(names, map(list, biggest)))))
+    return ModelFamily(first, onnx_bytes, shape_sets, kept)
 
 
 def load_family(model: Any, soc: str, dynamic_input: Any = None, any_soc: bool = False) -> ModelFamily:
@@ -301,7 +304,7 @@ def _family_of_compiled(compiled: Any) -> ModelFamily:
     meta = compiled.meta or {}
     if META_DYNAMIC in meta and META_SOURCE in meta:
         return ModelFamily(compiled, base64.b64decode(meta[META_SOURCE]), parse_shape_sets(meta[META_DYNAMIC]),
-                           dict(meta.get("compile_args") or {}))
+                           CompileOptions.from_json(meta.get("compile_args") or {}))
     return ModelFamily(compiled)
 
 

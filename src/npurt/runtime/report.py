@@ -1,4 +1,4 @@
-"""The seed's RKNN_LOG_LEVEL=3 memory table of a live `Context`: the rows of `npurt.plan.model_report` at the
+"""The seed's RKNN_LOG_LEVEL=3 memory table of a live `Context`: the rows of `npurt.model.report` at the
 context's real device addresses — its internal arena, the SRAM it took, its bound inputs and outputs — rendered by
 `npurt.plan.report`. `rknn_init` logs it at RKNN_LOG_LEVEL>=3 (`npurt.rknn.api.memory_table`) and
 `npurt.Session.memory_report` prints it; `npurt demo` shows it for its context.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from npurt.plan.model_report import dtype_name, memory_rows
+from npurt.model.report import dtype_name, memory_rows
 from npurt.plan.report import MemoryRow, MemoryTotals, format_memory_table
 
 

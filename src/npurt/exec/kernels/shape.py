@@ -1,6 +1,6 @@
 """Shape and data-movement ops: Concat, Split, Slice, Reshape, Flatten, Transpose, Squeeze,
-Unsqueeze, Pad, Shape, Size, Gather(Elements), ConstantOfShape, Expand, Tile, Range, Identity,
-Dropout, DepthToSpace, SpaceToDepth.
+Unsqueeze, Pad, Shape, Size, Gather(Elements), ConstantOfShape, Expand, Tile, Range, Identity (and
+npurt's storage conversion `Convert`), Dropout, DepthToSpace, SpaceToDepth.
 
 Where an ONNX opset moved an attribute to an input (Split, Slice, Squeeze, Unsqueeze, Pad,
 Reshape), the kernel reads the one the model's opset defines.
@@ -12,14 +12,17 @@ from typing import Any
 import numpy as np
 
 from npurt.exec.kernels import kernel
+from npurt.model.mixed import CONVERT
 
 
 def _ints(a) -> list[int]:
     return [int(v) for v in np.asarray(a).reshape(-1)]
 
 
-@kernel("Identity")
+@kernel("Identity", CONVERT)
 def identity(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Identity, and npurt's `Convert` (`npurt.model.mixed`): the identity on logical values; Convert's change of
+    storage (fp16 to int8) is the executor's slot reader and writer."""
     return [inputs[0]]
 
 

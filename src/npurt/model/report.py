@@ -2,8 +2,8 @@
 builder behind `npurt report`, `npurt demo`, `rknn_init`'s log at RKNN_LOG_LEVEL>=3 and `Session.memory_report`
 (the last two through `npurt.runtime.report`, which supplies a live context's addresses).
 
-`plan/report.py` formats rows and computes the totals; this module only says which tensor is which row, as the
-seed's table (`tests/data/seed/memory_table.txt`, MobileNet v1) shows them:
+`npurt.plan.report` formats rows and computes the totals (it knows no models); this module says which tensor of a
+`CompiledModel` is which row, as the seed's table (`tests/data/seed/memory_table.txt`, MobileNet v1) shows them:
 - the model inputs first, then every internal tensor in schedule order (the order the nodes produce them), then
   the model outputs;
 - `User` is the op that consumes the tensor, with its fused activation (e.g. `ConvRelu`), the first one in schedule
@@ -26,9 +26,15 @@ seed's table (`tests/data/seed/memory_table.txt`, MobileNet v1) shows them:
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from npurt.plan.report import MemoryRow, MemoryTotals, compute_totals, sram_hit
+
+if TYPE_CHECKING:
+    from npurt.model.attrs import TensorStorage
+    from npurt.model.compiled import CompiledModel
+    from npurt.model.ir import Graph
+    from npurt.plan.model_plan import MemoryPlan
 
 _DTYPE_NAMES = {"float32": "FLOAT", "float16": "FLOAT16", "bfloat16": "BFLOAT16"}
 
@@ -39,7 +45,7 @@ def dtype_name(dtype: Any) -> str:
     return _DTYPE_NAMES.get(value, value.upper())
 
 
-def _user(graph: Any, name: str, default: str) -> str:
+def _user(graph: "Graph", name: str, default: str) -> str:
     """The display type of the first op consuming `name` (`default` when none does)."""
     info = graph.tensors.get(name)
     if info is None or not info.consumers:
@@ -47,7 +53,7 @@ def _user(graph: Any, name: str, default: str) -> str:
     return graph.nodes[min(info.consumers)].display_type
 
 
-def requested_float(storage: Any) -> tuple[str, tuple[int, ...], int]:
+def requested_float(storage: "TensorStorage") -> tuple[str, tuple[int, ...], int]:
     """(type, dims, bytes) of an output as the general API returns it: float outputs as FLOAT in their logical
     shape (n_elems * 4 bytes), other outputs as stored."""
     if storage.logical_dtype.startswith("float"):
@@ -55,8 +61,9 @@ def requested_float(storage: Any) -> tuple[str, tuple[int, ...], int]:
     return dtype_name(storage.dtype), tuple(storage.dims), int(storage.nbytes)
 
 
-def memory_rows(compiled: Any, sram_size: int = 0, arena_base: int = 0, io_addrs: Mapping[str, int] | None = None,
-                plan: Any = None, output_formats: Mapping[str, tuple[str, tuple[int, ...], int]] | None = None
+def memory_rows(compiled: "CompiledModel", sram_size: int = 0, arena_base: int = 0,
+                io_addrs: Mapping[str, int] | None = None, plan: "MemoryPlan | None" = None,
+                output_formats: Mapping[str, tuple[str, tuple[int, ...], int]] | None = None
                 ) -> tuple[list[MemoryRow], MemoryTotals]:
     """The table rows and the five totals of `compiled` run with `plan` (default: the model's own), its internal
     arena at device address `arena_base` with its first `sram_size` bytes in SRAM, its inputs/outputs at
@@ -97,13 +104,13 @@ def memory_rows(compiled: Any, sram_size: int = 0, arena_base: int = 0, io_addrs
     return rows, totals
 
 
-def plan_lower_bound(compiled: Any, plan: Any = None) -> int:
+def plan_lower_bound(compiled: "CompiledModel", plan: "MemoryPlan | None" = None) -> int:
     """Peak live bytes of the internal tensors (no arena can be smaller)."""
     plan = compiled.plan if plan is None else plan
     return int(getattr(plan, "lower_bound", 0) or 0)
 
 
-def report_dict(compiled: Any, sram_size: int) -> dict:
+def report_dict(compiled: "CompiledModel", sram_size: int) -> dict:
     """The JSON object of `npurt report`: totals at the top level, then one object per row (start/end relative
     to the internal arena; inputs and outputs have start 0 in their own buffers)."""
     rows, totals = memory_rows(compiled, sram_size)
