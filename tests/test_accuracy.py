@@ -13,7 +13,7 @@ from npurt.api.accuracy import (ADVICE_COSINE, AccuracyReport, TensorError, accu
 from npurt.errors import ErrorCode, NpuError
 from npurt.runtime.user_io import run_once
 from npurt.model.zoo import outlier_convnet, small_convnet
-from cli_helpers import fails, npurt as run_cli, ok_json
+from helpers.cli import fails, npurt as run_cli, ok_json
 
 
 def normal_samples(n: int, shape, seed: int) -> list[np.ndarray]:

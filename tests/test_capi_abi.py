@@ -12,17 +12,8 @@ import pytest
 from npurt import rknn
 from npurt.rknn import constants
 from npurt.soc.profiles import API_FUNCTIONS
-from capi_helpers import BUILD, compile_c, prefix, run_c
-
-# Vendor sizes on x86-64 (the C ABI of the public SDK V2.3.2 headers).
-VENDOR_SIZES = {
-    "rknn_input_output_num": 8, "rknn_tensor_attr": 376, "rknn_input_range": 33040, "rknn_perf_detail": 16,
-    "rknn_perf_run": 8, "rknn_sdk_version": 512, "rknn_mem_size": 64, "rknn_custom_string": 1024,
-    "rknn_tensor_mem": 40, "rknn_input": 32, "rknn_output": 24, "rknn_init_extend": 136, "rknn_run_extend": 24,
-    "rknn_output_extend": 8, "rknn_quant_params": 288, "rknn_matmul_tensor_attr": 332, "rknn_matmul_io_attr": 996,
-    "rknn_matmul_shape": 12, "rknn_matmul_info": 64, "rknn_custom_op_context": 48, "rknn_custom_op_tensor": 416,
-    "rknn_custom_op_attr": 272, "rknn_custom_op": 832, "rknn_context": 8,
-}
+from helpers.abi import RKNN_SIZES
+from helpers.capi import BUILD, compile_c, prefix, run_c
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +24,7 @@ def layout() -> dict[str, int]:
 
 def test_struct_sizes_match_vendor_and_ctypes(layout):
     sizes = {k: v for k, v in layout.items() if "." not in k}
-    for name, size in VENDOR_SIZES.items():
+    for name, size in RKNN_SIZES.items():
         assert sizes[name] == size, name
     for name, size in sizes.items():
         cls = getattr(rknn, name)

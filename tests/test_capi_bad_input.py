@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from capi_helpers import compile_c, prefix, run_c
+from helpers.capi import compile_c, prefix, run_c
 from helpers.models import convnet
 
 PARAM, MODEL, CTX, FAIL = -5, -6, -7, -1

@@ -11,7 +11,7 @@ import pytest
 from npurt.capi.build import LibrarySpec, build_library, header_functions, parse_functions
 from npurt.capi.rknnrt import HEADER_DIR, HEADERS
 from npurt.soc.profiles import API_FUNCTIONS
-from capi_helpers import BUILD, C_DIR, compile_c, run_c
+from helpers.capi import BUILD, C_DIR, compile_c, run_c
 
 DEMO = Path(__file__).resolve().parent / "capi_demo"
 

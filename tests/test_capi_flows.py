@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from capi_helpers import compile_c, prefix, run_c
+from helpers.capi import compile_c, prefix, run_c
 from helpers.flows import ATOL, classifier_model, frame, general_path, onnx_ref, uint8_model
 from helpers.models import convnet
 

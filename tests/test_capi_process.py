@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from capi_helpers import compile_c, prefix, run_c
+from helpers.capi import compile_c, prefix, run_c
 from helpers.models import convnet
 
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from capi_helpers import C_DIR, prefix, run_c
+from helpers.capi import C_DIR, prefix, run_c
 from helpers.models import convnet
 
 
@@ -52,7 +52,7 @@ def test_makefile_with_pkg_config(project):
 def test_examples_c_classifier_builds_with_its_makefile_and_ranks_like_onnxruntime(tmp_path):
     """examples/c: `make PREFIX=...` as docs/c-api.md says; its top-5 equals onnxruntime's on the same image."""
     import numpy as np
-    from capi_helpers import REPO
+    from helpers.capi import REPO
     from helpers.flows import classifier_model, frame, onnx_ref
     from npurt.model import zoo
     shutil.copytree(REPO / "examples" / "c", tmp_path / "c", ignore=shutil.ignore_patterns("classify"))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import npurt
-from cli_helpers import fails, npurt as run_cli, ok_json
+from helpers.cli import fails, npurt as run_cli, ok_json
 
 COMMANDS = ("accuracy", "bench", "capi", "convert", "demo", "mm", "plan", "report", "run")
 

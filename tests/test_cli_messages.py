@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cli_helpers import fails
+from helpers.cli import fails
 
 
 def _one_line(stderr: str) -> str:

@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import npurt
-from cli_helpers import npurt as run_cli, ok_json
+from helpers.cli import npurt as run_cli, ok_json
 from npurt.cli import cmd_demo
 from npurt.cli._rknn_flow import has_general_api
 from npurt.cli.cmd_convert import parse_dynamic_input
@@ -23,7 +23,7 @@ from npurt.soc import PROFILES, get_profile
 
 
 def _cli_json(capsys, *args) -> dict:
-    """`npurt ARGS --json` in this process (no interpreter start per call; `cli_helpers` covers the subprocess):
+    """`npurt ARGS --json` in this process (no interpreter start per call; `helpers.cli` covers the subprocess):
     exit 0, no vendor error line, one JSON document."""
     capsys.readouterr()
     assert main([*map(str, args), "--json"]) == 0, capsys.readouterr().err

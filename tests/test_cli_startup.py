@@ -60,7 +60,7 @@ def test_a_command_that_runs_still_loads_what_it_needs():
 def test_bad_choice_values_are_one_line_errors(tmp_path):
     """--qnn-io and --quantized-algorithm are checked when the command runs (their names live in the heavy layers),
     still as one line and exit 2, before anything is compiled."""
-    from cli_helpers import fails
+    from helpers.cli import fails
     fails("convert", "small_convnet", "--qnn-io", "float64", "-o", tmp_path / "x.npurt", words=("--qnn-io", "float16"))
     fails("convert", "small_convnet", "--quantize", "random", "--quantized-algorithm", "entropy", "-o", tmp_path / "x.npurt",
           words=("kl_divergence",))

@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from cli_helpers import fails, npurt as run_cli
+from helpers.cli import fails, npurt as run_cli
 from helpers.models import convnet
 
 PLAN_CSV = "id,lower,upper,size\n0,0,2,64\n1,1,3,32\n"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from cli_helpers import fails, npurt, ok_json
+from helpers.cli import fails, npurt, ok_json
 
 
 def test_demo_main_job_prints_table_dumps_and_timings():

@@ -8,7 +8,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from cli_helpers import fails
+from helpers.cli import fails
 from npurt.errors import NpuError
 from npurt.rknn import *  # noqa: F403
 from npurt.rknn.api_memory import mem_view

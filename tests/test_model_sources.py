@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import npurt
-from cli_helpers import npurt as run_cli
+from helpers.cli import npurt as run_cli
 from npurt import ErrorCode, NpuError
 from npurt.model import sources, zoo
 

@@ -21,7 +21,7 @@ import npurt.qnn as q
 from npurt.capi.qnnhtp import MEMBERS
 from npurt.model import zoo
 from npurt.qnn import system
-from capi_helpers import compile_c, prefix, run_c
+from helpers.capi import compile_c, prefix, run_c
 
 SMALL, SPILL = 32, 256
 TOL = 1e-3
@@ -179,7 +179,7 @@ def test_example_builds_and_runs_as_the_docs_say(pfx, tmp_path):
     import shutil
     import subprocess
     import onnxruntime as ort
-    from capi_helpers import REPO
+    from helpers.capi import REPO
     shutil.copytree(REPO / "examples" / "c", tmp_path / "c")
     subprocess.run(["make", "-C", str(tmp_path / "c"), f"PREFIX={pfx}", "qnn_shared_buffer"], check=True,
                    capture_output=True)

@@ -185,7 +185,7 @@ def test_use_case_from_the_environment(monkeypatch):
 
 
 def test_convert_qnn_io_option(tmp_path):
-    from cli_helpers import fails, ok_json
+    from helpers.cli import fails, ok_json
     out = tmp_path / "m.npurt"
     ok_json("convert", "small_convnet", "--soc", "sm8550", "--qnn-io", "float16", "-o", out)
     assert q.io_tensors(npurt.load_compiled(out))[0][0].v1.dataType == q.QNN_DATATYPE_FLOAT_16

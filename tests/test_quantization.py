@@ -12,7 +12,7 @@ from npurt.runtime.user_io import run_once
 from npurt.model.zoo import outlier_convnet
 from npurt.tensor import DType
 from npurt.tensor.ranges import HIST_BINS, choose_range, histogram_range, histogram_values
-from cli_helpers import fails, ok_json
+from helpers.cli import fails, ok_json
 
 
 def cosine(a, b) -> float:

@@ -6,20 +6,9 @@ import pytest
 import npurt.rknn as rk
 from npurt.rknn import constants as C
 from npurt.rknn import structs as S
+from helpers.abi import RKNN_SIZES
 
 lp64 = pytest.mark.skipif(ctypes.sizeof(ctypes.c_void_p) != 8, reason="sizes below are the LP64 ABI")
-
-# sizeof on x86-64 / aarch64 (the SDK V2.3.2 `rknn_api.h`)
-SIZES = {
-    "rknn_input_output_num": 8, "rknn_tensor_attr": 376, "rknn_tensor_mem": 40, "rknn_input": 32,
-    "rknn_output": 24, "rknn_mem_size": 64, "rknn_init_extend": 136, "rknn_run_extend": 24,
-    "rknn_output_extend": 8, "rknn_input_range": 33040, "rknn_sdk_version": 512, "rknn_custom_string": 1024,
-    "rknn_perf_detail": 16, "rknn_perf_run": 8,
-    "rknn_quant_params": 288, "rknn_matmul_tensor_attr": 332, "rknn_matmul_io_attr": 996,
-    "rknn_matmul_shape": 12, "rknn_matmul_info": 64,
-    "rknn_gpu_op_context": 24, "rknn_custom_op_context": 48, "rknn_custom_op_tensor": 416,
-    "rknn_custom_op_attr": 272, "rknn_custom_op": 832,
-}
 
 # (struct, field) -> offset, as the reference lists them
 OFFSETS = {
@@ -71,7 +60,7 @@ OFFSETS = {
 
 
 @lp64
-@pytest.mark.parametrize("name,size", sorted(SIZES.items()))
+@pytest.mark.parametrize("name,size", sorted(RKNN_SIZES.items()))
 def test_struct_size(name, size):
     assert ctypes.sizeof(getattr(rk, name)) == size
 

@@ -80,7 +80,7 @@ def test_no_test_draws_from_module_level_or_global_random_state():
 
 def test_the_scan_covers_the_helpers():
     names = {str(p.relative_to(TESTS)) for p in _sources()}
-    assert {"conftest.py", "helpers/models.py", "cli_helpers.py", "test_kernels_misc.py"} <= names
+    assert {"conftest.py", "helpers/models.py", "helpers/cli.py", "test_kernels_misc.py"} <= names
 
 
 @pytest.mark.parametrize("source, what", [

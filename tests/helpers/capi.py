@@ -12,7 +12,7 @@ from pathlib import Path
 
 import npurt.capi
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 C_DIR = REPO / "tests" / "c"
 BUILD = REPO / "build" / "test-capi"
 CAPI_SRC = Path(npurt.capi.__file__).resolve().parent
