@@ -16,6 +16,8 @@ import pytest
 from hypothesis import settings
 from onnx import TensorProto, helper, numpy_helper
 
+from helpers import oracle
+
 settings.register_profile("deterministic", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile("explore" if os.environ.get("NPURT_HYPOTHESIS") == "explore" else "deterministic")
@@ -40,15 +42,6 @@ def _single_node(op: str, inputs: dict[str, np.ndarray], consts: dict[str, np.nd
     return model
 
 
-def _ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
-
-
 @pytest.fixture
 def single_node():
     """Factory: single_node(op, inputs, consts=None, n_outputs=1, opset=17, **attrs) -> ModelProto."""
@@ -64,8 +57,8 @@ def rng() -> np.random.Generator:
 
 @pytest.fixture
 def run_ort():
-    """run_ort(model, feeds) -> list of onnxruntime outputs (CPU, one thread)."""
-    return _ort
+    """run_ort(model, feeds) -> list of onnxruntime outputs (CPU, one thread): `helpers.oracle.run_ort`."""
+    return oracle.run_ort
 
 
 def open_fds() -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 
 import npurt
@@ -14,6 +13,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.runtime.user_io import run_once
 from npurt.model.zoo import outlier_convnet, small_convnet
 from helpers.cli import fails, npurt as run_cli, ok_json
+from helpers.oracle import ort_session
 
 
 def normal_samples(n: int, shape, seed: int) -> list[np.ndarray]:
@@ -53,7 +53,7 @@ def test_rows_are_the_compiled_tensors_in_schedule_order(chain):
 
 def test_entire_error_of_each_output_is_its_cosine_computed_separately(chain):
     model, calib, compiled, report = chain
-    sess = ort.InferenceSession(model.SerializeToString())
+    sess = ort_session(model)
     out = compiled.graph.outputs[0]
     want = np.mean([cosine(run_once(compiled, [x])[0], sess.run(None, {"input": x})[0]) for x in calib])
     want_euc = np.mean([euclidean(run_once(compiled, [x])[0], sess.run(None, {"input": x})[0]) for x in calib])

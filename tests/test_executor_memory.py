@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import helper
 
@@ -15,6 +14,8 @@ from npurt.exec.executor import Executor, allocate
 from npurt.model.zoo import mobilenet_v2_like, small_convnet
 from npurt.tensor import DType, Layout, nc1hwc2_to_nchw
 
+from helpers.oracle import ort_session, run_ort
+
 
 def _ort_with_intermediates(model: onnx.ModelProto, names: list[str], feeds: dict) -> dict[str, np.ndarray]:
     m = onnx.ModelProto()
@@ -23,7 +24,7 @@ def _ort_with_intermediates(model: onnx.ModelProto, names: list[str], feeds: dic
     for n in names:
         if n not in have:
             m.graph.output.append(helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None))
-    sess = ort.InferenceSession(m.SerializeToString())
+    sess = ort_session(m)
     return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
 
 
@@ -96,8 +97,7 @@ def test_outputs_written_in_native_layout():
     pack_input(cm.native_input_attrs[0], x, ins[0])
     ex.run()
     attr = cm.native_output_attrs[0]
-    ref = ort.InferenceSession(small_convnet().SerializeToString()).run(None, {"input": x} if False else
-                                                                         {small_convnet().graph.input[0].name: x})[0]
+    ref = run_ort(small_convnet(), {small_convnet().graph.input[0].name: x})[0]
     raw = outs[0][:attr.size_with_stride].view(np.float16)
     assert attr.type is DType.FLOAT16
     np.testing.assert_allclose(raw.astype(np.float32).reshape(ref.shape), ref, atol=2e-3)

@@ -12,6 +12,8 @@ from npurt.exec.compile import optimize
 from npurt.runtime.user_io import run_once
 from npurt.model.onnx_import import import_onnx
 
+from helpers.oracle import run_ort
+
 
 def _f(name: str, arr) -> onnx.TensorProto:
     return numpy_helper.from_array(np.asarray(arr, np.float32), name)
@@ -53,8 +55,7 @@ def conv_bn_model(opset: int = 13, dynamic: bool = True, constant_nodes: bool = 
 
 
 def _ort(model: onnx.ModelProto, x: np.ndarray) -> list[np.ndarray]:
-    import onnxruntime as ort
-    return ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    return run_ort(model, {"x": x})
 
 
 def test_passes_fold_fuse_and_remove():

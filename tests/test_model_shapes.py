@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
@@ -21,13 +20,11 @@ from npurt.model.compiler import compile_onnx
 from npurt.model.options import CompileOptions
 
 from helpers.shape_models import graph_model, svtr_reshape, yolo_grid
+from helpers.oracle import run_ort
 
 
 def _ort(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return sess.run(None, {"x": x})[0]
+    return run_ort(model, {"x": x})[0]
 
 
 def _recording(calls: list):

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 
 import npurt
 from npurt.runtime.user_io import run_once
 from npurt.model import zoo
+
+from helpers.oracle import run_ort
 
 FP16_COS, FP16_ERR, INT8_COS = 0.9999, 1e-2, 0.999
 
@@ -28,10 +29,6 @@ def _feeds(model: onnx.ModelProto, rng: np.random.Generator) -> dict[str, np.nda
     return feeds
 
 
-def _ort(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
-    return ort.InferenceSession(model.SerializeToString()).run(None, feeds)
-
-
 def _cos(a: np.ndarray, b: np.ndarray) -> float:
     a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30))
@@ -39,7 +36,7 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
 
 def _check_fp16(model: onnx.ModelProto, seed: int = 0) -> None:
     feeds = _feeds(model, np.random.default_rng(seed))
-    ref = _ort(model, feeds)
+    ref = run_ort(model, feeds)
     got = run_once(npurt.compile(model, precision="fp16"), feeds)
     assert len(got) == len(ref)
     for g, r in zip(got, ref):
@@ -89,7 +86,7 @@ def test_int8_against_float_reference(name):
     assert cm.precision == "int8"
     for _ in range(2):
         feeds = _feeds(model, rng)                     # same distribution as the calibration data
-        for g, r in zip(run_once(cm, feeds), _ort(model, feeds)):
+        for g, r in zip(run_once(cm, feeds), run_ort(model, feeds)):
             assert _cos(g, r) >= INT8_COS, _cos(g, r)
 
 
@@ -97,4 +94,4 @@ def test_float32_reference_mode_is_exactish():
     model = zoo.mobilenet_v2_like(size=64)
     feeds = _feeds(model, np.random.default_rng(5))
     got = run_once(npurt.compile(model, precision="float32"), feeds)[0]
-    np.testing.assert_allclose(got, _ort(model, feeds)[0], rtol=1e-3, atol=1e-5)
+    np.testing.assert_allclose(got, run_ort(model, feeds)[0], rtol=1e-3, atol=1e-5)

@@ -22,6 +22,7 @@ from npurt.capi.qnnhtp import MEMBERS
 from npurt.model import zoo
 from npurt.qnn import system
 from helpers.capi import compile_c, prefix, run_c
+from helpers.oracle import run_ort
 
 SMALL, SPILL = 32, 256
 TOL = 1e-3
@@ -44,14 +45,12 @@ def _program(name: str, pfx) -> object:
 def _case(tmp_path, size: int, soc: str, precision: str = "float32"):
     """(model.bin, input.raw, reference): the small convnet as `npurt convert` writes it, a random input in the
     graph's own format (NHWC float32) and onnxruntime's output."""
-    import onnxruntime as ort
     model = npurt.compile(_onnx(size), soc=soc, precision=precision, progress=False)
     path = tmp_path / "model.bin"
     model.save(path)
     x = np.random.default_rng(size).normal(size=(1, 3, size, size)).astype(np.float32)
     (tmp_path / "input.raw").write_bytes(x.transpose(0, 2, 3, 1).tobytes())
-    ref = ort.InferenceSession(_onnx(size).SerializeToString(),
-                               providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    ref = run_ort(_onnx(size), {"input": x})[0]
     return path, tmp_path / "input.raw", ref
 
 
@@ -178,7 +177,6 @@ def test_example_builds_and_runs_as_the_docs_say(pfx, tmp_path):
     its printed outputs match onnxruntime on the same input."""
     import shutil
     import subprocess
-    import onnxruntime as ort
     from helpers.capi import REPO
     shutil.copytree(REPO / "examples" / "c", tmp_path / "c")
     subprocess.run(["make", "-C", str(tmp_path / "c"), f"PREFIX={pfx}", "qnn_shared_buffer"], check=True,
@@ -191,6 +189,5 @@ def test_example_builds_and_runs_as_the_docs_say(pfx, tmp_path):
     line = [x for x in out.splitlines() if ":" in x][-1]
     y = np.array([float(v) for v in line.split(":")[1].split()], np.float32)
     x = np.sin(0.01 * np.arange(SMALL * SMALL * 3)).astype(np.float32).reshape(1, SMALL, SMALL, 3)
-    ref = ort.InferenceSession(_onnx(SMALL).SerializeToString(), providers=["CPUExecutionProvider"]).run(
-        None, {"input": np.ascontiguousarray(x.transpose(0, 3, 1, 2))})[0]
+    ref = run_ort(_onnx(SMALL), {"input": np.ascontiguousarray(x.transpose(0, 3, 1, 2))})[0]
     assert np.abs(y - ref.reshape(-1)).max() < 3e-3

@@ -21,6 +21,7 @@ import npurt.qnn as q
 from npurt.qnn import device as htp_device
 from npurt.qnn.backend import lookup
 from npurt.qnn.mem_registry import REGISTRY
+from helpers.oracle import run_ort
 from helpers.qnn import (SMALL, Htp, binary, code, custom_descriptor, defer_config, get_property,  # noqa: F401
                               htp, ion_descriptor, native, ok, raw_tensors)
 
@@ -38,7 +39,6 @@ def conv21() -> onnx.ModelProto:
 
 
 def test_4d_graph_io_is_nhwc_float32_and_the_buffers_hold_plain_nhwc(htp):
-    import onnxruntime as ort
     model_proto = conv21()
     model = npurt.compile(model_proto, soc="rk3588", precision="fp16", progress=False)
     assert model.native_output_attrs[0].fmt.value == "NC1HWC2"          # natively NC1HWC2 fp16 ...
@@ -47,8 +47,7 @@ def test_4d_graph_io_is_nhwc_float32_and_the_buffers_hold_plain_nhwc(htp):
         assert t.v1.dataType == q.QNN_DATATYPE_FLOAT_32
         assert list(t.v1.dimensions[:t.v1.rank]) == dims
     x = np.random.default_rng(0).normal(size=(1, 3, 40, 40)).astype(np.float32)
-    ref = ort.InferenceSession(model_proto.SerializeToString(),
-                               providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    ref = run_ort(model_proto, {"input": x})[0]
     ctx = htp.context(model)
     graph = q.Qnn_GraphHandle_t()
     ok(htp.qi.graphRetrieve(ctx, model.graph.name, graph))

@@ -3,7 +3,6 @@ outlier model, against onnxruntime."""
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 
 import npurt
@@ -13,6 +12,7 @@ from npurt.model.zoo import outlier_convnet
 from npurt.tensor import DType
 from npurt.tensor.ranges import HIST_BINS, choose_range, histogram_range, histogram_values
 from helpers.cli import fails, ok_json
+from helpers.oracle import ort_session
 
 
 def cosine(a, b) -> float:
@@ -29,7 +29,7 @@ def samples(n: int, seed: int) -> list[np.ndarray]:
 def outlier():
     """(model, calibration set, held-out inputs, onnxruntime outputs of those)."""
     model = outlier_convnet()
-    sess = ort.InferenceSession(model.SerializeToString())
+    sess = ort_session(model)
     test = samples(4, 2)
     return model, samples(8, 1), test, [sess.run(None, {"input": x})[0] for x in test]
 

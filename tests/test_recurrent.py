@@ -5,7 +5,6 @@ the ONNX backend node tests (tests/test_node_backend.py runs every LSTM / GRU ca
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -13,14 +12,9 @@ import npurt
 from npurt.errors import NpuError
 
 from helpers.shape_models import crnn_head
+from helpers.oracle import run_ort
 
 SEQ, BATCH, IN, HID = 6, 2, 5, 4
-
-
-def _ort(model, feeds: dict) -> list:
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
 
 
 def _recurrent(op: str, direction: str, rng: np.random.Generator, initial: bool, seq_lens: bool = False):
@@ -86,7 +80,7 @@ def test_fp16_matches_onnxruntime(op, direction, initial):
     rng = np.random.default_rng(280)
     model = _recurrent(op, direction, rng, initial)
     feeds = _feeds(model, rng)
-    want = _ort(model, feeds)
+    want = run_ort(model, feeds)
     got = _run(npurt.compile(model, soc="rk3588", progress=False), feeds)
     assert len(got) == len(want)
     for g, w in zip(got, want):
@@ -100,7 +94,7 @@ def test_int8_keeps_cosine_099(op, direction):
     model = _recurrent(op, direction, rng, initial=False)
     calib = [_feeds(model, rng)["x"] for _ in range(8)]
     feeds = _feeds(model, rng)
-    want = _ort(model, feeds)
+    want = run_ort(model, feeds)
     got = _run(npurt.compile(model, soc="rk3588", quantize=calib, progress=False), feeds)
     for g, w in zip(got, want):
         assert g.shape == w.shape and _cos(g, w) >= 0.99
@@ -113,7 +107,7 @@ def test_sequence_lengths(op):
     rng = np.random.default_rng(282)
     model = _recurrent(op, "bidirectional", rng, initial=True, seq_lens=True)
     feeds = _feeds(model, rng)
-    want = _ort(model, feeds)
+    want = run_ort(model, feeds)
     for precision, tol in (("float32", 1e-5), ("fp16", 1e-2)):
         got = _run(npurt.compile(model, soc="rk3588", precision=precision, progress=False), feeds)
         for g, w in zip(got, want):
@@ -124,7 +118,7 @@ def test_crnn_head_with_initial_states_from_a_shape_subgraph():
     rng = np.random.default_rng(283)
     model = crnn_head(rng)
     x = rng.standard_normal((1, 6, 1, 9)).astype(np.float32)
-    want = _ort(model, {"x": x})[0]
+    want = run_ort(model, {"x": x})[0]
     fp16 = npurt.compile(model, soc="rk3588", input_shapes={"x": [1, 6, 1, 9]}, progress=False)
     assert "ConstantOfShape" not in fp16.graph.op_counts()          # folded from the static shape
     got = _run(fp16, {"x": x})[0]

@@ -2,7 +2,8 @@
 test, a fixture or a helper function), never from module state, so any test passes alone, in any order, under
 xdist. Scans every Python file under tests/ for a generator bound at module or class level, numpy's global-state
 API (`np.random.seed`, `np.random.rand`, ...) and the stdlib `random` module. Hypothesis strategies are fine
-(hypothesis seeds them)."""
+(hypothesis seeds them). Also the suite's layout: onnxruntime sessions are built only by `helpers.oracle` (the same
+options in every test), and shared helpers live in `tests/helpers/`, not beside the test modules."""
 from __future__ import annotations
 
 import ast
@@ -81,6 +82,17 @@ def test_no_test_draws_from_module_level_or_global_random_state():
 def test_the_scan_covers_the_helpers():
     names = {str(p.relative_to(TESTS)) for p in _sources()}
     assert {"conftest.py", "helpers/models.py", "helpers/cli.py", "test_kernels_misc.py"} <= names
+
+
+def test_onnxruntime_sessions_are_built_only_by_the_oracle_helper():
+    builders = sorted(f"{p.relative_to(TESTS)}:{node.lineno}" for p in _sources() for node in ast.walk(ast.parse(
+        p.read_text())) if isinstance(node, ast.Call) and _dotted(node.func).split(".")[-1] == "InferenceSession")
+    assert [b.split(":")[0] for b in builders] == ["helpers/oracle.py"], builders
+
+
+def test_the_top_level_holds_only_test_modules_and_conftest():
+    others = sorted(p.name for p in TESTS.glob("*.py") if p.name != "conftest.py" and not p.name.startswith("test_"))
+    assert not others, f"shared helpers belong in tests/helpers/: {others}"
 
 
 @pytest.mark.parametrize("source, what", [

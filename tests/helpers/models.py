@@ -4,8 +4,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+
+from helpers.oracle import ort_session
 
 
 def _weights() -> tuple[np.ndarray, ...]:
@@ -85,7 +86,7 @@ def dynamic_convnet(with_metadata: bool = True) -> bytes:
 
 def reference(model: bytes, *inputs: np.ndarray) -> list[np.ndarray]:
     """onnxruntime's outputs for `inputs` (in graph input order)."""
-    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    sess = ort_session(model)
     names = [i.name for i in sess.get_inputs()]
     return sess.run(None, dict(zip(names, inputs)))
 

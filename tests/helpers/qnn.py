@@ -16,6 +16,8 @@ import npurt
 import npurt.qnn as q
 from npurt.model import zoo
 
+from helpers.oracle import run_ort
+
 SMALL = 32
 SPILL = 256
 
@@ -34,10 +36,8 @@ def binary(size: int = SMALL, precision: str = "float32"):
 @functools.lru_cache(maxsize=None)
 def sample(size: int = SMALL) -> tuple[np.ndarray, np.ndarray]:
     """(input, onnxruntime output) for the small convnet at `size`."""
-    import onnxruntime as ort
     x = np.random.default_rng(size).normal(size=(1, 3, size, size)).astype(np.float32)
-    sess = ort.InferenceSession(onnx_model(size).SerializeToString(), providers=["CPUExecutionProvider"])
-    return x, sess.run(None, {"input": x})[0]
+    return x, run_ort(onnx_model(size), {"input": x})[0]
 
 
 def ok(ret: int) -> None:

@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from helpers.oracle import ort_session
+
 
 @dataclass(frozen=True)
 class RealModel:
@@ -189,11 +191,8 @@ def onnxruntime_run(name: str, x: np.ndarray) -> list[np.ndarray]:
 
 @lru_cache(maxsize=None)
 def _ort_session(name: str):
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.log_severity_level = 3           # ddddocr's CRNN declares output [1, -1] and returns [T, 1, C]: ORT warns
-    return ort.InferenceSession(str(model_path(name)), so, providers=["CPUExecutionProvider"])
+    # quiet: ddddocr's CRNN declares output [1, -1] and returns [T, 1, C], and onnxruntime warns on every run
+    return ort_session(model_path(name), quiet=True)
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
