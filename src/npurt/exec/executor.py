@@ -23,10 +23,11 @@ from typing import Any, Callable, MutableMapping
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.exec import native
-from npurt.exec.bind import SlotReader, SlotWriter, read_slot, typed_view, write_slot
+from npurt.exec import inplace
+from npurt.exec.bind import SlotReader, SlotWriter, read_slot, write_slot
 from npurt.exec.evaluate import kernel_attrs
 from npurt.exec.kernels.blas import policy_threads, set_blas_threads
+from npurt.memory.mapping import typed_view
 from npurt.model.compiled import CompiledModel
 from npurt.model.weights import decode_weight, stored_view
 from npurt.plan.model_plan import MemoryPlan
@@ -63,8 +64,8 @@ class _WeightReader:
         return self.value if self.value is not None else self.decode()
 
 
-def _native_step(run: Callable[[], None]) -> Callable[[list, dict], tuple]:
-    """A native step in the (kernel, readers, writers) shape: no readers, no writers, it does its own I/O."""
+def _inplace_step(run: Callable[[], None]) -> Callable[[list, dict], tuple]:
+    """A in-place step in the (kernel, readers, writers) shape: no readers, no writers, it does its own I/O."""
     def step(inputs: list, attrs: dict) -> tuple:
         run()
         return ()
@@ -108,15 +109,15 @@ class Executor:
     """Runs `compiled` over bound memory laid out by `plan` (default: the compiled model's own plan)."""
 
     def __init__(self, compiled: CompiledModel, plan: MemoryPlan | None = None, cache_weights: bool = True,
-                 custom_ops: MutableMapping[str, Callable] | None = None, native: bool = True) -> None:
+                 custom_ops: MutableMapping[str, Callable] | None = None, inplace: bool = True) -> None:
         """custom_ops: op type -> callable(node, inputs, attrs) (the context's registered custom ops; the mapping
         is kept, not copied). A registered type overrides the built-in kernel; custom-domain nodes always go
-        through it. native: compute the ops `npurt.exec.native` handles directly on their NC1HWC2 slots (same
+        through it. inplace: compute the ops `npurt.exec.inplace` handles directly on their NC1HWC2 slots (same
         slots, same stored results up to float rounding); False forces the generic read/kernel/write path."""
         self.model = compiled
         self.plan = plan or compiled.plan
         self.cache_weights = cache_weights
-        self.native = native
+        self.inplace = inplace
         self.custom_ops = custom_ops if custom_ops is not None else {}
         g = compiled.graph
         self._kernels = [(self._resolve(n), kernel_attrs(n, g.opset)) for n in g.nodes]
@@ -204,14 +205,14 @@ class Executor:
         in_max = max([math.prod(s.dims) for s in m.storage.values()] + [1])
         self._stage = np.empty(in_max, np.int8) if DType.INT8 in dtypes else None
         weights = {name: self._weight_reader(name, w) for name in g.constants}
-        ctx = native.Context(m.storage, views, {n: r.value for n, r in weights.items() if r.value is not None}) \
-            if self.native else None
+        ctx = inplace.StepBinding(m.storage, views, {n: r.value for n, r in weights.items() if r.value is not None}) \
+            if self.inplace else None
         steps = []
         for node, (fn, attrs) in zip(g.nodes, self._kernels):
             if ctx is not None and not getattr(node, "domain", "") and node.op_type not in self.custom_ops:
-                step = native.prepare(node, fn, attrs, ctx)
+                step = inplace.prepare(node, fn, attrs, ctx)
                 if step is not None:
-                    steps.append((_native_step(step), attrs, (), (), node))
+                    steps.append((_inplace_step(step), attrs, (), (), node))
                     continue
             cursor = 0
             readers = []

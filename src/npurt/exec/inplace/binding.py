@@ -1,4 +1,4 @@
-"""What native steps need from the executor at bind: the tensors' storage, their slot views, constant values, and
+"""What in-place steps need from the executor at bind: the tensors' storage, their slot views, constant values, and
 scratch buffers shared by all steps."""
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
-from npurt.exec.bind import typed_view
+from npurt.memory.mapping import typed_view
 
 
-class Context:
+class StepBinding:
     """Storage, slot views, constant values and shared scratch for `prepare`."""
 
     def __init__(self, storage: dict, views: dict, constants: dict) -> None:
