@@ -199,8 +199,8 @@ class SlotWriter:
         self.compiled_convert = None
         if st.layout is Layout.NC1HWC2 and _kernels.enabled():
             quant = (self.inv_scale, self.zp) if st.quantized else None
-            self.compiled_convert = lambda y: pconvert(lambda blocks: _kernels.planes_to_lanes(self.view, y, quant, blocks),
-                                             st.dims[1], self.view.size)
+            self.compiled_convert = lambda y: pconvert(
+                lambda blocks: _kernels.planes_to_lanes(self.view, y, quant, blocks), st.dims[1], self.view.size)
 
     @staticmethod
     def needs_scratch(st: TensorStorage) -> int:
