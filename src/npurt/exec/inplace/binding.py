@@ -40,5 +40,6 @@ class StepBinding:
         return self.temp.take("float32b", np.float32, n)
 
     def typed_scratch(self, dtype: np.dtype, n: int) -> np.ndarray:
-        """A scratch of `n` elements of `dtype` shared by all steps (stored-type staging of conv outputs)."""
+        """A scratch of `n` elements of `dtype` shared by all steps (stored-type staging of conv outputs, int8
+        pair-table indices)."""
         return self.temp.take("stored", dtype, n)

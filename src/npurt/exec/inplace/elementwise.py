@@ -86,7 +86,7 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
     y = kernel([np.repeat(va, 256), np.tile(vb, 256)], attrs)[0]
     table = stored_table("int8", y, so)
     au, bu, ou = bits(a), bits(b), bits(o)
-    index = np.empty(a.shape, np.uint16)
+    index = ctx.typed_scratch(np.uint16, a.size).reshape(a.shape)      # temp: shared with other steps
 
     def run_int8() -> None:
         np.left_shift(au, 8, out=index, dtype=np.uint16)
