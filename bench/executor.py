@@ -4,11 +4,11 @@ Rows: mobilenet_v2_like (224) and yolov8n_like (320) in npurt fp16 and int8 (act
 type in a bound arena; `Executor.run()` only, inputs already packed) against onnxruntime float32
 (`InferenceSession.run`). ORT's intra_op_num_threads is the executor's BLAS thread count ($NPURT_BLAS_THREADS,
 default 1; `--threads N` sets it). ratio = npurt / onnxruntime (goal: fp16 <= 2).
-Also reported: how many steps run natively (`npurt.exec.native`: computed on their NC1HWC2 slots, with their
+Also reported: how many steps run in place (`npurt.exec.inplace`: computed on their NC1HWC2 slots, with their
 conversions fused in, so not separable), the share of npurt time spent in the generic steps' slot conversions
 (native layout/type <-> float32), and the kernels-only ratio (npurt time minus those conversions, over ORT).
-`--generic` runs every step through the generic slot -> float32 -> kernel -> slot path (`Executor(native=False)`,
-the executor before `npurt.exec.native`), for before/after comparisons.
+`--generic` runs every step through the generic slot -> float32 -> kernel -> slot path (`Executor(inplace=False)`,
+the executor before `npurt.exec.inplace`), for before/after comparisons.
 Run: python bench/executor.py [--quick] [--threads N] [--generic]
 """
 from __future__ import annotations
@@ -60,7 +60,7 @@ def _conversion_share(ex, repeats: int = 3) -> float:
     return t_conv / t_all if t_all else 0.0
 
 
-def run(quick: bool = False, native: bool = True) -> list[dict]:
+def run(quick: bool = False, inplace: bool = True) -> list[dict]:
     """One row per (model, precision): npurt and ORT median latency (ms) and their ratio."""
     import onnxruntime as ort
 
@@ -88,14 +88,14 @@ def run(quick: bool = False, native: bool = True) -> list[dict]:
                   "progress": False} if precision == "int8" else {"precision": precision}
             cm = npurt.compile(model, **kw)
             w, a, ins, outs = allocate(cm)
-            ex = Executor(cm, native=native)
+            ex = Executor(cm, inplace=inplace)
             ex.bind(w, a, ins, outs)
             pack_input(cm.native_input_attrs[0], x, ins[0])
             t_np, t_ort = _median_pair(ex.run, lambda: sess.run(None, {iname: x}), repeats)
             rows.append({"model": name, "precision": precision, "threads": threads,
                          "npurt_ms": t_np * 1e3, "ort_ms": t_ort * 1e3, "ratio": t_np / t_ort,
                          "conversion_share": (share := _conversion_share(ex, 1 if quick else 3)),
-                         "native_steps": sum(1 for st in ex._steps if not st[2] and not st[3]),
+                         "inplace_steps": sum(1 for st in ex._steps if not st[2] and not st[3]),
                          "steps": len(ex._steps),
                          "kernel_ratio": t_np * (1 - share) / t_ort,
                          "arena_bytes": cm.internal_size, "weight_bytes": cm.weight_size})
@@ -109,18 +109,18 @@ def main() -> None:
     quick = "--quick" in sys.argv
     if "--threads" in sys.argv:
         os.environ["NPURT_BLAS_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
-    rows = run(quick=quick, native="--generic" not in sys.argv)
+    rows = run(quick=quick, inplace="--generic" not in sys.argv)
     console = Console(width=140)
     console.print(f"threads (npurt BLAS = onnxruntime intra_op): {rows[0]['threads'] if rows else blas_threads()}")
-    path = "generic steps only" if "--generic" in sys.argv else "native steps"
+    path = "generic steps only" if "--generic" in sys.argv else "in-place steps"
     table = Table(title=f"npurt executor ({path}) vs onnxruntime (batch 1, median)")
-    for col in ("model", "precision", "npurt ms", "ORT fp32 ms", "ratio", "native steps", "in conversions",
+    for col in ("model", "precision", "npurt ms", "ORT fp32 ms", "ratio", "in-place steps", "in conversions",
                 "kernels-only ratio",
                 "arena", "weights"):
         table.add_column(col, justify="right" if col not in ("model", "precision") else "left")
     for r in rows:
         table.add_row(r["model"], r["precision"], f"{r['npurt_ms']:.2f}", f"{r['ort_ms']:.2f}", f"{r['ratio']:.2f}x",
-                      f"{r['native_steps']}/{r['steps']}", f"{r['conversion_share'] * 100:.0f}%",
+                      f"{r['inplace_steps']}/{r['steps']}", f"{r['conversion_share'] * 100:.0f}%",
                       f"{r['kernel_ratio']:.2f}x",
                       f"{r['arena_bytes'] / 2**20:.2f} MiB",
                       f"{r['weight_bytes'] / 2**20:.2f} MiB")

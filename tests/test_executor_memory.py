@@ -11,6 +11,7 @@ import npurt
 from npurt.errors import ErrorCode, NpuError
 from npurt.runtime.user_io import pack_input, unpack_output
 from npurt.exec.executor import Executor, allocate
+from npurt.exec.temp import TempMemory
 from npurt.model.zoo import mobilenet_v2_like, small_convnet
 from npurt.tensor import DType, Layout, nc1hwc2_to_nchw
 
@@ -87,7 +88,7 @@ def test_no_hidden_activation_copies():
     cm = npurt.compile(small_convnet(), precision="fp16")
     ex, *_ = _bound(cm)
     total_logical = sum(np.prod(s.shape) * 4 for n, s in cm.storage.items() if n in cm.plan.offsets)
-    assert ex._scratch.nbytes < total_logical        # one bounded scratch, not a float copy of every tensor
+    assert ex.temp.sizes()["float32"] < total_logical      # a bounded conversion scratch, not a copy of every tensor
 
 
 def test_outputs_written_in_native_layout():
@@ -195,3 +196,36 @@ def test_threaded_conversions_match(monkeypatch):
     threaded = run_once(cm, [x])[0]
     monkeypatch.setenv("NPURT_EXEC_THREADS", "1")
     assert np.array_equal(threaded, run_once(cm, [x])[0])
+
+
+def test_temp_memory_counts_what_it_holds():
+    """A region that grows keeps counting the buffer it replaced (earlier steps still hold views of it)."""
+    temp = TempMemory()
+    a = temp.take("r", np.float32, 10)
+    b = temp.take("r", np.float32, 100)
+    assert a.size == 10 and b.size == 100 and b.dtype == np.float32
+    assert temp.sizes() == {"r": 64 + 400} and temp.nbytes == 464
+    temp.clear()
+    assert temp.nbytes == 0
+
+
+def test_one_accounted_temp_memory():
+    """Both step paths take their scratch from the executor's one TempMemory; a rebind replaces it (no growth),
+    and its bytes are what the runtime reports (mem_size().temp_size, the memory report)."""
+    cm = npurt.compile(small_convnet(), precision="fp16")
+    ex, w, a, i, o = _bound(cm)
+    sizes = ex.temp.sizes()
+    assert {"float32", "float16", "padded"} <= set(sizes) and ex.temp.nbytes == sum(sizes.values())
+    first = ex.temp.nbytes
+    ex.bind(w, a, i, o)
+    assert ex.temp.nbytes == first
+    generic = Executor(cm, inplace=False)
+    generic.bind(*allocate(cm))
+    assert set(generic.temp.sizes()) == {"float32", "float16"}     # the in-place regions only with in-place steps
+    x = np.random.default_rng(2).normal(size=(1, 3, 32, 32)).astype(np.float32)
+    with npurt.Session(small_convnet(), precision="fp16") as s:
+        assert s.mem_size().temp_size == 0                          # taken at the first run's bind
+        s.run(x)
+        m = s.mem_size()
+        assert m.temp_size == first
+        assert f"Executor Temp Memory (host, step scratch): {first}" in s.memory_report()

@@ -217,13 +217,13 @@ def test_executor_writes_the_same_bytes_with_and_without_the_kernels(name, preci
     calib = [rng.standard_normal(shape).astype(np.float32) for _ in range(2)] if precision == "int8" else None
     cm = npurt.compile(model, soc="rk3588", quantize=calib, progress=False)
     x = rng.standard_normal(shape).astype(np.float32)
-    for native_steps in (True, False):
+    for inplace_steps in (True, False):
         stored = []
         for compiled in (True, False):
             before = K.set_enabled(compiled)
             try:
                 w, a, i, o = allocate(cm)
-                ex = Executor(cm, native=native_steps)
+                ex = Executor(cm, inplace=inplace_steps)
                 ex.bind(w, a, i, o)
                 pack_input(cm.native_input_attrs[0], x, i[0])
                 ex.run()
@@ -265,7 +265,7 @@ def test_threaded_slot_conversions_give_the_same_bytes(monkeypatch):
         before = K.set_enabled(compiled)
         try:
             w, a, i, o = allocate(cm)
-            ex = Executor(cm, native=False)
+            ex = Executor(cm, inplace=False)
             ex.bind(w, a, i, o)
             pack_input(cm.native_input_attrs[0], x, i[0])
             ex.run()

@@ -8,8 +8,8 @@ import pytest
 
 import npurt.qnn as q
 from npurt.qnn.backend import core_of, lookup
-from npurt.qnn.context import Context
-from npurt.qnn.graph import Graph
+from npurt.qnn.context import QnnContext
+from npurt.qnn.graph import QnnGraph
 from npurt.qnn.htp_plan import PROPERTY_GRANULE, plan_htp, round_granule
 from npurt.soc.htp import HTP_PROFILES
 from helpers.qnn import (SMALL, SPILL, binary, custom_descriptor, defer_config, get_property, htp,  # noqa: F401
@@ -54,7 +54,7 @@ def test_executor_uses_the_vtcm_and_the_registered_spillfill(htp):
     ok(htp.qi.memRegister(ctx_h, custom_descriptor(q.QNN_HTP_MEM_SHARED_SPILLFILL_BUFFER, spill_size,
                                                    fd=q.rpcmem_to_fd(spill_ptr)), 1, handle))
     ok(htp.qi.contextFinalize(ctx_h, None))
-    ctx = lookup(ctx_h, Context)
+    ctx = lookup(ctx_h, QnnContext)
     core = core_of("sm8350")
     stats = core.device.stats()
     assert stats.sram_bytes == HTP_PROFILES["sm8350"].vtcm_size    # the VTCM is taken while a context uses it
@@ -62,7 +62,7 @@ def test_executor_uses_the_vtcm_and_the_registered_spillfill(htp):
     ins, outs, yout = raw_tensors(model, x)
     ok(htp.qi.graphExecute(graph, ins, 1, outs, 1, None, None))
     assert np.abs(q.tensor_specs(model)[1][0].unpack(yout) - ref).max() < 1e-4
-    g = lookup(graph, Graph)
+    g = lookup(graph, QnnGraph)
     vtcm = core.vtcm.device_view()                           # the VTCM memfd, through its own mapping
     spill = q.rpcmem_view(spill_ptr, spill_size)
     checked = {"vtcm": 0, "spill": 0}

@@ -13,7 +13,7 @@ import pytest
 import npurt.qnn as q
 from npurt.memory.mapping import new_memfd
 from npurt.qnn.backend import core_of, lookup
-from npurt.qnn.context import Context
+from npurt.qnn.context import QnnContext
 from npurt.qnn.mem_registry import REGISTRY
 from conftest import open_fds
 from helpers.qnn import (SMALL, SPILL, binary, code, custom_descriptor, defer_config,  # noqa: F401
@@ -431,7 +431,7 @@ def test_concurrent_sharing_needs_both_buffers(native):
     try:
         ok(one_handle(native.qi, ctx, custom_descriptor(SF, size, qurt=addr))[0])
         assert code(native.qi.contextFinalize(ctx, None)) == q.QNN_CONTEXT_ERROR_INVALID_CONFIG
-        c = lookup(ctx, Context)
+        c = lookup(ctx, QnnContext)
         assert not c.finalized and REGISTRY.count() == 1       # still deferred: the user may add the other one
     finally:
         native.close()
@@ -595,7 +595,7 @@ def test_onnx_as_context_binary_and_bad_binaries(htp):
     ctx = q.Qnn_ContextHandle_t()
     data = onnx_model(SMALL).SerializeToString()
     ok(htp.qi.contextCreateFromBinary(htp.backend, None, None, data, len(data), ctx, None))
-    c = lookup(ctx, Context)
+    c = lookup(ctx, QnnContext)
     assert c.compiled.soc == c.backend.profile.name == "sm8350"        # compiled for the backend's own HTP SoC
     ins, outs, yout = raw_tensors(c.compiled, x)
     g = q.Qnn_GraphHandle_t()
@@ -621,7 +621,7 @@ def test_onnx_binary_is_compiled_for_the_backends_soc():
     try:
         ctx = q.Qnn_ContextHandle_t()
         ok(h8550.qi.contextCreateFromBinary(h8550.backend, None, None, data, len(data), ctx, None))
-        c = lookup(ctx, Context)
+        c = lookup(ctx, QnnContext)
         assert c.compiled.soc == "sm8550" and c.htp.vtcm_used <= 8 << 20
         ins, outs, yout = raw_tensors(c.compiled, x)
         g = q.Qnn_GraphHandle_t()

@@ -135,8 +135,8 @@ def test_runtime_context_refuses_a_plan_that_does_not_fit_the_model():
 def test_qnn_graph_execute_goes_through_runtime_context_run(monkeypatch):
     import npurt.qnn as q
     from npurt.qnn.backend import core_of, lookup
-    from npurt.qnn.context import Context as QnnContext
-    from npurt.qnn.graph import Graph
+    from npurt.qnn.context import QnnContext
+    from npurt.qnn.graph import QnnGraph
     from npurt.runtime import Context
     from helpers.qnn import SPILL, Htp, binary, ok, raw_tensors, sample
     calls = []
@@ -152,7 +152,7 @@ def test_qnn_graph_execute_goes_through_runtime_context_run(monkeypatch):
         model, (x, ref) = binary(SPILL), sample(SPILL)
         ctx_h = h.context(model)
         graph = h.graph(ctx_h)
-        ctx, g = lookup(ctx_h, QnnContext), lookup(graph, Graph)
+        ctx, g = lookup(ctx_h, QnnContext), lookup(graph, QnnGraph)
         rt = ctx.runtime
         assert isinstance(rt, Context) and rt.plan is ctx.htp.plan and rt.device is core_of("sm8350").device
         ins, outs, yout = raw_tensors(model, x)

@@ -57,7 +57,7 @@ def test_ion_input_and_output(htp):
     y = out_spec[0].unpack(q.rpcmem_view(out_ptr, out_spec[0].nbytes))
     assert np.abs(y - ref).max() < TOL
     # zero copy: the graph's I/O views are the rpcmem memory itself
-    g = q.backend.lookup(graph, q.graph.Graph)
+    g = q.backend.lookup(graph, q.graph.QnnGraph)
     bound_in = g.executor._views[model.graph.inputs[0]][0]
     assert bound_in.ctypes.data == in_ptr
     # a second frame through the same buffers
@@ -229,7 +229,7 @@ def test_native_concurrent_spillfill_and_vtcm_backup_sharing(native):
         # Execute graphs: both contexts, then both at once from two threads (concurrent sharing allows it)
         io = [raw_tensors(model, x) for _ in range(2)]
         ok(qi.graphExecute(graph1, io[0][0], 1, io[0][1], 1, None, None))
-        ctx1 = q.backend.lookup(context1, q.context.Context)
+        ctx1 = q.backend.lookup(context1, q.context.QnnContext)
         vtcm_image1 = ctx1.vtcm_view().copy()                  # context1's activations in VTCM
         ok(qi.graphExecute(graph2, io[1][0], 1, io[1][1], 1, None, None))
         out_spec = q.tensor_specs(model)[1][0]

@@ -1,7 +1,7 @@
 """The memory report a session prints: the table of the RKNN NPU SRAM guide ("Query Model SRAM Occupancy"; its
 figures in `tests/data/seed/memory_table.txt`: what librknnrt logs at RKNN_LOG_LEVEL=3) for the session's context —
 built by `npurt.runtime.report`, the same table `rknn_init` logs — followed by what the session allocated: its
-input/output buffers, the device memory, SRAM.
+input/output buffers, the device memory, SRAM and the executor's temp memory (host scratch its steps share).
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ def format_memory_report(ctx: Any, in_bufs: Sequence[Any] = (), out_bufs: Sequen
               f"Total DMA Allocated Size (context): {m.dma_allocated}",
               f"Total Device Memory (context + I/O): {m.dma_allocated + io_bytes}",
               f"SRAM: total {m.sram_total}, used by this model {m.sram_used}, free {m.sram_free}",
+              f"Executor Temp Memory (host, step scratch): {m.temp_size}",
               f"Device: {ctx.device.soc}, coherence {ctx.device.coherence}, precision {compiled.precision}",
               RULE]
     return "\n".join(lines)

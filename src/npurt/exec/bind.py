@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Sequence
 
 import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.errors import ErrorCode, NpuError
+from npurt.memory.mapping import typed_view
 from npurt.model.attrs import TensorStorage
 from npurt.tensor import DType, Layout
 
@@ -90,13 +90,6 @@ def pconvert(kernel, blocks: int, size: int) -> bool:
     return all([f.result() for f in futures]) and done
 
 
-def typed_view(raw: np.ndarray, dtype: np.dtype, dims: Sequence[int], offset: int = 0) -> np.ndarray:
-    """A typed, shaped view of bytes `raw[offset:]` (no copy)."""
-    dt = np.dtype(dtype)
-    n = math.prod(dims)
-    return raw[offset:offset + n * dt.itemsize].view(dt).reshape(tuple(dims))
-
-
 class SlotReader:
     """Reads one stored tensor as the float32 (or integer) logical array a kernel takes.
 
@@ -130,16 +123,16 @@ class SlotReader:
             self.src = self.view
             self.tmp = scratch[:math.prod(shape)].reshape(shape)
             self.result = self.tmp
-        self.native = None
+        self.compiled_convert = None
         if st.layout in (Layout.NC1HWC2, Layout.NHWC) and not self.direct:
-            self.native = self._native(st)
+            self.compiled_convert = self._compiled_convert(st)
         self.stage = None
         if self.quantized and not self.src.flags.c_contiguous:
             if stage is None or stage.size < self.tmp.size:
                 stage = np.empty(self.tmp.size, np.int8)
             self.stage = stage[:self.tmp.size].reshape(self.tmp.shape)
 
-    def _native(self, st: TensorStorage):
+    def _compiled_convert(self, st: TensorStorage):
         """The compiled transpose-and-convert for this read (NC1HWC2, or NHWC as one block of C lanes), or None."""
         lanes = self.view if st.layout is Layout.NC1HWC2 else self.view.reshape(st.dims[0], 1, *st.dims[1:])
         planes = self.tmp.reshape(lanes.shape[0], -1, *self.tmp.shape[-2:])
@@ -152,8 +145,8 @@ class SlotReader:
         return lambda: pconvert(convert, lanes.shape[1], planes.size)
 
     def read(self) -> np.ndarray:
-        if self.native is not None:
-            self.native()
+        if self.compiled_convert is not None:
+            self.compiled_convert()
         elif not self.direct:
             if self.quantized:
                 q = self.src
@@ -203,11 +196,11 @@ class SlotWriter:
             if used < c1:
                 self.pad_views.append(self.view[:, used:])
             self.nc = (n, c2, h, w)
-        self.native = None
+        self.compiled_convert = None
         if st.layout is Layout.NC1HWC2 and _kernels.enabled():
             quant = (self.inv_scale, self.zp) if st.quantized else None
-            self.native = lambda y: pconvert(lambda blocks: _kernels.planes_to_lanes(self.view, y, quant, blocks),
-                                             st.dims[1], self.view.size)
+            self.compiled_convert = lambda y: pconvert(
+                lambda blocks: _kernels.planes_to_lanes(self.view, y, quant, blocks), st.dims[1], self.view.size)
 
     @staticmethod
     def needs_scratch(st: TensorStorage) -> int:
@@ -226,7 +219,7 @@ class SlotWriter:
                 raise NpuError(ErrorCode.INTERNAL, f"tensor {self.st.name!r}: kernel produced shape {y.shape}, "
                                                    f"the plan expects {self.shape}")
             y = y.reshape(self.shape)
-        if self.native is not None and y.dtype == np.float32 and self.native(y):
+        if self.compiled_convert is not None and y.dtype == np.float32 and self.compiled_convert(y):
             return
         if self.tmp is not None:
             y = self._quantize(y)

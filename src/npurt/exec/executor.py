@@ -7,9 +7,10 @@ step, the kernel, its attrs, one `SlotReader` per input and one `SlotWriter` per
 
 Every intermediate activation lives in its planned slot of the internal arena, in native layout and type. Kernels
 see float32 logical arrays: each read converts into one float32 scratch buffer whose size is the largest
-per-step need (bounded and reused; never a copy of all activations). Weights are decoded from the bound weights
-view into their float32 compute form once per bind (`cache_weights=True`, the default; rebind after changing
-weight memory) or on every run (`cache_weights=False`).
+per-step need (bounded and reused; never a copy of all activations). That scratch and the in-place steps' are one
+temp memory (`npurt.exec.temp`, `Executor.temp`; the runtime reports it as `mem_size().temp_size`). Weights are
+decoded from the bound weights view into their float32 compute form once per bind (`cache_weights=True`, the
+default; rebind after changing weight memory) or on every run (`cache_weights=False`).
 
 Threads: `run()` sets numpy's OpenBLAS to `policy_threads()` ($NPURT_BLAS_THREADS, default 1; read at bind).
 See `npurt.exec.kernels.blas` for the measurements behind the default.
@@ -23,10 +24,12 @@ from typing import Any, Callable, MutableMapping
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.exec import native
-from npurt.exec.bind import SlotReader, SlotWriter, read_slot, typed_view, write_slot
+from npurt.exec import inplace
+from npurt.exec.bind import SlotReader, SlotWriter, read_slot, write_slot
 from npurt.exec.evaluate import kernel_attrs
 from npurt.exec.kernels.blas import policy_threads, set_blas_threads
+from npurt.exec.temp import TempMemory
+from npurt.memory.mapping import typed_view
 from npurt.model.compiled import CompiledModel
 from npurt.model.weights import decode_weight, stored_view
 from npurt.plan.model_plan import MemoryPlan
@@ -63,8 +66,8 @@ class _WeightReader:
         return self.value if self.value is not None else self.decode()
 
 
-def _native_step(run: Callable[[], None]) -> Callable[[list, dict], tuple]:
-    """A native step in the (kernel, readers, writers) shape: no readers, no writers, it does its own I/O."""
+def _inplace_step(run: Callable[[], None]) -> Callable[[list, dict], tuple]:
+    """A in-place step in the (kernel, readers, writers) shape: no readers, no writers, it does its own I/O."""
     def step(inputs: list, attrs: dict) -> tuple:
         run()
         return ()
@@ -108,20 +111,21 @@ class Executor:
     """Runs `compiled` over bound memory laid out by `plan` (default: the compiled model's own plan)."""
 
     def __init__(self, compiled: CompiledModel, plan: MemoryPlan | None = None, cache_weights: bool = True,
-                 custom_ops: MutableMapping[str, Callable] | None = None, native: bool = True) -> None:
+                 custom_ops: MutableMapping[str, Callable] | None = None, inplace: bool = True) -> None:
         """custom_ops: op type -> callable(node, inputs, attrs) (the context's registered custom ops; the mapping
         is kept, not copied). A registered type overrides the built-in kernel; custom-domain nodes always go
-        through it. native: compute the ops `npurt.exec.native` handles directly on their NC1HWC2 slots (same
+        through it. inplace: compute the ops `npurt.exec.inplace` handles directly on their NC1HWC2 slots (same
         slots, same stored results up to float rounding); False forces the generic read/kernel/write path."""
         self.model = compiled
         self.plan = plan or compiled.plan
         self.cache_weights = cache_weights
-        self.native = native
+        self.inplace = inplace
         self.custom_ops = custom_ops if custom_ops is not None else {}
         g = compiled.graph
         self._kernels = [(self._resolve(n), kernel_attrs(n, g.opset)) for n in g.nodes]
         self._steps: list[tuple] = []
         self._views: dict[str, tuple[np.ndarray, int]] = {}
+        self.temp = TempMemory()            # the steps' shared scratch, (re)taken at bind; `temp.nbytes` counts it
         self._bound = False
 
     def _resolve(self, node: Any) -> Callable[[list, dict], list]:
@@ -191,27 +195,30 @@ class Executor:
     def _prepare(self, w: np.ndarray, views: dict[str, tuple[np.ndarray, int]]) -> list[tuple]:
         m = self.model
         g = m.graph
-        # One float32 scratch: the largest per-step total of input conversions plus output quantisation.
+        temp = self.temp
+        temp.clear()
+        # The slot conversions' float32 region: the largest per-step total of input conversions plus output
+        # quantisation, taken before the in-place steps share (and may grow) it.
         need = 0
         for node in g.nodes:
             ins = sum(SlotReader.needs_scratch(m.storage[t]) for t in node.inputs if t and t in m.storage)
             outs = max([SlotWriter.needs_scratch(m.storage[t]) for t in node.outputs if t] + [0])
             need = max(need, ins + outs)
-        self._scratch = np.empty(max(need, 1), np.float32)
+        scratch = temp.take("float32", np.float32, max(need, 1))
         out_max = max([math.prod(m.storage[t].shape) for n in g.nodes for t in n.outputs if t] + [1])
         dtypes = {s.dtype for s in m.storage.values()}          # mixed precision: fp16 and int8 side by side
-        self._half = np.empty(out_max, np.float16) if DType.FLOAT16 in dtypes else None
+        half = temp.take("float16", np.float16, out_max) if DType.FLOAT16 in dtypes else None
         in_max = max([math.prod(s.dims) for s in m.storage.values()] + [1])
-        self._stage = np.empty(in_max, np.int8) if DType.INT8 in dtypes else None
+        stage = temp.take("int8", np.int8, in_max) if DType.INT8 in dtypes else None
         weights = {name: self._weight_reader(name, w) for name in g.constants}
-        ctx = native.Context(m.storage, views, {n: r.value for n, r in weights.items() if r.value is not None}) \
-            if self.native else None
+        ctx = inplace.StepBinding(m.storage, views, {n: r.value for n, r in weights.items() if r.value is not None},
+                                  temp) if self.inplace else None
         steps = []
         for node, (fn, attrs) in zip(g.nodes, self._kernels):
             if ctx is not None and not getattr(node, "domain", "") and node.op_type not in self.custom_ops:
-                step = native.prepare(node, fn, attrs, ctx)
+                step = inplace.prepare(node, fn, attrs, ctx)
                 if step is not None:
-                    steps.append((_native_step(step), attrs, (), (), node))
+                    steps.append((_inplace_step(step), attrs, (), (), node))
                     continue
             cursor = 0
             readers = []
@@ -224,7 +231,7 @@ class Executor:
                     st = m.storage[t]
                     k = SlotReader.needs_scratch(st)
                     raw, off = views[t]
-                    readers.append(SlotReader(st, raw, off, self._scratch[cursor:cursor + k] if k else None, self._stage))
+                    readers.append(SlotReader(st, raw, off, scratch[cursor:cursor + k] if k else None, stage))
                     cursor += k
             writers = []
             for t in node.outputs:
@@ -233,7 +240,7 @@ class Executor:
                     continue
                 st = m.storage[t]
                 raw, off = views[t]
-                writers.append(SlotWriter(st, raw, off, self._scratch[cursor:] if st.quantized else None, self._half))
+                writers.append(SlotWriter(st, raw, off, scratch[cursor:] if st.quantized else None, half))
             steps.append((fn, attrs, tuple(r.read for r in readers), tuple(wr.write if wr else None for wr in writers),
                           node))
         return steps

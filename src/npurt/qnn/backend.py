@@ -23,7 +23,7 @@ from npurt.qnn import device as htp_device
 from npurt.soc.htp import HtpProfile
 
 if TYPE_CHECKING:
-    from npurt.qnn.context import Context
+    from npurt.qnn.context import QnnContext
 
 RETIRED_MAX = 64                        # freed graphs whose handles still give the precise error
 HANDLES = HandleTable(first=1, step=1, keep_retired=RETIRED_MAX)
@@ -47,7 +47,7 @@ class HtpCore:
         self.busy: dict[tuple, Any] = {}         # memory key -> the graph executing with it
         self.vtcm: Buffer | None = None
         self.vtcm_users = 0
-        self.vtcm_owner: "Context | None" = None  # context whose activations the VTCM holds
+        self.vtcm_owner: "QnnContext | None" = None  # context whose activations the VTCM holds
 
     def take_vtcm(self) -> Buffer:
         """The VTCM buffer (allocated on first use); pair with `give_vtcm`."""
@@ -58,7 +58,7 @@ class HtpCore:
             self.vtcm_users += 1
             return self.vtcm
 
-    def give_vtcm(self, ctx: "Context") -> None:
+    def give_vtcm(self, ctx: "QnnContext") -> None:
         with self.state_lock:
             if self.vtcm_owner is ctx:
                 self.vtcm_owner = None
@@ -110,7 +110,7 @@ class Backend:
         self.core = _acquire_core(soc)
         self.device = self.core.device
         self.profile = self.core.profile
-        self.contexts: list["Context"] = []
+        self.contexts: list["QnnContext"] = []
         self.freed = False
         self.may_adopt = adopt          # no SoC configured: the first HTP context binary decides it
         self.adopted = False

@@ -40,10 +40,10 @@ RUNTIME_OPTIONS = ContextOptions(weights_outside=True, internal_outside=True, ca
                                  flush_inputs=False, invalidate_outputs=False)
 
 if TYPE_CHECKING:
-    from npurt.qnn.graph import Graph
+    from npurt.qnn.graph import QnnGraph
 
 
-class Context:
+class QnnContext:
     """One loaded context binary on one backend."""
 
     def __init__(self, backend: Backend, compiled: CompiledModel, *, deferred: bool, priority: int,
@@ -58,7 +58,7 @@ class Context:
         self.freed = False
         self.lock = threading.RLock()
         self.htp: HtpMemoryPlan = plan_htp(compiled.plan, backend.profile.vtcm_size)
-        self.graphs: dict[str, "Graph"] = {}
+        self.graphs: dict[str, "QnnGraph"] = {}
         # built at finalize (all released by `free`)
         self.runtime: RuntimeContext | None = None
         self._owned: list[Buffer] = []          # QNN's own weights / spill-fill buffers (no registered one)
@@ -82,7 +82,7 @@ class Context:
     # -- finalize --------------------------------------------------------------------------------------
     def finalize(self) -> None:
         """Build the context's memory and its graphs; QnnError on failure (then nothing is kept)."""
-        from npurt.qnn.graph import Graph
+        from npurt.qnn.graph import QnnGraph
         ext = {r.kind: r for r in REGISTRY.of_context(self) if r.kind in (WEIGHTS, SPILLFILL, VTCMBACKUP)}
         if self.concurrent and (SPILLFILL in ext) != (VTCMBACKUP in ext):
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG,
@@ -94,7 +94,7 @@ class Context:
                                f"the registered {rec.kind} buffer was freed before contextFinalize")
         try:
             self._build_memory(ext)
-            graph = Graph(self)
+            graph = QnnGraph(self)
         except QnnError:
             self._release_memory()
             raise

@@ -4,7 +4,7 @@ Graph I/O tensors are the compiled model's native input/output tensors (the layo
 writes: e.g. NHWC float16/float32, int8 with scale/offset). `TensorSpec` describes one and `io_tensors` builds the
 `Qnn_Tensor_t` lists an application fills (what QnnSystemContext_getBinaryInfo gives on a device).
 
-Execution (`Graph.execute`) goes through the context's `npurt.runtime.Context`, with the graph's I/O path
+Execution (`QnnGraph.execute`) goes through the context's `npurt.runtime.Context`, with the graph's I/O path
 (`GraphIo`, a zero-copy path that also converts quantized tensors around each run) plugged in: each tensor's memory
 is bound with `Context.bind` and `Context.run` runs the model, so binding rules, the run guard, perf counters and
 teardown are the runtime's. What is QNN's:
@@ -45,7 +45,7 @@ from npurt.runtime.zero_copy import ZeroCopyIo
 from npurt.tensor import DType, Layout
 
 if TYPE_CHECKING:
-    from npurt.qnn.context import Context
+    from npurt.qnn.context import QnnContext
 
 _QNN_TYPE = {DType.FLOAT32: C.QNN_DATATYPE_FLOAT_32, DType.FLOAT16: C.QNN_DATATYPE_FLOAT_16,
              DType.BFLOAT16: C.QNN_DATATYPE_BFLOAT_16, DType.INT8: C.QNN_DATATYPE_INT_8,
@@ -147,7 +147,7 @@ def _spec(index: int, is_input: bool, native: TensorAttr, st: Any, io: str) -> T
 
 
 def tensor_specs(ctx_or_model: Any) -> tuple[list[TensorSpec], list[TensorSpec]]:
-    """The graph's input and output tensor specs (from a `Context` or a `CompiledModel`)."""
+    """The graph's input and output tensor specs (from a `QnnContext` or a `CompiledModel`)."""
     m = getattr(ctx_or_model, "compiled", ctx_or_model)
     io = m.meta.get("qnn_io", "float32")
     out: tuple[list[TensorSpec], list[TensorSpec]] = ([], [])
@@ -167,11 +167,11 @@ def _body(t: Qnn_Tensor_t):
     return t.v2 if int(t.version) == C.QNN_TENSOR_VERSION_2 else t.v1
 
 
-class Graph:
+class QnnGraph:
     """The graph of a finalized context, bound to its memory through the context's runtime context."""
 
-    def __init__(self, ctx: "Context") -> None:
-        self.context: "Context | None" = ctx
+    def __init__(self, ctx: "QnnContext") -> None:
+        self.context: "QnnContext | None" = ctx
         self.name = ctx.compiled.graph.name
         self.inputs, self.outputs = tensor_specs(ctx)
         device = ctx.backend.device
@@ -257,7 +257,7 @@ class Graph:
             return ("raw",), MemRef(io_buf, 0, spec.nbytes, spec.name), data
         raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what}: memType {mem_type} is not supported")
 
-    def _sequential_keys(self, ctx: "Context") -> list[tuple]:
+    def _sequential_keys(self, ctx: "QnnContext") -> list[tuple]:
         """Memory this execution must not share with another executing graph."""
         keys = []
         for kind, rec in ctx.external.items():
@@ -297,7 +297,7 @@ class Graph:
                     if core.busy.get(key, (None,))[0] is self:
                         del core.busy[key]
 
-    def _run(self, ctx: "Context", core, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+    def _run(self, ctx: "QnnContext", core, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
         for rec in ctx.external.values():
             if not rec.alive():
                 raise QnnError(C.QNN_GRAPH_ERROR_MEM_ALLOC,
@@ -347,7 +347,7 @@ class GraphIo(ZeroCopyIo):
         super().__init__(rt)
         self._ins, self._outs = list(inputs), list(outputs)
         self._stages = stages           # the graph's float32 staging per tensor (None: bound directly)
-        self.refs: list[MemRef] = []    # the memory of each tensor in this execution (set by Graph._run)
+        self.refs: list[MemRef] = []    # the memory of each tensor in this execution (set by QnnGraph._run)
 
     def before_run(self) -> None:
         for ref, spec, stage in zip(self.refs, self._ins, self._stages):
@@ -385,7 +385,7 @@ def _quantize(spec: TensorSpec, src: np.ndarray, dst: np.ndarray) -> None:
     np.copyto(dst[:spec.nbytes], q.reshape(-1).view(np.uint8))
 
 
-def _vtcm_handover(ctx: "Context", core) -> None:
+def _vtcm_handover(ctx: "QnnContext", core) -> None:
     """The VTCM passes to `ctx`: the previous owner's VTCM image is backed up into its VTCM backup buffer when it
     registered one. Runs under the HTP lock. npurt runs a graph to completion before the next one starts (one
     graph at a time per HTP), so an image is never restored: no graph resumes mid-run. The backup is the real

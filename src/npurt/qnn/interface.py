@@ -27,8 +27,8 @@ from npurt.model.file_format import HEADER_SIZE, declared_size
 from npurt.qnn import constants as C
 from npurt.qnn import services
 from npurt.qnn.backend import Backend, QnnDevice, lookup
-from npurt.qnn.context import Context
-from npurt.qnn.graph import Graph
+from npurt.qnn.context import QnnContext
+from npurt.qnn.graph import QnnGraph
 from npurt.qnn.boundary import BACKEND_INVALID_HANDLE, DEVICE_INVALID_HANDLE, QnnError, from_npu, qnn_call
 from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY
 from npurt.runtime.loader import MAX_ONNX, load_family
@@ -90,8 +90,8 @@ def _handles_in(arr: Any, count: int) -> list[int] | None:
     return None
 
 
-def _context(handle: Any, code: int = C.QNN_CONTEXT_ERROR_INVALID_HANDLE) -> Context:
-    ctx = lookup(handle, Context)
+def _context(handle: Any, code: int = C.QNN_CONTEXT_ERROR_INVALID_HANDLE) -> QnnContext:
+    ctx = lookup(handle, QnnContext)
     if ctx is None or ctx.freed:
         raise QnnError(code, f"context handle {pointer_value(handle):#x} is not a live context")
     return ctx
@@ -274,7 +274,7 @@ class QnnInterfaceTable:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, f"the device is {d.soc}, the backend "
                                                                f"{b.profile.name}")
         opts = _context_options(config, b)
-        ctx = Context(b, compiled, **opts)
+        ctx = QnnContext(b, compiled, **opts)
         if not ctx.deferred:
             try:
                 ctx.finalize()
@@ -349,7 +349,7 @@ class QnnInterfaceTable:
     def graphExecute(self, graphHandle: Any, inputs: Any, numInputs: int, outputs: Any, numOutputs: int,
                      profileHandle: Any = None, signalHandle: Any = None) -> int:
         """QnnGraph_execute(graph, inputs, n, outputs, n, profile, signal): run with RAW or MEMHANDLE tensors."""
-        graph = lookup(graphHandle, Graph)
+        graph = lookup(graphHandle, QnnGraph)
         if graph is None:
             raise QnnError(C.QNN_GRAPH_ERROR_INVALID_HANDLE, f"graph handle {pointer_value(graphHandle):#x} is "
                                                              f"not a graph")
@@ -501,11 +501,11 @@ def _htp_option(custom: QnnHtpContext_CustomConfig_t, opts: dict) -> None:
 def _check_group(group: Any, opts: dict) -> None:
     """firstGroupHandle must be NULL (a new group) or a live context; with DEFER_GRAPH_INIT it is not used."""
     first = pointer_value(group.firstGroupHandle)
-    if first and lookup(first, Context) is None:
+    if first and lookup(first, QnnContext) is None:
         raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, f"firstGroupHandle {first:#x} is not a live context")
 
 
-def _property_value(ctx: Context, option: int) -> int:
+def _property_value(ctx: QnnContext, option: int) -> int:
     if not ctx.deferred:
         raise QnnError(C.QNN_CONTEXT_ERROR_UNSUPPORTED_FEATURE,
                        "Failed get property: HTP custom properties need a DEFER_GRAPH_INIT context")

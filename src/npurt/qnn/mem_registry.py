@@ -46,7 +46,7 @@ from npurt.qnn.htp_plan import BUFFER_START_ALIGNMENT
 from npurt.qnn.structs import Qnn_MemDescriptor_t, QnnMemHtp_Descriptor_t
 
 if TYPE_CHECKING:
-    from npurt.qnn.context import Context
+    from npurt.qnn.context import QnnContext
 
 ION, SHARED, WEIGHTS, SPILLFILL, VTCMBACKUP = "ION", "SHARED_BUFFER", "WEIGHTS_BUFFER", "SPILLFILL", "VTCMBACKUP"
 CONTEXT_BUFFERS = (WEIGHTS, SPILLFILL, VTCMBACKUP)
@@ -79,7 +79,7 @@ class MemRecord:
     """One registered memory handle: what it names, where that memory is, and who owns what."""
 
     handle: int
-    context: "Context"
+    context: "QnnContext"
     kind: str
     key: tuple                       # identity of the underlying memory (file or DSP buffer)
     offset: int                      # start inside that memory (fd offset / offset in the DSP buffer)
@@ -138,7 +138,7 @@ class MemRegistry:
         with self._lock:
             return self._records.get(int(handle)) if handle else None
 
-    def of_context(self, ctx: "Context") -> list[MemRecord]:
+    def of_context(self, ctx: "QnnContext") -> list[MemRecord]:
         with self._lock:
             return list(self._by_context.get(id(ctx), {}).values())
 
@@ -150,7 +150,7 @@ class MemRegistry:
         return list(self._by_memory.get(key, {}).values())
 
     # -- register --------------------------------------------------------------------------------------
-    def register(self, ctx: "Context", descriptors: Sequence[Qnn_MemDescriptor_t]) -> list[int]:
+    def register(self, ctx: "QnnContext", descriptors: Sequence[Qnn_MemDescriptor_t]) -> list[int]:
         """Validate all descriptors, then record them all; QnnError (nothing recorded) on the first bad one."""
         with self._lock:
             parsed: list[_Parsed] = []
@@ -174,7 +174,7 @@ class MemRegistry:
                 handles.append(rec.handle)
             return handles
 
-    def _parse(self, ctx: "Context", desc: Qnn_MemDescriptor_t, i: int) -> _Parsed:
+    def _parse(self, ctx: "QnnContext", desc: Qnn_MemDescriptor_t, i: int) -> _Parsed:
         use_case = ctx.backend.use_case
         mem_type = int(desc.memType)
         if mem_type == C.QNN_MEM_TYPE_ION:
@@ -239,7 +239,7 @@ class MemRegistry:
         return _Parsed(kind, ("file", *rec.file), offset, nbytes, rec.buffer, offset, (fd, offset, nbytes), data_type,
                        dims)
 
-    def _parse_context_buffer(self, ctx: "Context", htp: QnnMemHtp_Descriptor_t, kind: str, i: int) -> _Parsed:
+    def _parse_context_buffer(self, ctx: "QnnContext", htp: QnnMemHtp_Descriptor_t, kind: str, i: int) -> _Parsed:
         if not ctx.deferred or ctx.finalized:
             raise QnnError(C.QNN_MEM_ERROR_NOT_SUPPORTED,
                            f"descriptor {i}: {kind} can only be registered between a DEFER_GRAPH_INIT "
@@ -292,7 +292,7 @@ class MemRegistry:
                            C.QNN_DATATYPE_UINT_8, (size,))
         return self._import_dma(ctx, kind, fd, offset, size, i)
 
-    def _import_dma(self, ctx: "Context", kind: str, fd: int, offset: int, size: int, i: int) -> _Parsed:
+    def _import_dma(self, ctx: "QnnContext", kind: str, fd: int, offset: int, size: int, i: int) -> _Parsed:
         """A DMA buffer from another allocator: map it into the device (an import this record owns)."""
         try:
             if not os.path.exists(f"/proc/self/fd/{fd}"):
@@ -308,7 +308,7 @@ class MemRegistry:
         return _Parsed(kind, ("file", *buf.files[0]), offset, size, buf, 0, (owned_fd, offset, size),
                        C.QNN_DATATYPE_UINT_8, (size,), owned_import=buf, owned_fd=owned_fd)
 
-    def _check_rules(self, ctx: "Context", p: _Parsed, earlier: list[_Parsed], i: int) -> None:
+    def _check_rules(self, ctx: "QnnContext", p: _Parsed, earlier: list[_Parsed], i: int) -> None:
         """Duplicate and sharing rules against live handles and the earlier descriptors of the same call."""
         same_mem = [(r.context, r.kind, r.offset) for r in self._by_key(p.key)] + \
                    [(ctx, q.kind, q.offset) for q in earlier if q.key == p.key]
@@ -359,7 +359,7 @@ class MemRegistry:
                 self._remove(rec)
         return status
 
-    def release_context(self, ctx: "Context") -> None:
+    def release_context(self, ctx: "QnnContext") -> None:
         """contextFree: deregister every handle of `ctx` (context buffers included: automatic deregistration)."""
         with self._lock:
             for rec in self.of_context(ctx):

@@ -306,15 +306,17 @@ class Context:
         return attr.name, attr.fmt, shapes
 
     def mem_size(self) -> MemSize:
-        """Weight and internal sizes the model needs, device memory this context allocated, SRAM figures."""
+        """Weight and internal sizes the model needs, device memory this context allocated, SRAM figures, and the
+        host temp memory of its bound executors."""
         self._require_live()
         stats = self.device.stats()
         dma = sum(b.capacity for b in self._owned_buffers())
         if self._weights is not None and self._owns_weights:
             dma += self._weights.dma_bytes
         sram_used = self._internal_buf.sram_size if self._internal_buf is not None and self._internal_buf.alive else 0
+        temp = sum(ex.temp.nbytes for ex in self._executors.values())
         return MemSize(int(self.initial.plan.weight_size), int(self.internal_capacity), int(dma),
-                       int(self.profile.sram_size), int(stats.sram_free), int(sram_used))
+                       int(self.profile.sram_size), int(stats.sram_free), int(sram_used), int(temp))
 
     def _owned_buffers(self) -> list[Any]:
         """Buffers this context allocated itself (not the shared weight store, not user memory)."""

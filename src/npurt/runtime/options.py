@@ -47,3 +47,5 @@ class MemSize:
     sram_total: int             # SRAM the SoC gives the NPU (0 without SRAM)
     sram_free: int              # SRAM free on the device right now
     sram_used: int              # SRAM this context's internal arena holds
+    temp_size: int = 0          # host bytes of its executors' temp memory (step scratch, `npurt.exec.temp`; not
+                                # device memory, not in RKNN_QUERY_MEM_SIZE), taken at the first run's bind

@@ -12,8 +12,9 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.errors import ErrorCode, NpuError
-from npurt.exec.bind import read_slot, typed_view, write_slot
+from npurt.exec.bind import read_slot, write_slot
 from npurt.exec.executor import Executor, allocate
+from npurt.memory.mapping import typed_view
 from npurt.model.attrs import QntType, TensorAttr, TensorStorage
 from npurt.model.compiled import CompiledModel
 from npurt.tensor import Layout

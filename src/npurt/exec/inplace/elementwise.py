@@ -17,16 +17,16 @@ from typing import Any, Callable
 import numpy as np
 
 from npurt.exec.kernels import apply_activation
-from npurt.exec.native.epilogue import padding_lanes, stored_table, zero
-from npurt.exec.native.scratch import Context
-from npurt.exec.native.slots import Skip, activation, all_values, bits, constant_inputs, dequantize, kind_of
+from npurt.exec.inplace.epilogue import padding_lanes, stored_table, zero
+from npurt.exec.inplace.binding import StepBinding
+from npurt.exec.inplace.slots import Skip, activation, all_values, bits, constant_inputs, dequantize, kind_of
 
 UNARY = {"Sigmoid", "Relu", "LeakyRelu", "Elu", "Selu", "Softplus", "HardSigmoid", "HardSwish", "Tanh", "Erf",
          "Gelu", "Mish", "Abs", "Neg", "Exp", "Clip", "Softsign", "ThresholdedRelu", "Celu"}
 BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}
 
 
-def _gather_step(table: np.ndarray, src_name: str, out_name: str, ctx: Context) -> Callable[[], None]:
+def _gather_step(table: np.ndarray, src_name: str, out_name: str, ctx: StepBinding) -> Callable[[], None]:
     """A step storing table[stored bits of `src_name`] into `out_name`'s slot, padding lanes zero."""
     src, dst = bits(ctx.slot(src_name)), bits(ctx.slot(out_name))
     pads = padding_lanes(ctx.storage[out_name], ctx.slot(out_name))
@@ -37,7 +37,7 @@ def _gather_step(table: np.ndarray, src_name: str, out_name: str, ctx: Context) 
     return run
 
 
-def unary(node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[[], None]:
+def unary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     st_in, kind = activation(node.inputs[0], ctx)
     st_out, kind_out = activation(node.outputs[0], ctx)
     extra = constant_inputs(node.inputs[1:], ctx)          # Clip min/max: constants only
@@ -52,7 +52,7 @@ def unary(node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[[]
     return _gather_step(table, node.inputs[0], node.outputs[0], ctx)
 
 
-def binary(node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[[], None]:
+def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     if len(node.inputs) != 2 or len(node.outputs) != 1:
         raise Skip
     sa, ka = activation(node.inputs[0], ctx)
@@ -86,7 +86,7 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[[
     y = kernel([np.repeat(va, 256), np.tile(vb, 256)], attrs)[0]
     table = stored_table("int8", y, so)
     au, bu, ou = bits(a), bits(b), bits(o)
-    index = np.empty(a.shape, np.uint16)
+    index = ctx.typed_scratch(np.uint16, a.size).reshape(a.shape)      # temp: shared with other steps
 
     def run_int8() -> None:
         np.left_shift(au, 8, out=index, dtype=np.uint16)
@@ -96,9 +96,9 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[[
     return run_int8
 
 
-def _of_one_tensor(node, kernel, attrs, ctx: Context, kind: str, so) -> Callable[[], None] | None:
+def _of_one_tensor(node, kernel, attrs, ctx: StepBinding, kind: str, so) -> Callable[[], None] | None:
     """Binary ops whose two inputs are both functions of one stored tensor x — x itself or the output of a
-    native unary table step on x (SiLU: Mul(x, Sigmoid(x))) — as one table over x's stored values. Exact: the
+    in-place unary table step on x (SiLU: Mul(x, Sigmoid(x))) — as one table over x's stored values. Exact: the
     other input's slot holds table[x] (written by that step; both stay live until this node), so the table
     gives the generic path's result for every x."""
     names = node.inputs[:2]

@@ -1,20 +1,20 @@
-"""The activations native steps handle (NC1HWC2 fp16, or quantised int8) and their stored values."""
+"""The activations in-place steps handle (NC1HWC2 fp16, or quantised int8) and their stored values."""
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 
-from npurt.exec.native.scratch import Context
+from npurt.exec.inplace.binding import StepBinding
 from npurt.tensor import DType, Layout
 
 
 class Skip(Exception):
-    """Raised while preparing a step the native path does not handle; the executor keeps the generic path."""
+    """Raised while preparing a step the in-place path does not handle; the executor keeps the generic path."""
 
 
 def kind_of(st) -> str | None:
-    """'fp16' / 'int8' for an NC1HWC2 activation the native steps handle, else None."""
+    """'fp16' / 'int8' for an NC1HWC2 activation the in-place steps handle, else None."""
     if st.layout is not Layout.NC1HWC2 or len(st.shape) != 4 or st.dims[3] != st.shape[3]:
         return None
     if st.dtype is DType.FLOAT16 and not st.quantized:
@@ -24,8 +24,8 @@ def kind_of(st) -> str | None:
     return None
 
 
-def activation(name: str, ctx: Context) -> tuple[Any, str]:
-    """(storage, kind) of activation `name`; Skip when it is missing, a constant or not a native kind."""
+def activation(name: str, ctx: StepBinding) -> tuple[Any, str]:
+    """(storage, kind) of activation `name`; Skip when it is missing, a constant or not a kind in-place steps handle."""
     if not name or name not in ctx.storage or name in ctx.constants:
         raise Skip
     st = ctx.storage[name]
@@ -35,7 +35,7 @@ def activation(name: str, ctx: Context) -> tuple[Any, str]:
     return st, kind
 
 
-def constant_inputs(names, ctx: Context) -> list:
+def constant_inputs(names, ctx: StepBinding) -> list:
     """The values of optional constant inputs (None where absent); Skip when one is computed at run time."""
     values = []
     for t in names:

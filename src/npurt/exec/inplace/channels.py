@@ -6,9 +6,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from npurt.exec.native.epilogue import padding_lanes, stored_table, zero
-from npurt.exec.native.scratch import Context
-from npurt.exec.native.slots import Skip, activation, all_values, bits
+from npurt.exec.inplace.epilogue import padding_lanes, stored_table, zero
+from npurt.exec.inplace.binding import StepBinding
+from npurt.exec.inplace.slots import Skip, activation, all_values, bits
 
 
 def _requant_table(si, so) -> np.ndarray | None:
@@ -26,7 +26,7 @@ def _move(dst: np.ndarray, src: np.ndarray, table: np.ndarray | None) -> None:
         np.take(table, bits(src), out=bits(dst), mode="clip")
 
 
-def concat(node: Any, attrs: dict, ctx: Context) -> Callable[[], None]:
+def concat(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     so, ko = activation(node.outputs[0], ctx)
     axis = int(attrs.get("axis", 0))
     if axis < 0:
@@ -56,7 +56,7 @@ def concat(node: Any, attrs: dict, ctx: Context) -> Callable[[], None]:
     return run
 
 
-def split(node: Any, ctx: Context) -> Callable[[], None]:
+def split(node: Any, ctx: StepBinding) -> Callable[[], None]:
     si, ki = activation(node.inputs[0], ctx)
     c2 = si.dims[4]
     x = ctx.slot(node.inputs[0])

@@ -1,4 +1,4 @@
-"""Native-layout steps: ops computed straight on their NC1HWC2 slots, without the generic
+"""In-place steps: ops computed straight on their NC1HWC2 slots, without the generic
 slot -> NCHW float32 -> kernel -> NCHW float32 -> slot round trip.
 
 `prepare(...)` returns, for a node it can handle, a zero-argument callable that reads the node's inputs from their
@@ -14,19 +14,19 @@ from typing import Any, Callable
 
 import numpy as np
 
-from npurt.exec.native.channels import concat, split
-from npurt.exec.native.conv import conv
-from npurt.exec.native.elementwise import BINARY, UNARY, binary, unary
-from npurt.exec.native.reshape import unpack_reshape
-from npurt.exec.native.resize import resize_nearest
-from npurt.exec.native.scratch import Context
-from npurt.exec.native.slots import Skip
+from npurt.exec.inplace.channels import concat, split
+from npurt.exec.inplace.conv import conv
+from npurt.exec.inplace.elementwise import BINARY, UNARY, binary, unary
+from npurt.exec.inplace.reshape import unpack_reshape
+from npurt.exec.inplace.resize import resize_nearest
+from npurt.exec.inplace.binding import StepBinding
+from npurt.exec.inplace.slots import Skip
 
-__all__ = ["Context", "prepare"]
+__all__ = ["StepBinding", "prepare"]
 
 
-def prepare(node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[[], None] | None:
-    """A zero-argument step computing `node` directly on its slots, or None when the native path does not
+def prepare(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callable[[], None] | None:
+    """A zero-argument step computing `node` directly on its slots, or None when the in-place path does not
     handle it (op, layout or type) and the executor must use the generic read/kernel/write path."""
     try:
         with np.errstate(all="ignore"):
@@ -35,7 +35,7 @@ def prepare(node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[
         return None
 
 
-def _prepare(op: str, node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[[], None] | None:
+def _prepare(op: str, node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callable[[], None] | None:
     if op in UNARY:
         return unary(node, kernel, attrs, ctx)
     if op in BINARY:

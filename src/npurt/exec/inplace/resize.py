@@ -7,11 +7,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from npurt.exec.native.scratch import Context
-from npurt.exec.native.slots import Skip, activation, constant_inputs, same_storage_type
+from npurt.exec.inplace.binding import StepBinding
+from npurt.exec.inplace.slots import Skip, activation, constant_inputs, same_storage_type
 
 
-def resize_nearest(node: Any, kernel: Callable, attrs: dict, ctx: Context) -> Callable[[], None]:
+def resize_nearest(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     si, ki = activation(node.inputs[0], ctx)
     so, ko = activation(node.outputs[0], ctx)
     if ki != ko or si.shape[:2] != so.shape[:2] or si.dims[4] != so.dims[4] or si.dims[1] != so.dims[1] \

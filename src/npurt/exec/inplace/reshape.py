@@ -7,12 +7,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from npurt.exec.native.scratch import Context
-from npurt.exec.native.slots import Skip, activation, same_storage_type
+from npurt.exec.inplace.binding import StepBinding
+from npurt.exec.inplace.slots import Skip, activation, same_storage_type
 from npurt.tensor import Layout
 
 
-def unpack_reshape(node: Any, ctx: Context) -> Callable[[], None]:
+def unpack_reshape(node: Any, ctx: StepBinding) -> Callable[[], None]:
     si, _ = activation(node.inputs[0], ctx)
     name = node.outputs[0] if len(node.outputs) == 1 else None
     if not name or name not in ctx.storage:

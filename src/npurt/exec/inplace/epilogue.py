@@ -1,4 +1,4 @@
-"""The store epilogue every native step ends with: float32 results to the output's stored codes (the fused
+"""The store epilogue every in-place step ends with: float32 results to the output's stored codes (the fused
 activation, int8 requantisation and saturation, rounding) and zeros in the padding lanes."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.kernels import apply_activation
-from npurt.exec.native.slots import quantize
+from npurt.exec.inplace.slots import quantize
 
 
 def padding_lanes(st, view: np.ndarray) -> list[np.ndarray]:

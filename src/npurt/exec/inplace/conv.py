@@ -17,9 +17,9 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.kernels.conv import ConvGeometry, conv_geometry
-from npurt.exec.native.epilogue import ConvEpilogue, cast_copy, padding_lanes, zero
-from npurt.exec.native.scratch import Context
-from npurt.exec.native.slots import Skip, activation, kind_of
+from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, padding_lanes, zero
+from npurt.exec.inplace.binding import StepBinding
+from npurt.exec.inplace.slots import Skip, activation, kind_of
 from npurt.tensor import DType, Layout
 
 DEPTHWISE_BLOCK = 1 << 16   # float32 elements per depthwise block (256 KiB; 1<<12..1<<18 measured: smaller blocks pay
@@ -55,7 +55,7 @@ class ConvWeights:
         return (h, w) + self.kernel + tuple(g.out) + tuple(g.strides) + (hp, wp, si.shape[1])
 
 
-def _conv_input(name: str, ctx: Context) -> ConvInput:
+def _conv_input(name: str, ctx: StepBinding) -> ConvInput:
     if not name or name not in ctx.storage or name in ctx.constants:
         raise Skip
     st = ctx.storage[name]
@@ -70,7 +70,7 @@ def _conv_input(name: str, ctx: Context) -> ConvInput:
     raise Skip
 
 
-def conv(node: Any, attrs: dict, ctx: Context) -> Callable[[], None]:
+def conv(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     if len(node.outputs) != 1 or len(node.inputs) < 2:
         raise Skip
     src = _conv_input(node.inputs[0], ctx)
@@ -129,7 +129,7 @@ def _fold_input(src: ConvInput, weights: np.ndarray, bias: np.ndarray, sum_axes)
     return zp
 
 
-def _dense(out_name: str, attrs: dict, ctx: Context, src: ConvInput, so, cw: ConvWeights) -> Callable[[], None]:
+def _dense(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so, cw: ConvWeights) -> Callable[[], None]:
     si = src.storage
     h, wd, kh, kw, ho, wo, sh, sw, hp, wp, c = cw.sizes(si)
     pb, pe = cw.geometry.pads_begin, cw.geometry.pads_end
@@ -189,7 +189,7 @@ def _dense(out_name: str, attrs: dict, ctx: Context, src: ConvInput, so, cw: Con
     return run
 
 
-def _depthwise(out_name: str, attrs: dict, ctx: Context, src: ConvInput, so, cw: ConvWeights) -> Callable[[], None]:
+def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so, cw: ConvWeights) -> Callable[[], None]:
     si = src.storage
     h, wd, kh, kw, ho, wo, sh, sw, hp, wp, c = cw.sizes(si)
     pb = cw.geometry.pads_begin
