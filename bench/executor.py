@@ -14,11 +14,11 @@ Run: python bench/executor.py [--quick] [--threads N] [--generic]
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import time
 
 import numpy as np
+from _timing import median_pair  # bench/ is on sys.path: the script's folder, or `npurt bench`'s
 
 
 def blas_threads() -> int:
@@ -28,16 +28,6 @@ def blas_threads() -> int:
     return policy_threads()
 
 
-def _median_pair(fa, fb, repeats: int) -> tuple[float, float]:
-    """Median seconds of fa and fb, timed alternately so both see the same machine load."""
-    fa(), fb()
-    ta, tb = [], []
-    for _ in range(repeats):
-        for f, ts in ((fa, ta), (fb, tb)):
-            t0 = time.perf_counter()
-            f()
-            ts.append(time.perf_counter() - t0)
-    return statistics.median(ta), statistics.median(tb)
 
 
 def _conversion_share(ex, repeats: int = 3) -> float:
@@ -91,7 +81,7 @@ def run(quick: bool = False, inplace: bool = True) -> list[dict]:
             ex = Executor(cm, inplace=inplace)
             ex.bind(w, a, ins, outs)
             pack_input(cm.native_input_attrs[0], x, ins[0])
-            t_np, t_ort = _median_pair(ex.run, lambda: sess.run(None, {iname: x}), repeats)
+            t_np, t_ort = median_pair(ex.run, lambda: sess.run(None, {iname: x}), repeats)
             rows.append({"model": name, "precision": precision, "threads": threads,
                          "npurt_ms": t_np * 1e3, "ort_ms": t_ort * 1e3, "ratio": t_np / t_ort,
                          "conversion_share": (share := _conversion_share(ex, 1 if quick else 3)),

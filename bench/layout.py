@@ -5,28 +5,17 @@ tensors. GB/s is tensor bytes / median time; ratio = conversion GB/s / copyto GB
 """
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 
 import numpy as np
 
+from _timing import median_pair  # bench/ is on sys.path: the script's folder, or `npurt bench`'s
 from npurt.tensor import (nc1hwc2_to_nchw, nc1hwc2_to_nhwc, nchw_to_nc1hwc2, nchw_to_nhwc, nhwc_to_nc1hwc2,
                           nhwc_to_nchw)
 
 MIB = 1 << 20
 
 
-def _median_pair(fn, ref, repeats: int) -> tuple[float, float]:
-    """Median seconds of `fn` and of `ref`, timed alternately so both see the same machine load."""
-    fn(), ref()
-    t_fn, t_ref = [], []
-    for _ in range(repeats):
-        for f, times in ((fn, t_fn), (ref, t_ref)):
-            t0 = time.perf_counter()
-            f()
-            times.append(time.perf_counter() - t0)
-    return statistics.median(t_fn), statistics.median(t_ref)
 
 
 def _cases(dtype: np.dtype, c2: int, channels: int, h: int, w: int):
@@ -60,7 +49,7 @@ def run(quick: bool = False) -> list[dict]:
             src = np.random.default_rng(1).integers(0, 255, nbytes, dtype=np.uint8)
             dst = np.empty_like(src)
             for name, fn in cases:
-                t_conv, t_copy = _median_pair(fn, lambda: np.copyto(dst, src), repeats)
+                t_conv, t_copy = median_pair(fn, lambda: np.copyto(dst, src), repeats)
                 gbps, copy_gbps = nbytes / t_conv / 1e9, nbytes / t_copy / 1e9
                 rows.append({"name": f"{dt_name} {name} {label}", "bytes": nbytes, "gbps": gbps,
                              "copy_gbps": copy_gbps, "ratio": gbps / copy_gbps})

@@ -13,11 +13,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import resource
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from _timing import median_pair  # bench/ is on sys.path: the script's folder, or `npurt bench`'s
 
 # The models, their download and their inputs are the real-weights tier's (one place for them).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -81,16 +81,6 @@ def _input(name: str, k: int):
     return rm.det_input(name, seed=k)
 
 
-def _median_pair(fa, fb, repeats: int) -> tuple[float, float]:
-    """Median seconds of fa and fb, timed alternately so both see the same machine load."""
-    fa(), fb()
-    ta, tb = [], []
-    for _ in range(repeats):
-        for f, ts in ((fa, ta), (fb, tb)):
-            t0 = time.perf_counter()
-            f()
-            ts.append(time.perf_counter() - t0)
-    return statistics.median(ta), statistics.median(tb)
 
 
 def run(names: list[str], quick: bool = False) -> list[dict]:
@@ -107,7 +97,7 @@ def run(names: list[str], quick: bool = False) -> list[dict]:
                 path = os.path.join(tmp, f"{name}.npurt")
                 seconds, rss = compile_in_child(name, precision, path)
                 with npurt.Session(path) as s:
-                    t_npurt, t_ort = _median_pair(lambda: s.run(x), lambda: session.run(None, feed),
+                    t_npurt, t_ort = median_pair(lambda: s.run(x), lambda: session.run(None, feed),
                                                   2 if quick else 5)
                     cos = min(rm.cosine(a, b) for a, b in zip(s.run(x), session.run(None, feed)))
             rows.append({"model": name, "shape": "x".join(map(str, rm.MODELS[name].shape)), "precision": precision,

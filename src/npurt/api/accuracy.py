@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.model.sources import read_onnx
 
 ADVICE_COSINE = 0.99
 """A quantised layer is worth keeping in fp16 (or recalibrating) when its single cosine is below this: it loses
@@ -144,18 +145,6 @@ def reference_session(onnx_model: Any, names: Sequence[str]) -> tuple[Any, list[
     return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"]), have
 
 
-def _load_onnx(model: Any) -> Any:
-    import onnx
-    if isinstance(model, onnx.ModelProto):
-        return model
-    try:
-        if isinstance(model, (bytes, bytearray, memoryview)):
-            return onnx.load_from_string(bytes(model))
-        return onnx.load(os.fspath(model))
-    except Exception as exc:
-        raise NpuError(ErrorCode.INVALID_MODEL, f"cannot read the ONNX model: {exc}") from None
-
-
 def _check_inputs(inputs: Sequence[Sequence[np.ndarray]], compiled: Any) -> list[list[np.ndarray]]:
     from npurt.model.calibrate import check_samples
     samples = [[np.asarray(a) for a in s] for s in inputs]
@@ -246,7 +235,7 @@ def analyse(compiled: Any, onnx_model: Any, inputs: Sequence[Sequence[np.ndarray
     from npurt.model.report import dtype_name
     t0 = time.perf_counter()
     samples = _check_inputs(inputs, compiled)
-    run = _Analysis(compiled, _load_onnx(onnx_model))
+    run = _Analysis(compiled, read_onnx(onnx_model, external_data=True))
     for k, sample in enumerate(samples):
         run.sample(sample)
         if on_sample:
@@ -273,7 +262,7 @@ def accuracy_analysis(model: Any, quantize: Any, inputs: Sequence[Sequence[np.nd
     from npurt.model.calibrate import normalize_samples
     from npurt.model.options import CompileOptions
     require_onnxruntime()
-    onnx_model = _load_onnx(model)
+    onnx_model = read_onnx(model, external_data=True)
     compiled = compile_with(onnx_model, CompileOptions(quantize=quantize, **compile_options), soc, progress)
     if inputs is None:
         inputs = normalize_samples(quantize, compiled.graph.inputs)

@@ -46,15 +46,16 @@ def resolve_model(arg: "str | os.PathLike") -> Path:
                                             f"names {', '.join(ZOO)}")
 
 
-def _load_onnx(model: Any) -> Any:
-    """The ModelProto of an ONNX path, bytes or ModelProto, without external data (only the graph is read)."""
+def read_onnx(model: Any, external_data: bool = False) -> Any:
+    """The ModelProto of an ONNX path, bytes or ModelProto; without external data unless `external_data` (the
+    graph alone answers shape questions; running it needs the weights). INVALID_MODEL when it cannot be read."""
     import onnx
     if isinstance(model, onnx.ModelProto):
         return model
     try:
         if isinstance(model, (bytes, bytearray, memoryview)):
             return onnx.load_from_string(bytes(model))
-        return onnx.load(os.fspath(model), load_external_data=False)
+        return onnx.load(os.fspath(model), load_external_data=external_data)
     except Exception as exc:
         what = "" if isinstance(model, (bytes, bytearray, memoryview)) else f" {os.fspath(model)}"
         raise NpuError(ErrorCode.INVALID_MODEL, f"cannot read ONNX model{what}: {exc}") from None
@@ -65,7 +66,7 @@ def input_specs(model: Any, dynamic_ok: bool = False) -> list[tuple[str, tuple[i
     `dynamic_ok` (then they are -1)."""
     import numpy as np
     from onnx import helper
-    proto = _load_onnx(model)
+    proto = read_onnx(model)
     inits = {i.name for i in proto.graph.initializer}
     specs = []
     for vi in proto.graph.input:
