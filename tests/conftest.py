@@ -72,6 +72,18 @@ def _default_environment(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _kernel_state_restored():
+    """Every test starts and ends with the compiled kernels as a fresh process has them (on unless NPURT_NATIVE=0,
+    at the CPU's best instruction set): a test that switches them and forgets changes what later tests compare.
+    The start is checked too, since monkeypatch undoes its changes after this fixture's end check."""
+    import npurt._kernels as kernels
+    default = (kernels.lib is not None and os.environ.get("NPURT_NATIVE", "1") != "0", kernels.cpu_level())
+    assert (kernels.enabled(), kernels.level()) == default, "an earlier test left the compiled kernels switched"
+    yield
+    assert (kernels.enabled(), kernels.level()) == default, "the test left the compiled kernels switched"
+
+
 def held_resources() -> dict:
     """Everything a test could leak: per-device buffers and bytes (devices holding any), RKNN contexts (models and
     matmul) and mems, QNN memory handles and rpcmem buffers, and this process's open fds."""

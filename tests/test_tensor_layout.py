@@ -298,10 +298,11 @@ def test_out_in_the_same_arena_as_the_input():
 # ---- kernel paths: tiny tiles (tile splitting inside and across blocks), unaligned buffers -----------------------
 
 @pytest.fixture
-def tiny_tiles(monkeypatch):
-    """The numpy kernels with tiny tiles (the compiled ones are off: the tiles are numpy's)."""
+def tiny_tiles(conversion_path, monkeypatch):
+    """The numpy kernels with tiny tiles (the compiled ones are off: the tiles are numpy's). Set up after, and torn
+    down before, `conversion_path`, which restores the kernels' state as it found it."""
     from npurt.tensor import _kernels
-    monkeypatch.setattr(native_kernels, "_enabled", False)
+    native_kernels.set_enabled(False)
     monkeypatch.setattr(_kernels, "TILE_BYTES", 96)
     monkeypatch.setattr(_kernels, "GROUP_TILE_BYTES", 40)
     monkeypatch.setattr(_kernels, "PACK_LANES", 3)
