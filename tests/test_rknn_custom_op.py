@@ -75,7 +75,9 @@ def sigmoid_compute(op_ctx, inputs, n_inputs, outputs, n_outputs):
     return 0
 
 
-X = np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)
+def _input() -> np.ndarray:
+    """The model's input, drawn from its own seeded generator on every call (the same values each time)."""
+    return np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)
 
 
 def test_vendor_cpu_custom_op_demo_flow():
@@ -83,9 +85,9 @@ def test_vendor_cpu_custom_op_demo_flow():
     ops, keep = cpu_op(compute=sigmoid_compute)
     assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
     for _ in range(2):
-        ret, y = run(ctx, X)
+        ret, y = run(ctx, _input())
         assert ret == c.RKNN_SUCC
-        np.testing.assert_allclose(y, reference(X), atol=2e-3)
+        np.testing.assert_allclose(y, reference(_input()), atol=2e-3)
     assert rknn_destroy(ctx) == c.RKNN_SUCC
 
 
@@ -108,7 +110,7 @@ def test_callback_tensors_live_in_context_owned_device_memory(capfd):
                           buf.placement, buf.owner, t.attr.name, ctypes.addressof(t.mem), buf.capacity)
             assert t.mem.fd == buf.fd and t.mem.phys_addr and t.mem.offset == offset == 0
             assert t.mem.size == t.attr.size and t.mem.flags == c.RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE
-        np.testing.assert_allclose(tensor_view(inputs[0]).reshape(SHAPE), np.maximum(X, 0), atol=2e-3)
+        np.testing.assert_allclose(tensor_view(inputs[0]).reshape(SHAPE), np.maximum(_input(), 0), atol=2e-3)
         return sigmoid_compute(op_ctx, inputs, n_inputs, outputs, n_outputs)
 
     ctx = init(model())
@@ -117,7 +119,7 @@ def test_callback_tensors_live_in_context_owned_device_memory(capfd):
     ops, keep = cpu_op(compute=compute)
     assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
     grown = dma_total(ctx) - before
-    assert run(ctx, X)[0] == c.RKNN_SUCC
+    assert run(ctx, _input())[0] == c.RKNN_SUCC
     assert seen["n"] == (1, 1)
     assert seen["in"][:5] == ([1, 3, 4, 4], c.RKNN_TENSOR_NCHW, c.RKNN_TENSOR_FLOAT32, 4 * 48, "ddr")
     assert seen["in"][5] == seen["out"][5] == get_ctx(ctx).context.name
@@ -127,9 +129,9 @@ def test_callback_tensors_live_in_context_owned_device_memory(capfd):
     staged = rknn_tensor_mem.from_address(seen["in"][7])
     assert rknn_destroy_mem(ctx, staged) == c.RKNN_ERR_PARAM_INVALID               # not the caller's to free
     assert "was not created by rknn_create_mem" in capfd.readouterr().err
-    ret, y = run(ctx, X)                                                 # the runtime's memory is still there
+    ret, y = run(ctx, _input())                                          # the runtime's memory is still there
     assert ret == c.RKNN_SUCC
-    np.testing.assert_allclose(y, reference(X), atol=2e-3)
+    np.testing.assert_allclose(y, reference(_input()), atol=2e-3)
     assert rknn_destroy(ctx) == c.RKNN_SUCC
 
 
@@ -172,8 +174,8 @@ def test_lifecycle_priv_data_and_op_attrs():
     ops, keep = cpu_op(init=init_cb, prepare=prepare_cb, compute=compute_cb, destroy=destroy_cb)
     assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
     assert calls == ["init"]                                            # init at registration
-    assert run(ctx, X)[0] == c.RKNN_SUCC
-    assert run(ctx, X)[0] == c.RKNN_SUCC
+    assert run(ctx, _input())[0] == c.RKNN_SUCC
+    assert run(ctx, _input())[0] == c.RKNN_SUCC
     assert calls == ["init", "prepare", "compute", "prepare", "compute"]
     assert attrs["alpha"] == (c.RKNN_TENSOR_FLOAT32, 1, 2.0)
     assert attrs["axis"] == (c.RKNN_TENSOR_INT64, 1, 1)
@@ -188,7 +190,7 @@ def test_lifecycle_priv_data_and_op_attrs():
 def test_unregistered_custom_op_fails_the_run(capfd):
     ctx = init(model())
     capfd.readouterr()
-    ret, _ = run(ctx, X)
+    ret, _ = run(ctx, _input())
     assert ret == c.RKNN_ERR_FAIL
     err = capfd.readouterr().err
     assert "E RKNN:" in err and "cstSigmoid" in err and "rknn_register_custom_ops" in err
@@ -201,16 +203,16 @@ def test_custom_op_overrides_a_builtin_and_skip_keeps_it():
     ctx = init(data)
     ops, keep = cpu_op("Sigmoid", compute=doubled)
     assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
-    ret, y = run(ctx, X)
-    np.testing.assert_allclose(y, 2 * np.maximum(X, 0) + X, atol=3e-3)    # the custom op ran
+    ret, y = run(ctx, _input())
+    np.testing.assert_allclose(y, 2 * np.maximum(_input(), 0) + _input(), atol=3e-3)  # the custom op ran
     assert rknn_destroy(ctx) == c.RKNN_SUCC
 
     skip = lambda o, i, ni, out, no: c.RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE
     ctx = init(data)
     ops, keep = cpu_op("Sigmoid", init=skip, compute=doubled)
     assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
-    ret, y = run(ctx, X)
-    np.testing.assert_allclose(y, reference(X), atol=2e-3)             # the built-in Sigmoid ran
+    ret, y = run(ctx, _input())
+    np.testing.assert_allclose(y, reference(_input()), atol=2e-3)             # the built-in Sigmoid ran
     assert rknn_destroy(ctx) == c.RKNN_SUCC
 
 
@@ -220,7 +222,7 @@ def test_skip_without_builtin_is_not_supported(capfd):
                        compute=sigmoid_compute)
     assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
     capfd.readouterr()
-    assert run(ctx, X)[0] == c.RKNN_ERR_FAIL
+    assert run(ctx, _input())[0] == c.RKNN_ERR_FAIL
     assert "no built-in cstSigmoid" in capfd.readouterr().err
     assert rknn_destroy(ctx) == c.RKNN_SUCC
 
@@ -239,7 +241,7 @@ def test_failing_compute_fails_the_run(capfd, behaviour, words):
     ops, keep = cpu_op(compute=compute)
     assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
     capfd.readouterr()
-    assert run(ctx, X)[0] == c.RKNN_ERR_FAIL
+    assert run(ctx, _input())[0] == c.RKNN_ERR_FAIL
     err = capfd.readouterr().err
     assert "E RKNN:" in err and words in err and "cst0" in err
     assert rknn_destroy(ctx) == c.RKNN_SUCC
@@ -276,7 +278,7 @@ def test_registration_errors(capfd):
         expect(c.RKNN_ERR_FAIL, "init returned -3", ctx, failing, 1)
         assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC     # nothing above took effect
         expect(c.RKNN_ERR_PARAM_INVALID, "already registered", ctx, ops, 1)
-        assert run(ctx, X)[0] == c.RKNN_SUCC
+        assert run(ctx, _input())[0] == c.RKNN_SUCC
         other, keep7 = cpu_op("cstOther", compute=sigmoid_compute)
         expect(c.RKNN_ERR_PARAM_INVALID, "before the first rknn_run", ctx, other, 1)
     finally:
@@ -340,9 +342,9 @@ def test_registration_keeps_python_callbacks_alive():
     op.compute = RKNN_CUSTOM_OP_CALLBACK(lambda *args: -1)
     del op
     gc.collect()
-    ret, y = run(ctx, X)
+    ret, y = run(ctx, _input())
     assert ret == c.RKNN_SUCC
-    np.testing.assert_allclose(y, reference(X), atol=2e-3)
+    np.testing.assert_allclose(y, reference(_input()), atol=2e-3)
     assert rknn_destroy(ctx) == c.RKNN_SUCC
 
 
@@ -362,9 +364,9 @@ def test_zero_copy_flow_with_a_custom_op():
     mems = [rknn_create_mem(ctx, a.n_elems * 4) for a in attrs]
     for mem, a in zip(mems, attrs):
         assert rknn_set_io_mem(ctx, mem, a) == c.RKNN_SUCC
-    mem_view(mems[0], np.float32)[:] = X.reshape(-1)
+    mem_view(mems[0], np.float32)[:] = _input().reshape(-1)
     assert rknn_run(ctx, None) == c.RKNN_SUCC
-    np.testing.assert_allclose(mem_view(mems[1], np.float32).reshape(SHAPE), reference(X), atol=2e-3)
+    np.testing.assert_allclose(mem_view(mems[1], np.float32).reshape(SHAPE), reference(_input()), atol=2e-3)
     for mem in mems:
         assert rknn_destroy_mem(ctx, mem) == c.RKNN_SUCC
     assert rknn_destroy(ctx) == c.RKNN_SUCC
@@ -459,19 +461,19 @@ def test_cpu_custom_op_gets_float32_tensors_whatever_the_model_precision(precisi
     ctx = init(cm.to_bytes())
     ops, keep = cpu_op(compute=compute)
     assert rknn_register_custom_ops(ctx, ops, 1) == c.RKNN_SUCC
-    ret, y = run(ctx, X)
+    ret, y = run(ctx, _input())
     assert ret == c.RKNN_SUCC
     float32 = (c.RKNN_TENSOR_FLOAT32, c.RKNN_TENSOR_QNT_NONE, 48, 4 * 48, 4 * 48, c.RKNN_TENSOR_NCHW, 4 * 48, 0, 1.0)
     assert seen[0] == seen[1] == float32
     x_in, y_out = seen[2]
     np.testing.assert_array_equal(y_out, 1 / (1 + np.exp(-x_in)))
     m = get_ctx(ctx).context.executor.read_tensor("m").reshape(-1)      # the op's output as the model stores it
-    want = reference(X)
+    want = reference(_input())
     if precision == "int8":
         r, st = cm.storage["r"], cm.storage["m"]
         k = x_in / np.float32(r.scale) + r.zp                              # inputs: dequantised int8 values of r
         assert np.abs(k - np.rint(k)).max() < 1e-3 and k.min() >= -128.5 and k.max() <= 127.5
-        np.testing.assert_allclose(x_in, np.maximum(X, 0).reshape(-1), atol=2 * r.scale)
+        np.testing.assert_allclose(x_in, np.maximum(_input(), 0).reshape(-1), atol=2 * r.scale)
         lo, hi = (-128 - st.zp) * st.scale, (127 - st.zp) * st.scale        # outputs: requantised to m's grid
         assert np.abs(m - np.clip(y_out, lo, hi)).max() <= st.scale / 2 * (1 + 1e-4)
         assert np.abs(y - want).max() < 0.05 * np.abs(want).max()          # int8 accuracy end to end
