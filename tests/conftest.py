@@ -108,6 +108,7 @@ def no_leaks():
     took. The default device is held open for the test, so user buffers may outlive the contexts that use them."""
     from npurt.memory import open_device
 
+    oracle.warm_up()                    # onnxruntime's process-wide fds are not the test's
     device = open_device()
     before = held_resources()
     yield

@@ -124,9 +124,14 @@ def test_coherence_check_mode_names_the_buffer():
     assert "W RKNN:" in p.stderr and "RKNN_MEMORY_SYNC_TO_DEVICE" in p.stderr
 
 
-@pytest.mark.optional
-@pytest.mark.skipif(os.environ.get("NPURT_OPTIONAL") != "1", reason="optional tier: set NPURT_OPTIONAL=1 (downloads "
-                                                                     "the rapidocr-onnxruntime wheel once)")
+def optional_tier(test):
+    """The optional tier's marks: downloads the rapidocr-onnxruntime wheel once; runs with NPURT_OPTIONAL=1."""
+    skip = pytest.mark.skipif(os.environ.get("NPURT_OPTIONAL") != "1",
+                              reason="optional tier: set NPURT_OPTIONAL=1 (downloads the rapidocr-onnxruntime wheel once)")
+    return pytest.mark.optional(skip(test))
+
+
+@optional_tier
 def test_ppocr_classifier_matches_onnxruntime():
     p = run_example("ppocr_cls.py", timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -135,9 +140,7 @@ def test_ppocr_classifier_matches_onnxruntime():
     assert all((d == "upright") == (c == "0") for _, d, c in rows)
 
 
-@pytest.mark.optional
-@pytest.mark.skipif(os.environ.get("NPURT_OPTIONAL") != "1", reason="optional tier: set NPURT_OPTIONAL=1 (downloads "
-                                                                     "the rapidocr-onnxruntime wheel once)")
+@optional_tier
 def test_ocr_pipeline_reads_the_rendered_page():
     p = run_example("ocr_pipeline.py", timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr

@@ -52,14 +52,19 @@ def test_dynamic_input_declarations(value, words):
     _raises(ErrorCode.INVALID_ARGUMENT, words, lambda: parse_shape_sets(value))
 
 
+def _runs_like_the_reference_at(ctx: Context, shape: tuple[int, ...]) -> None:
+    """Set the input shape, run an image of it, and compare with the float reference of the dynamic convnet."""
+    x = image(shape)
+    ctx.set_input_shapes([list(shape)])
+    ctx.set_inputs([InputData(0, x, DType.FLOAT32, Layout.NCHW)])
+    ctx.run()
+    np.testing.assert_allclose(ctx.get_outputs()[0], reference(dynamic_convnet(), x)[0], atol=0.02)
+
+
 def test_dynamic_input_given_to_the_context():
     with Context(dynamic_convnet(with_metadata=False), dynamic_input=[[[1, 3, 8, 8]], [[1, 3, 4, 4]]]) as ctx:
         assert ctx.family.dynamic and ctx.input_attr(0).dims == [1, 8, 8, 3]
-        x = image((1, 3, 4, 4))
-        ctx.set_input_shapes([[1, 3, 4, 4]])
-        ctx.set_inputs([InputData(0, x, DType.FLOAT32, Layout.NCHW)])
-        ctx.run()
-        np.testing.assert_allclose(ctx.get_outputs()[0], reference(dynamic_convnet(), x)[0], atol=0.02)
+        _runs_like_the_reference_at(ctx, (1, 3, 4, 4))
     _raises(ErrorCode.INVALID_ARGUMENT, "shape sets have 2 shapes, the model has 1 inputs",
             lambda: Context(dynamic_convnet(False), dynamic_input=[[[1, 3, 8, 8], [1, 3, 8, 8]]]))
     _raises(ErrorCode.INVALID_ARGUMENT, "dynamic shape",
@@ -74,11 +79,7 @@ def test_dynamic_input_on_a_static_onnx_frees_the_dims_it_varies():
             d.dim_value = v                                  # a static model, as most exported ONNX files are
     static = proto.SerializeToString()
     with Context(static, dynamic_input=[[[1, 3, 8, 8]], [[1, 3, 4, 6]]]) as ctx:
-        x = image((1, 3, 4, 6))
-        ctx.set_input_shapes([[1, 3, 4, 6]])
-        ctx.set_inputs([InputData(0, x, DType.FLOAT32, Layout.NCHW)])
-        ctx.run()
-        np.testing.assert_allclose(ctx.get_outputs()[0], reference(dynamic_convnet(), x)[0], atol=0.02)
+        _runs_like_the_reference_at(ctx, (1, 3, 4, 6))
     _raises(ErrorCode.INVALID_ARGUMENT, "has rank 3, the input has rank 4",
             lambda: Context(static, dynamic_input=[[[1, 3, 8, 8]], [[1, 3, 4]]]))
 
