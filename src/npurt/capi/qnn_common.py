@@ -16,7 +16,6 @@ from typing import Callable
 
 from npurt.capi.build import parse_functions
 from npurt.errors import ErrorCode, NpuError
-from npurt.qnn import constants as C
 from npurt.qnn.boundary import BOUNDARY
 
 HEADER_DIR = Path(__file__).resolve().parent / "include"

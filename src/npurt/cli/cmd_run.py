@@ -22,7 +22,6 @@ from npurt.cli._output import make_console, ms, print_json
 from npurt.cli._rknn_flow import (Rknn, ZeroCopy, board_soc, general_frame, has_general_api, random_frames,
                                   rknn_profile)
 from npurt.cli._target import SOC_HELP, target_soc
-from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input, regular_output, write_exactly
 
 if TYPE_CHECKING:  # numpy loads when the command runs: `npurt --help` stays light
