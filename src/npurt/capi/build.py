@@ -266,6 +266,18 @@ static int npurt_enter(void)
 }
 
 static void npurt_leave(void) { __atomic_sub_fetch(&npurt_in_flight, 1, __ATOMIC_SEQ_CST); }
+
+/* The process is exiting (main returned, or the host interpreter is finalizing / gone): what is left is reclaimed
+ * with the process, so release calls (contextFree, backendFree, ...) succeed without entering Python. */
+static int npurt_exiting_now(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    int finalizing = Py_IsFinalizing();
+#else
+    int finalizing = _Py_IsFinalizing();
+#endif
+    return npurt_exiting || (npurt_ready && (!Py_IsInitialized() || finalizing));
+}
 """
 
 _INIT_PY = """\

@@ -265,8 +265,9 @@ class QnnGraph:
                 keys.append(rec.key)
         return keys
 
-    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
-        """graphExecute; QnnError with the QNN code on failure."""
+    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], collect_perf: bool = False) -> None:
+        """graphExecute; QnnError with the QNN code on failure. `collect_perf`: time every op (a DETAILED
+        profile), read back from `runtime.perf`."""
         ctx = self.context
         if ctx is None or ctx.freed:
             raise QnnError(C.QNN_GRAPH_ERROR_INVALID_CONTEXT, f"graph {self.name!r}: its context was freed")
@@ -290,14 +291,15 @@ class QnnGraph:
             with ctx.lock, core.exec_lock:
                 if ctx.freed or ctx.runtime is None:
                     raise QnnError(C.QNN_GRAPH_ERROR_INVALID_CONTEXT, f"graph {self.name!r}: context freed")
-                self._run(ctx, core, inputs, outputs)
+                self._run(ctx, core, inputs, outputs, collect_perf)
         finally:
             with core.state_lock:
                 for key in keys + shared:
                     if core.busy.get(key, (None,))[0] is self:
                         del core.busy[key]
 
-    def _run(self, ctx: "QnnContext", core, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+    def _run(self, ctx: "QnnContext", core, inputs: Sequence[Any], outputs: Sequence[Any],
+             collect_perf: bool = False) -> None:
         for rec in ctx.external.values():
             if not rec.alive():
                 raise QnnError(C.QNN_GRAPH_ERROR_MEM_ALLOC,
@@ -326,7 +328,7 @@ class QnnGraph:
         self._run_io.refs = [ref for _, ref, _ in resolved]
         _vtcm_handover(ctx, core)
         try:
-            rt.run()                                        # GraphIo converts the quantized tensors around it
+            rt.run(collect_perf or None)                    # GraphIo converts the quantized tensors around it
         except NpuError as exc:
             raise from_npu(exc, "graph", f"graph {self.name!r} failed") from exc
         for (_, ref, data), spec in zip(resolved[n_in:], self.outputs):

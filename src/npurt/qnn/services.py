@@ -3,7 +3,8 @@ build id — what SampleApp-style programs call besides contexts, graphs and mem
 
 - `Log` (logCreate): a callback and a max level. While a log exists, every line the mirror writes on the
   `npurt.qnn` logger goes to each live log's callback whose level admits it (QNN levels: ERROR 1 ... DEBUG 5).
-- `Profile` (profileCreate): a handle accepted by the calls that take one; it records no events.
+- `Profile` (profileCreate): the events (`Event`) of the last profiled call, with real times from npurt's executor.
+- `POWER` (deviceGetInfrastructure): the HTP power-config ids and the settings applied to them, as recorded.
 - `platform_info(soc)`: the `QnnDevice_PlatformInfo_t` tree the HTP device reports (one device, one core, the HTP
   extension with VTCM size, SoC model and arch), kept alive until `free_platform_info`.
 - `c_text(text)`: a NUL-terminated copy with a stable address (what `const char**` out-parameters receive).
@@ -14,6 +15,7 @@ import ctypes
 import logging
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from npurt.qnn import constants as C
@@ -78,15 +80,127 @@ _logger = logging.getLogger("npurt.qnn")
 _FORWARD = _Forward()
 
 
+@dataclass
+class Event:
+    """One profiling event: QNN event type and unit, its value (µs for times), an identifier, the time it was taken
+    (µs since the epoch) and its sub-events."""
+
+    type: int
+    value: int
+    identifier: str
+    unit: int = C.QNN_PROFILE_EVENTUNIT_MICROSEC
+    timestamp: int = field(default_factory=lambda: time.time_ns() // 1000)
+    sub: list["Event"] = field(default_factory=list)
+    id: int = 0
+
+
+_events: dict[int, Event] = {}
+_next_event = [1]
+
+
 class Profile:
-    """A profileCreate handle (npurt records no profiling events)."""
+    """A profileCreate handle: the events of the last profiled call it was given (contextCreateFromBinary: INIT;
+    graphExecute: EXECUTE with EXECUTE_DEVICE and, at the DETAILED level, one NODE sub-event per op; contextFree:
+    DEINIT), read back by event id. Each profiled call replaces the events of the one before."""
 
     def __init__(self, level: int) -> None:
         self.level = int(level)
+        self.max_events: int | None = None
+        self.events: list[Event] = []
+        self.ids = (ctypes.c_uint64 * 0)()
         self.handle = HANDLES.add(self)
 
+    @property
+    def detailed(self) -> bool:
+        return self.level >= C.QNN_PROFILE_LEVEL_DETAILED
+
+    def record(self, events: list[Event]) -> None:
+        """Replace the held events with `events` (and their sub-events), giving each an id."""
+        with _lock:
+            self._drop()
+            if self.max_events is not None:
+                events = events[:self.max_events]
+            stack = list(events)
+            while stack:
+                ev = stack.pop()
+                ev.id = _next_event[0]
+                _next_event[0] += 1
+                _events[ev.id] = ev
+                stack.extend(ev.sub)
+            self.events = events
+            self.ids = (ctypes.c_uint64 * len(events))(*(e.id for e in events))
+
+    def _drop(self) -> None:
+        stack = list(self.events)
+        while stack:
+            ev = stack.pop()
+            _events.pop(ev.id, None)
+            stack.extend(ev.sub)
+        self.events = []
+
     def free(self) -> None:
+        with _lock:
+            self._drop()
         HANDLES.remove(self.handle)
+
+
+def event(event_id: int) -> Event | None:
+    """The live event of id `event_id` (None once its profile recorded again or was freed)."""
+    with _lock:
+        return _events.get(int(event_id))
+
+
+def sub_event_ids(ev: Event) -> ctypes.Array:
+    """The ids of `ev`'s sub-events as a uint64 array kept alive with the event (what profileGetSubEvents hands
+    out)."""
+    arr = getattr(ev, "_sub_ids", None)
+    if arr is None:
+        arr = (ctypes.c_uint64 * len(ev.sub))(*(s.id for s in ev.sub))
+        ev._sub_ids = arr      # type: ignore[attr-defined]
+    return arr
+
+
+def execute_events(profile: "Profile", graph: str, total_us: int, perf: Any) -> list[Event]:
+    """The events of one graphExecute: EXECUTE (the whole call, µs) with EXECUTE_DEVICE (the executor's run) and,
+    at the DETAILED level, one NODE per op (`perf.ops`, timed by the executor)."""
+    top = Event(C.QNN_PROFILE_EVENTTYPE_EXECUTE, int(total_us), f"{graph}: graphExecute")
+    top.sub.append(Event(C.QNN_PROFILE_EVENTTYPE_EXECUTE_DEVICE, int(perf.run_us), f"{graph}: executor run"))
+    if profile.detailed:
+        top.sub += [Event(C.QNN_PROFILE_EVENTTYPE_NODE, int(op.time_us), f"{op.name}:{op.op_type}")
+                    for op in perf.ops]
+    return [top]
+
+
+class PowerConfigs:
+    """The HTP performance infrastructure (deviceGetInfrastructure): power-config ids and the settings applied to
+    them, recorded as given (the emulated HTP runs at one speed whatever they say)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[int, dict[str, Any]] = {}
+        self.memory: dict[tuple[int, int], dict[str, Any]] = {}
+        self._next = 1
+
+    def create(self, device_id: int, core_id: int) -> int:
+        with _lock:
+            cid = self._next
+            self._next += 1
+            self.ids[cid] = {"device": int(device_id), "core": int(core_id), "settings": {}}
+            return cid
+
+    def destroy(self, cid: int) -> bool:
+        with _lock:
+            return self.ids.pop(int(cid), None) is not None
+
+    def apply(self, cid: int, settings: dict[str, Any]) -> bool:
+        with _lock:
+            rec = self.ids.get(int(cid))
+            if rec is None:
+                return False
+            rec["settings"].update(settings)
+            return True
+
+
+POWER = PowerConfigs()
 
 
 _texts: dict[str, ctypes.Array] = {}
@@ -144,6 +258,27 @@ def live_platform_infos() -> int:
 def error_message(code: int) -> str:
     """The text errorGetMessage gives for an error handle."""
     return f"{C.error_string(code)} ({C.qnn_error_code(code)})"
+
+
+_verbose: dict[int, ctypes.Array] = {}
+
+
+def verbose_message(code: int) -> int:
+    """The address of a new C string for errorGetVerboseMessage: the code's name and the last failure npurt's QNN
+    mirror logged with that code; released by `free_verbose_message`."""
+    from npurt.qnn.boundary import LAST_FAILURE
+    last = LAST_FAILURE.get(C.qnn_error_code(code))
+    text = error_message(code) + (f"; last failure with this code: {last}" if last else "")
+    buf = ctypes.create_string_buffer(text.encode())
+    with _lock:
+        _verbose[ctypes.addressof(buf)] = buf
+    return ctypes.addressof(buf)
+
+
+def free_verbose_message(addr: int) -> bool:
+    """Release a message of `verbose_message`; False if `addr` is not a live one."""
+    with _lock:
+        return _verbose.pop(int(addr or 0), None) is not None
 
 
 def lookup_log(handle: Any) -> Log | None:

@@ -482,8 +482,10 @@ class Context:
         self._bound_to = ex
         self._bound_io = (self._io, self._io.generation)
 
-    def run(self) -> None:
-        """Run the model once over the bound memory (see the module doc for what must be bound first)."""
+    def run(self, collect_perf: bool | None = None) -> None:
+        """Run the model once over the bound memory (see the module doc for what must be bound first);
+        `collect_perf` overrides the option of that name for this run (a QNN DETAILED profile asks per call)."""
+        collect = self.options.collect_perf if collect_perf is None else bool(collect_perf)
         with self._busy("run"):
             self._require_runnable("run")
             t0 = time.perf_counter_ns()
@@ -496,15 +498,15 @@ class Context:
             run_guard.enter(self.id, ranges, "internal memory")
             try:
                 self._io.before_run()
-                run_us, raw = run_executor(ex, self.options.collect_perf)
+                run_us, raw = run_executor(ex, collect)
                 self._io.after_run()
             finally:
                 run_guard.leave(self.id)
             self.perf.runs += 1
             self.perf.run_us = int(run_us)
             self.perf.total_us = (time.perf_counter_ns() - t0) // 1000
-            if self.options.collect_perf:
-                self.perf.ops = op_timings(self.compiled, raw)
+            self.perf.ops = op_timings(self.compiled, raw) if collect else []
+            if collect:
                 for op in self.perf.ops:
                     self._log("verbose", f"layer {op.index} {op.op_type} {op.name}: {op.time_us} us")
 
