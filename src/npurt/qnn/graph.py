@@ -1,7 +1,8 @@
 """A QNN graph of a finalized context: its I/O tensors and `graphExecute` over registered or client memory.
 
 Graph I/O tensors are the compiled model's native input/output tensors (the layout and type the HTP reads and
-writes: e.g. NHWC float16/float32, int8 with scale/offset). `TensorSpec` describes one and `io_tensors` builds the
+writes: e.g. NHWC float16/float32, int8 with scale/offset; NCHW when the binary was made with `--qnn-io-layout
+nchw`). `TensorSpec` describes one and `io_tensors` builds the
 `Qnn_Tensor_t` lists an application fills (what QnnSystemContext_getBinaryInfo gives on a device).
 
 Execution (`QnnGraph.execute`) goes through the context's `npurt.runtime.Context`, with the graph's I/O path
@@ -59,6 +60,21 @@ GRAPH_IO = ("float32", "float16", "quantized")
 """How a context binary's graph I/O tensors appear (`CompiledModel.meta["qnn_io"]`, set by `npurt convert
 --qnn-io` or `set_graph_io`): FLOAT_32 (the default, as the HTP backend keeps float graph I/O and converts inside the
 graph), FLOAT_16, or quantized (SFIXED_POINT_8 with the tensor's scale/offset; int8 binaries only)."""
+
+
+GRAPH_IO_LAYOUTS = ("nhwc", "nchw")
+"""The layout of a context binary's 4-D graph I/O tensors (`CompiledModel.meta["qnn_io_layout"]`, set by `npurt
+convert --qnn-io-layout` or `set_graph_io_layout`): NHWC (the default, the HTP's own layout) or NCHW (what
+onnxruntime's EPContext models declare: the EP checks only byte sizes and feeds NCHW data)."""
+
+
+def set_graph_io_layout(compiled: Any, layout: str) -> Any:
+    """Choose the layout of `compiled`'s 4-D graph I/O tensors (see `GRAPH_IO_LAYOUTS`); returns `compiled`."""
+    if layout not in GRAPH_IO_LAYOUTS:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"graph I/O layout {layout!r}: use one of "
+                                                   f"{', '.join(GRAPH_IO_LAYOUTS)}")
+    compiled.meta["qnn_io_layout"] = layout
+    return compiled
 
 
 def set_graph_io(compiled: Any, io: str) -> Any:
@@ -127,14 +143,16 @@ class TensorSpec:
         return t
 
 
-def _spec(index: int, is_input: bool, native: TensorAttr, st: Any, io: str) -> TensorSpec:
+def _spec(index: int, is_input: bool, native: TensorAttr, st: Any, io: str, layout: str = "nhwc") -> TensorSpec:
     shape = tuple(int(d) for d in st.shape)
     four_d = len(shape) == 4
-    dims = (shape[0], shape[2], shape[3], shape[1]) if four_d else shape
+    nhwc = four_d and layout == "nhwc"
+    dims = (shape[0], shape[2], shape[3], shape[1]) if nhwc else shape
     quantized = io == "quantized" and st.quantized
     dtype = native.type if quantized else (DType.FLOAT16 if io == "float16" else DType.FLOAT32)
     nbytes = dtype.nbytes(math.prod(shape))
-    user = dataclasses.replace(native, fmt=Layout.NHWC if four_d else Layout.UNDEFINED, type=dtype, dims=list(dims),
+    fmt = (Layout.NHWC if nhwc else Layout.NCHW) if four_d else Layout.UNDEFINED
+    user = dataclasses.replace(native, fmt=fmt, type=dtype, dims=list(dims),
                                n_dims=len(dims), n_elems=math.prod(shape), size=nbytes, size_with_stride=nbytes,
                                w_stride=0, h_stride=0, pass_through=0,
                                qnt_type=QntType.AFFINE_ASYMMETRIC if quantized else QntType.NONE,
@@ -149,11 +167,11 @@ def _spec(index: int, is_input: bool, native: TensorAttr, st: Any, io: str) -> T
 def tensor_specs(ctx_or_model: Any) -> tuple[list[TensorSpec], list[TensorSpec]]:
     """The graph's input and output tensor specs (from a `QnnContext` or a `CompiledModel`)."""
     m = getattr(ctx_or_model, "compiled", ctx_or_model)
-    io = m.meta.get("qnn_io", "float32")
+    io, layout = m.meta.get("qnn_io", "float32"), m.meta.get("qnn_io_layout", "nhwc")
     out: tuple[list[TensorSpec], list[TensorSpec]] = ([], [])
     for is_input, attrs in ((True, m.native_input_attrs), (False, m.native_output_attrs)):
         for i, attr in enumerate(attrs):
-            (out[0] if is_input else out[1]).append(_spec(i, is_input, attr, m.storage[attr.name], io))
+            (out[0] if is_input else out[1]).append(_spec(i, is_input, attr, m.storage[attr.name], io, layout))
     return out
 
 

@@ -24,7 +24,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.model.compiled import CompiledModel
 from npurt.memory.cargs import as_struct, as_struct_list
 from npurt.memory.raw import pointer_value, safe_read, safe_write
-from npurt.model.file_format import HEADER_SIZE, declared_size
+from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt
 from npurt.qnn import constants as C
 from npurt.qnn import services
 from npurt.qnn.backend import Backend, QnnDevice, lookup
@@ -712,8 +712,17 @@ def _load_model(model: Any, backend: Backend) -> CompiledModel:
     try:
         return load_family(model, backend.profile.name, any_soc=True).current
     except NpuError as exc:
+        if exc.code is ErrorCode.INVALID_MODEL and isinstance(model, (bytes, bytearray)) and not is_npurt(model):
+            raise QnnError(C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY, foreign_binary(len(model))) from None
         raise from_npu(exc, "context", "not a context binary", general=C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY) \
             from None
+
+
+def foreign_binary(size: int) -> str:
+    """The one line for a binary that is neither npurt's nor ONNX (e.g. a QNN SDK context binary)."""
+    return (f"not an npurt context binary ({size} bytes): a QNN SDK context binary (e.g. one onnxruntime's EPContext "
+            f"generation made with Qualcomm's libQnnHtp) is a format npurt does not read; make one with `npurt "
+            f"convert MODEL.onnx --soc sm8550 --qnn-io-layout nchw -o MODEL.bin` and point the EPContext node at it")
 
 
 def _context_options(config: Any, backend: Backend) -> dict:

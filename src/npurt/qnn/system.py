@@ -169,7 +169,9 @@ class QnnSystemInterfaceTable:
             return C.QNN_SYSTEM_CONTEXT_ERROR_INVALID_ARGUMENT
         try:
             if not is_npurt(data):
-                raise NpuError(ErrorCode.INVALID_MODEL, "not an npurt context binary")
+                from npurt.qnn.interface import foreign_binary
+                log.error("<E> systemContextGetBinaryInfo: %s", foreign_binary(size))
+                return C.QNN_SYSTEM_CONTEXT_ERROR_MALFORMED_BINARY
             compiled = read_compiled(data)
         except NpuError as exc:
             log.error("<E> systemContextGetBinaryInfo: malformed context binary: %s", exc)
