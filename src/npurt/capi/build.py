@@ -206,6 +206,8 @@ static volatile int npurt_exiting;
 static int npurt_in_flight;
 
 static void npurt_capi_ready(void) { npurt_ready = 1; }
+static int npurt_reported;              /* the start-up code already said why npurt cannot start */
+static void npurt_capi_failed(void) { npurt_reported = 1; }
 
 static void npurt_wait_calls(void)
 {
@@ -252,7 +254,7 @@ static void npurt_start(void)
         if (sig != SIGKILL && sig != SIGSTOP)
             sigaction(sig, &saved[sig], NULL);
     atexit(npurt_wait_calls);
-    if (!npurt_ready)
+    if (!npurt_ready && !npurt_reported)
         fprintf(stderr, "E npurt: %s: npurt could not start; every call fails\n", NPURT_LIBRARY);
 }
 
@@ -286,9 +288,17 @@ for _path in {paths!r}:
     if _path not in sys.path:
         sys.path.insert(0, _path)
 from {module_name} import ffi, lib
-from npurt.capi.embed import attach
-attach(ffi, {module!r}, {names!r}, {errors!r})
-lib.npurt_capi_ready()
+try:
+    from npurt.capi.embed import attach
+    attach(ffi, {module!r}, {names!r}, {errors!r})
+except ImportError as _exc:          # npurt or a dependency is missing from this Python: say what, in one line
+    sys.stderr.write("E npurt: %s: npurt cannot start in %s (Python %d.%d): %s: %s; install npurt there "
+                     "(pip install npurt) or use the Python that built the library; every call fails\\n"
+                     % ({library!r}, sys.executable or "this process", sys.version_info[0], sys.version_info[1],
+                        type(_exc).__name__, _exc))
+    lib.npurt_capi_failed()
+else:
+    lib.npurt_capi_ready()
 """
 
 
@@ -337,14 +347,14 @@ def build_library(spec: LibrarySpec, lib_dir: Path, work_dir: Path | None = None
     typedefs = sorted(set().union(*(f.typedef_names() for f in functions)))
     cdef = "".join(f"typedef int... {t};\n" for t in typedefs)
     cdef += "".join(f'extern "Python+C" {_internal_decl(f)};\n' for f in functions)
-    cdef += spec.extra_cdef + "\nstatic void npurt_capi_ready(void);\n"
+    cdef += spec.extra_cdef + "\nstatic void npurt_capi_ready(void);\nstatic void npurt_capi_failed(void);\n"
     ffi = cffi.FFI()
     ffi.cdef(cdef)
     ffi.embedding_api("")
     names = [f"_npurt_{f.name}" for f in functions] + _externs(spec.extra_cdef)
     ffi.embedding_init_code(_INIT_PY.format(paths=[*reversed(spec.python_path), str(SRC_DIR)],
                                             module_name=spec.module_name, module=spec.module, names=names,
-                                            errors=_python_errors(spec, functions)))
+                                            errors=_python_errors(spec, functions), library=spec.name))
     defines = {"NPURT_PYTHON": _c_string(sys.executable), "NPURT_LIBRARY": _c_string(spec.name), **spec.defines}
     source = "".join(f"#define {k} {v}\n" for k, v in defines.items())
     source += "".join(f'#include "{h}"\n' for h in spec.headers) + _RUNTIME_C
