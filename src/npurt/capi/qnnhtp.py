@@ -23,7 +23,8 @@ from npurt.capi.embed import sync_environ
 from npurt.capi.qnn_common import (GLOBAL_PYTHON_C, QNN_HEADER_DIR, Member, _typedef_params, adapter, extern_cdef,
                                    interface_members, table_initializer, table_source)
 from npurt.capi.qnn_common import interface_struct as struct_text
-from npurt.soc.api_coverage import QNN_INTERFACE_MEMBERS, QNN_INTERFACE_RESERVED
+from npurt.soc.api_coverage import (QNN_HTP_PERF_INFRASTRUCTURE_MEMBERS, QNN_INTERFACE_MEMBERS,
+                                     QNN_INTERFACE_RESERVED)
 from npurt.errors import NpuError
 from npurt.memory.cargs import as_struct_list
 from npurt.qnn import constants as C
@@ -37,7 +38,7 @@ PREFIX = "qnn_"
 MEMBERS = interface_members(QNN_INTERFACE_MEMBERS)
 # The HTP performance infrastructure's functions (QnnHtpDevice_PerfInfrastructure_t, in its order).
 PERF_MEMBERS = [Member(name, _typedef_params()[f"QnnHtpPerfInfrastructure_{name[0].upper()}{name[1:]}Fn_t"])
-                for name in ("createPowerConfigId", "destroyPowerConfigId", "setPowerConfig", "setMemoryConfig")]
+                for name in QNN_HTP_PERF_INFRASTRUCTURE_MEMBERS]
 
 
 def interface_struct() -> str:

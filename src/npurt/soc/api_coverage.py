@@ -42,6 +42,9 @@ QNN_INTERFACE_MEMBERS: tuple[str, ...] = (
 # after the newest public header (2.32, 71 members) and no public header names them: npurt's table has the slots
 # (as `reserved71`...) and leaves them NULL, as a provider may.
 QNN_INTERFACE_SLOTS = 76
+# QnnHtpDevice_PerfInfrastructure_t (what deviceGetInfrastructure hands out), in its order.
+QNN_HTP_PERF_INFRASTRUCTURE_MEMBERS: tuple[str, ...] = ("createPowerConfigId", "destroyPowerConfigId",
+                                                        "setPowerConfig", "setMemoryConfig")
 QNN_INTERFACE_RESERVED: tuple[str, ...] = tuple(f"reserved{i}" for i in range(len(QNN_INTERFACE_MEMBERS),
                                                                               QNN_INTERFACE_SLOTS))
 
