@@ -131,7 +131,12 @@ def test_abi_matches_the_mirror_and_the_facts(pfx):
                "QnnSystemProfile_SerializationTarget_t": system.QnnSystemProfile_SerializationTarget_t,
                "QnnSystemProfile_SerializationTargetConfig_t": system.QnnSystemProfile_SerializationTargetConfig_t,
                "QnnSystemProfile_ProfileEventV1_t": system.QnnSystemProfile_ProfileEventV1_t,
-               "QnnSystemProfile_ProfileData_t": system.QnnSystemProfile_ProfileData_t}
+               "QnnSystemProfile_ProfileData_t": system.QnnSystemProfile_ProfileData_t,
+               "QnnSystemContext_BinaryInfoV1_t": system.QnnSystemContext_BinaryInfoV1_t,
+               "QnnSystemContext_BinaryInfoV2_t": system.QnnSystemContext_BinaryInfoV2_t,
+               "QnnSystemContext_BinaryInfoV3_t": system.QnnSystemContext_BinaryInfoV3_t,
+               "QnnSystemContext_GraphInfoV1_t": system.QnnSystemContext_GraphInfoV1_t,
+               "QnnSystemContext_GraphInfoV2_t": system.QnnSystemContext_GraphInfoV2_t}
     for name, cls in structs.items():
         assert abi[f"sizeof {name}"] == ctypes.sizeof(cls), name
     for key, value in abi.items():

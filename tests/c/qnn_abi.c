@@ -128,6 +128,15 @@ int main(void)
     SIZE(QnnSystemProfile_ProfileEventV1_t);
     OFF(QnnSystemProfile_ProfileEventV1_t, profileSubEventData);
     OFF(QnnSystemProfile_ProfileEventV1_t, numSubEvents);
+    SIZE(QnnSystemContext_BinaryInfoV1_t);
+    SIZE(QnnSystemContext_BinaryInfoV2_t);
+    SIZE(QnnSystemContext_BinaryInfoV3_t);
+    OFF(QnnSystemContext_BinaryInfo_t, contextBinaryInfoV1.graphs);
+    OFF(QnnSystemContext_BinaryInfo_t, contextBinaryInfoV2.platformInfo);
+    OFF(QnnSystemContext_BinaryInfo_t, contextBinaryInfoV2.hwInfoBlob);
+    SIZE(QnnSystemContext_GraphInfoV1_t);
+    SIZE(QnnSystemContext_GraphInfoV2_t);
+    OFF(QnnSystemContext_GraphInfo_t, graphInfoV2.updateableTensors);
     SIZE(QnnSystemProfile_ProfileData_t);
     OFF(QnnSystemProfile_ProfileData_t, v1.profilingEvents);
     OFF(QnnSystemProfile_ProfileData_t, v1.numProfilingEvents);

@@ -40,11 +40,24 @@ class QnnSystemContext_GraphInfoV3_t(Structure):
                 ("startOpIndex", c_uint32), ("endOpIndex", c_uint32)]
 
 
+class QnnSystemContext_GraphInfoV1_t(Structure):
+    """Graph info version 1: name and I/O tensors (the first 5 members of V3)."""
+
+    _fields_ = QnnSystemContext_GraphInfoV3_t._fields_[:5]
+
+
+class QnnSystemContext_GraphInfoV2_t(Structure):
+    """Graph info version 2: V1 and the updateable tensors (the first 7 members of V3)."""
+
+    _fields_ = QnnSystemContext_GraphInfoV3_t._fields_[:7]
+
+
 class QnnSystemContext_GraphInfo_t(Structure):
-    """A versioned graph info (the union holds V1..V3; V1 and V2 are prefixes of V3)."""
+    """A versioned graph info (V1 and V2 are prefixes of V3; npurt fills V3)."""
 
     class _U(Union):
-        _fields_ = [("graphInfoV3", QnnSystemContext_GraphInfoV3_t)]
+        _fields_ = [("graphInfoV1", QnnSystemContext_GraphInfoV1_t), ("graphInfoV2", QnnSystemContext_GraphInfoV2_t),
+                    ("graphInfoV3", QnnSystemContext_GraphInfoV3_t)]
 
     _anonymous_ = ("_u",)
     _fields_ = [("version", c_uint32), ("_u", _U)]
@@ -62,11 +75,33 @@ class QnnSystemContext_BinaryInfoV3_t(Structure):
                 ("socModel", c_uint32)]
 
 
+_BINARY_INFO_V1 = [("backendId", c_uint32), ("buildId", c_char_p), ("coreApiVersion", Qnn_Version_t),
+                   ("backendApiVersion", Qnn_Version_t), ("socVersion", c_char_p), ("hwInfoBlobVersion", Qnn_Version_t),
+                   ("contextBlobVersion", Qnn_Version_t), ("hwInfoBlobSize", c_uint32), ("hwInfoBlob", c_void_p),
+                   ("contextBlobSize", c_uint64), ("numContextTensors", c_uint32),
+                   ("contextTensors", POINTER(Qnn_Tensor_t)), ("numGraphs", c_uint32),
+                   ("graphs", POINTER(QnnSystemContext_GraphInfo_t))]
+
+
+class QnnSystemContext_BinaryInfoV1_t(Structure):
+    """Binary info version 1: backend, versions, SoC, hardware-info blob, context blob, context tensors, graphs."""
+
+    _fields_ = _BINARY_INFO_V1
+
+
+class QnnSystemContext_BinaryInfoV2_t(Structure):
+    """Binary info version 2: V1 and the platform info."""
+
+    _fields_ = _BINARY_INFO_V1 + [("platformInfo", c_void_p)]
+
+
 class QnnSystemContext_BinaryInfo_t(Structure):
     """A versioned binary info; npurt fills version 3."""
 
     class _U(Union):
-        _fields_ = [("contextBinaryInfoV3", QnnSystemContext_BinaryInfoV3_t)]
+        _fields_ = [("contextBinaryInfoV1", QnnSystemContext_BinaryInfoV1_t),
+                    ("contextBinaryInfoV2", QnnSystemContext_BinaryInfoV2_t),
+                    ("contextBinaryInfoV3", QnnSystemContext_BinaryInfoV3_t)]
 
     _anonymous_ = ("_u",)
     _fields_ = [("version", c_uint32), ("_u", _U)]
