@@ -1,6 +1,6 @@
 /* npurt's System/QnnSystemContext.h: what a context binary holds, before it is loaded. npurt answers binary info
  * version 3 with graph info version 3 (versions 1 and 2 are declared for programs that switch on the version); the
- * infos live until systemContextFree of their handle. Sizes on x86-64: _BinaryInfo_t 144 B, _GraphInfo_t 80 B. */
+ * infos live until systemContextFree of their handle. Sizes on x86-64: _BinaryInfo_t 144 B, _GraphInfo_t 88 B. */
 #ifndef NPURT_QNN_SYSTEM_CONTEXT_H
 #define NPURT_QNN_SYSTEM_CONTEXT_H
 
