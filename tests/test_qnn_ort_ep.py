@@ -159,6 +159,35 @@ def test_shared_memory_allocator_option_creates_a_session_that_runs(lib, tmp_pat
     np.testing.assert_allclose(_run(s, x), run_ort(model, {"x": x})[0], **FP16)
 
 
+def test_shared_memory_allocator_path_from_a_c_client(lib, tmp_path):
+    """onnxruntime 1.32's Python API cannot create the EP's HtpSharedMemoryAllocator (the EP device's HOST_ACCESSIBLE
+    memory info exists once a session has the option, but OrtValue creation on it finds no shared allocator and the
+    EP's factory creates none), so a C client does it through onnxruntime's C API (OrtApi::CreateAllocator on the
+    session): rpcmem_alloc per tensor, memRegister of SHARED_BUFFER handles, graphExecute on the handles,
+    memDeRegister when the tensors are released — all in npurt's log — and the right output."""
+    import onnxruntime
+    import onnxruntime_qnn
+    from pathlib import Path
+    from helpers.capi import compile_c, run_c
+    model = models.convnet()
+    path = epcontext(tmp_path, model)
+    x = _x(7)
+    x.tofile(tmp_path / "in.f32")
+    ort_lib = next((Path(onnxruntime.__file__).parent / "capi").glob("libonnxruntime.so*"))
+    exe = compile_c("qnn_ort_shared", prefix(), libs=(), flags=("-ldl",))
+    proc = run_c(exe, ort_lib, onnxruntime_qnn.get_library_path(), lib / "libQnnHtp.so", path, tmp_path / "in.f32",
+                 tmp_path / "out.f32", ",".join(map(str, models.X_SHAPE)), ",".join(map(str, models.Y_SHAPE)),
+                 env={"LD_LIBRARY_PATH": str(lib), "NPURT_QNN_LOG_LEVEL": "info"}, timeout=240)
+    log = proc.stderr
+    steps = ["<I> rpcmem_alloc(", "<I> memRegister: handle", "<I> graphExecute 'convnet': 2 of 2 tensors on memory "
+             "handles", "<I> memDeRegister: handle"]
+    positions = [log.find(step) for step in steps]
+    assert all(p >= 0 for p in positions) and positions == sorted(positions), log[-3000:]
+    assert log.count("<I> memRegister: handle") == 2 == log.count("<I> memDeRegister: handle")
+    y = np.fromfile(tmp_path / "out.f32", np.float32).reshape(models.Y_SHAPE)
+    np.testing.assert_allclose(y, run_ort(model, {"x": x})[0], **FP16)
+
+
 def test_a_qnn_sdk_binary_is_refused_with_one_line(lib, tmp_path, caplog):
     path = epcontext(tmp_path, models.convnet())
     (tmp_path / "m_qnn.bin").write_bytes(bytes(range(256)) * 64)      # not npurt's, not ONNX

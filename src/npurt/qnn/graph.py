@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import logging
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
@@ -47,6 +48,8 @@ from npurt.tensor import DType, Layout
 
 if TYPE_CHECKING:
     from npurt.qnn.context import QnnContext
+
+log = logging.getLogger("npurt.qnn")
 
 _QNN_TYPE = {DType.FLOAT32: C.QNN_DATATYPE_FLOAT_32, DType.FLOAT16: C.QNN_DATATYPE_FLOAT_16,
              DType.BFLOAT16: C.QNN_DATATYPE_BFLOAT_16, DType.INT8: C.QNN_DATATYPE_INT_8,
@@ -332,6 +335,10 @@ class QnnGraph:
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
                                f"input {spec.index} ({spec.name}): clientBuf.data {data:#x} is not readable")
         key = tuple(k for k, _, _ in resolved)
+        handles = [k[1] for k in key if k[0] == "h"]
+        if handles:
+            log.info("<I> graphExecute %r: %d of %d tensors on memory handles %s", self.name, len(handles), len(key),
+                     [hex(h) for h in handles])
         if key != self._bound_key:
             self._bound_key = None
             for (_, ref, _), spec, stage in zip(resolved, specs, self._fstage):

@@ -104,7 +104,9 @@ def _alloc(heapid: int, flags: int, size: int, soc: str | None) -> int:
         _by_base[rec.base] = rec
         _by_fd[fd] = rec
         _ranges.insert(rec.base, rec.base + rec.size, rec)
-        return rec.base
+    log.info("<I> rpcmem_alloc(heap %d, flags 0x%x, %d bytes) = 0x%x (fd %d)", int(heapid), int(flags), int(size),
+             rec.base, fd)
+    return rec.base
 
 
 def rpcmem_alloc(heapid: int, flags: int, size: int, *, soc: str | None = None) -> int:

@@ -49,13 +49,52 @@ class Log:
             if not _logs:
                 _logger.addHandler(_FORWARD)
             _logs[self.handle] = self
+            _follow_levels()
 
     def free(self) -> None:
         with _lock:
             _logs.pop(self.handle, None)
             if not _logs:
                 _logger.removeHandler(_FORWARD)
+            _follow_levels()
         HANDLES.remove(self.handle)
+
+
+_PY_LEVELS = {C.QNN_LOG_LEVEL_ERROR: logging.ERROR, C.QNN_LOG_LEVEL_WARN: logging.WARNING,
+              C.QNN_LOG_LEVEL_INFO: logging.INFO, C.QNN_LOG_LEVEL_VERBOSE: logging.DEBUG,
+              C.QNN_LOG_LEVEL_DEBUG: logging.DEBUG}
+_NAMES = {"error": C.QNN_LOG_LEVEL_ERROR, "warn": C.QNN_LOG_LEVEL_WARN, "warning": C.QNN_LOG_LEVEL_WARN,
+          "info": C.QNN_LOG_LEVEL_INFO, "verbose": C.QNN_LOG_LEVEL_VERBOSE, "debug": C.QNN_LOG_LEVEL_DEBUG}
+
+
+def _env_level() -> int | None:
+    """`$NPURT_QNN_LOG_LEVEL` (error / warn / info / verbose / debug, or 1-5): npurt's QNN lines at or below it go to
+    stderr, as the HTP library's own log does with a default-stream logger."""
+    import os
+    text = os.environ.get("NPURT_QNN_LOG_LEVEL", "").strip().lower()
+    if not text:
+        return None
+    return _NAMES.get(text) or (int(text) if text.isdigit() and 1 <= int(text) <= 5 else None)
+
+
+def _follow_levels() -> None:
+    """The `npurt.qnn` logger admits what the most verbose live log handle (or `$NPURT_QNN_LOG_LEVEL`) asks for, so
+    info lines (rpcmem_alloc, memRegister, graphExecute on handles, memDeRegister) reach a client that wants them."""
+    levels = [min(log.level, C.QNN_LOG_LEVEL_DEBUG) for log in _logs.values()]
+    env = _env_level()
+    if env is not None:
+        levels.append(env)
+    _logger.setLevel(min((_PY_LEVELS[lv] for lv in levels if lv in _PY_LEVELS), default=logging.NOTSET))
+
+
+class _Stderr(logging.StreamHandler):
+    """npurt's QNN lines at or below `$NPURT_QNN_LOG_LEVEL` on stderr (attached only when it is set: otherwise
+    Python's last-resort handler prints the WARNING and ERROR lines, as before)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        env = _env_level()
+        if env is not None and qnn_level(record.levelno) <= env:
+            super().emit(record)
 
 
 class _Forward(logging.Handler):
@@ -78,6 +117,9 @@ class _Forward(logging.Handler):
 # attached only while a log handle exists, so that otherwise the lines still reach stderr as before
 _logger = logging.getLogger("npurt.qnn")
 _FORWARD = _Forward()
+if _env_level() is not None:
+    _logger.addHandler(_Stderr())
+_follow_levels()
 
 
 @dataclass
