@@ -353,7 +353,10 @@ class QnnGraph:
         self._run_io.refs = [ref for _, ref, _ in resolved]
         _vtcm_handover(ctx, core)
         try:
-            rt.run(collect_perf or None)                    # GraphIo converts the quantized tensors around it
+            if collect_perf:                                # GraphIo converts the quantized tensors around it
+                rt.run(collect_perf=True)
+            else:
+                rt.run()
         except NpuError as exc:
             raise from_npu(exc, "graph", f"graph {self.name!r} failed") from exc
         for (_, ref, data), spec in zip(resolved[n_in:], self.outputs):
