@@ -5,7 +5,8 @@ npurt context binary (NCHW graph I/O, sm8550, fp16) run as an EPContext model th
 The two sides alternate (median of each, `_timing.median_pair`), so a busy machine skews both alike;
 ratio = EP time / npurt time (goal: <= 1.1). The CPU, its vector instruction set and the load average are in the row.
 
-`run(quick)` returns rows {name, ep_ms, npurt_ms, ratio, cpu, isa, load}; `python bench/qnn_ort.py [--quick]` prints them.
+`run(quick)` returns rows {name, ep_ms, npurt_ms, ratio, cpu, isa, load}; `python bench/qnn_ort.py [--quick]` prints
+them.
 Needs onnxruntime-qnn (the test extra) and a C compiler (the libraries are built first, as `npurt capi` does).
 """
 from __future__ import annotations

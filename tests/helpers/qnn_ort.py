@@ -29,9 +29,9 @@ def epcontext(folder: Path, model: bytes, layout: str = "nchw", embed: bool = Fa
     if not embed:
         (folder / f"{name}_qnn.bin").write_bytes(data)
     node = helper.make_node("EPContext", [s.name for s in ins], [s.name for s in outs], name=f"{name}_ctx",
-                            domain="com.microsoft", main_context=1, embed_mode=int(embed), source="QNNExecutionProvider",
-                            ep_cache_context=data if embed else f"{name}_qnn.bin", partition_name=name,
-                            ep_sdk_version="2.40")
+                            domain="com.microsoft", main_context=1, embed_mode=int(embed),
+                            source="QNNExecutionProvider", ep_cache_context=data if embed else f"{name}_qnn.bin",
+                            partition_name=name, ep_sdk_version="2.40")
     info = [helper.make_tensor_value_info(s.name, TensorProto.FLOAT, list(s.dims)) for s in ins + outs]
     graph = helper.make_graph([node], f"{name}_ctx", info[:len(ins)], info[len(ins):])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])

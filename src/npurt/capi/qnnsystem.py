@@ -1,10 +1,10 @@
 """libQnnSystem.so: `QnnSystemInterface_getProviders` with systemContextCreate / GetBinaryInfo / Free as thin
 adapters over `npurt.qnn.system`, so a program discovers graphs and their I/O tensors as SampleApp does.
 
-The provider ("SYSTEM_QTI_AISW", system API 1.15) has the 16-member table of the QNN system interface: the context
-members and the three profile-serialization members (what onnxruntime's QNN EP calls to write a profile) are
-implemented; the other members are NULL, as the header allows. The binary infos are the mirror's ctypes structs, alive until
-systemContextFree of their handle.
+The provider ("SYSTEM_QTI_AISW", system API 1.15) has the 16-member table of the QNN system interface: the
+context members and the three profile-serialization members (what onnxruntime's QNN EP calls to write a profile)
+are implemented; the other members are NULL, as the header allows. The binary infos are the mirror's ctypes structs,
+alive until systemContextFree of their handle.
 """
 from __future__ import annotations
 

@@ -43,7 +43,8 @@ log = logging.getLogger("npurt.qnn")
 
 USE_CASES = (FASTRPC, NATIVE)
 _USE_CASE_ALIASES = {"fastrpc": FASTRPC, "rpc": FASTRPC, "native": NATIVE, "non-rpc": NATIVE, "nonrpc": NATIVE}
-BUILD_ID = f"npurt-qnn-htp-mirror v{C.QNN_API_VERSION_MAJOR}.{C.QNN_API_VERSION_MINOR} (HTP API {C.QNN_HTP_API_VERSION_MAJOR}.{C.QNN_HTP_API_VERSION_MINOR})"
+BUILD_ID = (f"npurt-qnn-htp-mirror v{C.QNN_API_VERSION_MAJOR}.{C.QNN_API_VERSION_MINOR} "
+            f"(HTP API {C.QNN_HTP_API_VERSION_MAJOR}.{C.QNN_HTP_API_VERSION_MINOR})")
 
 
 # ---------------------------------------------------------------------------------------------------------

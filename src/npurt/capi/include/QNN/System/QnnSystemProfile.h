@@ -131,8 +131,8 @@ typedef struct {
 #define QNN_SYSTEM_PROFILE_DATA_INIT {QNN_SYSTEM_PROFILE_DATA_VERSION_UNDEFINED, {{{0, 0, 0, 0, 0, 0, NULL}, NULL, 0}}}
 
 typedef Qnn_ErrorHandle_t (*QnnSystemProfile_CreateSerializationTargetFn_t)(
-    QnnSystemProfile_SerializationTarget_t serializationTargetInfo, QnnSystemProfile_SerializationTargetConfig_t *configs,
-    uint32_t numConfigs, QnnSystemProfile_SerializationTargetHandle_t *serializationTarget);
+    QnnSystemProfile_SerializationTarget_t serializationTargetInfo,
+    QnnSystemProfile_SerializationTargetConfig_t *configs, uint32_t numConfigs, QnnSystemProfile_SerializationTargetHandle_t *serializationTarget);
 typedef Qnn_ErrorHandle_t (*QnnSystemProfile_SerializeEventDataFn_t)(
     QnnSystemProfile_SerializationTargetHandle_t serializationTarget, const QnnSystemProfile_ProfileData_t **eventData,
     uint32_t numEvents);
