@@ -215,3 +215,11 @@ def test_example_builds_and_runs_as_the_docs_say(pfx, tmp_path):
     x = np.sin(0.01 * np.arange(SMALL * SMALL * 3)).astype(np.float32).reshape(1, SMALL, SMALL, 3)
     ref = run_ort(_onnx(SMALL), {"input": np.ascontiguousarray(x.transpose(0, 3, 1, 2))})[0]
     assert np.abs(y - ref.reshape(-1)).max() < 3e-3
+
+
+def test_release_members_succeed_in_any_order_once_the_process_exits(pfx, tmp_path):
+    """A program's own atexit handler (it runs after npurt's) frees the log, backend, context, a memory handle and
+    the device in an odd order: each is QNN_SUCCESS and the program exits 0."""
+    path, _, _ = _case(tmp_path, SMALL, "sm8350")
+    out = _run("qnn_exit_teardown", pfx, tmp_path, path)
+    assert "at exit: logFree 0 backendFree 0 contextFree 0 memDeRegister 0 deviceFree 0" in out
