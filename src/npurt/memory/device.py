@@ -14,10 +14,10 @@ import errno
 import logging
 import os
 import stat
-import threading
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import coherence as coh
 from npurt.memory.accounting import Accounting, MemoryStats
@@ -37,7 +37,15 @@ MAX_SIZE = 1 << 46          # 64 TiB: anything larger is not a size but a bug (n
 PLACEMENTS = ("ddr", "sram", "sram_first")
 
 _registry: dict[str, Device] = {}
-_registry_lock = threading.RLock()
+_registry_lock = forksafe.rlock()
+
+
+@forksafe.after_fork
+def _forget_inherited() -> None:
+    """In a forked child: the parent's devices (their SRAM file is shared with it) are not reopened."""
+    global _registry
+    forksafe.inherit(_registry)
+    _registry = {}
 
 
 def open_device(soc: str | None = None, coherence: str | None = None, ddr_limit: int | None = None,
@@ -114,7 +122,7 @@ class Device:
         self.closed = False
         self.last_leaks: list[dict] = []
         self._refs = 1
-        self._lock = threading.RLock()
+        self._lock = forksafe.rlock()
         self._space = AddressSpace(domain_size)
         self._by_dev = RangeMap()            # dev_addr -> Buffer, over [dev_addr, dev_addr + capacity)
         self._by_host = RangeMap()           # host mapping start -> (Region, HostMapping)

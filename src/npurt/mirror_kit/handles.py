@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import collections
 import itertools
-import threading
 from typing import Any
+
+from npurt import forksafe
 
 __all__ = ["HandleTable", "Retired"]
 
@@ -22,7 +23,7 @@ class Retired:
     def __init__(self, keep: int) -> None:
         self.keep = keep
         self._items: collections.deque = collections.deque()
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
 
     def add(self, item: Any) -> list[Any]:
         """Keep `item`; returns the items that no longer fit (oldest first)."""
@@ -46,7 +47,14 @@ class HandleTable:
         self._next = itertools.count(first, step)
         self._objects: dict[int, tuple[str, Any]] = {}
         self._retired = Retired(keep_retired)
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
+        forksafe.after_fork(self._forget_inherited)
+
+    def _forget_inherited(self) -> None:
+        """In a forked child: the parent's objects are no handles of the child (refused as unknown)."""
+        forksafe.inherit(self._objects)
+        self._objects = {}
+        self._retired.clear()
 
     def add(self, obj: Any, kind: str = "") -> int:
         """Register `obj` under a new handle."""

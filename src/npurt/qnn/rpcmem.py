@@ -20,11 +20,11 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer, Device
 from npurt.memory.address_space import RangeMap
@@ -67,10 +67,18 @@ class RpcAllocation:
         return self.buffer.backed_by(self.fd)
 
 
-_lock = threading.RLock()
+_lock = forksafe.rlock()
 _by_base: dict[int, RpcAllocation] = {}
 _by_fd: dict[int, RpcAllocation] = {}
 _ranges = RangeMap()                    # [base, base + size) -> allocation, for interior-pointer lookups
+
+
+@forksafe.after_fork
+def _forget_inherited() -> None:
+    """In a forked child: the parent's allocations are no rpcmem buffers of the child (their memory is shared)."""
+    global _by_base, _by_fd, _ranges
+    forksafe.inherit((_by_base, _by_fd, _ranges))
+    _by_base, _by_fd, _ranges = {}, {}, RangeMap()
 
 
 def _alloc(heapid: int, flags: int, size: int, soc: str | None) -> int:

@@ -53,12 +53,12 @@ import contextlib
 import ctypes
 import itertools
 import sys
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.rknn import constants as c
 from npurt.rknn import log
@@ -79,7 +79,7 @@ _RKNN_TYPE = {
 
 _op_contexts: dict[int, "_NodeState"] = {}       # rknn_custom_op_context.internal_ctx -> node state
 _op_context_ids = itertools.count(0xC0570001)
-_op_contexts_lock = threading.Lock()
+_op_contexts_lock = forksafe.lock()
 
 
 def _text(raw: bytes) -> str:
