@@ -57,7 +57,15 @@ class Log:
 
 
 class _Forward(logging.Handler):
-    """Sends `npurt.qnn` records to every live log callback (a callback's failure is dropped, as C would)."""
+    """Sends `npurt.qnn` records to every live log callback (a callback's failure is dropped, as C would). No lock
+    is held while a callback runs (not even the handler's own, which `logging.Handler.handle` would take): a slow
+    callback or one waiting for a lock of the application never holds up another thread's call."""
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        passed = bool(self.filter(record))
+        if passed:
+            self.emit(record)
+        return passed
 
     def emit(self, record: logging.LogRecord) -> None:
         with _lock:

@@ -1,0 +1,350 @@
+/* npurt's libraries in a hostile host: every library is loaded with dlopen(RTLD_NOW | RTLD_LOCAL) from LIBDIR, as
+ * applications load them, and each mode does what an application may do at the worst moment.
+ *   hostile race LIBDIR               first calls of libcdsprpc and libQnnHtp from two threads at the same moment
+ *   hostile dlclose LIBDIR            dlclose(libQnnHtp.so) with a live log handle, then rpcmem_alloc that logs
+ *   hostile exit LIBDIR MODEL X       exit(3) while another thread is inside rknn_run
+ *   hostile logcb LIBDIR              a log callback waits for a lock another thread holds while that thread logs
+ *   hostile fork LIBDIR MODEL X N     fork N children while a thread runs: children refuse the inherited context,
+ *                                     run a fresh one; the parent's 30 outputs stay right
+ *   hostile fnptr LIBDIR MODEL        code pointers that are not code (0x10, a data page) refused at registration
+ * Prints "OK <mode>" and exits 0 (exit: 3) on success. */
+#include <dlfcn.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "rknn_api.h"
+#include "rknn_custom_op.h"
+#include "QnnInterface.h"
+
+static const char *libdir;
+
+static void *load(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", libdir, name);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
+        exit(1);
+    }
+    return h;
+}
+
+#define SYM(h, f) __typeof__(&f) p_##f = (__typeof__(&f))dlsym(h, #f); CHECK(p_##f != NULL)
+
+typedef void *(*rpcmem_alloc_fn)(int, uint32_t, int);
+typedef void (*rpcmem_free_fn)(void *);
+typedef Qnn_ErrorHandle_t (*get_providers_fn)(const QnnInterface_t ***, uint32_t *);
+
+static QNN_INTERFACE_VER_TYPE qnn_table(void *htp)
+{
+    get_providers_fn get = (get_providers_fn)dlsym(htp, "QnnInterface_getProviders");
+    CHECK(get != NULL);
+    const QnnInterface_t **providers = NULL;
+    uint32_t n = 0;
+    CHECK(get(&providers, &n) == QNN_SUCCESS && n == 1);
+    return providers[0]->QNN_INTERFACE_VER_NAME;
+}
+
+/* --- race ---------------------------------------------------------------------------------------------- */
+static pthread_barrier_t barrier;
+static void *cdsp_handle, *htp_handle;
+static int race_ok[2];
+
+static void *race_rpcmem(void *arg)
+{
+    (void)arg;
+    rpcmem_alloc_fn alloc = (rpcmem_alloc_fn)dlsym(cdsp_handle, "rpcmem_alloc");
+    rpcmem_free_fn release = (rpcmem_free_fn)dlsym(cdsp_handle, "rpcmem_free");
+    pthread_barrier_wait(&barrier);
+    void *p = alloc(25, 1, 4096);
+    race_ok[0] = p != NULL;
+    if (p)
+        release(p);
+    return NULL;
+}
+
+static void *race_qnn(void *arg)
+{
+    (void)arg;
+    get_providers_fn get = (get_providers_fn)dlsym(htp_handle, "QnnInterface_getProviders");
+    const QnnInterface_t **providers = NULL;
+    uint32_t n = 0;
+    pthread_barrier_wait(&barrier);
+    race_ok[1] = get(&providers, &n) == QNN_SUCCESS && n == 1;
+    return NULL;
+}
+
+static int mode_race(void)
+{
+    cdsp_handle = load("libcdsprpc.so");
+    htp_handle = load("libQnnHtp.so");
+    pthread_t a, b;
+    pthread_barrier_init(&barrier, NULL, 2);
+    CHECK(pthread_create(&a, NULL, race_rpcmem, NULL) == 0);
+    CHECK(pthread_create(&b, NULL, race_qnn, NULL) == 0);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    CHECK(race_ok[0] && race_ok[1]);
+    return 0;
+}
+
+/* --- dlclose ------------------------------------------------------------------------------------------- */
+static int log_lines;
+
+static void count_log(const char *fmt, QnnLog_Level_t level, uint64_t ts, va_list args)
+{
+    (void)fmt, (void)level, (void)ts, (void)args;
+    log_lines++;
+}
+
+static int mode_dlclose(void)
+{
+    void *cdsp = load("libcdsprpc.so");
+    void *htp = load("libQnnHtp.so");
+    QNN_INTERFACE_VER_TYPE qnn = qnn_table(htp);
+    Qnn_LogHandle_t log = NULL;
+    CHECK(qnn.logCreate(count_log, QNN_LOG_LEVEL_DEBUG, &log) == QNN_SUCCESS);
+    CHECK(dlclose(htp) == 0);                        /* the log handle is never freed */
+    rpcmem_alloc_fn alloc = (rpcmem_alloc_fn)dlsym(cdsp, "rpcmem_alloc");
+    CHECK(alloc(12345, 1, 4096) == NULL);            /* an unknown heap: logged */
+    CHECK(log_lines >= 1);
+    printf("log lines %d\n", log_lines);
+    return 0;
+}
+
+/* --- exit ---------------------------------------------------------------------------------------------- */
+static __typeof__(&rknn_run) run_fn;
+static rknn_context run_ctx;
+static volatile int running;
+
+static void *run_forever(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        running = 1;
+        run_fn(run_ctx, NULL);
+    }
+    return NULL;
+}
+
+static rknn_context init_model(void *rt, const char *model, const char *input)
+{
+    SYM(rt, rknn_init);
+    SYM(rt, rknn_inputs_set);
+    size_t size;
+    float *x = read_file(input, &size);
+    rknn_context ctx = 0;
+    CHECK_RET(p_rknn_init(&ctx, (void *)model, 0, 0, NULL), RKNN_SUCC);
+    rknn_input in;
+    memset(&in, 0, sizeof(in));
+    in.type = RKNN_TENSOR_FLOAT32;
+    in.fmt = RKNN_TENSOR_NCHW;
+    in.buf = x;
+    in.size = (uint32_t)size;
+    CHECK_RET(p_rknn_inputs_set(ctx, 1, &in), RKNN_SUCC);
+    free(x);
+    return ctx;
+}
+
+static int mode_exit(const char *model, const char *input)
+{
+    void *rt = load("librknnrt.so");
+    run_fn = (__typeof__(&rknn_run))dlsym(rt, "rknn_run");
+    run_ctx = init_model(rt, model, input);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, run_forever, NULL) == 0);
+    while (!running)
+        usleep(100);
+    usleep(1000);
+    printf("OK exit\n");
+    exit(3);                                         /* a run is in flight */
+}
+
+/* --- logcb --------------------------------------------------------------------------------------------- */
+static pthread_mutex_t user_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int a_in_callback, a_done;
+static __thread int is_thread_a;
+static rpcmem_alloc_fn logcb_alloc;
+
+static void slow_log(const char *fmt, QnnLog_Level_t level, uint64_t ts, va_list args)
+{
+    (void)fmt, (void)level, (void)ts, (void)args;
+    if (is_thread_a && !a_in_callback) {
+        a_in_callback = 1;
+        pthread_mutex_lock(&user_lock);              /* held by thread B while it logs */
+        pthread_mutex_unlock(&user_lock);
+    }
+}
+
+static void *thread_a(void *arg)
+{
+    (void)arg;
+    is_thread_a = 1;
+    CHECK(logcb_alloc(12345, 1, 4096) == NULL);     /* logs: the callback blocks until B lets the lock go */
+    a_done = 1;
+    return NULL;
+}
+
+static int mode_logcb(void)
+{
+    void *cdsp = load("libcdsprpc.so");
+    QNN_INTERFACE_VER_TYPE qnn = qnn_table(load("libQnnHtp.so"));
+    logcb_alloc = (rpcmem_alloc_fn)dlsym(cdsp, "rpcmem_alloc");
+    Qnn_LogHandle_t log = NULL;
+    CHECK(qnn.logCreate(slow_log, QNN_LOG_LEVEL_DEBUG, &log) == QNN_SUCCESS);
+    pthread_mutex_lock(&user_lock);
+    pthread_t a;
+    CHECK(pthread_create(&a, NULL, thread_a, NULL) == 0);
+    while (!a_in_callback)
+        usleep(100);
+    usleep(200000);                                  /* A sits in its callback */
+    CHECK(logcb_alloc(12346, 1, 4096) == NULL);     /* B logs meanwhile: must not wait for A's callback */
+    CHECK(!a_done);
+    pthread_mutex_unlock(&user_lock);
+    pthread_join(a, NULL);
+    CHECK(a_done);
+    CHECK(qnn.logFree(log) == QNN_SUCCESS);
+    return 0;
+}
+
+/* --- fork ---------------------------------------------------------------------------------------------- */
+static int mode_fork(const char *model, const char *input, int children)
+{
+    void *rt = load("librknnrt.so");
+    SYM(rt, rknn_outputs_get);
+    SYM(rt, rknn_outputs_release);
+    SYM(rt, rknn_destroy);
+    run_fn = (__typeof__(&rknn_run))dlsym(rt, "rknn_run");
+    rknn_context mine = init_model(rt, model, input);
+    rknn_output ref;
+    memset(&ref, 0, sizeof(ref));
+    ref.want_float = 1;
+    CHECK_RET(run_fn(mine, NULL), RKNN_SUCC);
+    CHECK_RET(p_rknn_outputs_get(mine, 1, &ref, NULL), RKNN_SUCC);
+    float *want = malloc(ref.size);
+    memcpy(want, ref.buf, ref.size);
+    size_t n = ref.size / sizeof(float);
+    CHECK_RET(p_rknn_outputs_release(mine, 1, &ref), RKNN_SUCC);
+
+    run_ctx = init_model(rt, model, input);          /* a second context a thread keeps running */
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, run_forever, NULL) == 0);
+    while (!running)
+        usleep(100);
+    for (int i = 0; i < children; i++) {
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            alarm(60);
+            int code = 0;
+            int inherited = run_fn(mine, NULL);
+            if (inherited != RKNN_ERR_CTX_INVALID) {
+                fprintf(stderr, "child: rknn_run(inherited) = %d\n", inherited);
+                code = 10;
+            }
+            rknn_output o;
+            memset(&o, 0, sizeof(o));
+            o.want_float = 1;
+            if (p_rknn_outputs_get(mine, 1, &o, NULL) != RKNN_ERR_CTX_INVALID)
+                code = 11;
+            rknn_context fresh = init_model(rt, model, input);
+            if (run_fn(fresh, NULL) != RKNN_SUCC || p_rknn_outputs_get(fresh, 1, &o, NULL) != RKNN_SUCC)
+                code = 12;
+            else {
+                for (size_t k = 0; k < n; k++)
+                    if (fabsf(((float *)o.buf)[k] - want[k]) > 1e-5f)
+                        code = 13;
+                p_rknn_outputs_release(fresh, 1, &o);
+            }
+            p_rknn_destroy(fresh);
+            fflush(stdout);
+            _exit(code);
+        }
+        for (int r = 0; r < 3; r++) {                 /* the parent's outputs while the children live */
+            rknn_output o;
+            memset(&o, 0, sizeof(o));
+            o.want_float = 1;
+            CHECK_RET(run_fn(mine, NULL), RKNN_SUCC);
+            CHECK_RET(p_rknn_outputs_get(mine, 1, &o, NULL), RKNN_SUCC);
+            CHECK(memcmp(o.buf, want, o.size) == 0);
+            CHECK_RET(p_rknn_outputs_release(mine, 1, &o), RKNN_SUCC);
+        }
+    }
+    for (int i = 0; i < children; i++) {
+        int status = 0;
+        CHECK(wait(&status) > 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "child status %d\n", status);
+            exit(1);
+        }
+    }
+    free(want);
+    return 0;
+}
+
+/* --- fnptr --------------------------------------------------------------------------------------------- */
+static int data_word[1024];
+
+static int mode_fnptr(const char *model)
+{
+    void *rt = load("librknnrt.so");
+    SYM(rt, rknn_init);
+    SYM(rt, rknn_register_custom_ops);
+    rknn_context ctx = 0;
+    CHECK_RET(p_rknn_init(&ctx, (void *)model, 0, 0, NULL), RKNN_SUCC);
+    void *bad[] = {(void *)0x10, (void *)data_word};
+    for (int i = 0; i < 2; i++) {
+        rknn_custom_op op;
+        memset(&op, 0, sizeof(op));
+        op.version = 1;
+        op.target = RKNN_TARGET_TYPE_CPU;
+        snprintf(op.op_type, sizeof(op.op_type), "BadOp%d", i);
+        op.compute = (__typeof__(op.compute))bad[i];
+        CHECK_RET(p_rknn_register_custom_ops(ctx, &op, 1), RKNN_ERR_PARAM_INVALID);
+        op.compute = NULL;
+        op.init = (__typeof__(op.init))bad[i];
+        CHECK_RET(p_rknn_register_custom_ops(ctx, &op, 1), RKNN_ERR_PARAM_INVALID);
+        op.init = NULL;
+        op.destroy = (__typeof__(op.destroy))bad[i];
+        CHECK_RET(p_rknn_register_custom_ops(ctx, &op, 1), RKNN_ERR_PARAM_INVALID);
+    }
+    QNN_INTERFACE_VER_TYPE qnn = qnn_table(load("libQnnHtp.so"));
+    Qnn_LogHandle_t log = NULL;
+    for (int i = 0; i < 2; i++)
+        CHECK(QNN_GET_ERROR_CODE(qnn.logCreate((QnnLog_Callback_t)bad[i], QNN_LOG_LEVEL_DEBUG, &log))
+              == QNN_LOG_ERROR_INVALID_ARGUMENT);
+    CHECK(log == NULL);
+    rpcmem_alloc_fn alloc = (rpcmem_alloc_fn)dlsym(load("libcdsprpc.so"), "rpcmem_alloc");
+    CHECK(alloc(12345, 1, 4096) == NULL);            /* logs: no callback was registered, nothing to crash */
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    CHECK(argc >= 3);
+    const char *mode = argv[1];
+    libdir = argv[2];
+    int rc = 1;
+    if (!strcmp(mode, "race"))
+        rc = mode_race();
+    else if (!strcmp(mode, "dlclose"))
+        rc = mode_dlclose();
+    else if (!strcmp(mode, "exit") && argc == 5)
+        rc = mode_exit(argv[3], argv[4]);
+    else if (!strcmp(mode, "logcb"))
+        rc = mode_logcb();
+    else if (!strcmp(mode, "fork") && argc == 6)
+        rc = mode_fork(argv[3], argv[4], atoi(argv[5]));
+    else if (!strcmp(mode, "fnptr") && argc == 4)
+        rc = mode_fnptr(argv[3]);
+    else
+        fprintf(stderr, "unknown mode or arguments\n");
+    if (rc == 0)
+        printf("OK %s\n", mode);
+    return rc;
+}
