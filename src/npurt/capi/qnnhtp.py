@@ -21,6 +21,7 @@ from npurt.capi.embed import sync_environ
 from npurt.capi.qnn_common import (QNN_HEADER_DIR, adapter, extern_cdef, header_members,
                                    table_initializer, table_source)
 from npurt.errors import NpuError
+from npurt.memory import raw
 from npurt.memory.cargs import as_struct_list
 from npurt.qnn import constants as C
 
@@ -179,6 +180,8 @@ def qnn_graphExecute(graphHandle: int, inputs: int, numInputs: int, outputs: int
 
 @adapter("logCreate", C.QNN_LOG_ERROR_INVALID_ARGUMENT)
 def qnn_logCreate(callback: int, maxLogLevel: int, logger: int) -> int:
+    if callback:
+        raw.check_code(callback, "callback")
     emit = _lib().npurt_qnn_log_emit
     forward = (lambda text, level, stamp: emit(callback, level, stamp, text.encode())) if callback else None
     return _table().logCreate(forward, maxLogLevel, _cell(logger, "logger"))

@@ -117,6 +117,23 @@ def safe_write(addr: int, src_addr: int, nbytes: int) -> bool:
     return _transfer(_writev, src_addr, addr, nbytes)
 
 
+def check_code(addr: object, what: str = "function pointer") -> int:
+    """`addr` when it points into an executable mapping of the process (`/proc/self/maps`); INVALID_ARGUMENT
+    otherwise (0x10, a data page, unmapped memory), so a code pointer that is not code is refused when it is
+    registered instead of crashing the first call through it. A CFUNCTYPE object counts as its address."""
+    value = pointer_value(ctypes.cast(addr, ctypes.c_void_p) if isinstance(addr, ctypes._CFuncPtr) else addr)
+    if value:
+        with open("/proc/self/maps", encoding="ascii") as maps:
+            for line in maps:
+                span, perms = line.split(None, 2)[:2]
+                low, high = (int(x, 16) for x in span.split("-"))
+                if low <= value < high:
+                    if "x" in perms:
+                        return value
+                    break
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {value:#x} does not point into executable code")
+
+
 def _checked_addr(addr: object, nbytes: int, what: str) -> int:
     value = pointer_value(addr)
     if not value:

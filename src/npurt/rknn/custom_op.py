@@ -62,6 +62,7 @@ from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.rknn import constants as c
 from npurt.rknn import log
+from npurt.memory import raw
 from npurt.memory.cargs import as_struct_list
 from npurt.rknn.api_common import MODEL_CTX, struct_arg
 from npurt.rknn.boundary import mirror
@@ -337,6 +338,9 @@ def _check_op(op: rknn_custom_op, i: int) -> str:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"op[{i}] {op_type}: invalid target {op.target}")
     if not op.compute:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"op[{i}] {op_type}: the compute callback is required")
+    for name in ("init", "prepare", "compute", "compute_native", "destroy"):
+        if getattr(op, name):
+            raw.check_code(getattr(op, name), f"op[{i}] {op_type}: {name}")
     return op_type
 
 
