@@ -99,3 +99,8 @@ def test_fork_while_a_thread_runs_children_refuse_inherited_and_run_fresh(exe, p
 @pytest.mark.timeout(200)
 def test_code_pointers_that_are_not_code_are_refused(exe, pfx, model):
     assert "OK fnptr" in _one(exe, ["fnptr", pfx / "lib", model / "conv.onnx"])
+
+
+@pytest.mark.timeout(200)
+def test_destroy_mem_never_closes_a_reused_fd_number(exe, pfx, model):
+    assert "OK fdreuse" in _one(exe, ["fdreuse", pfx / "lib", model / "conv.onnx", model / "x.bin"])

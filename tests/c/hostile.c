@@ -7,8 +7,10 @@
  *   hostile fork LIBDIR MODEL X N     fork N children while a thread runs: children refuse the inherited context,
  *                                     run a fresh one; the parent's 30 outputs stay right
  *   hostile fnptr LIBDIR MODEL        code pointers that are not code (0x10, a data page) refused at registration
+ *   hostile fdreuse LIBDIR MODEL X    the caller closes m->fd, a new file takes the number: destroy keeps it open
  * Prints "OK <mode>" and exits 0 (exit: 3) on success. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -331,6 +333,25 @@ static int mode_fnptr(const char *model)
     return 0;
 }
 
+/* --- fdreuse ------------------------------------------------------------------------------------------- */
+static int mode_fdreuse(const char *model, const char *input)
+{
+    void *rt = load("librknnrt.so");
+    SYM(rt, rknn_create_mem);
+    SYM(rt, rknn_destroy_mem);
+    rknn_context ctx = init_model(rt, model, input);
+    rknn_tensor_mem *m = p_rknn_create_mem(ctx, 4096);
+    CHECK(m != NULL && m->fd >= 0);
+    int fd = m->fd;
+    CHECK(close(fd) == 0);
+    FILE *mine = fopen("/dev/null", "w");            /* takes the lowest free number: the one just closed */
+    CHECK(mine != NULL && fileno(mine) == fd);
+    CHECK_RET(p_rknn_destroy_mem(ctx, m), RKNN_SUCC);
+    CHECK(fcntl(fd, F_GETFD) != -1);                  /* the caller's new file is still open */
+    CHECK(fclose(mine) == 0);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     CHECK(argc >= 3);
@@ -347,6 +368,8 @@ int main(int argc, char **argv)
         rc = mode_logcb();
     else if (!strcmp(mode, "fork") && argc == 6)
         rc = mode_fork(argv[3], argv[4], atoi(argv[5]));
+    else if (!strcmp(mode, "fdreuse") && argc == 5)
+        rc = mode_fdreuse(argv[3], argv[4]);
     else if (!strcmp(mode, "fnptr") && argc == 4)
         rc = mode_fnptr(argv[3]);
     else

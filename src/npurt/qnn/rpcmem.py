@@ -29,7 +29,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer, Device
 from npurt.memory.address_space import RangeMap
 from npurt.memory.device import MAX_SIZE
-from npurt.memory.identity import FileId
+from npurt.memory.identity import FileId, close_if_ours
 from npurt.memory.mapping import new_memfd, page_round, typed_view
 from npurt.qnn import device as htp_device
 from npurt.qnn.constants import (RPCMEM_DEFAULT_HEAP, RPCMEM_HEAP_ID_CONTIG, RPCMEM_HEAP_ID_SECURE,
@@ -173,9 +173,7 @@ def rpcmem_free(po: object) -> None:
         if rec.buffer.alive:
             rec.device.free(rec.buffer)
     finally:
-        if rec.fd_is_ours():
-            os.close(rec.fd)
-        else:
+        if not close_if_ours(rec.fd, rec.buffer.files):
             log.warning("rpcmem_free(0x%x): fd %d was closed by the caller (or now names another file); not closed "
                         "again", rec.base, rec.fd)
         htp_device.release(rec.device)
