@@ -211,6 +211,10 @@ static int mode_logcb(void)
     pthread_join(a, NULL);
     CHECK(a_done);
     CHECK(qnn.logFree(log) == QNN_SUCCESS);
+    Qnn_BackendHandle_t backend = NULL;                /* a freed backend: the header's code */
+    CHECK(qnn.backendCreate(NULL, NULL, &backend) == QNN_SUCCESS);
+    CHECK(qnn.backendFree(backend) == QNN_SUCCESS);
+    CHECK(QNN_GET_ERROR_CODE(qnn.backendFree(backend)) == QNN_BACKEND_ERROR_INVALID_HANDLE);
     return 0;
 }
 
