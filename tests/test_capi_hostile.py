@@ -104,3 +104,9 @@ def test_code_pointers_that_are_not_code_are_refused(exe, pfx, model):
 @pytest.mark.timeout(200)
 def test_destroy_mem_never_closes_a_reused_fd_number(exe, pfx, model):
     assert "OK fdreuse" in _one(exe, ["fdreuse", pfx / "lib", model / "conv.onnx", model / "x.bin"])
+
+
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("library", ["librknnrt.so", "librknnmrt.so"])
+def test_rknn_libraries_work_loaded_rtld_local(exe, pfx, model, library):
+    assert "OK local" in _one(exe, ["local", pfx / "lib", library, model / "conv.onnx"])

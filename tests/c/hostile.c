@@ -7,6 +7,7 @@
  *   hostile fork LIBDIR MODEL X N     fork N children while a thread runs: children refuse the inherited context,
  *                                     run a fresh one; the parent's 30 outputs stay right
  *   hostile fnptr LIBDIR MODEL        code pointers that are not code (0x10, a data page) refused at registration
+ *   hostile local LIBDIR LIB MODEL    LIB (librknnrt.so / librknnmrt.so) alone, RTLD_LOCAL: init and query work
  *   hostile fdreuse LIBDIR MODEL X    the caller closes m->fd, a new file takes the number: destroy keeps it open
  * Prints "OK <mode>" and exits 0 (exit: 3) on success. */
 #include <dlfcn.h>
@@ -337,6 +338,22 @@ static int mode_fnptr(const char *model)
     return 0;
 }
 
+/* --- local ------------------------------------------------------------------------------------------------ */
+static int mode_local(const char *lib, const char *model)
+{
+    void *rt = load(lib);
+    SYM(rt, rknn_init);
+    SYM(rt, rknn_query);
+    SYM(rt, rknn_destroy);
+    rknn_context ctx = 0;
+    CHECK_RET(p_rknn_init(&ctx, (void *)model, 0, 0, NULL), RKNN_SUCC);
+    rknn_input_output_num io;
+    CHECK_RET(p_rknn_query(ctx, RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io)), RKNN_SUCC);
+    CHECK(io.n_input == 1 && io.n_output == 1);
+    CHECK_RET(p_rknn_destroy(ctx), RKNN_SUCC);
+    return 0;
+}
+
 /* --- fdreuse ------------------------------------------------------------------------------------------- */
 static int mode_fdreuse(const char *model, const char *input)
 {
@@ -372,6 +389,8 @@ int main(int argc, char **argv)
         rc = mode_logcb();
     else if (!strcmp(mode, "fork") && argc == 6)
         rc = mode_fork(argv[3], argv[4], atoi(argv[5]));
+    else if (!strcmp(mode, "local") && argc == 5)
+        rc = mode_local(argv[3], argv[4]);
     else if (!strcmp(mode, "fdreuse") && argc == 5)
         rc = mode_fdreuse(argv[3], argv[4]);
     else if (!strcmp(mode, "fnptr") && argc == 4)
