@@ -110,3 +110,8 @@ def test_destroy_mem_never_closes_a_reused_fd_number(exe, pfx, model):
 @pytest.mark.parametrize("library", ["librknnrt.so", "librknnmrt.so"])
 def test_rknn_libraries_work_loaded_rtld_local(exe, pfx, model, library):
     assert "OK local" in _one(exe, ["local", pfx / "lib", library, model / "conv.onnx"])
+
+
+@pytest.mark.timeout(200)
+def test_read_only_input_structs_and_an_offset_past_the_model(exe, pfx, model):
+    assert "OK readonly" in _one(exe, ["readonly", pfx / "lib", model / "conv.onnx"])

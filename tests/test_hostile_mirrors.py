@@ -92,3 +92,11 @@ def test_graph_execute_writes_nothing_into_a_half_mapped_output(htp):  # noqa: F
     assert area[:(pages - 1) * mmap.PAGESIZE] == b"\xab" * ((pages - 1) * mmap.PAGESIZE)
     assert _libc.mprotect(ctypes.c_void_p(last), mmap.PAGESIZE, 3) == 0
     ok(htp.qi.contextFree(ctx, None))
+
+
+@pytest.mark.parametrize("past", [0, 10])
+def test_real_model_offset_at_or_past_the_end_is_a_parameter_error(past):
+    from helpers.models import convnet
+    data = convnet()
+    ext = rknn_init_extend(real_model_offset=len(data) + past)
+    assert rknn_init(rknn_context(), data, len(data), 0, ext) == RKNN_ERR_PARAM_INVALID

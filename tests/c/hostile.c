@@ -8,6 +8,8 @@
  *                                     run a fresh one; the parent's 30 outputs stay right
  *   hostile fnptr LIBDIR MODEL        code pointers that are not code (0x10, a data page) refused at registration
  *   hostile local LIBDIR LIB MODEL    LIB (librknnrt.so / librknnmrt.so) alone, RTLD_LOCAL: init and query work
+ *   hostile readonly LIBDIR MODEL     input structs in read-only memory are accepted; real_model_offset past the end
+ *                                     of the model is RKNN_ERR_PARAM_INVALID
  *   hostile fdreuse LIBDIR MODEL X    the caller closes m->fd, a new file takes the number: destroy keeps it open
  * Prints "OK <mode>" and exits 0 (exit: 3) on success. */
 #include <dlfcn.h>
@@ -21,6 +23,7 @@
 #include "common.h"
 #include "rknn_api.h"
 #include "rknn_custom_op.h"
+#include "rknn_matmul_api.h"
 #include "QnnInterface.h"
 
 static const char *libdir;
@@ -354,6 +357,34 @@ static int mode_local(const char *lib, const char *model)
     return 0;
 }
 
+/* --- readonly --------------------------------------------------------------------------------------------- */
+static const rknn_init_extend ro_extend;             /* in .rodata: only read by rknn_init */
+static const rknn_matmul_info ro_info = {.M = 4, .K = 64, .N = 64, .type = RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32};
+
+static int mode_readonly(const char *model)
+{
+    void *rt = load("librknnrt.so");
+    SYM(rt, rknn_init);
+    SYM(rt, rknn_destroy);
+    SYM(rt, rknn_matmul_create);
+    SYM(rt, rknn_matmul_destroy);
+    rknn_context ctx = 0;
+    CHECK_RET(p_rknn_init(&ctx, (void *)model, 0, 0, (rknn_init_extend *)&ro_extend), RKNN_SUCC);
+    CHECK_RET(p_rknn_destroy(ctx), RKNN_SUCC);
+    rknn_matmul_ctx mm = 0;
+    rknn_matmul_io_attr io;
+    CHECK_RET(p_rknn_matmul_create(&mm, (rknn_matmul_info *)&ro_info, &io), RKNN_SUCC);
+    CHECK_RET(p_rknn_matmul_destroy(mm), RKNN_SUCC);
+    size_t size;
+    void *bytes = read_file(model, &size);
+    rknn_init_extend past;
+    memset(&past, 0, sizeof(past));
+    past.real_model_offset = (int32_t)size + 10;
+    CHECK_RET(p_rknn_init(&ctx, bytes, (uint32_t)size, 0, &past), RKNN_ERR_PARAM_INVALID);
+    free(bytes);
+    return 0;
+}
+
 /* --- fdreuse ------------------------------------------------------------------------------------------- */
 static int mode_fdreuse(const char *model, const char *input)
 {
@@ -391,6 +422,8 @@ int main(int argc, char **argv)
         rc = mode_fork(argv[3], argv[4], atoi(argv[5]));
     else if (!strcmp(mode, "local") && argc == 5)
         rc = mode_local(argv[3], argv[4]);
+    else if (!strcmp(mode, "readonly") && argc == 4)
+        rc = mode_readonly(argv[3]);
     else if (!strcmp(mode, "fdreuse") && argc == 5)
         rc = mode_fdreuse(argv[3], argv[4]);
     else if (!strcmp(mode, "fnptr") && argc == 4)
