@@ -115,3 +115,11 @@ def test_rknn_libraries_work_loaded_rtld_local(exe, pfx, model, library):
 @pytest.mark.timeout(200)
 def test_read_only_input_structs_and_an_offset_past_the_model(exe, pfx, model):
     assert "OK readonly" in _one(exe, ["readonly", pfx / "lib", model / "conv.onnx"])
+
+
+@pytest.mark.timeout(200)
+def test_sizes_larger_than_the_buffer_are_refused_before_allocating(exe, pfx, model):
+    import npurt
+    from npurt.model import zoo
+    npurt.compile(zoo.small_convnet(size=32), soc="sm8350", progress=False).save(model / "ctx.bin")
+    assert "OK bigsize" in _one(exe, ["bigsize", pfx / "lib", model / "conv.onnx", model / "ctx.bin"])

@@ -10,6 +10,8 @@
  *   hostile local LIBDIR LIB MODEL    LIB (librknnrt.so / librknnmrt.so) alone, RTLD_LOCAL: init and query work
  *   hostile readonly LIBDIR MODEL     input structs in read-only memory are accepted; real_model_offset past the end
  *                                     of the model is RKNN_ERR_PARAM_INVALID
+ *   hostile bigsize LIBDIR MODEL BIN  a model / context binary (BIN: npurt's format) passed with 2 GiB over a 20 KB
+ *                                     buffer: refused before anything of that size is allocated (RLIMIT_AS + 1 GB)
  *   hostile fdreuse LIBDIR MODEL X    the caller closes m->fd, a new file takes the number: destroy keeps it open
  * Prints "OK <mode>" and exits 0 (exit: 3) on success. */
 #include <dlfcn.h>
@@ -17,6 +19,8 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -385,6 +389,55 @@ static int mode_readonly(const char *model)
     return 0;
 }
 
+/* --- bigsize ---------------------------------------------------------------------------------------------- */
+static uint8_t *guarded_copy(const void *data, size_t size)     /* `size` bytes, then a PROT_NONE page */
+{
+    size_t page = 4096, span = (size + page - 1) / page * page;
+    uint8_t *map = mmap(NULL, span + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(map != MAP_FAILED && mprotect(map + span, page, PROT_NONE) == 0);
+    memcpy(map + span - size, data, size);
+    return map + span - size;
+}
+
+static int mode_bigsize(const char *model, const char *binary)
+{
+    void *rt = load("librknnrt.so");
+    SYM(rt, rknn_init);
+    SYM(rt, rknn_destroy);
+    QNN_INTERFACE_VER_TYPE qnn = qnn_table(load("libQnnHtp.so"));
+    Qnn_BackendHandle_t backend = NULL;
+    Qnn_DeviceHandle_t device = NULL;
+    CHECK(qnn.backendCreate(NULL, NULL, &backend) == QNN_SUCCESS);
+    CHECK(qnn.deviceCreate(NULL, NULL, &device) == QNN_SUCCESS);
+    size_t msize, bsize;
+    void *mbytes = read_file(model, &msize), *bbytes = read_file(binary, &bsize);
+    rknn_context ctx = 0;
+    CHECK_RET(p_rknn_init(&ctx, mbytes, (uint32_t)msize, 0, NULL), RKNN_SUCC);     /* everything is loaded */
+    CHECK_RET(p_rknn_destroy(ctx), RKNN_SUCC);
+    long pages = 0;
+    FILE *statm = fopen("/proc/self/statm", "r");
+    CHECK(statm && fscanf(statm, "%ld", &pages) == 1);
+    fclose(statm);
+    struct rlimit limit = {(rlim_t)pages * 4096 + (1UL << 30), RLIM_INFINITY};
+    CHECK(setrlimit(RLIMIT_AS, &limit) == 0);        /* 2 GiB cannot be allocated from here on */
+    const uint32_t two_gib = 1U << 31;
+    uint8_t *m = guarded_copy(mbytes, 20000 < msize ? 20000 : msize);
+    CHECK_RET(p_rknn_init(&ctx, m, two_gib, 0, NULL), RKNN_ERR_PARAM_INVALID);
+    uint64_t blob = 0, manifest = 0;                   /* npurt's header: manifest length at 28, blob length at 36 */
+    memcpy(&manifest, (uint8_t *)bbytes + 28, 8);
+    uint64_t blob_offset = (128 + manifest + 63) / 64 * 64;
+    blob = two_gib - blob_offset;
+    memcpy((uint8_t *)bbytes + 36, &blob, 8);          /* the header declares 2 GiB */
+    uint8_t *b = guarded_copy(bbytes, bsize);
+    Qnn_ContextHandle_t qctx = NULL;
+    CHECK(QNN_GET_ERROR_CODE(qnn.contextCreateFromBinary(backend, device, NULL, b, two_gib, &qctx, NULL))
+          == QNN_CONTEXT_ERROR_INVALID_ARGUMENT);
+    CHECK(qctx == NULL);
+    free(mbytes);
+    free(bbytes);
+    return 0;
+}
+
 /* --- fdreuse ------------------------------------------------------------------------------------------- */
 static int mode_fdreuse(const char *model, const char *input)
 {
@@ -424,6 +477,8 @@ int main(int argc, char **argv)
         rc = mode_local(argv[3], argv[4]);
     else if (!strcmp(mode, "readonly") && argc == 4)
         rc = mode_readonly(argv[3]);
+    else if (!strcmp(mode, "bigsize") && argc == 5)
+        rc = mode_bigsize(argv[3], argv[4]);
     else if (!strcmp(mode, "fdreuse") && argc == 5)
         rc = mode_fdreuse(argv[3], argv[4]);
     else if (!strcmp(mode, "fnptr") && argc == 4)
