@@ -100,3 +100,66 @@ def test_real_model_offset_at_or_past_the_end_is_a_parameter_error(past):
     data = convnet()
     ext = rknn_init_extend(real_model_offset=len(data) + past)
     assert rknn_init(rknn_context(), data, len(data), 0, ext) == RKNN_ERR_PARAM_INVALID
+
+
+def test_session_refuses_a_complex_input():
+    import npurt
+    from npurt.errors import NpuError
+    from helpers.models import convnet
+    with npurt.Session(convnet()) as s:
+        with pytest.raises(NpuError) as err:
+            s.run(_x().astype(np.complex64))
+    assert "complex64" in err.value.message
+
+
+def test_numpy_integer_context_and_set_io_mem_fields_that_contradict_the_model():
+    from helpers.rknn import attr
+    ctx = init()
+    io = rknn_input_output_num()
+    assert rknn_query(np.int64(ctx.value), RKNN_QUERY_IN_OUT_NUM, io, ctypes.sizeof(io)) == RKNN_SUCC
+    for field, value in (("index", 99), ("n_dims", 0), ("size_with_stride", 0)):
+        a = attr(ctx, RKNN_QUERY_NATIVE_INPUT_ATTR)
+        mem = rknn_create_mem(ctx, a.size_with_stride)
+        setattr(a, field, value)
+        assert rknn_set_io_mem(ctx, mem, a) == RKNN_ERR_PARAM_INVALID, field
+        setattr(a, field, getattr(attr(ctx, RKNN_QUERY_NATIVE_INPUT_ATTR), field))
+        assert rknn_set_io_mem(ctx, mem, a) == RKNN_SUCC                      # the queried attr binds
+        assert rknn_destroy_mem(ctx, mem) == RKNN_SUCC
+    assert rknn_destroy(ctx) == RKNN_SUCC
+
+
+@pytest.mark.parametrize("dtype", ["V0", object, "no-such-dtype"])
+def test_mem_view_refuses_dtypes_without_a_fixed_size(dtype):
+    from npurt.errors import NpuError
+    from npurt.rknn.api_memory import mem_view
+    ctx = init()
+    mem = rknn_create_mem(ctx, 64)
+    with pytest.raises(NpuError):
+        mem_view(mem, dtype)
+    assert rknn_destroy_mem(ctx, mem) == RKNN_SUCC
+    assert rknn_destroy(ctx) == RKNN_SUCC
+
+
+def test_rpcmem_messages_show_pointers_as_c_does(caplog):
+    import logging
+    with caplog.at_level(logging.DEBUG, logger="npurt.qnn"):
+        q.rpcmem_free(-1)
+    assert "0xffffffffffffffff" in caplog.text and "0x-" not in caplog.text
+
+
+def test_send_buffer_to_a_dead_peer_is_an_npu_error():
+    import socket
+    from npurt.errors import NpuError
+    from npurt.memory import open_device, send_buffer
+    device = open_device("rk3588")
+    buf = device.alloc(4096, owner="test", name="send")
+    mine, peer = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    peer.close()
+    try:
+        with pytest.raises(NpuError) as err:
+            send_buffer(mine, buf)
+        assert "cannot send" in err.value.message
+    finally:
+        mine.close()
+        device.free(buf)
+        device.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import operator
 from typing import Any
 
 from npurt import forksafe
@@ -67,7 +68,11 @@ class HandleTable:
         """The object of `handle` (an int or a ctypes cell holding one), or None if unknown, not an int, or not of
         `kind` (a kind tag, or a type the object must be an instance of)."""
         value = getattr(handle, "value", handle)
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, bool):
+            return None
+        try:
+            value = operator.index(value)           # an int, or a numpy integer holding one
+        except TypeError:
             return None
         with self._lock:
             entry = self._objects.get(value)

@@ -145,10 +145,11 @@ def rpcmem_alloc_def(size: int) -> int:
 
 
 def _ptr(po: object) -> int:
+    """The pointer value as C sees it: an unsigned 64-bit address (-1 is 0xffffffffffffffff)."""
     if isinstance(po, ctypes.c_void_p):
         return po.value or 0
     if isinstance(po, int) and not isinstance(po, bool):
-        return po
+        return po & 0xFFFF_FFFF_FFFF_FFFF
     return 0
 
 
