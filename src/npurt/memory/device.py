@@ -98,7 +98,8 @@ def _close_owned_fd(fd: int, files: Sequence[FileId]) -> None:
     """Close an fd npurt owns — only while it still names its file (`files`): if user code closed it behind npurt's
     back (and the number may now be another file of the caller's), log it and close nothing."""
     if not close_if_ours(fd, files):
-        log.warning("fd %d owned by npurt was closed by someone else (or now names another file); not closed", fd)
+        log.warning("fd %d owned by npurt was already closed by someone else (its number may name another file "
+                    "now); not closed again", fd)
 
 
 class Device:
