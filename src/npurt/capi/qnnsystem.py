@@ -12,7 +12,7 @@ import importlib
 
 from npurt.capi import guard
 from npurt.capi.build import LibrarySpec
-from npurt.capi.qnn_common import GLOBAL_PYTHON_C, QNN_HEADER_DIR, adapter, extern_cdef, header_members, table_source
+from npurt.capi.qnn_common import QNN_HEADER_DIR, adapter, extern_cdef, header_members, table_source
 from npurt.errors import NpuError
 from npurt.qnn import constants as C
 from npurt.qnn import system
@@ -41,7 +41,7 @@ def spec() -> LibrarySpec:
                   "uint32_t *numProviders);",
         module=__name__, errors={"QnnSystemInterface_getProviders": str(C.QNN_COMMON_ERROR_SYSTEM)},
         extra_cdef=extern_cdef(MEMBERS, PREFIX) + "uintptr_t npurt_qnn_system_provider_list(void);\n",
-        extra_source=GLOBAL_PYTHON_C + table_source(MEMBERS, PREFIX, "QNN_COMMON_ERROR_NOT_SUPPORTED") + provider)
+        extra_source=table_source(MEMBERS, PREFIX, "QNN_COMMON_ERROR_NOT_SUPPORTED") + provider)
 
 
 def QnnSystemInterface_getProviders(providerList: int, numProviders: int) -> int:
