@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import re
 import sys
 
 import numpy as np
@@ -95,6 +96,7 @@ def test_every_rule_broken_once_from_c(pfx, tmp_path):
                  q.QNN_MEM_ERROR_UNSUPPORTED_MEMTYPE, q.QNN_MEM_ERROR_INVALID_HANDLE, q.QNN_COMMON_ERROR_NOT_SUPPORTED):
         assert f"-> {code}" in stdout
     assert "parallel graphs on one spill-fill" in stdout and "rpcmem misuse" in stdout
+    assert re.search(rf"output buffer half mapped +-> {q.QNN_GRAPH_ERROR_INVALID_TENSOR}", stdout)
 
 
 def _abi(pfx) -> dict[str, int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from npurt.capi.build import LibrarySpec, header_functions
 from npurt.capi.embed import sync_environ
-from npurt.capi.qnn_common import GLOBAL_PYTHON_C, HEADER_DIR
+from npurt.capi.qnn_common import HEADER_DIR
 from npurt.qnn import rpcmem
 
 LIBRARY_NAME = "libcdsprpc.so"
@@ -19,8 +19,7 @@ LIBRARY_NAME = "libcdsprpc.so"
 def spec() -> LibrarySpec:
     """libcdsprpc.so: the six rpcmem functions and the three FastRPC buffer registrations."""
     return LibrarySpec(name=LIBRARY_NAME, headers=["rpcmem.h"], header_dir=HEADER_DIR,
-                       functions=header_functions(HEADER_DIR / "rpcmem.h"), module=__name__,
-                       extra_source=GLOBAL_PYTHON_C)
+                       functions=header_functions(HEADER_DIR / "rpcmem.h"), module=__name__)
 
 
 def rpcmem_init() -> None:

@@ -1,10 +1,11 @@
 """What the three QNN libraries share: where their headers are, the C of a provider table whose members call
-Python adapters, and the start-up line that makes the embedded Python's symbols global.
+Python adapters.
 
 QNN programs never link these libraries: they `dlopen` them (`RTLD_LOCAL`) and reach every function through a
 provider table (`QnnInterface_getProviders`). So the table is a static C struct; each implemented member is a small
 C function that enters npurt (`npurt_enter`, see `npurt.capi.build`) and calls an `extern "Python+C"` adapter with
-pointers as `uintptr_t`; a member npurt does not implement returns its "not supported" code in C.
+pointers as `uintptr_t`; a member npurt does not implement returns its "not supported" code in C. (Loading with
+`RTLD_LOCAL` works as for every npurt library: see `npurt.capi.build`.)
 """
 from __future__ import annotations
 
@@ -23,18 +24,6 @@ QNN_HEADER_DIR = HEADER_DIR / "QNN"
 ALL_HEADERS = ("rpcmem.h", "qurt_alloc.h", *(str(p.relative_to(HEADER_DIR)) for p in sorted(QNN_HEADER_DIR.rglob("*.h"))))
 
 log = logging.getLogger("npurt.qnn")
-
-# A library loaded with RTLD_LOCAL keeps libpython's symbols private to it; the extension modules Python imports
-# later (numpy, ...) need them global, so the library promotes libpython once it is loaded.
-GLOBAL_PYTHON_C = r"""
-#include <dlfcn.h>
-__attribute__((constructor)) static void npurt_python_global(void)
-{
-    Dl_info info;
-    if (dladdr((void *)&Py_IsInitialized, &info) && info.dli_fname)
-        dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
-}
-"""
 
 # C scalar types of the QNN headers as cffi sees them (handles and callbacks cross as addresses)
 _SCALARS = {"uint32_t": "uint32_t", "uint64_t": "uint64_t", "int": "int", "QnnProperty_Key_t": "uint32_t",

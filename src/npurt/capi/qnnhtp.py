@@ -20,12 +20,13 @@ import npurt.qnn as q
 from npurt.capi import guard
 from npurt.capi.build import LibrarySpec
 from npurt.capi.embed import sync_environ
-from npurt.capi.qnn_common import (GLOBAL_PYTHON_C, QNN_HEADER_DIR, Member, _typedef_params, adapter, extern_cdef,
-                                   interface_members, table_initializer, table_source)
+from npurt.capi.qnn_common import (QNN_HEADER_DIR, Member, _typedef_params, adapter, extern_cdef, interface_members,
+                                   table_initializer, table_source)
 from npurt.capi.qnn_common import interface_struct as struct_text
 from npurt.soc.api_coverage import (QNN_HTP_PERF_INFRASTRUCTURE_MEMBERS, QNN_INTERFACE_MEMBERS,
                                      QNN_INTERFACE_RESERVED)
 from npurt.errors import NpuError
+from npurt.memory import raw
 from npurt.memory.cargs import as_struct_list
 from npurt.qnn import constants as C
 from npurt.qnn.interface import PERF_INFRASTRUCTURE
@@ -83,8 +84,8 @@ def spec() -> LibrarySpec:
         extra_cdef=extern_cdef(MEMBERS + PERF_MEMBERS, PREFIX) + "uintptr_t npurt_qnn_provider_list(void);\n"
                    "uintptr_t npurt_qnn_infrastructure(void);\n"
                    "void npurt_qnn_log_emit(uintptr_t cb, uint32_t level, uint64_t ts, const char *msg);\n",
-        extra_source=GLOBAL_PYTHON_C + _SOURCE
-        + table_source(MEMBERS + PERF_MEMBERS, PREFIX, "QNN_COMMON_ERROR_NOT_SUPPORTED") + provider)
+        extra_source=_SOURCE + table_source(MEMBERS + PERF_MEMBERS, PREFIX, "QNN_COMMON_ERROR_NOT_SUPPORTED")
+        + provider)
 
 
 def _lib() -> Any:
@@ -198,6 +199,8 @@ def qnn_graphExecute(graphHandle: int, inputs: int, numInputs: int, outputs: int
 
 @adapter("logCreate", C.QNN_LOG_ERROR_INVALID_ARGUMENT)
 def qnn_logCreate(callback: int, maxLogLevel: int, logger: int) -> int:
+    if callback:
+        raw.check_code(callback, "callback")
     emit = _lib().npurt_qnn_log_emit
     forward = (lambda text, level, stamp: emit(callback, level, stamp, text.encode())) if callback else None
     return _table().logCreate(forward, maxLogLevel, _cell(logger, "logger"))

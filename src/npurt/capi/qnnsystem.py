@@ -13,7 +13,7 @@ import importlib
 
 from npurt.capi import guard
 from npurt.capi.build import LibrarySpec
-from npurt.capi.qnn_common import GLOBAL_PYTHON_C, QNN_HEADER_DIR, adapter, extern_cdef, header_members, table_source
+from npurt.capi.qnn_common import QNN_HEADER_DIR, adapter, extern_cdef, header_members, table_source
 from npurt.errors import NpuError
 from npurt.qnn import constants as C
 from npurt.qnn import system
@@ -62,8 +62,7 @@ def spec() -> LibrarySpec:
         extra_cdef=extern_cdef(_GENERATED, PREFIX) + "uintptr_t npurt_qnn_system_provider_list(void);\n"
                    'extern "Python+C" uint64_t qnnsys_systemProfileCreateSerializationTarget(uintptr_t target, '
                    "uintptr_t configs, uint32_t numConfigs, uintptr_t serializationTarget);\n",
-        extra_source=GLOBAL_PYTHON_C + table_source(_GENERATED, PREFIX, "QNN_COMMON_ERROR_NOT_SUPPORTED") + _BY_VALUE_C
-        + provider)
+        extra_source=table_source(_GENERATED, PREFIX, "QNN_COMMON_ERROR_NOT_SUPPORTED") + _BY_VALUE_C + provider)
 
 
 def QnnSystemInterface_getProviders(providerList: int, numProviders: int) -> int:

@@ -37,7 +37,7 @@ from npurt.runtime.user_io import pack_input, unpack_output
 from npurt.memory import Buffer
 from npurt.model.attrs import QntType, TensorAttr
 from npurt.qnn import constants as C
-from npurt.memory.raw import pointer_value, safe_copy_in, safe_write
+from npurt.memory.raw import check_writable, pointer_value, safe_copy_in, safe_write
 from npurt.qnn.backend import HANDLES
 from npurt.qnn.boundary import QnnError, from_npu
 from npurt.qnn.mem_registry import ION, REGISTRY, SHARED, SPILLFILL, VTCMBACKUP, WEIGHTS
@@ -329,6 +329,12 @@ class QnnGraph:
         specs = self.inputs + self.outputs
         resolved = [self._resolve(s, t, b) for s, t, b in zip(specs, list(inputs) + list(outputs), self._io)]
         n_in = len(self.inputs)
+        for (_, _, data), spec in zip(resolved[n_in:], self.outputs):     # every destination, before any write
+            if data:
+                try:
+                    check_writable(data, spec.nbytes, f"output {spec.index} ({spec.name}): clientBuf.data")
+                except NpuError as exc:
+                    raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, exc.message) from None
         for (_, ref, data), spec in zip(resolved[:n_in], self.inputs):
             if data and not safe_copy_in(data, (ctypes.c_char * spec.nbytes).from_buffer(ref.device_u8()),
                                          spec.nbytes):

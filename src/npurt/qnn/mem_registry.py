@@ -30,12 +30,12 @@ import itertools
 import logging
 import math
 import os
-import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import NpuError
 from npurt.memory import Buffer
 from npurt.qnn import constants as C
@@ -129,7 +129,7 @@ class MemRegistry:
     """Every live memory handle of the process, with the rules that tie them to contexts."""
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()
+        self._lock = forksafe.rlock()
         self._records: dict[int, MemRecord] = {}
         self._by_memory: dict[tuple, dict[int, MemRecord]] = {}        # memory key -> its records
         self._by_context: dict[int, dict[int, MemRecord]] = {}         # id(context) -> its records

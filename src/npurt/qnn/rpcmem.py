@@ -20,16 +20,16 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer, Device
 from npurt.memory.address_space import RangeMap
 from npurt.memory.device import MAX_SIZE
-from npurt.memory.identity import FileId
+from npurt.memory.identity import FileId, close_if_ours
 from npurt.memory.mapping import new_memfd, page_round, typed_view
 from npurt.qnn import device as htp_device
 from npurt.qnn.constants import (RPCMEM_DEFAULT_HEAP, RPCMEM_HEAP_ID_CONTIG, RPCMEM_HEAP_ID_SECURE,
@@ -67,10 +67,18 @@ class RpcAllocation:
         return self.buffer.backed_by(self.fd)
 
 
-_lock = threading.RLock()
+_lock = forksafe.rlock()
 _by_base: dict[int, RpcAllocation] = {}
 _by_fd: dict[int, RpcAllocation] = {}
 _ranges = RangeMap()                    # [base, base + size) -> allocation, for interior-pointer lookups
+
+
+@forksafe.after_fork
+def _forget_inherited() -> None:
+    """In a forked child: the parent's allocations are no rpcmem buffers of the child (their memory is shared)."""
+    global _by_base, _by_fd, _ranges
+    forksafe.inherit((_by_base, _by_fd, _ranges))
+    _by_base, _by_fd, _ranges = {}, {}, RangeMap()
 
 
 def _alloc(heapid: int, flags: int, size: int, soc: str | None) -> int:
@@ -139,10 +147,11 @@ def rpcmem_alloc_def(size: int) -> int:
 
 
 def _ptr(po: object) -> int:
+    """The pointer value as C sees it: an unsigned 64-bit address (-1 is 0xffffffffffffffff)."""
     if isinstance(po, ctypes.c_void_p):
         return po.value or 0
     if isinstance(po, int) and not isinstance(po, bool):
-        return po
+        return po & 0xFFFF_FFFF_FFFF_FFFF
     return 0
 
 
@@ -168,9 +177,7 @@ def rpcmem_free(po: object) -> None:
         if rec.buffer.alive:
             rec.device.free(rec.buffer)
     finally:
-        if rec.fd_is_ours():
-            os.close(rec.fd)
-        else:
+        if not close_if_ours(rec.fd, rec.buffer.files):
             log.warning("rpcmem_free(0x%x): fd %d was closed by the caller (or now names another file); not closed "
                         "again", rec.base, rec.fd)
         htp_device.release(rec.device)

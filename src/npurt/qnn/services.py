@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from npurt import forksafe
 from npurt.qnn import constants as C
 from npurt.qnn.backend import HANDLES
 from npurt.qnn.structs import (QnnDevice_CoreInfo_t, QnnDevice_HardwareDeviceInfo_t, QnnDevice_PlatformInfo_t,
@@ -26,7 +26,7 @@ from npurt.soc.htp import get_htp_profile
 
 _LEVELS = {logging.ERROR: C.QNN_LOG_LEVEL_ERROR, logging.WARNING: C.QNN_LOG_LEVEL_WARN,
            logging.INFO: C.QNN_LOG_LEVEL_INFO, logging.DEBUG: C.QNN_LOG_LEVEL_DEBUG}
-_lock = threading.Lock()
+_lock = forksafe.lock()
 _logs: dict[int, "Log"] = {}
 
 
@@ -98,7 +98,15 @@ class _Stderr(logging.StreamHandler):
 
 
 class _Forward(logging.Handler):
-    """Sends `npurt.qnn` records to every live log callback (a callback's failure is dropped, as C would)."""
+    """Sends `npurt.qnn` records to every live log callback (a callback's failure is dropped, as C would). No lock
+    is held while a callback runs (not even the handler's own, which `logging.Handler.handle` would take): a slow
+    callback or one waiting for a lock of the application never holds up another thread's call."""
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        passed = bool(self.filter(record))
+        if passed:
+            self.emit(record)
+        return passed
 
     def emit(self, record: logging.LogRecord) -> None:
         with _lock:

@@ -130,7 +130,7 @@ def _model_source(model: Any, size: int, flag: int, ext: rknn_init_extend | None
                 raise NpuError(ErrorCode.INVALID_ARGUMENT, f"model_buffer_fd {ext.model_buffer_fd} is not the fd of "
                                                            f"the model buffer ({buf.fd})")
             start, length = off + offset, (real_size or size - offset)
-            if offset + length > size:
+            if offset >= size or offset + length > size:
                 raise NpuError(ErrorCode.INVALID_ARGUMENT, f"real_model_offset {offset} + real_model_size {length} > "
                                                            f"model size {size}")
             return None, MemRef(buf, start, length, "model")
@@ -161,7 +161,7 @@ def _model_source(model: Any, size: int, flag: int, ext: rknn_init_extend | None
                                                    f"{type(model).__name__}")
     if offset or real_size:
         length = real_size or len(data) - offset
-        if offset + length > len(data):
+        if offset >= len(data) or offset + length > len(data):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"real_model_offset {offset} + real_model_size {length} > "
                                                        f"model size {len(data)}")
         data = data[offset:offset + length]

@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import open_device
 from npurt.model.attrs import TensorAttr
@@ -98,7 +99,7 @@ class Context:
         if self.options.priority not in PRIORITIES:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"priority must be one of {PRIORITIES}")
         self._log = log or _default_sink
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         self._holder: int | None = None          # the thread inside a call (see _busy)
         self._weights_seen: int | None = None  # fingerprint of user weight memory at the last run
         self.destroyed = False
