@@ -79,13 +79,15 @@ class Fit:
 # (docs/npu-timing.md) list the fit's result and its error on every row. The RK3566/RK3568 NPU reaches a smaller
 # share of its peak than the RK3588/RK3576 ones (rknn_model_zoo: ResNet50 37.9 vs 110.1 FPS for 1 vs 2 TOPS per
 # core), so its factor is fitted on its one calibration row (YOLOv5s); the RK3562 and the RV11xx keep 1.0.
-FIT = Fit(conv_efficiency=0.994, ddr_efficiency=0.457, op_overhead_cycles=14300.0,
-          soc_efficiency=(("rk3566", 0.397), ("rk3568", 0.397)))
+FIT = Fit(conv_efficiency=1.0, ddr_efficiency=0.476, op_overhead_cycles=15700.0,
+          soc_efficiency=(("rk3566", 0.392), ("rk3568", 0.392)))
 
 # npurt's choices (not public, not fitted), each used in one place of `npurt.timing.model`:
 PRECISION_RATE = MappingProxyType({"int8": 1.0, "uint8": 1.0, "int16": 0.5, "float16": 0.25, "bfloat16": 0.25,
                                    "float32": 0.25})      # "precision": fp32 models run as fp16 on the NPU
 OUT_CHANNEL_ATOM = 16           # output channels the MAC array computes side by side (padding unit): npurt's choice
+DEPTHWISE_SHARE = 0.25          # share of the MAC array a depthwise conv keeps busy (one input channel per output,
+                                # the kernel taps fill part of the lanes): npurt's choice; makes them memory-bound
 SRAM_BANDWIDTH_FACTOR = 4.0     # NPU SRAM bandwidth as a multiple of the peak DRAM bandwidth: npurt's choice
 CPU_ELEMS_PER_CYCLE = 1.0       # a CPU-fallback op: one fp32 element per CPU cycle (NEON, layout conversion incl.)
 CPU_SWITCH_US = 60.0            # NPU -> CPU -> NPU hand-over of one fallback op (cache sync, dequant/requant)

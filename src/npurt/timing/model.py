@@ -3,7 +3,7 @@
 For every scheduled op: time = max(compute, memory) + a fixed per-op cost, where
 - compute = the op's MACs (convolutions, Gemm, MatMul) over the SoC's MAC rate for the op's element type, with the
   padding losses of the native layout (input channels padded to C2, output channels to `OUT_CHANNEL_ATOM`) and,
-  for depthwise convolutions, one useful lane of C2 per output; other NPU ops move C2 elements per cycle;
+  for depthwise convolutions, `DEPTHWISE_SHARE` of the array; other NPU ops move C2 elements per cycle;
 - memory = the op's bytes over the bandwidths: its input and output tensors at their planned sizes (the sizes the
   RKNN_LOG_LEVEL=3 memory table prints), split into DDR and SRAM by the plan's SRAM placement (the arena's first
   `sram` bytes), plus its weights from DDR;
@@ -41,7 +41,8 @@ HEAVY_OPS = {"Softmax": 4.0, "LogSoftmax": 4.0, "LayerNormalization": 4.0, "Inst
 ELEMENTWISE_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Clip", "LeakyRelu", "PRelu", "HardSigmoid",
                              "HardSwish", "Sigmoid", "Tanh", "Max", "Min", "Sqrt", "Pow", "Exp", "Erf", "Elu",
                              "BatchNormalization", "Softplus", "Mish", "ReduceSum", "ReduceMean", "ReduceMax",
-                             "ReduceMin", "LpNormalization", "Neg", "Abs", "Gelu"})
+                             "ReduceMin", "LpNormalization", "Neg", "Abs", "Gelu", "LRN", "Swish", "ThresholdedRelu",
+                             "Sum", "Mean", "Log", "Floor", "Sin", "Cos", "Upsample"})
 NPU_OPS = CONV_OPS | MATMUL_OPS | LAYOUT_OPS | POOL_OPS | ELEMENTWISE_OPS | frozenset(HEAVY_OPS)
 # rknn_set_core_mask: the ops that use several cores in RKNN_NPU_CORE_0_1 / 0_1_2 ("multicore" source).
 MULTICORE_OPS = frozenset({"Conv", "Add", "Concat", "Relu", "Clip", "ThresholdedRelu", "PRelu", "LeakyRelu"})
@@ -238,7 +239,7 @@ def _layer(index: int, node: "Node", compiled: "CompiledModel", fig: T.NpuFigure
         eff = _fill(node, compiled, c2) * fit.conv_efficiency * fit.efficiency_of(fig.soc)
         per_us = fig.macs_per_cycle * fig.clock_mhz * rate * eff          # MACs per µs of one core
         if _depthwise(node, compiled):
-            per_us /= c2
+            per_us *= T.DEPTHWISE_SHARE
         compute = macs / per_us
     elif node.op_type in LAYOUT_OPS:
         compute = 0.0

@@ -95,7 +95,8 @@ def _total_us(parts: list[_Parts], fit: T.Fit, soc: str) -> float:
 
 def fit(cases: Iterable[tuple[Any, Row]], start: T.Fit | None = None) -> T.Fit:
     """The constants that minimise the largest |log(predicted / published)| over `cases` = [(compiled, row)]
-    (then the sum of squares), by a coordinate search on a log grid. Only the calibration rows are passed here."""
+    (then the sum of squares): a coarse log grid (unless `start` is given), then a coordinate search. It never
+    starts from `FIT`, so the fit reproduces on its own. Only the calibration rows are passed here."""
     from npurt.timing.model import predict
     base = T.Fit(1.0, 1.0, 0.0, ())
     data = [(_parts(predict(compiled, row.soc, fit=base)), row) for compiled, row in cases]
@@ -110,7 +111,12 @@ def fit(cases: Iterable[tuple[Any, Row]], start: T.Fit | None = None) -> T.Fit:
             return replace(f, soc_efficiency=tuple((s, v) for s in fitted_socs))
         return replace(f, **{key: v})
 
-    best = start or T.FIT
+    if start is None:       # a coarse log grid first (the objective is a max: a local search alone stalls)
+        grid = [0.2 * 5 ** (k / 8) for k in range(9)]                  # 0.2 .. 1.0
+        cands = (T.Fit(ce, de, oc, tuple((s, se) for s in fitted_socs))
+                 for ce in grid for de in grid for se in grid for oc in (2e3 * 15 ** (k / 8) for k in range(9)))
+        start = min(cands, key=score)
+    best = start
     best_score = score(best)
     keys = ("conv_efficiency", "ddr_efficiency", "op_overhead_cycles", "soc")
     step = 0.5
