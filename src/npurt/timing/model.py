@@ -151,7 +151,7 @@ def predict(compiled: "CompiledModel", soc: str | None = None, cores: int = 1, s
     naive_ms = macs / (fig.macs_per_cycle * fig.clock_mhz * cores) / 1000.0
     figures = {"int8_tops": fig.int8_tops, "npu_cores": fig.cores, "clock_mhz": fig.clock_mhz,
                "macs_per_cycle_per_core": fig.macs_per_cycle, "ddr_gbps_peak": fig.ddr_gbps, "dram": fig.dram,
-               "fit": asdict(fit), "sources": list(fig.sources)}
+               "fit": {**asdict(fit), "soc_efficiency": dict(fit.soc_efficiency)}, "sources": list(fig.sources)}
     return Prediction(name, cores, sram_bytes, compiled.precision, tuple(layers), naive_ms, figures)
 
 
