@@ -10,7 +10,9 @@ For every scheduled op: time = max(compute, memory) + a fixed per-op cost, where
 - ops the NPU does not run (not in `NPU_OPS`, custom ops) cost CPU time: their elements at the CPU's clock plus a
   hand-over.
 The NPU runs Conv + SiLU (x * Sigmoid(x)) as one op (rknpu2 release notes: "Conv-Silu/Conv-Swish" fusion); npurt's
-executor runs three, so the model charges the Sigmoid and the Mul to the conv and skips their traffic.
+executor runs three, so the model charges the Sigmoid and the Mul to the conv and skips their traffic; a fused
+lookup activation (SiLU, Sigmoid, ...) still costs one elementwise pass over the output (`LUT_ACTIVATIONS`), while
+Relu / Clip are free.
 Multi-core (`cores` > 1, RK3588 / RK3576): only the ops the vendor lists for the multi-core masks split their
 compute across the cores, DRAM bandwidth is shared, each split op pays a synchronisation cost per extra core.
 Constants and their sources: `npurt.soc.npu_timing`. No clock of this machine is read.
@@ -44,6 +46,9 @@ ELEMENTWISE_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Clip", "LeakyR
                              "ReduceMin", "LpNormalization", "Neg", "Abs", "Gelu", "LRN", "Swish", "ThresholdedRelu",
                              "Sum", "Mean", "Log", "Floor", "Sin", "Cos", "Upsample"})
 NPU_OPS = CONV_OPS | MATMUL_OPS | LAYOUT_OPS | POOL_OPS | ELEMENTWISE_OPS | frozenset(HEAVY_OPS)
+# Activations computed by a lookup pass over the output (C2 elements per cycle, as other elementwise ops) even when
+# fused into the conv; Relu / Clip / LeakyRelu ride the conv's output stage for free.
+LUT_ACTIVATIONS = frozenset({"Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Swish", "Gelu", "Mish", "Exp"})
 # rknn_set_core_mask: the ops that use several cores in RKNN_NPU_CORE_0_1 / 0_1_2 ("multicore" source).
 MULTICORE_OPS = frozenset({"Conv", "Add", "Concat", "Relu", "Clip", "ThresholdedRelu", "PRelu", "LeakyRelu"})
 
@@ -241,6 +246,8 @@ def _layer(index: int, node: "Node", compiled: "CompiledModel", fig: T.NpuFigure
         if _depthwise(node, compiled):
             per_us *= T.DEPTHWISE_SHARE
         compute = macs / per_us
+        if fused_out or node.activation in LUT_ACTIVATIONS:     # the activation is one more pass over the output
+            compute += elems / (c2 * fig.clock_mhz)
     elif node.op_type in LAYOUT_OPS:
         compute = 0.0
     else:
