@@ -72,7 +72,7 @@ def test_sram_never_slower_than_ddr(mobilenet):
         assert a.ddr_bytes + a.sram_bytes == b.ddr_bytes + b.sram_bytes     # the same plan, the same bytes
     assert sram.total_us < ddr.total_us
     with pytest.raises(NpuError) as e:
-        predict(mobilenet, "rk3568", sram=True)
+        predict(mobilenet, "rk3562", sram=True)   # same layouts, no SRAM
     assert e.value.code == ErrorCode.NOT_SUPPORTED
 
 
@@ -95,7 +95,11 @@ def test_two_cores_never_faster_than_twice_one(mobilenet):
     dense = _compile(_conv_model(256, 256, 56), "rk3588")        # compute-bound: the split gains, less than 2x
     t1, t2 = (predict(dense, "rk3588", cores=n).total_us for n in (1, 2))
     assert t1 / 2 <= t2 < t1
-    for soc, bad in (("rk3588", 4), ("rk3576", 3), ("rk3568", 2), ("rk3588", 0)):
+    with pytest.raises(NpuError) as e:
+        predict(mobilenet, "rk3568")             # C2 8, not 16: the plan's bytes would be another SoC's
+    assert e.value.code == ErrorCode.PLATFORM_MISMATCH
+    assert predict(mobilenet, "rk3576").soc == "rk3576"      # same native layouts: the same plan holds
+    for soc, bad in (("rk3588", 4), ("rk3576", 3), ("rk3562", 2), ("rk3588", 0)):
         with pytest.raises(NpuError) as e:
             predict(mobilenet, soc, cores=bad)
         assert e.value.code == ErrorCode.INVALID_ARGUMENT

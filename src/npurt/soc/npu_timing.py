@@ -2,7 +2,8 @@
 
 Each figure is either public (its source is in `SOURCES`, keyed by the tag in the row's `sources`) or npurt's
 choice / a fit, and says so. Public figures:
-- peak int8 TOPS, NPU cores, NPU clock: Rockchip's product briefs and datasheets of each SoC (tag "brief");
+- peak int8 TOPS, NPU cores: Rockchip's product briefs and datasheets of each SoC (tag "brief"); the NPU clock is
+  the commonly reported top frequency (tag "clock");
 - DRAM type, bus width and top data rate: the same datasheets (tag "brief"); the peak bandwidth is
   bus bytes x MT/s and is only reached in part (`FIT.ddr_efficiency`);
 - CPU cores and clock (for ops that fall back to the CPU): the same briefs.
@@ -21,9 +22,10 @@ from typing import Mapping
 from npurt.errors import ErrorCode, NpuError
 
 SOURCES: Mapping[str, str] = MappingProxyType({
-    "brief": "Rockchip product brief / datasheet of the SoC (rock-chips.com): NPU TOPS, NPU cores, DRAM type and "
-             "width, CPU cores and clock",
-    "rknpu-clock": "the NPU's top operating point in the SoC's Linux device tree (rockchip kernel, rknpu node)",
+    "brief": "Rockchip product brief / datasheet of the SoC (rock-chips.com, e.g. 'RK3588 Brief Datasheet': NPU up to "
+             "6 TOPS, INT4/INT8/INT16/FP16): NPU TOPS, NPU cores, DRAM type and width, CPU cores and clock",
+    "clock": "NPU clock 1 GHz: the top NPU frequency commonly reported for these SoCs, and what 6 TOPS over 3 cores "
+             "of 1024 int8 MACs implies for the RK3588; not read from a device tree here (npurt's reading)",
     "zoo": "airockchip/rknn_model_zoo README, 'Model performance benchmark (FPS)', V2.3.2",
     "multicore": "RKNN runtime API reference (Rockchip_RKNPU_API_Reference_RKNNRT V2.x), rknn_set_core_mask: in "
                  "the multi-core masks only Conv, DepthwiseConvolution, Add, Concat, Relu, Clip, Relu6, "
@@ -95,9 +97,9 @@ MULTICORE_SYNC_CYCLES = 2000.0  # per op and extra core: splitting and joining t
 
 _T = NpuFigures
 FIGURES: Mapping[str, NpuFigures] = MappingProxyType({f.soc: f for f in (
-    _T("rk3588", 6.0, 3, 1000, "LPDDR4X", 64, 4224, "4x Cortex-A76", 2400, ("brief", "rknpu-clock")),
-    _T("rk3576", 6.0, 2, 1000, "LPDDR4X", 32, 4266, "4x Cortex-A72", 2200, ("brief", "rknpu-clock")),
-    _T("rk3568", 1.0, 1, 1000, "LPDDR4", 32, 3200, "4x Cortex-A55", 2000, ("brief", "rknpu-clock")),
+    _T("rk3588", 6.0, 3, 1000, "LPDDR4X", 64, 4224, "4x Cortex-A76", 2400, ("brief", "clock")),
+    _T("rk3576", 6.0, 2, 1000, "LPDDR4X", 32, 4266, "4x Cortex-A72", 2200, ("brief", "clock")),
+    _T("rk3568", 1.0, 1, 1000, "LPDDR4", 32, 3200, "4x Cortex-A55", 2000, ("brief", "clock")),
     _T("rk3566", 0.8, 1, 800, "LPDDR4", 32, 3200, "4x Cortex-A55", 1800, ("brief",),
        ("clock: 0.8 TOPS at the RK3568's 512 MACs/cycle",)),
     _T("rk3562", 1.0, 1, 1000, "LPDDR4X", 32, 3200, "4x Cortex-A53", 2000, ("brief",)),

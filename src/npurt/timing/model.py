@@ -133,13 +133,17 @@ def predict(compiled: "CompiledModel", soc: str | None = None, cores: int = 1, s
     byte count. `plan`: the MemoryPlan to read (default: the model's own); `fit`: the fitted constants (default
     `npurt.soc.npu_timing.FIT`; the calibration bench passes others). Pure: the same arguments always give the
     same `Prediction`; errors are `NpuError` (NOT_SUPPORTED for SoCs without timing figures, INVALID_ARGUMENT for a
-    bad core count). This signature is stable: the CLI, the runtime's perf queries and the toolkit face call it."""
+    bad core count, PLATFORM_MISMATCH for a SoC whose native layouts differ from the one the model was compiled for). This signature is stable: the CLI, the runtime's perf queries and the toolkit face call it."""
     name = (soc or compiled.soc).strip().lower()
     fig = T.npu_figures(name)
     profile = get_profile(name)
     if not isinstance(cores, int) or cores < 1 or cores > fig.cores:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{name} has {fig.cores} NPU core(s); cannot predict for "
                                                    f"cores={cores!r}")
+    own = get_profile(compiled.soc) if compiled.soc in T.FIGURES else profile
+    if (dict(own.c2), own.input_align) != (dict(profile.c2), profile.input_align):
+        raise NpuError(ErrorCode.PLATFORM_MISMATCH, f"the model was compiled for {compiled.soc}, whose native "
+                                                    f"layouts differ from {name}'s: compile it for {name}")
     sram_bytes = _sram_bytes(sram, profile.sram_size, name)
     plan = compiled.plan if plan is None else plan
     rows, _ = memory_rows(compiled, sram_bytes, plan=plan)
