@@ -268,3 +268,28 @@ def test_perf_queries_predicted_from_c(tmp_path):
         assert f"{round(layer.us):>10}  {layer.name}" in proc.stdout
     measured = run_c(exe, tmp_path / "m.npurt", tmp_path / "img.bin")
     assert "predicted NPU time" not in measured.stdout and "OK perf_predicted" in measured.stdout
+
+
+def test_predicted_perf_follows_core_mask_and_sram(monkeypatch):
+    model, img = uint8_model(), frame()
+    compiled = npurt.load_compiled(model)
+    monkeypatch.setenv("NPURT_PERF", "predicted")
+    for flag, mask, cores in ((0, r.RKNN_NPU_CORE_0_1_2, 3), (0, r.RKNN_NPU_CORE_0_1, 2), (0, r.RKNN_NPU_CORE_AUTO, 1),
+                              (r.RKNN_FLAG_ENABLE_SRAM, r.RKNN_NPU_CORE_AUTO, 1)):
+        ctx = r.rknn_context()
+        assert r.rknn_init(ctx, model, len(model), flag, None) == 0
+        try:
+            assert r.rknn_set_core_mask(ctx, mask) == 0
+            inp = r.rknn_input(index=0, buf=img.ctypes.data, size=img.nbytes, type=r.RKNN_TENSOR_UINT8,
+                               fmt=r.RKNN_TENSOR_NHWC)
+            assert r.rknn_inputs_set(ctx, 1, [inp]) == 0 and r.rknn_run(ctx, None) == 0
+            run = r.rknn_perf_run()
+            assert r.rknn_query(ctx, r.RKNN_QUERY_PERF_RUN, run, ctypes.sizeof(run)) == 0
+            mem = r.rknn_mem_size()
+            assert r.rknn_query(ctx, r.RKNN_QUERY_MEM_SIZE, mem, ctypes.sizeof(mem)) == 0
+            sram = int(mem.total_sram_size - mem.free_sram_size) if flag else 0
+            assert (sram > 0) == bool(flag)
+            want = predict(compiled, "rk3588", cores=cores, sram=sram)
+            assert run.run_duration == round(want.total_us), (mask, flag)
+        finally:
+            r.rknn_destroy(ctx)
