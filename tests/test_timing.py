@@ -168,7 +168,14 @@ def test_calibration_rows_within_ten_percent(calibration):
 
 @pytest.mark.timeout(600)
 def test_fit_reproduces_the_recorded_constants(calibration):
-    """`FIT` is what `rows.fit` finds on the calibration rows (recorded to 3 digits)."""
+    """`FIT` is what `rows.fit` finds on the calibration rows (recorded to 3 digits), and the fit's fast evaluation
+    (`rows.parts` / `rows.total_us`) is `predict` itself."""
+    base = T.Fit(1.0, 1.0, 0.0, ())
+    for compiled, row in calibration:
+        for cores in (1, 2):
+            layers = rows.parts(predict(compiled, row.soc, cores=cores, fit=base))
+            assert rows.total_us(layers, T.FIT, row.soc) == pytest.approx(
+                predict(compiled, row.soc, cores=cores).total_us, rel=1e-9)
     got = rows.fit(calibration)
     want = T.FIT
     assert got.conv_efficiency == pytest.approx(want.conv_efficiency, rel=0.02)

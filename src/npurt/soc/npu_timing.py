@@ -82,7 +82,7 @@ class Fit:
 # share of its peak than the RK3588/RK3576 ones (rknn_model_zoo: ResNet50 37.9 vs 110.1 FPS for 1 vs 2 TOPS per
 # core), so its factor is fitted on its one calibration row (YOLOv5s); the RK3562 and the RV11xx keep 1.0.
 FIT = Fit(conv_efficiency=1.0, ddr_efficiency=0.484, op_overhead_cycles=15700.0,
-          soc_efficiency=(("rk3566", 0.454), ("rk3568", 0.454)))
+          soc_efficiency=(("rk3566", 0.417), ("rk3568", 0.417)))
 
 # npurt's choices (not public, not fitted), each used in one place of `npurt.timing.model`:
 PRECISION_RATE = MappingProxyType({"int8": 1.0, "uint8": 1.0, "int16": 0.5, "float16": 0.25, "bfloat16": 0.25,

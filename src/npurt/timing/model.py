@@ -69,6 +69,7 @@ class LayerTime:
     sram_bytes: int
     weight_bytes: int           # part of ddr_bytes
     compute_us: float
+    activation_us: float        # part of compute_us: a fused lookup activation's pass over the output
     memory_us: float
     overhead_us: float
     us: float
@@ -239,19 +240,20 @@ def _layer(index: int, node: "Node", compiled: "CompiledModel", fig: T.NpuFigure
         in_elems = sum(math.prod(s) for s in in_shapes if s)
         cpu_us = (in_elems + elems) / (T.CPU_ELEMS_PER_CYCLE * fig.cpu_mhz) + T.CPU_SWITCH_US
         return LayerTime(index, node.name or (outs[0] if outs else ""), op, "CPU", dtype, in_shapes, out_shape, 0,
-                         ddr, sram, wbytes, cpu_us, 0.0, 0.0, cpu_us, "cpu", 1)
+                         ddr, sram, wbytes, cpu_us, 0.0, 0.0, 0.0, cpu_us, "cpu", 1)
 
     split = cores if (cores > 1 and node.op_type in MULTICORE_OPS) else 1
     rate = T.PRECISION_RATE.get(dtype, 0.25)
     c2 = _c2(profile, dtype)
+    activation = 0.0
     if macs:
         eff = _fill(node, compiled, c2) * fit.conv_efficiency * fit.efficiency_of(fig.soc)
         per_us = fig.macs_per_cycle * fig.clock_mhz * rate * eff          # MACs per µs of one core
         if _depthwise(node, compiled):
             per_us *= T.DEPTHWISE_SHARE
-        compute = macs / per_us
         if fused_out or node.activation in LUT_ACTIVATIONS:     # the activation is one more pass over the output
-            compute += elems / (c2 * fig.clock_mhz)
+            activation = elems / (c2 * fig.clock_mhz)
+        compute = macs / per_us + activation
     elif node.op_type in LAYOUT_OPS:
         compute = 0.0
     else:
@@ -262,6 +264,7 @@ def _layer(index: int, node: "Node", compiled: "CompiledModel", fig: T.NpuFigure
             work = float(in_shapes[0][2] * in_shapes[0][3])
         compute = max(elems, 1) * work / (c2 * fig.clock_mhz)
     compute /= split
+    activation /= split
     bw = fig.ddr_gbps * 1e3                                                # bytes per µs
     memory = ddr / (bw * fit.ddr_efficiency) + sram / (bw * T.SRAM_BANDWIDTH_FACTOR)
     overhead = (fit.op_overhead_cycles + (split - 1) * T.MULTICORE_SYNC_CYCLES) / fig.clock_mhz
@@ -270,7 +273,7 @@ def _layer(index: int, node: "Node", compiled: "CompiledModel", fig: T.NpuFigure
     if overhead > busy:
         bound = "overhead"
     return LayerTime(index, node.name or (outs[0] if outs else ""), op, "NPU", dtype, in_shapes, out_shape, macs,
-                     ddr, sram, wbytes, compute, memory, overhead, busy + overhead, bound, split)
+                     ddr, sram, wbytes, compute, activation, memory, overhead, busy + overhead, bound, split)
 
 
 def _c2(profile: Any, dtype: str) -> int:

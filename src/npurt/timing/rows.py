@@ -59,14 +59,15 @@ class _Parts:
     """The parts of one layer's time that do not depend on the fitted constants."""
 
     mac_us: float       # compute of a MAC op at efficiency 1 (0 for other ops)
-    other_us: float     # compute of other NPU ops, or the whole time of a CPU op
+    other_us: float     # compute of other NPU ops or of a fused activation, or the whole time of a CPU op
     ddr_us: float       # DDR bytes at the full peak bandwidth
     sram_us: float
     sync_us: float      # multi-core synchronisation
     per_op: float       # 1 / clock (µs per cycle) for NPU ops, 0 for CPU ops
 
 
-def _parts(prediction: Any) -> list[_Parts]:
+def parts(prediction: Any) -> list[_Parts]:
+    """A prediction made with `Fit(1, 1, 0)` split into the parts `total_us` recombines for any other fit."""
     bw = prediction.figures["ddr_gbps_peak"] * 1e3
     clock = prediction.figures["clock_mhz"]
     out = []
@@ -74,22 +75,25 @@ def _parts(prediction: Any) -> list[_Parts]:
         if layer.target == "CPU":
             out.append(_Parts(0.0, layer.us, 0.0, 0.0, 0.0, 0.0))
             continue
-        out.append(_Parts(layer.compute_us if layer.macs else 0.0, 0.0 if layer.macs else layer.compute_us,
+        mac = layer.compute_us - layer.activation_us if layer.macs else 0.0
+        out.append(_Parts(mac, layer.compute_us - mac,
                           layer.ddr_bytes / bw, layer.sram_bytes / (bw * T.SRAM_BANDWIDTH_FACTOR),
                           (layer.cores - 1) * T.MULTICORE_SYNC_CYCLES / clock, 1.0 / clock))
     return out
 
 
-def _total_us(parts: list[_Parts], fit: T.Fit, soc: str) -> float:
-    eff = fit.conv_efficiency * fit.efficiency_of(soc)
+def total_us(layers: list[_Parts], constants: T.Fit, soc: str) -> float:
+    """What `predict(..., fit=constants).total_us` gives, from `parts` of the layers (the fit evaluates thousands of
+    constants this way; a test holds the two equal)."""
+    eff = constants.conv_efficiency * constants.efficiency_of(soc)
     total = 0.0
-    for p in parts:
+    for p in layers:
         if not p.per_op:
             total += p.other_us
             continue
         compute = p.mac_us / eff + p.other_us
-        memory = p.ddr_us / fit.ddr_efficiency + p.sram_us
-        total += max(compute, memory) + fit.op_overhead_cycles * p.per_op + p.sync_us
+        memory = p.ddr_us / constants.ddr_efficiency + p.sram_us
+        total += max(compute, memory) + constants.op_overhead_cycles * p.per_op + p.sync_us
     return total
 
 
@@ -99,11 +103,11 @@ def fit(cases: Iterable[tuple[Any, Row]], start: T.Fit | None = None) -> T.Fit:
     starts from `FIT`, so the fit reproduces on its own. Only the calibration rows are passed here."""
     from npurt.timing.model import predict
     base = T.Fit(1.0, 1.0, 0.0, ())
-    data = [(_parts(predict(compiled, row.soc, fit=base)), row) for compiled, row in cases]
+    data = [(parts(predict(compiled, row.soc, fit=base)), row) for compiled, row in cases]
     fitted_socs = ("rk3566", "rk3568")     # one NPU generation, one factor (see `npurt.soc.npu_timing.FIT`)
 
     def score(f: T.Fit) -> tuple[float, float]:
-        errs = [math.log(1e6 / _total_us(parts, f, row.soc) / row.fps) for parts, row in data]
+        errs = [math.log(1e6 / total_us(layer_parts, f, row.soc) / row.fps) for layer_parts, row in data]
         return max(abs(e) for e in errs), sum(e * e for e in errs)
 
     def with_value(f: T.Fit, key: str, v: float) -> T.Fit:
