@@ -7,8 +7,9 @@ input size with random weights (`npurt.model.zoo_published`), compiled int8 for 
 calibration sample, cached as .npurt under the zoo cache (`timing/`). The speed goal: `npurt perf` under 1 s on a
 YOLO-sized model; measured in-process (`predict` alone) and as the command (`npurt perf yolov5s.npurt --json`, a
 new process: interpreter start, imports, loading the .npurt).
-Run: `python bench/npu_timing.py [--quick] [--fit]` (`--fit` re-runs the fit on the calibration rows and prints the
-constants to record in `npurt.soc.npu_timing.FIT`), or `npurt bench --only npu_timing`.
+Run: `python bench/npu_timing.py [--quick] [--fit] [--markdown]` (`--fit` re-runs the fit on the calibration rows
+and prints the constants to record in `npurt.soc.npu_timing.FIT`; `--markdown` also prints the table of
+docs/npu-timing.md), or `npurt bench --only npu_timing`.
 """
 from __future__ import annotations
 
@@ -134,6 +135,12 @@ def main(argv: list[str]) -> None:
                           f"({100 * rows.error(p.fps, r.fps):+.1f} %)")
         return
     result = run("--quick" in argv)
+    if "--markdown" in argv:        # the table of docs/npu-timing.md
+        print("| row | kind | GMACs | published FPS | predicted FPS | error | naive MACs/peak-TOPS | naive error |")
+        print("|---|---|---|---|---|---|---|---|")
+        for r in result[:-1]:
+            print(f"| {r['name']} | {r['kind']} | {r['gmacs']:.2f} | {r['published_fps']:.1f} | {r['predicted_fps']:.1f} "
+                  f"| {r['error_pct']:+.1f} % | {r['naive_fps']:.0f} | {r['naive_error_pct']:+.0f} % |")
     table = Table(title="npurt timing model vs rknn_model_zoo (int8, single core, FPS)")
     for col in ("row", "kind", "GMACs", "published", "predicted", "error", "naive", "naive error"):
         table.add_column(col, justify="left" if col in ("row", "kind") else "right")
