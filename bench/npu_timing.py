@@ -139,8 +139,9 @@ def main(argv: list[str]) -> None:
         print("| row | kind | GMACs | published FPS | predicted FPS | error | naive MACs/peak-TOPS | naive error |")
         print("|---|---|---|---|---|---|---|---|")
         for r in result[:-1]:
-            print(f"| {r['name']} | {r['kind']} | {r['gmacs']:.2f} | {r['published_fps']:.1f} | {r['predicted_fps']:.1f} "
-                  f"| {r['error_pct']:+.1f} % | {r['naive_fps']:.0f} | {r['naive_error_pct']:+.0f} % |")
+            print(f"| {r['name']} | {r['kind']} | {r['gmacs']:.2f} | {r['published_fps']:.1f} "
+                  f"| {r['predicted_fps']:.1f} | {r['error_pct']:+.1f} % | {r['naive_fps']:.0f} "
+                  f"| {r['naive_error_pct']:+.0f} % |")
     table = Table(title="npurt timing model vs rknn_model_zoo (int8, single core, FPS)")
     for col in ("row", "kind", "GMACs", "published", "predicted", "error", "naive", "naive error"):
         table.add_column(col, justify="left" if col in ("row", "kind") else "right")
@@ -154,9 +155,9 @@ def main(argv: list[str]) -> None:
     for line in summary(result):
         console.print(line)
     s = result[-1]
-    console.print(f"{s['name']}: `npurt perf --json` {s['cli_seconds']:.2f} s as a command ({s['cli_cpu_seconds']:.2f} s "
-                  f"CPU; goal < {s['goal_seconds']:.0f} s), of which `import onnx` alone takes "
-                  f"{s['import_onnx_seconds']:.2f} s; in-process (load .npurt + predict + JSON) "
+    console.print(f"{s['name']}: `npurt perf --json` {s['cli_seconds']:.2f} s as a command "
+                  f"({s['cli_cpu_seconds']:.2f} s CPU; goal < {s['goal_seconds']:.0f} s), of which `import onnx` "
+                  f"alone takes {s['import_onnx_seconds']:.2f} s; in-process (load .npurt + predict + JSON) "
                   f"{s['in_process_seconds']:.2f} s, predict() {1000 * s['predict_seconds']:.0f} ms; load average "
                   f"{s['load_average']:.1f}; {s['cpu']}")
 

@@ -134,7 +134,8 @@ def predict(compiled: "CompiledModel", soc: str | None = None, cores: int = 1, s
     byte count. `plan`: the MemoryPlan to read (default: the model's own); `fit`: the fitted constants (default
     `npurt.soc.npu_timing.FIT`; the calibration bench passes others). Pure: the same arguments always give the
     same `Prediction`; errors are `NpuError` (NOT_SUPPORTED for SoCs without timing figures, INVALID_ARGUMENT for a
-    bad core count, PLATFORM_MISMATCH for a SoC whose native layouts differ from the one the model was compiled for). This signature is stable: the CLI, the runtime's perf queries and the toolkit face call it."""
+    bad core count, PLATFORM_MISMATCH for a SoC whose native layouts differ from the one the model was compiled for).
+    This signature is stable: the CLI, the runtime's perf queries and the toolkit face call it."""
     name = (soc or compiled.soc).strip().lower()
     fig = T.npu_figures(name)
     profile = get_profile(name)
