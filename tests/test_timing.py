@@ -136,6 +136,18 @@ def test_every_rknn_soc_has_its_constants():
         assert e.value.code == ErrorCode.NOT_SUPPORTED
 
 
+def test_every_rknn_soc_predicts_a_compiled_model():
+    model = zoo.small_convnet()
+    for name, profile in PROFILES.items():
+        int8 = "int8" in profile.c2                                  # rk2118 has fp16 only, rv110xb int8 only
+        compiled = _compile(model, name) if int8 else npurt.compile(model, soc=name, progress=False)
+        p = predict(compiled)
+        assert p.soc == name and p.total_ms > 0 and len(p.layers) == 10
+        assert p.precision == ("int8" if int8 else "fp16") and all(layer.us > 0 for layer in p.layers)
+        if profile.sram_size:
+            assert predict(compiled, sram=True).total_ms <= p.total_ms
+
+
 def test_prediction_is_pure_and_names_its_sources(mobilenet):
     a, b = predict(mobilenet), predict(mobilenet)
     assert a == b and a.soc == "rk3588"
