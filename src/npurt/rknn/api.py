@@ -50,8 +50,8 @@ from npurt.rknn.api_query import rknn_query
 from npurt.rknn.structs import (rknn_init_extend, rknn_input, rknn_output, rknn_output_extend, rknn_run_extend,
                                 rknn_tensor_attr)
 from npurt.runtime import Context, ContextOptions, InputData, MemRef
-from npurt.runtime.report import context_table
 from npurt.runtime.perf import perf_mode_from_env
+from npurt.runtime.report import context_table
 from npurt.soc import get_profile
 from npurt.tensor import Layout
 

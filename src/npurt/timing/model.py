@@ -183,7 +183,7 @@ def _silu_fusions(compiled: "CompiledModel") -> dict:
     g = compiled.graph
     skip: set[int] = set()
     out: dict[int, str] = {}
-    for mul in g.nodes:
+    for k, mul in enumerate(g.nodes):
         if mul.op_type != "Mul" or len(mul.inputs) != 2:
             continue
         for x, s in (mul.inputs, mul.inputs[::-1]):
@@ -192,7 +192,7 @@ def _silu_fusions(compiled: "CompiledModel") -> dict:
                 continue
             sig, conv = g.nodes[sinfo.producer], g.nodes[xinfo.producer]
             if (sig.op_type == "Sigmoid" and sig.inputs == [x] and conv.op_type in CONV_OPS and not conv.activation
-                    and sorted(xinfo.consumers) == sorted([sinfo.producer, g.nodes.index(mul)])
+                    and sorted(xinfo.consumers) == sorted([sinfo.producer, k])
                     and len(sinfo.consumers) == 1 and not xinfo.is_output and not sinfo.is_output):
                 skip.update((id(sig), id(mul)))
                 out[id(conv)] = mul.outputs[0]
