@@ -70,6 +70,22 @@ def edit_onnx(model: "str | os.PathLike", inputs: Sequence[str] | None, input_si
     return proto.SerializeToString()
 
 
+def with_batch(onnx_bytes: bytes, batch: int) -> bytes:
+    """The model with batch axis `batch` on every input (rknn_batch_size): the inputs' first dimension set, the
+    outputs' and intermediate shapes left to shape inference."""
+    import onnx
+    proto = onnx.load_from_string(onnx_bytes)
+    inits = {i.name for i in proto.graph.initializer}
+    for vi in proto.graph.input:
+        if vi.name not in inits and vi.type.tensor_type.shape.dim:
+            vi.type.tensor_type.shape.dim[0].dim_value = int(batch)
+    for vi in proto.graph.output:
+        if vi.type.tensor_type.shape.dim:
+            vi.type.tensor_type.shape.dim[0].dim_param = "batch"
+    del proto.graph.value_info[:]
+    return proto.SerializeToString()
+
+
 def layers_between(graph: Any, pairs: Sequence[Sequence[str]]) -> list[str]:
     """The tensors produced by the nodes on a path from each pair's first tensor to its second (both tensors'
     producers included): the layers `custom_hybrid=[[start, end], ...]` keeps in float."""

@@ -57,20 +57,22 @@ class ToolkitError(Exception):
     """A failure a method reports as the toolkit does (an `E <method>:` line and -1)."""
 
 
-def _status(failed: Any = -1) -> Callable:
+def _status(failed: Any = -1, name: str | None = None) -> Callable:
     """Turn an NpuError / ToolkitError / ValueError / OSError leaving a method into its `E <method>: ...` line and
     `failed` (the toolkit's -1, or None for inference)."""
     def wrap(fn: Callable) -> Callable:
+        where = name or fn.__name__
+
         @functools.wraps(fn)
         def run(self: "RKNN", *args: Any, **kwargs: Any) -> Any:
             try:
                 return fn(self, *args, **kwargs)
             except NpuError as exc:
-                self._log("E", fn.__name__, exc.message)
+                self._log("E", where, exc.message)
             except (ToolkitError, ValueError, TypeError) as exc:
-                self._log("E", fn.__name__, str(exc))
+                self._log("E", where, str(exc))
             except OSError as exc:
-                self._log("E", fn.__name__, f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc))
+                self._log("E", where, f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc))
             return failed
         return run
     return wrap
@@ -113,7 +115,7 @@ class RKNN:
         self._compiled: Any = None               # the built (or load_rknn'd) CompiledModel
         self._from_file = False                  # True after load_rknn: no ONNX behind the model
         self._ctx: Any = None
-        self._built_options: Any = None         # the CompileOptions of the last build (init_runtime's other SoCs)
+        self._built: Any = None                 # (CompileOptions, batch) of the last build: init_runtime's other SoCs
         self._eval_mem = False
         self._frame_id = 0
 
@@ -190,7 +192,7 @@ class RKNN:
             raise ValueError(f"Model file {model} not exists!")
         return self._load_onnx(model, inputs, input_size_list, input_initial_val, outputs)
 
-    @_status()
+    @_status(name="load_onnx")
     def _load_onnx(self, model: str, inputs: Any, input_size_list: Any, input_initial_val: Any, outputs: Any) -> int:
         from npurt.toolkit.model_edit import edit_onnx
         onnx_bytes = edit_onnx(model, inputs, input_size_list, input_initial_val, outputs)
@@ -247,13 +249,10 @@ class RKNN:
         from npurt.soc import get_profile
         return get_profile(target or self._config["target_platform"]).name
 
-    def _options(self, precision: str, samples: Any = None, batch: int | None = None, **more: Any) -> Any:
+    def _options(self, precision: str, samples: Any = None, **more: Any) -> Any:
         from npurt.model.options import CompileOptions
-        shapes = None
-        if batch:
-            shapes = {name: [int(batch), *shape[1:]] for name, shape in self._input_specs()}
         return CompileOptions(precision=precision, quantize=samples, mean=self._config["mean_values"],
-                              std=self._config["std_values"], input_shapes=shapes,
+                              std=self._config["std_values"],
                               quantized_algorithm=self._config["quantized_algorithm"] if precision == "int8" else None,
                               **more)
 
@@ -264,13 +263,19 @@ class RKNN:
         shapes = [list(s) for s in dyn[0]] if dyn else [list(s) for _, s in specs]
         return read_dataset(dataset, shapes, per_input_flags(self._config["quant_img_RGB2BGR"], len(specs)), batch)
 
-    def _compile(self, options: Any, soc: str) -> Any:
+    def _compile(self, options: Any, soc: str, batch: int | None = None) -> Any:
+        """The loaded model compiled with `options` for `soc` (every shape set of a dynamic_input model; the batch
+        axis `batch` for rknn_batch_size)."""
+        onnx_bytes = self._onnx
+        if batch and int(batch) != 1:
+            from npurt.toolkit.model_edit import with_batch
+            onnx_bytes = with_batch(onnx_bytes, int(batch))
         dyn = self._config["dynamic_input"]
         if dyn:
             from npurt.runtime.loader import compile_family
-            return compile_family(self._onnx, soc, dyn, options)
+            return compile_family(onnx_bytes, soc, dyn, options)
         from npurt.exec.compile import compile_with
-        return compile_with(self._onnx, options, soc, progress=False)
+        return compile_with(onnx_bytes, options, soc, progress=False)
 
     def _require_loaded(self) -> None:
         if self._onnx is None:
@@ -291,16 +296,16 @@ class RKNN:
                 raise ToolkitError("The dataset is None, please set dataset when do_quantization is True!")
             if self._config["quantized_method"] == "layer":
                 self._log("W", "build", "quantized_method='layer': npurt quantises weights per channel")
-            options = self._options("int8", self._samples(dataset, rknn_batch_size), rknn_batch_size)
+            options = self._options("int8", self._samples(dataset, rknn_batch_size))
         else:
             if dataset is not None:
                 self._log("W", "build", "The dataset is ignored when do_quantization is False")
-            options = self._options("fp16", batch=rknn_batch_size)
+            options = self._options("fp16")
         soc = self._soc()
         if self._config["target_platform"] is None:
             self._log("W", "build", f"config.target_platform is None: building for {soc} (npurt's default)")
-        compiled = self._compile(options, soc)
-        self._compiled, self._from_file, self._built_options = compiled, False, options
+        compiled = self._compile(options, soc, rknn_batch_size)
+        self._compiled, self._from_file, self._built = compiled, False, (options, rknn_batch_size)
         self._log("I", "build", f"Build done: {compiled.precision} model for {compiled.soc}")
         return 0
 
@@ -349,7 +354,7 @@ class RKNN:
         compiled = self._compiled
         soc = self._soc(str(target).lower()) if target is not None else compiled.soc
         if soc != compiled.soc and not self._from_file:
-            compiled = self._compile(self._built_options, soc)     # the same build for the SoC named
+            compiled = self._compile(*self._built[:1], soc, *self._built[1:])     # the same build, that SoC
         ctx = Context(compiled, soc=soc, options=ContextOptions(collect_perf=bool(perf_debug)),
                       log=self._runtime_sink, name="rknn-toolkit")
         try:
@@ -381,9 +386,38 @@ class RKNN:
         a 3-D HWC image gets its batch axis); `inputs_pass_through` 1 skips mean/std for that input."""
         from npurt.rknn.lite import infer
         self._require_runtime()
-        outputs = infer(self._ctx, inputs, None, data_format, inputs_pass_through)
+        if inputs_pass_through is not None:
+            inputs = self._undo_normalization(inputs, data_format, inputs_pass_through)
+        outputs = infer(self._ctx, inputs, None, data_format)
         self._frame_id += 1
         return (outputs, self._frame_id) if get_frame_id else outputs
+
+    def _undo_normalization(self, inputs: Any, data_format: Any, through: Any) -> list[np.ndarray]:
+        """The toolkit's pass-through (the input skips mean/std): npurt's runtime fuses them into input packing, so
+        such an input is given as the raw values that mean/std map to it (x * std + mean, per channel)."""
+        from npurt.rknn.lite import _input_format
+        arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
+        n = len(arrays)
+        through = [through] * n if isinstance(through, (int, bool)) else list(through)
+        fmts = [data_format] * n if data_format is None or isinstance(data_format, str) else list(data_format)
+        if len(through) != n or len(fmts) != n:
+            raise ToolkitError(f"inputs_pass_through / data_format need one entry per input ({n})")
+        compiled, out = self._ctx.compiled, []
+        for i, (x, flag, fmt) in enumerate(zip(arrays, through, fmts)):
+            x = np.asarray(x)
+            mean = compiled.mean[i] if compiled.mean and i < len(compiled.mean) else None
+            std = compiled.std[i] if compiled.std and i < len(compiled.std) else None
+            if flag and (mean is not None or std is not None):
+                layout = _input_format(self._ctx, x, fmt, i) if x.ndim == 4 else "nchw"
+                axis = -1 if x.ndim == 3 or layout == "nhwc" else min(1, x.ndim - 1)
+                shape = [1] * x.ndim
+                shape[axis] = -1
+                m = np.asarray(mean if mean is not None else [0.0], np.float32)
+                s = np.asarray(std if std is not None else [1.0], np.float32)
+                x = x.astype(np.float32) * (s.reshape(shape) if s.size > 1 else s) + \
+                    (m.reshape(shape) if m.size > 1 else m)
+            out.append(x)
+        return out
 
     @_status(failed=None)
     def eval_perf(self, is_print: bool = True, fix_freq: bool = True) -> Any:
@@ -480,7 +514,8 @@ class RKNN:
         from npurt.rknn.lite import infer
         from npurt.runtime import Context
         soc = self._soc(str(target).lower())
-        compiled = self._compiled if soc == self._compiled.soc else self._compile(self._built_options, soc)
+        compiled = self._compiled if soc == self._compiled.soc else \
+            self._compile(self._built[0], soc, self._built[1])
         ctx = Context(compiled, soc=soc, log=self._runtime_sink, name="rknn-accuracy")
         try:
             outs = infer(ctx, sample, None, "nchw")
@@ -499,8 +534,8 @@ class RKNN:
         from npurt.toolkit import hybrid
         self._require_loaded()
         samples = self._samples(dataset, rknn_batch_size)
-        options = self._options("int8", samples, rknn_batch_size)
-        compiled = self._compile(options, self._soc())
+        options = self._options("int8", samples)
+        compiled = self._compile(options, self._soc(), rknn_batch_size)
         qparams = {n: (s.scale, s.zp) for n, s in compiled.storage.items() if s.quantized}
         custom: dict[str, str] = {}
         if custom_hybrid:
@@ -531,12 +566,12 @@ class RKNN:
         self._config = dict(_DEFAULTS, **record.get("config", {}))
         self._onnx, self._model_path = onnx_bytes, record.get("model")
         try:
-            options = self._options("int8", batch=record.get("batch"), qparams=qparams, float_layers=floats)
-            compiled = self._compile(options, self._soc())
+            options = self._options("int8", qparams=qparams, float_layers=floats)
+            compiled = self._compile(options, self._soc(), record.get("batch"))
         except BaseException:
             self._config, self._onnx, self._model_path = saved
             raise
-        self._compiled, self._from_file, self._built_options = compiled, False, options
+        self._compiled, self._from_file, self._built = compiled, False, (options, record.get("batch"))
         return 0
 
     # --- the rest ---------------------------------------------------------------------------------------------------
