@@ -31,6 +31,7 @@ MEANING = {
     "layout": "conversion GB/s / np.copyto GB/s of the same bytes (higher is better, 1 = memory bandwidth)",
     "memory": "npurt time / the same syscalls or copy done directly (lower is better)",
     "planner": "arena / lower bound (peak live bytes); 1 is optimal",
+    "toolkit": "npurt.toolkit.RKNN.inference time / onnxruntime fp32 (1 thread), same model (lower is better)",
     "zero_copy": "path time / Executor.run() alone on bound memory (1 = the I/O path adds nothing)",
 }
 
