@@ -115,6 +115,7 @@ class RKNN:
         self._compiled: Any = None               # the built (or load_rknn'd) CompiledModel
         self._from_file = False                  # True after load_rknn: no ONNX behind the model
         self._ctx: Any = None
+        self._custom_ops: dict[str, Any] = {}    # op type -> the user's custom op object (reg_custom_op)
         self._built: Any = None                 # (CompileOptions, batch) of the last build: init_runtime's other SoCs
         self._eval_mem = False
         self._frame_id = 0
@@ -244,6 +245,17 @@ class RKNN:
     def load_pytorch(self, model: str, input_size_list: Any) -> int:
         return self._not_onnx("load_pytorch")
 
+    @_status()
+    def reg_custom_op(self, custom_op: Any) -> int:
+        """Register a custom op (before load_onnx): an object with `op_type` (the ONNX node's op type, e.g.
+        'cstSoftmax') and `compute(node, inputs) -> [outputs]` (float32 numpy arrays). The build's calibration and
+        the runtime both run it; `rknn.api.custom_op.get_node_attr(node, name)` reads the node's attributes."""
+        op_type = getattr(custom_op, "op_type", None)
+        if not isinstance(op_type, str) or not op_type or not callable(getattr(custom_op, "compute", None)):
+            raise ToolkitError("custom_op must have an op_type string and a compute(node, inputs) method")
+        self._custom_ops[op_type] = custom_op
+        return 0
+
     # --- build ------------------------------------------------------------------------------------------------------
     def _soc(self, target: str | None = None) -> str:
         from npurt.soc import get_profile
@@ -251,8 +263,9 @@ class RKNN:
 
     def _options(self, precision: str, samples: Any = None, **more: Any) -> Any:
         from npurt.model.options import CompileOptions
+        custom = {t: _compile_time(op) for t, op in self._custom_ops.items()} or None
         return CompileOptions(precision=precision, quantize=samples, mean=self._config["mean_values"],
-                              std=self._config["std_values"],
+                              std=self._config["std_values"], custom_ops=custom,
                               quantized_algorithm=self._config["quantized_algorithm"] if precision == "int8" else None,
                               **more)
 
@@ -357,6 +370,8 @@ class RKNN:
             compiled = self._compile(*self._built[:1], soc, *self._built[1:])     # the same build, that SoC
         ctx = Context(compiled, soc=soc, options=ContextOptions(collect_perf=bool(perf_debug)),
                       log=self._runtime_sink, name="rknn-toolkit")
+        for op_type, op in self._custom_ops.items():
+            ctx.custom_ops[op_type] = _run_time(op)
         try:
             if core_mask != self.NPU_CORE_AUTO:
                 if ctx.profile.npu_cores < 2:
@@ -595,6 +610,25 @@ class RKNN:
             self._release_runtime()
         except Exception:
             pass
+
+
+class _NodeView:
+    """What a custom op's `compute(node, inputs)` gets as `node`: its op type, name and attributes (read with
+    `rknn.api.custom_op.get_node_attr`)."""
+
+    def __init__(self, op_type: str, name: str, attrs: dict) -> None:
+        self.op_type, self.name, self.attrs = op_type, name, dict(attrs)
+
+
+def _compile_time(op: Any) -> Callable[[list, dict], list]:
+    """The compiler's form of a toolkit custom op: fn(inputs, attrs) -> outputs."""
+    return lambda inputs, attrs: list(op.compute(_NodeView(op.op_type, "", attrs), inputs))
+
+
+def _run_time(op: Any) -> Callable[[Any, list, dict], list]:
+    """The runtime's form (a context's custom op): fn(node, inputs, attrs) -> outputs."""
+    return lambda node, inputs, attrs: [np.asarray(o, np.float32) for o in
+                                        op.compute(_NodeView(node.op_type, node.name, attrs), inputs)]
 
 
 def _jsonable(value: Any) -> bool:
