@@ -172,10 +172,7 @@ class RKNNLite:
         if self._ctx is None:
             self._log("E", "get_sdk_version", "Runtime environment is not inited, please call init_runtime first!")
             return None
-        from npurt.rknn.api_query import API_VERSION, DRV_VERSION
-        return (f"RKNN VERSION:\n  API: {API_VERSION}\n"
-                f"  DRV: rknn_server: none (npurt runs on the host), rknnrt: {API_VERSION}, driver: {DRV_VERSION}\n"
-                f"  TARGET: {self._ctx.profile.name}")
+        return sdk_version_text(self._ctx)
 
     def list_support_target_platform(self, rknn_model: str | None = None) -> dict[str, list[str]]:
         """The SoCs npurt emulates; with `rknn_model` (a `.npurt` file) also the one it was compiled for."""
@@ -229,6 +226,14 @@ class RKNNLite:
             self.release()
         except Exception:
             pass
+
+
+def sdk_version_text(ctx: Any) -> str:
+    """`get_sdk_version()`'s text (the vendor's layout) for a runtime Context: npurt's API and driver versions."""
+    from npurt.rknn.api_query import API_VERSION, DRV_VERSION
+    return (f"RKNN VERSION:\n  API: {API_VERSION}\n"
+            f"  DRV: rknn_server: none (npurt runs on the host), rknnrt: {API_VERSION}, driver: {DRV_VERSION}\n"
+            f"  TARGET: {ctx.profile.name}")
 
 
 def _per_input(value: Any, n: int, what: str) -> list[Any]:

@@ -2,7 +2,9 @@
 
 The per-layer times come from one place, `layer_times`: today the executor's measured CPU times on this host,
 labelled as such in every table (not a prediction of the NPU's times). When npurt's NPU timing model is part of
-the build, `layer_times` is the one call site that switches to it.
+the build, `layer_times` is the one call site that switches to it: `predict(ctx.compiled, ctx.profile.name)`
+gives per layer (op, dtype, target, input_shapes, shape, us) and `total_us`, and the source line becomes
+"predicted by npurt's timing model".
 """
 from __future__ import annotations
 

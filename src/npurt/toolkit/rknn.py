@@ -78,7 +78,7 @@ def _status(failed: Any = -1, name: str | None = None) -> Callable:
     return wrap
 
 
-def _per_input(values: Any, what: str) -> list[list[float]] | None:
+def _norm_lists(values: Any, what: str) -> list[list[float]] | None:
     """mean_values / std_values as one list per input (a flat list of numbers is one input's)."""
     if values is None:
         return None
@@ -149,7 +149,7 @@ class RKNN:
         given = dict(locals())
         for key in ("self", "kwargs", "__class__"):
             given.pop(key, None)
-        means, stds = _per_input(mean_values, "mean_values"), _per_input(std_values, "std_values")
+        means, stds = _norm_lists(mean_values, "mean_values"), _norm_lists(std_values, "std_values")
         if means is not None and stds is not None and len(means) != len(stds):
             raise ToolkitError(f"mean_values has {len(means)} entries and std_values {len(stds)}: give one list per "
                                f"input in both")
@@ -472,10 +472,8 @@ class RKNN:
         if self._ctx is None:
             self._log("E", "get_sdk_version", "Runtime environment is not inited, please call init_runtime first!")
             return None
-        from npurt.rknn.api_query import API_VERSION, DRV_VERSION
-        return (f"RKNN VERSION:\n  API: {API_VERSION}\n"
-                f"  DRV: rknn_server: none (npurt emulates the NPU on the host), rknnrt: {API_VERSION}, "
-                f"driver: {DRV_VERSION}\n  TARGET: {self._ctx.profile.name}")
+        from npurt.rknn.lite import sdk_version_text
+        return sdk_version_text(self._ctx)
 
     def list_devices(self) -> tuple[list[str], list[str]]:
         """(adb_devices, ntb_devices): npurt's emulated devices, one per SoC it emulates (no board)."""
