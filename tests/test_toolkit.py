@@ -470,3 +470,24 @@ def test_reg_custom_op_runs_in_calibration_and_inference(tmp_path, quantize):
     x = np.load(tmp_path / "c0.npy")
     y, = rknn.inference(inputs=[x], data_format="nchw")
     assert cosine(y, custom_op.reference(x)) > 0.999
+
+
+def test_an_rknn_dropped_without_release_frees_its_device_memory_at_once(tmp_path):
+    """The runtime's log sink holds the object weakly: no reference cycle keeps a dropped RKNN's context (and its
+    device buffers) alive until the cycle collector runs."""
+    import gc
+
+    from npurt.memory import open_device
+    device = open_device("rk3588")
+    before = device.stats().buffers
+    gc.disable()
+    try:
+        rknn = _built(tmp_path, quantize=False)
+        assert rknn.init_runtime() == 0
+        assert rknn.inference(inputs=[_pixels(0)], data_format="nchw") is not None
+        assert device.stats().buffers > before
+        del rknn
+        assert device.stats().buffers == before
+    finally:
+        gc.enable()
+        device.close()

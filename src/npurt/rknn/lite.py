@@ -29,6 +29,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -71,8 +72,6 @@ class RKNNLite:
             except OSError:
                 pass
 
-    def _runtime_sink(self, level: str, message: str) -> None:
-        self._log({"error": "E", "warning": "W"}.get(level, "I"), "RKNN", message)
 
     # --- model and runtime ---------------------------------------------------------------------------------------
     def load_rknn(self, path: str) -> int:
@@ -123,7 +122,7 @@ class RKNNLite:
         from npurt.runtime import Context
         try:
             soc = self._target_soc(target)
-            ctx = Context(self._model, soc=soc, log=self._runtime_sink, name="rknnlite")
+            ctx = Context(self._model, soc=soc, log=runtime_sink(self), name="rknnlite")
         except NpuError as exc:
             self._log("E", "init_runtime", f"RKNN Runtime init failed: {exc}")
             return -1
@@ -226,6 +225,19 @@ class RKNNLite:
             self.release()
         except Exception:
             pass
+
+
+def runtime_sink(owner: Any) -> Any:
+    """A runtime Context's log sink that writes its lines as `RKNN:` lines through `owner._log`, holding `owner`
+    weakly: a context that held its owner would keep both (and their device memory) alive until the cycle
+    collector runs."""
+    ref = weakref.ref(owner)
+
+    def sink(level: str, message: str) -> None:
+        obj = ref()
+        if obj is not None:
+            obj._log({"error": "E", "warning": "W"}.get(level, "I"), "RKNN", message)
+    return sink
 
 
 def sdk_version_text(ctx: Any) -> str:

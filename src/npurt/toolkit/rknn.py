@@ -36,6 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from npurt.errors import NpuError
+from npurt.rknn.lite import runtime_sink
 
 PLATFORMS = ("rv1103", "rv1103b", "rv1106", "rv1106b", "rv1126b", "rk2118", "rk3562", "rk3566", "rk3568", "rk3576",
              "rk3588")
@@ -129,9 +130,6 @@ class RKNN:
         if self.verbose and self.verbose_file and os.path.isdir(os.path.dirname(os.path.abspath(self.verbose_file))):
             with open(self.verbose_file, "a", encoding="utf-8") as f:
                 f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}\n")
-
-    def _runtime_sink(self, level: str, message: str) -> None:
-        self._log({"error": "E", "warning": "W"}.get(level, "I"), "RKNN", message)
 
     # --- config -----------------------------------------------------------------------------------------------------
     @_status()
@@ -369,7 +367,7 @@ class RKNN:
         if soc != compiled.soc and not self._from_file:
             compiled = self._compile(*self._built[:1], soc, *self._built[1:])     # the same build, that SoC
         ctx = Context(compiled, soc=soc, options=ContextOptions(collect_perf=bool(perf_debug)),
-                      log=self._runtime_sink, name="rknn-toolkit")
+                      log=runtime_sink(self), name="rknn-toolkit")
         for op_type, op in self._custom_ops.items():
             ctx.custom_ops[op_type] = _run_time(op)
         try:
@@ -529,7 +527,7 @@ class RKNN:
         soc = self._soc(str(target).lower())
         compiled = self._compiled if soc == self._compiled.soc else \
             self._compile(self._built[0], soc, self._built[1])
-        ctx = Context(compiled, soc=soc, log=self._runtime_sink, name="rknn-accuracy")
+        ctx = Context(compiled, soc=soc, log=runtime_sink(self), name="rknn-accuracy")
         try:
             outs = infer(ctx, sample, None, "nchw")
         finally:
