@@ -61,7 +61,8 @@ def run(quick: bool = False) -> list[dict]:
             rknn.config(target_platform="rk3588")
             rknn.load_onnx(model=path)
             t0 = time.perf_counter()
-            assert rknn.build(do_quantization=precision == "int8", dataset=dataset if precision == "int8" else None) == 0
+            quantize = precision == "int8"
+            assert rknn.build(do_quantization=quantize, dataset=dataset if quantize else None) == 0
             t_build = time.perf_counter() - t0
             assert rknn.init_runtime() == 0
             t_inf = _median(lambda: rknn.inference(inputs=[x], data_format="nchw"), repeats)

@@ -247,7 +247,8 @@ def test_export_then_load_rknn_runs_the_same_model(tmp_path, capsys):
     assert RKNN().load_rknn(str(tmp_path / "none.rknn")) == -1
     errs = _errors(capsys)
     assert len(errs) == 3 and errs[0].startswith("E accuracy_analysis:") and "load_rknn" in errs[0]
-    assert errs[1].startswith("E load_rknn: ") and "vendor-compiled .rknn model, which only runs on the board" in errs[1]
+    assert errs[1].startswith("E load_rknn: ")
+    assert "vendor-compiled .rknn model, which only runs on the board" in errs[1]
     assert errs[2] == f"E load_rknn: The model {tmp_path / 'none.rknn'} does not exist!"
 
 

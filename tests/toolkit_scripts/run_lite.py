@@ -1,4 +1,5 @@
-"""The toolkit-lite flow (rknnlite.api.RKNNLite) on an exported model. python run_lite.py model.rknn image.npy out.npy"""
+"""The toolkit-lite flow (rknnlite.api.RKNNLite) on an exported model.
+python run_lite.py model.rknn image.npy out.npy"""
 import sys
 
 import numpy as np

@@ -8,9 +8,9 @@
 The reference is onnxruntime on the original ONNX with the intermediate tensors exposed as outputs (float32, graph
 optimisations off; with `reference="auto"` and no onnxruntime installed, npurt's own float32 run of the optimised
 graph, `FloatReference`); a compiled tensor the reference does not have (one npurt made, e.g. a precision
-conversion) is computed from the reference values of its inputs by npurt's float kernels. Errors are the cosine similarity and the
-normalised euclidean distance ||x - ref|| / ||ref||, each the mean over the analysed inputs. Both runs are the
-executor's own steps (the in-place paths included) over the model's planned memory.
+conversion) is computed from the reference values of its inputs by npurt's float kernels. Errors are the cosine
+similarity and the normalised euclidean distance ||x - ref|| / ||ref||, each the mean over the analysed inputs. Both
+runs are the executor's own steps (the in-place paths included) over the model's planned memory.
 """
 from __future__ import annotations
 
