@@ -45,15 +45,6 @@ QUANTIZED_DTYPES = ("w8a8", "asymmetric_quantized-8")
 ALGORITHMS = ("normal", "kl_divergence", "mmse")
 METHODS = ("layer", "channel")
 
-_DEFAULTS: dict[str, Any] = dict(
-    mean_values=None, std_values=None, quantized_dtype="w8a8", quantized_algorithm="normal",
-    quantized_method="channel", quantized_hybrid_level=0, target_platform=None, quant_img_RGB2BGR=False,
-    float_dtype="float16", optimization_level=3, custom_string=None, remove_weight=False, compress_weight=False,
-    inputs_yuv_fmt=None, single_core_mode=False, dynamic_input=None, model_pruning=False, op_target=None,
-    quantize_weight=False, remove_reshape=False, sparse_infer=False, enable_flash_attention=False,
-    auto_hybrid_cos_thresh=0.98, auto_hybrid_euc_thresh=None)
-
-
 class ToolkitError(Exception):
     """A failure a method reports as the toolkit does (an `E <method>:` line and -1)."""
 
@@ -110,7 +101,7 @@ class RKNN:
     def __init__(self, verbose: bool = False, verbose_file: str | None = None) -> None:
         self.verbose = verbose
         self.verbose_file = verbose_file
-        self._config: dict[str, Any] = dict(_DEFAULTS)
+        self._config: dict[str, Any] = _config_defaults()
         self._onnx: bytes | None = None          # the loaded ONNX model (sub-graph selection applied)
         self._model_path: str | None = None
         self._compiled: Any = None               # the built (or load_rknn'd) CompiledModel
@@ -574,7 +565,7 @@ class RKNN:
                 self._log("W", "hybrid_quantization_step2", f"{name}: {dtype} is not supported by npurt, the layer "
                                                             f"stays int8")
         saved = (self._config, self._onnx, self._model_path)
-        self._config = dict(_DEFAULTS, **record.get("config", {}))
+        self._config = dict(_config_defaults(), **record.get("config", {}))
         self._onnx, self._model_path = onnx_bytes, record.get("model")
         try:
             options = self._options("int8", qparams=qparams, float_layers=floats)
@@ -606,6 +597,13 @@ class RKNN:
             self._release_runtime()
         except Exception:
             pass
+
+
+def _config_defaults() -> dict[str, Any]:
+    """`config`'s keyword defaults (the toolkit's), read from its signature: the configuration of a new object."""
+    import inspect
+    return {k: p.default for k, p in inspect.signature(RKNN.config).parameters.items()
+            if p.default is not inspect.Parameter.empty}
 
 
 class _NodeView:
