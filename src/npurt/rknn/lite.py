@@ -257,7 +257,7 @@ def _per_input(value: Any, n: int, what: str) -> list[Any]:
     return values
 
 
-def _input_format(ctx: Any, arr: np.ndarray, fmt: str | None, index: int) -> str:
+def input_layout(ctx: Any, arr: np.ndarray, fmt: str | None, index: int) -> str:
     """'nhwc' / 'nchw' for 4-D inputs (the Lite default NHWC; an array that only fits NCHW is NCHW)."""
     if arr.ndim != 4:
         return "undefined"
@@ -304,7 +304,7 @@ def infer(ctx: Any, inputs: Any, data_type: Any = None, data_format: Any = None,
         if arr.ndim != len(want):
             raise ValueError(f"inputs[{i}] is {arr.ndim}-D {tuple(arr.shape)}, the model's input {i} is "
                              f"{len(want)}-D {want}")
-        layout = _input_format(ctx, arr, fmt, i)
+        layout = input_layout(ctx, arr, fmt, i)
         if layout == "nhwc":
             shapes.append((arr.shape[0], arr.shape[3], arr.shape[1], arr.shape[2]))
         else:

@@ -356,7 +356,8 @@ class RKNN:
         compiled = self._compiled
         soc = self._soc(str(target).lower()) if target is not None else compiled.soc
         if soc != compiled.soc and not self._from_file:
-            compiled = self._compile(*self._built[:1], soc, *self._built[1:])     # the same build, that SoC
+            options, batch = self._built
+            compiled = self._compile(options, soc, batch)        # the same build, for that SoC
         ctx = Context(compiled, soc=soc, options=ContextOptions(collect_perf=bool(perf_debug)),
                       log=runtime_sink(self), name="rknn-toolkit")
         for op_type, op in self._custom_ops.items():
@@ -399,7 +400,7 @@ class RKNN:
     def _undo_normalization(self, inputs: Any, data_format: Any, through: Any) -> list[np.ndarray]:
         """The toolkit's pass-through (the input skips mean/std): npurt's runtime fuses them into input packing, so
         such an input is given as the raw values that mean/std map to it (x * std + mean, per channel)."""
-        from npurt.rknn.lite import _input_format
+        from npurt.rknn.lite import input_layout
         arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
         n = len(arrays)
         through = [through] * n if isinstance(through, (int, bool)) else list(through)
@@ -412,7 +413,7 @@ class RKNN:
             mean = compiled.mean[i] if compiled.mean and i < len(compiled.mean) else None
             std = compiled.std[i] if compiled.std and i < len(compiled.std) else None
             if flag and (mean is not None or std is not None):
-                layout = _input_format(self._ctx, x, fmt, i) if x.ndim == 4 else "nchw"
+                layout = input_layout(self._ctx, x, fmt, i) if x.ndim == 4 else "nchw"
                 axis = -1 if x.ndim == 3 or layout == "nhwc" else min(1, x.ndim - 1)
                 shape = [1] * x.ndim
                 shape[axis] = -1
