@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from helpers.cli import fails, npurt, ok_json
 
 
@@ -30,6 +32,7 @@ def test_demo_main_job_prints_table_dumps_and_timings():
     # timings of both paths, the agreement check and the savings
     assert re.search(r"general\s+[\d.]+ ms\s+[\d.]+ ms", out) and re.search(r"zero copy\s+[\d.]+ ms\s+[\d.]+ ms", out)
     assert "outputs: general and zero copy" in out and "DDR traffic SRAM saves" in out
+    assert re.search(r"NPU time SRAM saves \(predicted[^)]*\): [\d.]+ ms -> [\d.]+ ms per frame", out)
     assert "NC1HWC2" in out                                           # the short first part
 
 
@@ -40,9 +43,13 @@ def test_demo_json_small_model_and_no_sram():
     assert d["check"]["general_vs_zero_copy_max_abs_diff"] < 1e-4
     assert d["sram_savings"]["bytes_per_frame"] == d["memory_table"]["totals"]["sram_hit_rw"] > 0
     assert d["sram_dump"]["after"] == d["sram_dump"]["before"]
+    saved = d["sram_savings"]                       # the timing model's prediction, with and without the SRAM
+    assert saved["predicted_ms_sram"] < saved["predicted_ms_ddr"]
+    assert saved["predicted_ms_saved"] == pytest.approx(saved["predicted_ms_ddr"] - saved["predicted_ms_sram"])
     n = ok_json("demo", "--model", "small_convnet", "--runs", "1", "--no-sram", "--fp16")
     assert not n["sram_enabled"] and n["precision"] == "fp16" and n["memory_table"]["sram"] is None
     assert n["sram_savings"]["bytes_per_frame"] == 0 and n["mem_size"]["free_sram_size"] == 978944
+    assert n["sram_savings"]["predicted_ms_saved"] == 0
 
 
 def test_demo_profiles_and_errors():
