@@ -1,6 +1,7 @@
 """The layer order (`LAYERS` below, lowest first): every module under `src/npurt/` imports only its own
-layer, the base modules (`npurt.errors`, `npurt._version`, `npurt._kernels`, the compiled kernels, `npurt.files`)
-and the layers below it. Imports inside functions count; imports under `if TYPE_CHECKING:` do not (they never run).
+layer, the base modules (`npurt.errors`, `npurt._version`, `npurt._kernels`, the compiled kernels, `npurt.files`,
+`npurt.forksafe`) and the layers below it. Imports inside functions count; imports under `if TYPE_CHECKING:` do not
+(they never run).
 `npurt/cli/` may import every layer and the top-level `npurt/__init__.py` (the lazy exports) is exempt.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 LAYERS = ("soc", "memory", "tensor", "plan", "model", "exec", "runtime", "mirror_kit", "rknn", "qnn", "api", "capi",
           "cli")
 RANK = {name: i for i, name in enumerate(LAYERS)}
-BASE = ("errors", "_version", "_kernels", "files")  # importable by every layer; they import no npurt module but
+BASE = ("errors", "_version", "_kernels", "files", "forksafe")  # importable by every layer; they import no npurt module but
 COMPILED = "_c"                        # npurt.errors, and a base module its compiled extension (`_kernels_c`)
 TOP = "cli"                            # may import everything
 SRC = Path(__file__).resolve().parent.parent / "src" / "npurt"
