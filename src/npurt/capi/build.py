@@ -225,12 +225,15 @@ void npurt_process_lock(void);
 void npurt_process_unlock(void);
 int npurt_process_enter(void);
 void npurt_process_leave(void);
+int npurt_process_exiting(void);
 void npurt_process_start(const struct npurt_process_hooks *hooks);
 
 static pthread_once_t npurt_once = PTHREAD_ONCE_INIT;
 static int npurt_ready;                 /* set by the init code once every function is bound */
 
 static void npurt_capi_ready(void) { npurt_ready = 1; }
+static int npurt_reported;              /* the start-up code already said why npurt cannot start */
+static void npurt_capi_failed(void) { npurt_reported = 1; }
 
 /* A library loaded with RTLD_LOCAL keeps libpython's symbols private to it; the extension modules Python imports
    later (numpy, ...) need them global, so the library promotes libpython once it is loaded. */
@@ -313,7 +316,7 @@ static void npurt_start(void)
         if (sig != SIGKILL && sig != SIGSTOP)
             sigaction(sig, &saved[sig], NULL);
     npurt_process_unlock();
-    if (!npurt_ready)
+    if (!npurt_ready && !npurt_reported)
         fprintf(stderr, "E npurt: %s: npurt could not start; every call fails\n", NPURT_LIBRARY);
 }
 
@@ -324,6 +327,18 @@ static int npurt_enter(void)
 }
 
 static void npurt_leave(void) { npurt_process_leave(); }
+
+/* The process is exiting (main returned, or the host interpreter is finalizing / gone): what is left is reclaimed
+ * with the process, so release calls (contextFree, backendFree, ...) succeed without entering Python. */
+static int npurt_exiting_now(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    int finalizing = Py_IsFinalizing();
+#else
+    int finalizing = _Py_IsFinalizing();
+#endif
+    return npurt_process_exiting() || (npurt_ready && (!Py_IsInitialized() || finalizing));
+}
 """
 
 _INIT_PY = """\
@@ -332,9 +347,17 @@ for _path in {paths!r}:
     if _path not in sys.path:
         sys.path.insert(0, _path)
 from {module_name} import ffi, lib
-from npurt.capi.embed import attach
-attach(ffi, {module!r}, {names!r}, {errors!r})
-lib.npurt_capi_ready()
+try:
+    from npurt.capi.embed import attach
+    attach(ffi, {module!r}, {names!r}, {errors!r})
+except ImportError as _exc:          # npurt or a dependency is missing from this Python: say what, in one line
+    sys.stderr.write("E npurt: %s: npurt cannot start in %s (Python %d.%d): %s: %s; install npurt there "
+                     "(pip install npurt) or use the Python that built the library; every call fails\\n"
+                     % ({library!r}, sys.executable or "this process", sys.version_info[0], sys.version_info[1],
+                        type(_exc).__name__, _exc))
+    lib.npurt_capi_failed()
+else:
+    lib.npurt_capi_ready()
 """
 
 
@@ -401,14 +424,14 @@ def build_library(spec: LibrarySpec, lib_dir: Path, work_dir: Path | None = None
     typedefs = sorted(set().union(*(f.typedef_names() for f in functions)))
     cdef = "".join(f"typedef int... {t};\n" for t in typedefs)
     cdef += "".join(f'extern "Python+C" {_internal_decl(f)};\n' for f in functions)
-    cdef += spec.extra_cdef + "\nstatic void npurt_capi_ready(void);\n"
+    cdef += spec.extra_cdef + "\nstatic void npurt_capi_ready(void);\nstatic void npurt_capi_failed(void);\n"
     ffi = cffi.FFI()
     ffi.cdef(cdef)
     ffi.embedding_api("")
     names = [f"_npurt_{f.name}" for f in functions] + _externs(spec.extra_cdef)
     ffi.embedding_init_code(_INIT_PY.format(paths=[*reversed(spec.python_path), str(SRC_DIR)],
                                             module_name=spec.module_name, module=spec.module, names=names,
-                                            errors=_python_errors(spec, functions)))
+                                            errors=_python_errors(spec, functions), library=spec.name))
     defines = {"NPURT_PYTHON": _c_string(sys.executable), "NPURT_LIBRARY": _c_string(spec.name), **spec.defines}
     source = "".join(f"#define {k} {v}\n" for k, v in defines.items())
     source += "".join(f'#include "{h}"\n' for h in spec.headers) + _RUNTIME_C

@@ -50,6 +50,9 @@ void npurt_process_leave(void)
     __atomic_sub_fetch(&npurt_in_flight, 1, __ATOMIC_SEQ_CST);
 }
 
+/* 1 once the process is exiting (its on_exit handler ran): release calls then succeed without entering Python. */
+int npurt_process_exiting(void) { return __atomic_load_n(&npurt_exiting, __ATOMIC_SEQ_CST); }
+
 static void npurt_process_at_exit(int status, void *arg)
 {
     (void)arg;

@@ -27,6 +27,7 @@ log = logging.getLogger("npurt.qnn")
 
 # C scalar types of the QNN headers as cffi sees them (handles and callbacks cross as addresses)
 _SCALARS = {"uint32_t": "uint32_t", "uint64_t": "uint64_t", "int": "int", "QnnProperty_Key_t": "uint32_t",
+            "QnnProfile_EventId_t": "uint64_t",
             "Qnn_ContextBinarySize_t": "uint64_t", "QnnLog_Level_t": "uint32_t", "QnnProfile_Level_t": "uint32_t",
             "Qnn_ErrorHandle_t": "uint64_t"}
 
@@ -63,6 +64,46 @@ def header_members(table_type: str) -> list[Member]:
                                                                               body.group(1))]
 
 
+def _typedef_params() -> dict[str, str]:
+    """Every `typedef Qnn_ErrorHandle_t (*NameFn_t)(...)` of npurt's QNN headers: name -> its C parameters."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(QNN_HEADER_DIR.rglob("*.h")))
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return {name: " ".join(args.split()) for name, args in _FN_TYPEDEF.findall(text)}
+
+
+# The component of a member name and the typedef prefix QNN gives it (`contextFree` -> QnnContext_FreeFn_t).
+_COMPONENTS = (("globalConfig", "QnnGlobalConfig"), ("property", "QnnProperty"), ("backend", "QnnBackend"),
+               ("context", "QnnContext"), ("graph", "QnnGraph"), ("tensor", "QnnTensor"), ("log", "QnnLog"),
+               ("profile", "QnnProfile"), ("mem", "QnnMem"), ("device", "QnnDevice"), ("signal", "QnnSignal"),
+               ("error", "QnnError"))
+
+
+def member_typedef(name: str) -> str:
+    """QNN's function-pointer typedef of table member `name` (`memRegister` -> `QnnMem_RegisterFn_t`)."""
+    for component, prefix in _COMPONENTS:
+        if name.startswith(component):
+            return f"{prefix}_{name[len(component):]}Fn_t"
+    raise LookupError(f"{name} is no QNN interface member")
+
+
+def interface_members(names: tuple[str, ...]) -> list[Member]:
+    """The provider table's members from the list of names (`npurt.soc.api_coverage.QNN_INTERFACE_MEMBERS`): a
+    member is implemented when npurt's headers declare its QNN typedef, with that typedef's parameters."""
+    params = _typedef_params()
+    return [Member(n, params.get(member_typedef(n), "")) for n in names]
+
+
+def interface_struct(members: list[Member], reserved: tuple[str, ...], type_name: str) -> str:
+    """The C text of the provider table's struct, as npurt's QnnInterface.h carries it (a test keeps the two
+    equal): each member with its typedef (NOT_SUPPORTED_FN when npurt does not implement it), then the reserved
+    slots as `void *`."""
+    rows = [(member_typedef(m.name) if m.implemented else NOT_SUPPORTED_FN, m.name) for m in members]
+    rows += [("void *", name) for name in reserved]
+    lines = [f"    {ctype}{'' if ctype.endswith('*') else ' '}{name};".ljust(65) + f" /* {i:2d} */"
+             for i, (ctype, name) in enumerate(rows)]
+    return "typedef struct {\n" + "\n".join(lines) + f"\n}} {type_name};\n"
+
+
 def _address(ctype: str, pointer: bool) -> bool:
     return pointer or ctype.endswith("Handle_t") or ctype.endswith("Callback_t")
 
@@ -82,9 +123,17 @@ def extern_cdef(members: list[Member], prefix: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def is_release(name: str) -> bool:
+    """A member that releases something (contextFree, memDeRegister, destroyPowerConfigId, ...): once the process
+    is exiting it returns QNN_SUCCESS without entering Python (what is left goes with the process), so a client's
+    teardown during interpreter exit ends cleanly in any order."""
+    return bool(re.search(r"(Free|DeRegister|^destroy\w*)$|Free[A-Z]", name))
+
+
 def table_source(members: list[Member], prefix: str, not_supported: str) -> str:
     """C for every member: implemented ones call their adapter inside npurt_enter/leave (the library's start-up
-    failure gives QNN_COMMON_ERROR_SYSTEM), the others print one line and return `not_supported`."""
+    failure gives QNN_COMMON_ERROR_SYSTEM; release members succeed at once when the process is exiting), the others
+    print one line and return `not_supported`."""
     out = []
     for m in members:
         if not m.implemented:
@@ -95,15 +144,16 @@ def table_source(members: list[Member], prefix: str, not_supported: str) -> str:
         cargs = ", ".join(("uintptr_t " if _address(p.ctype, p.pointer) else _SCALARS[p.ctype] + " ") + p.name
                           for p in params)
         call = ", ".join(f"(uintptr_t){p.name}" if _address(p.ctype, p.pointer) else p.name for p in params)
+        at_exit = "    if (npurt_exiting_now()) return QNN_SUCCESS;\n" if is_release(m.name) else ""
         out.append(f"uint64_t {prefix}{m.name}({cargs});\n"
-                   f"static Qnn_ErrorHandle_t m_{m.name}({m.params})\n{{\n"
+                   f"static Qnn_ErrorHandle_t m_{m.name}({m.params})\n{{\n{at_exit}"
                    f"    if (!npurt_enter()) return QNN_COMMON_ERROR_SYSTEM;\n"
                    f"    Qnn_ErrorHandle_t r = {prefix}{m.name}({call});\n    npurt_leave();\n    return r;\n}}\n")
     return NOT_SUPPORTED_C + "".join(out)
 
 
 def table_initializer(members: list[Member]) -> str:
-    """`.member = function` lines of the provider's table."""
+    """`.member = function` lines of the provider's table (reserved slots stay NULL)."""
     return ",\n".join(f"        .{m.name} = {'m_' if m.implemented else 'ns_'}{m.name}" for m in members)
 
 
