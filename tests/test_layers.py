@@ -1,6 +1,7 @@
 """The layer order (`LAYERS` below, lowest first): every module under `src/npurt/` imports only its own
-layer, the base modules (`npurt.errors`, `npurt._version`, `npurt._kernels`, the compiled kernels, `npurt.files`)
-and the layers below it. Imports inside functions count; imports under `if TYPE_CHECKING:` do not (they never run).
+layer, the base modules (`npurt.errors`, `npurt._version`, `npurt._kernels`, the compiled kernels, `npurt.files`,
+`npurt.forksafe`) and the layers below it. Imports inside functions count; imports under `if TYPE_CHECKING:` do not
+(they never run).
 `npurt/cli/` may import every layer and the top-level `npurt/__init__.py` (the lazy exports) is exempt.
 """
 from __future__ import annotations

@@ -26,7 +26,7 @@ Start-up, in C, before cffi's own (pitfalls of a prototype, each handled here):
   still running then, the process ends with `_exit(status)` (stdio flushed) rather than run destructors under it;
 - fork() from a C thread: the forking thread takes the interpreter (GIL, import lock) as os.fork does, and the
   child re-creates it, so its calls return whatever the other threads were doing; Python's at-fork hooks run there
-  (npurt's make inherited handles refuse: `npurt.mirror_kit.forksafe`);
+  (npurt's make the parent's handles unknown there: `npurt.forksafe`);
 - loaded with `RTLD_LOCAL`, a library makes libpython's symbols global (extension modules need them);
 - linked `-z nodelete`: `dlclose` never unmaps npurt's code, which the interpreter and other npurt libraries
   still point to (log forwarders, bound functions).

@@ -18,7 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from npurt import forksafe
+import npurt.forksafe as forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import coherence as coh
 from npurt.memory.accounting import Accounting, MemoryStats

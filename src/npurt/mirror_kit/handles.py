@@ -13,7 +13,7 @@ import itertools
 import operator
 from typing import Any
 
-from npurt import forksafe
+import npurt.forksafe as forksafe
 
 __all__ = ["HandleTable", "Retired"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from npurt import forksafe
+import npurt.forksafe as forksafe
 from npurt.memory import Buffer, Device
 from npurt.memory.raw import pointer_value
 from npurt.mirror_kit.handles import HandleTable

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from npurt import forksafe
+import npurt.forksafe as forksafe
 from npurt.errors import NpuError
 from npurt.memory import Buffer
 from npurt.model.compiled import CompiledModel

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-from npurt import forksafe
+import npurt.forksafe as forksafe
 from npurt.memory import Device, open_device, open_devices
 from npurt.soc.htp import DEFAULT_HTP_SOC, HTP_PROFILES, HtpProfile, get_htp_profile, is_htp_soc
 

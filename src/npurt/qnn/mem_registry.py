@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from npurt import forksafe
+import npurt.forksafe as forksafe
 from npurt.errors import NpuError
 from npurt.memory import Buffer
 from npurt.qnn import constants as C

@@ -14,7 +14,7 @@ import logging
 
 import numpy as np
 
-from npurt import forksafe
+import npurt.forksafe as forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer, Device
 from npurt.memory.address_space import RangeMap

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from npurt import forksafe
+import npurt.forksafe as forksafe
 from npurt.qnn import constants as C
 from npurt.qnn.backend import HANDLES
 from npurt.qnn.structs import (QnnDevice_CoreInfo_t, QnnDevice_HardwareDeviceInfo_t, QnnDevice_PlatformInfo_t,

@@ -21,7 +21,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from npurt import forksafe
+import npurt.forksafe as forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory.cargs import as_struct
 from npurt.mirror_kit.handles import HandleTable, Retired

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from npurt import forksafe
+import npurt.forksafe as forksafe
 from npurt.errors import NpuError
 from npurt.model.file_format import is_npurt, refuse_vendor_model
 

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from npurt import forksafe
+import npurt.forksafe as forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory.identity import FileRange, overlaps
 from npurt.model.attrs import TensorAttr

@@ -23,7 +23,7 @@ import os
 from collections import OrderedDict
 from typing import Any, Sequence
 
-from npurt import forksafe
+import npurt.forksafe as forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input
 from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt, refuse_vendor_model

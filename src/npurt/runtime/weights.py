@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from npurt import forksafe
+import npurt.forksafe as forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory.coherence import snapshot
 from npurt.runtime.binding import MemRef
