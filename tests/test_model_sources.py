@@ -9,7 +9,7 @@ import pytest
 import npurt
 from helpers.cli import npurt as run_cli
 from npurt import ErrorCode, NpuError
-from npurt.model import sources, zoo
+from npurt.model import file_format, sources, zoo
 
 VENDOR_LINE = "is a vendor-compiled .rknn model, which only runs on the board: pass the ONNX model it was built " \
               "from, or an .npurt compiled from it (npurt convert model.onnx -o model.npurt)"
@@ -66,7 +66,7 @@ def test_python_entry_points_refuse_a_vendor_rknn_with_the_same_words(vendor_rkn
 def test_a_file_that_only_looks_like_the_magic_later_is_not_refused(tmp_path):
     path = tmp_path / "x.onnx"
     path.write_bytes(b"\x00RKNN")
-    assert not npurt.model.file_format.is_vendor_model(path)
+    assert not file_format.is_vendor_model(path)
 
 
 def test_zoo_names_resolve_to_the_cached_model(cache):
