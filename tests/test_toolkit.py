@@ -263,7 +263,7 @@ def test_init_runtime_targets_and_core_masks(tmp_path, capsys):
     assert len(_errors(capsys)) == 2
 
 
-def test_eval_memory_reports_the_real_plan_and_eval_perf_labels_cpu_times(tmp_path, capsys):
+def test_eval_memory_reports_the_real_plan_and_eval_perf_the_timing_models_prediction(tmp_path, capsys):
     rknn = _built(tmp_path)
     assert rknn.init_runtime(perf_debug=True, eval_mem=True) == 0
     mem = rknn.eval_memory()
@@ -275,10 +275,18 @@ def test_eval_memory_reports_the_real_plan_and_eval_perf_labels_cpu_times(tmp_pa
     assert (mem["weight_memory"], mem["internal_memory"]) == (sizes.weight_size, sizes.internal_size)
     table = rknn.eval_perf()
     assert isinstance(table, str) and table in capsys.readouterr().out
-    assert "CPU time measured on this host (not an NPU prediction)" in table
-    assert "ConvRelu" in table and "Total Operator Elapsed Per Frame Time(us)" in table
+    assert "predicted NPU time (npurt timing model; rk3588, 1 core(s), SRAM 0 B), not measured" in table
+    assert "(measured, not an NPU time)" in table
+    from npurt.timing import predict
+    want = predict(rknn._ctx.compiled, "rk3588")
+    rows = [line.split() for line in table.splitlines() if line[:1].isdigit()]
+    assert [(r[1], r[3]) for r in rows] == [(layer.op, layer.target) for layer in want.layers]
+    assert f"Total Operator Elapsed Per Frame Time(us): {round(want.total_us)}" in table
     quiet = rknn.eval_perf(is_print=False)
     assert "ConvRelu" in quiet and capsys.readouterr().out == ""
+    assert rknn.init_runtime(core_mask=RKNN.NPU_CORE_0_1_2) == 0            # no perf_debug: the total only
+    table = rknn.eval_perf(is_print=False)
+    assert "3 core(s)" in table and "ConvRelu" not in table and "perf_debug=True" in table
 
 
 def test_accuracy_analysis_writes_the_toolkits_snapshot(tmp_path, monkeypatch):

@@ -75,7 +75,7 @@ def test_convert_script_then_c_program_rknnlite_and_the_zoo_demo_agree(workdir):
         p = _exec(workdir, script, "out.rknn", "frame.npy", f"{script}.npy")
         assert p.returncode == 0, p.stderr
         np.testing.assert_array_equal(np.load(workdir / f"{script}.npy").reshape(-1), c_out)
-    assert "CPU time measured on this host" in p.stdout and "Memory Profile Info Dump" in p.stdout
+    assert "predicted NPU time (npurt timing model; rk3588" in p.stdout and "Memory Profile Info Dump" in p.stdout
     from npurt.rknn.lite import RKNNLite
     lite = RKNNLite()
     assert lite.load_rknn(str(model)) == 0 and lite.init_runtime() == 0

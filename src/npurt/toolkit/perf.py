@@ -1,35 +1,51 @@
 """`eval_perf`'s table and `eval_memory`'s figures, in the toolkit's printed layout.
 
-The per-layer times come from one place, `layer_times`: today the executor's measured CPU times on this host,
-labelled as such in every table (not a prediction of the NPU's times). When npurt's NPU timing model is part of
-the build, `layer_times` is the one call site that switches to it: `predict(ctx.compiled, ctx.profile.name)`
-gives per layer (op, dtype, target, input_shapes, shape, us) and `total_us`, and the source line becomes
-"predicted by npurt's timing model".
+The times come from one place, `layer_times`: the NPU time npurt's timing model predicts (`npurt.timing`, through
+the runtime's `predicted_timings`, as RKNN_QUERY_PERF_DETAIL gives it in predicted mode) for the context's model,
+SoC, core mask and SRAM, labelled as a prediction; below it, the CPU time the same run took on this host, labelled
+as measured. A SoC without timing figures falls back to the measured CPU times, labelled as such.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from npurt.errors import NpuError
+
 RULE = "=" * 95
 MIB = 1024 * 1024
+Row = tuple[str, str, str, str, str, int]
 
 
-def layer_times(ctx: Any) -> tuple[str, list[tuple[str, str, str, str, str, int]], int]:
-    """(where the times come from, rows (op type, data type, target, input shapes, output shape, µs), total µs) of
-    one run of `ctx` over what its inputs hold. Rows only when the context collects per-op times (perf_debug)."""
+def layer_times(ctx: Any) -> tuple[str, list[Row], int, str]:
+    """(where the times come from, rows (op type, data type, target, input shapes, output shape, µs), total µs, a
+    line with the measured CPU time) for one run of `ctx` over what its inputs hold. Rows only when the context
+    collects per-op times (init_runtime(perf_debug=True))."""
+    from npurt.runtime.perf import cores_of, predicted_timings
+    from npurt.runtime.report import context_layout
     ctx.run()
-    rows = [(op.op_type, op.data_type, "CPU", ",".join(_shape(s) for s in op.input_shapes), _shape(op.output_shape),
-             int(op.time_us)) for op in ctx.perf.ops]
-    source = "npurt: CPU time measured on this host (not an NPU prediction)"
-    return source, rows, int(ctx.perf.run_us)
+    measured = ctx.perf
+    cpu = f"npurt's CPU executor took {measured.run_us} us for this run on this host (measured, not an NPU time)"
+    cores = cores_of(ctx.core_mask, ctx.profile.npu_cores)
+    sram = context_layout(ctx).sram_size
+    try:
+        total, ops = predicted_timings(ctx.compiled, ctx.profile.name, cores, sram, ctx.plan)
+    except NpuError:
+        ops, total = measured.ops, measured.run_us
+        source = "npurt: CPU time measured on this host (no NPU timing figures for this SoC)"
+    else:
+        source = (f"predicted NPU time (npurt timing model; {ctx.profile.name}, {cores} core(s), SRAM {sram} B), "
+                  f"not measured")
+    rows = [(op.op_type, op.data_type, op.target, ",".join(_shape(s) for s in op.input_shapes),
+             _shape(op.output_shape), int(op.time_us)) for op in ops] if ctx.options.collect_perf else []
+    return source, rows, int(total), cpu
 
 
 def _shape(shape: Any) -> str:
     return "(" + ",".join(str(int(d)) for d in shape) + ")"
 
 
-def format_perf(source: str, rows: list[tuple[str, str, str, str, str, int]], total_us: int) -> str:
-    """The toolkit's "Performance" table."""
+def format_perf(source: str, rows: list[Row], total_us: int, note: str = "") -> str:
+    """The toolkit's "Performance" table (`note`: a last line under it)."""
     lines = [RULE, f"{'Performance':^95}", f"{source:^95}", RULE]
     if rows:
         lines.append(f"{'ID':<5}{'OpType':<18}{'DataType':<10}{'Target':<8}{'InputShape':<28}{'OutputShape':<18}"
@@ -42,6 +58,8 @@ def format_perf(source: str, rows: list[tuple[str, str, str, str, str, int]], to
     lines += [f"Total Operator Elapsed Per Frame Time(us): {total_us}",
               f"Total Elapsed Per Frame Time(us): {total_us}",
               f"FPS: {1e6 / total_us:.2f}" if total_us else "FPS: -", RULE]
+    if note:
+        lines += [note, RULE]
     return "\n".join(lines)
 
 

@@ -20,9 +20,9 @@ failure); a missing ONNX file raises. A thin translation: `config` fills a `Comp
 Where npurt differs (stated, never silent): `export_rknn` writes npurt's compiled model whatever the file name (npurt's
 `librknnrt.so` and `RKNNLite` load it; a board's librknnrt cannot); `load_rknn` reads npurt's files (a vendor
 `.rknn` gets one clear line) and such a model runs on the emulated SoC (the toolkit's simulator refuses it);
-`init_runtime(target=...)` emulates that SoC instead of connecting to a board; `eval_perf` reports CPU times
-measured on the host, labelled as such (`npurt.toolkit.perf`); weights are quantised per channel whatever
-`quantized_method` says; only w8a8 / float16 builds; `codegen`, encrypted export and non-ONNX loaders return -1.
+`init_runtime(target=...)` emulates that SoC instead of connecting to a board; `eval_perf` reports the NPU times
+npurt's timing model predicts (labelled as predictions) and the CPU time measured on the host
+(`npurt.toolkit.perf`); weights are quantised per channel whatever `quantized_method` says; only w8a8 / float16 builds; `codegen`, encrypted export and non-ONNX loaders return -1.
 """
 from __future__ import annotations
 
@@ -426,8 +426,9 @@ class RKNN:
 
     @_status(failed=None)
     def eval_perf(self, is_print: bool = True, fix_freq: bool = True) -> Any:
-        """Run the model once and return the performance table (printed when `is_print`): per layer with
-        init_runtime(perf_debug=True). The times' source is named in the table (`npurt.toolkit.perf`)."""
+        """Run the model once and return the performance table (printed when `is_print`): the NPU time npurt's
+        timing model predicts, per layer with init_runtime(perf_debug=True), and the CPU time measured for the run,
+        each labelled (`npurt.toolkit.perf`)."""
         from npurt.toolkit.perf import format_perf, layer_times
         self._require_runtime()
         self._feed_zeros_if_unset()
