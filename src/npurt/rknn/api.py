@@ -50,6 +50,7 @@ from npurt.rknn.api_query import rknn_query
 from npurt.rknn.structs import (rknn_init_extend, rknn_input, rknn_output, rknn_output_extend, rknn_run_extend,
                                 rknn_tensor_attr)
 from npurt.runtime import Context, ContextOptions, InputData, MemRef
+from npurt.runtime.perf import perf_mode_from_env
 from npurt.runtime.report import context_table
 from npurt.soc import get_profile
 from npurt.tensor import Layout
@@ -90,6 +91,7 @@ def _options(flag: int) -> ContextOptions:
         sram=bool(flag & c.RKNN_FLAG_ENABLE_SRAM),
         flush_inputs=not flag & c.RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE,
         invalidate_outputs=not flag & c.RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE,
+        perf=perf_mode_from_env(),
     )
 
 

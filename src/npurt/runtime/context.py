@@ -51,7 +51,7 @@ from npurt.runtime.general import GeneralIo, InputData
 from npurt.runtime.io_path import IoPath
 from npurt.runtime.loader import ModelFamily, load_family
 from npurt.runtime.options import PRIORITIES, ContextOptions, MemSize
-from npurt.runtime.perf import PerfCounters, op_timings, run_executor
+from npurt.runtime.perf import PERF_MODES, PerfCounters, op_timings, run_executor
 from npurt.runtime.weights import WEIGHTS_UNSET, WeightStore, weight_digest
 from npurt.runtime.zero_copy import ZeroCopyIo
 from npurt.tensor import Layout
@@ -98,6 +98,8 @@ class Context:
         self.options = options or ContextOptions()
         if self.options.priority not in PRIORITIES:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"priority must be one of {PRIORITIES}")
+        if self.options.perf not in PERF_MODES:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"perf must be one of {PERF_MODES}, not {self.options.perf!r}")
         self._log = log or _default_sink
         self._lock = forksafe.lock()
         self._holder: int | None = None          # the thread inside a call (see _busy)
@@ -137,7 +139,11 @@ class Context:
         if self._plan is not None:
             _check_plan(self._plan, self.compiled, self.family.dynamic)
         self.initial = self.compiled
-        self.perf = PerfCounters()
+        self.perf = PerfCounters(mode=self.options.perf)
+        if self.options.perf == "predicted":
+            from npurt.soc.npu_timing import npu_figures
+            npu_figures(self.profile.name)          # NOT_SUPPORTED now, not at the first run, for SoCs without them
+        self._predicted: tuple[tuple, tuple[int, list]] | None = None
         self.core_mask = 0
         self.batch_core_num = 1
         self.coherence_violations: list[str] = []
@@ -506,10 +512,15 @@ class Context:
             self.perf.runs += 1
             self.perf.run_us = int(run_us)
             self.perf.total_us = (time.perf_counter_ns() - t0) // 1000
-            self.perf.ops = op_timings(self.compiled, raw) if collect else []
-            if collect:
-                for op in self.perf.ops:
-                    self._log("verbose", f"layer {op.index} {op.op_type} {op.name}: {op.time_us} us")
+            if self.options.perf == "predicted":
+                self.perf.run_us, ops = self._prediction()
+                self.perf.total_us = self.perf.run_us
+                self.perf.ops = list(ops) if collect else []
+            else:
+                self.perf.ops = op_timings(self.compiled, raw) if collect else []
+            word = " (predicted)" if self.options.perf == "predicted" else ""
+            for op in self.perf.ops:
+                self._log("verbose", f"layer {op.index} {op.op_type} {op.name}: {op.time_us} us{word}")
 
     def _notice_weight_changes(self) -> None:
         """User-owned weight memory (`weights_outside`) is what the NPU reads on every run: when its bytes changed
@@ -522,6 +533,19 @@ class Context:
                 self._executors.clear()
                 self._dirty = True
             self._weights_seen = seen
+
+    def _prediction(self) -> tuple[int, list]:
+        """The timing model's (run µs, per-op timings) for this context's model, SoC, core mask and SRAM (computed
+        once per model / cores / SRAM: the prediction is a pure function of them)."""
+        from npurt.runtime.perf import cores_of, predicted_timings
+        from npurt.runtime.report import context_layout
+        cores = cores_of(self.core_mask, self.profile.npu_cores)
+        sram = context_layout(self).sram_size
+        key = (id(self.compiled), id(self.plan), cores, sram)
+        if self._predicted is None or self._predicted[0] != key:
+            self._predicted = (key, predicted_timings(self.compiled, self.profile.name, cores, sram, self.plan))
+            self.perf.predicted_for = f"{self.profile.name}, {cores} core(s), SRAM {sram} B"
+        return self._predicted[1]
 
     def perf_detail(self, not_collected: str = "per-op timings were not collected (the context was created "
                                                "without collect_perf)") -> str:
