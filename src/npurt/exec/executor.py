@@ -27,7 +27,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.exec import inplace
 from npurt.exec.bind import SlotReader, SlotWriter, read_slot, write_slot
 from npurt.exec.evaluate import kernel_attrs
-from npurt.exec.kernels.blas import policy_threads, set_blas_threads
+from npurt.exec.kernels.blas import blas_threads, policy_threads
 from npurt.exec.temp import TempMemory
 from npurt.memory.mapping import typed_view
 from npurt.model.compiled import CompiledModel
@@ -252,29 +252,30 @@ class Executor:
             raise NpuError(ErrorCode.INVALID_CONTEXT, "executor is not bound to memory; call bind() first")
 
     def run(self) -> None:
-        """Execute the schedule once over the bound memory."""
+        """Execute the schedule once over the bound memory (with the executor's OpenBLAS thread count, restored
+        after: numpy code that runs later in the process — a calibration, say — sums as it would in a fresh one)."""
         self._check_bound()
-        set_blas_threads(self._threads)
-        for step in self._steps:
-            _execute(*step)
+        with blas_threads(self._threads):
+            for step in self._steps:
+                _execute(*step)
 
     def run_profiled(self) -> list[tuple[int, Any]]:
         """Execute once like `run`, returning [(microseconds, node)] per step (conversions included)."""
         self._check_bound()
-        set_blas_threads(self._threads)
         clock = time.perf_counter_ns
         timings = []
-        for step in self._steps:
-            t0 = clock()
-            _execute(*step)
-            timings.append(((clock() - t0) // 1000, step[-1]))
+        with blas_threads(self._threads):
+            for step in self._steps:
+                t0 = clock()
+                _execute(*step)
+                timings.append(((clock() - t0) // 1000, step[-1]))
         return timings
 
     def run_step(self, index: int) -> None:
         """Execute step `index` of the schedule alone (it reads its inputs' slots as they are now)."""
         self._check_bound()
-        set_blas_threads(self._threads)
-        _execute(*self._steps[index])
+        with blas_threads(self._threads):
+            _execute(*self._steps[index])
 
     # --- inspection ------------------------------------------------------------------------------
 

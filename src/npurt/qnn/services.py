@@ -84,7 +84,8 @@ def _follow_levels() -> None:
     env = _env_level()
     if env is not None:
         levels.append(env)
-    _logger.setLevel(min((_PY_LEVELS[lv] for lv in levels if lv in _PY_LEVELS), default=logging.NOTSET))
+    wanted = [_PY_LEVELS[lv] for lv in levels if lv in _PY_LEVELS]
+    _logger.setLevel(min(min(wanted), logging.WARNING) if wanted else logging.NOTSET)   # only ever more verbose
 
 
 class _Stderr(logging.StreamHandler):
