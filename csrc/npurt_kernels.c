@@ -26,7 +26,7 @@ int npk_cpu_level(void)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")
         && __builtin_cpu_supports("f16c"))
-        return 2;
+        return __builtin_cpu_supports("avx512vnni") ? 3 : 2;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))
         return 1;
 #endif
@@ -284,7 +284,7 @@ static void cast_rows(int conv, int64_t rows, int64_t n, const char *s, int64_t 
 {
 #ifdef NPK_X86
     int level = level_in_use < 0 ? npk_level() : level_in_use;
-    if (level == 2) { rows_avx512(conv, rows, n, s, ss, d, ds, a, b); return; }
+    if (level >= 2) { rows_avx512(conv, rows, n, s, ss, d, ds, a, b); return; }
     if (level == 1) { rows_avx2(conv, rows, n, s, ss, d, ds, a, b); return; }
 #endif
     rows_portable(conv, rows, n, s, ss, d, ds, a, b);
@@ -668,7 +668,7 @@ int npk_depthwise_rows(const float *x, int64_t xc1, int64_t xrow, int64_t xphase
         return -1;
 #ifdef NPK_X86
     int level = level_in_use < 0 ? npk_level() : level_in_use;
-    if (level == 2) {
+    if (level >= 2) {
         depthwise_avx512(x, xc1, xrow, xphase, c2, w, wtap, wc1, bias, bc1, acc, nc1, nrows, row, kh, kw, sh, sw);
         return 0;
     }
@@ -730,7 +730,7 @@ int npk_normalize_u8(const uint8_t *src, int64_t src_row, void *dst, int64_t dst
         for (int64_t i0 = 0; i0 < w * c; i0 += chunk) {
             int64_t n = w * c - i0 < chunk ? w * c - i0 : chunk;
 #ifdef NPK_X86
-            if (level == 2) normalize_avx512(xr + i0, y, m, s, n);
+            if (level >= 2) normalize_avx512(xr + i0, y, m, s, n);
             else if (level == 1) normalize_avx2(xr + i0, y, m, s, n);
             else
 #endif

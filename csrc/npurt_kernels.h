@@ -14,7 +14,8 @@ enum npk_conv {
     NPK_I8_F32 = 6   /* int8 -> float32: q * a - b */
 };
 
-/* instruction sets: 0 portable C, 1 AVX2 + F16C, 2 AVX-512 (F, BW, VL) */
+/* instruction sets: 0 portable C, 1 AVX2 + F16C, 2 AVX-512 (F, BW, VL), 3 AVX-512 + VNNI (the int8 conv's
+ * vpdpbusd; every other kernel runs its AVX-512 code there) */
 int npk_cpu_level(void);
 int npk_set_level(int level);
 int npk_level(void);
@@ -59,3 +60,32 @@ int npk_depthwise_rows(const float *x, int64_t xc1, int64_t xrow, int64_t xphase
  * zero. */
 int npk_normalize_u8(const uint8_t *src, int64_t src_row, void *dst, int64_t dst_row, int conv, int64_t rows,
                      int64_t w, int64_t c, const float *mean, const float *std, float a, float b);
+
+/* int8 conv in int32 (npurt_int8.c): out[pix, j] = sum_k x[pix, k] * w[k, j] - zp * colsum[j] over the taps
+ * (dy, dx), input blocks c and lanes l of a padded input x (C1, Hp, Wp, CC) whose border holds the zero point zp;
+ * k = ((dy * kw + dx) * C1 + c) * CC + l; then f = float(acc) * mult[j] + bias[j] (float32, no fused multiply-add)
+ * and, when `out` is set, int8(rint(min(max(f, lo), hi))) at out + (j / 16) * out_plane + pix * 16 (an NC1HWC2
+ * slot with C2 = 16), else f at y[pix * n + j]. Output rows [oy_lo, oy_hi). */
+struct npk_conv8 {
+    const int8_t *x;
+    int64_t c1, hp, wp, cc;
+    int32_t kh, kw, sh, sw, dh, dw;
+    int64_t ho, wo, n;
+    const void *w;
+    int32_t level;
+    const int32_t *colsum;
+    int32_t zp;
+    const float *mult;
+    const float *bias;
+    float lo, hi;
+    int8_t *out;
+    int64_t out_plane;
+    float *y;
+    int16_t *wide;
+};
+
+/* bytes of the weights (k, n) packed for instruction set `level` (w, k % 4 == 0, n % 16 == 0) */
+int64_t npk_conv8_packed_size(int64_t k, int64_t n, int level);
+int npk_conv8_pack(const int8_t *w, int64_t k, int64_t n, void *packed, int level);
+/* `wide` (levels 1, 2): a scratch of c1 * hp * wp * cc int16 */
+int npk_conv8(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi);

@@ -1,6 +1,6 @@
 """The compiled kernels: casts, quantisation and NC1HWC2 / NCHW / NHWC transposes in C (`npurt._kernels_c`, built
-from csrc/ by the package's own build), with the instruction set chosen at run time (AVX-512, AVX2 + F16C, or
-portable C) and the GIL released inside every call.
+from csrc/ by the package's own build), with the instruction set chosen at run time (AVX-512 with VNNI, AVX-512,
+AVX2 + F16C, or portable C) and the GIL released inside every call.
 
 Pure functions over numpy buffers, importable by every layer. Each returns True when it did the work and False when
 the arrays are not a case it handles (a dtype pair, a stride): the caller then runs its numpy code, which stays the
@@ -21,7 +21,7 @@ except ImportError as exc:            # not built (an un-installed source tree):
     BUILD_ERROR = (f"npurt._kernels_c is not built ({exc}): install the package (`make`, `pip install .`), or in a "
                    "source tree run `python setup.py build_ext --inplace`")
 
-LEVELS = ("portable", "avx2", "avx512")
+LEVELS = ("portable", "avx2", "avx512", "avx512vnni")
 _F16, _F32, _I8 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.int8)
 # (source dtype, destination dtype) -> conversion code of npurt_kernels.h (same-size copies keyed by item size)
 # int8 -> float32 is the dequantisation q * 1 - 0 (exact); float32 -> int8 is not a cast here (see `quantize`)
@@ -49,7 +49,7 @@ def set_enabled(flag: bool) -> bool:
 
 
 def level() -> str:
-    """The instruction set in use: 'avx512', 'avx2' or 'portable' ('none' when not built)."""
+    """The instruction set in use: 'avx512vnni', 'avx512', 'avx2' or 'portable' ('none' when not built)."""
     return LEVELS[lib.npk_level()] if lib is not None else "none"
 
 
@@ -284,3 +284,64 @@ def normalize_image(dst: np.ndarray, src: np.ndarray, mean: np.ndarray, std: np.
                          ffi.cast("float *", m.ctypes.data), ffi.cast("float *", s.ctypes.data),
                          float(np.float32(a)), float(np.float32(b)))
     return True
+
+
+def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, mult: np.ndarray, bias: np.ndarray,
+              kernel: tuple[int, int], strides: tuple[int, int], dilations: tuple[int, int], out_hw: tuple[int, int],
+              out: np.ndarray | None = None, bounds: tuple[float, float] = (-128.0, 127.0),
+              y: np.ndarray | None = None, wide=None):
+    """A zero-argument function computing an int8 conv in int32 (`npk_conv8`): the padded input `x` (C1, Hp, Wp, CC;
+    int8, border = `zp`), `weights` (K, N) int8 with K = kh * kw * C1 * CC in (dy, dx, c1, lane) order and N a
+    multiple of 16, `colsum` (N,) their column sums; f = float32(acc - zp * colsum) * mult + bias, then either
+    int8(rint(clip(f, *bounds))) into `out` (an NC1HWC2 slot (C1o, Ho, Wo, 16)) or f into `y` (Ho * Wo, N) float32.
+    The weights are packed for the instruction set in use now; `wide(n)` gives an int16 scratch of n elements
+    (the AVX2 path's sign-extended input). None when the arrays are not that case or the kernels are off; every
+    size the kernel relies on is checked here, once."""
+    if not _enabled:
+        return None
+    c1, hp, wp, cc = x.shape if x.ndim == 4 else (0, 0, 0, 0)
+    k, n = weights.shape
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, strides, dilations, out_hw
+    ok = (x.dtype == _I8 and x.flags.c_contiguous and weights.dtype == _I8 and cc % 4 == 0 and cc > 0
+          and k == kh * kw * c1 * cc and n % 16 == 0 and colsum.dtype == np.int32 and colsum.shape == (n,)
+          and mult.dtype == _F32 and mult.shape == (n,) and bias.dtype == _F32 and bias.shape == (n,)
+          and all(a.flags.c_contiguous for a in (colsum, mult, bias))
+          and min(kh, kw, sh, sw, dh, dw) >= 1 and (ho - 1) * sh + (kh - 1) * dh < hp
+          and (wo - 1) * sw + (kw - 1) * dw < wp and ho >= 1 and wo >= 1)
+    if out is not None:
+        ok = ok and out.dtype == _I8 and out.flags.c_contiguous and out.flags.writeable \
+            and out.shape == (n // 16, ho, wo, 16)
+    else:
+        ok = ok and y is not None and y.dtype == _F32 and y.flags.c_contiguous and y.shape == (ho * wo, n)
+    if not ok:
+        return None
+    lvl = lib.npk_level()
+    packed = np.empty(lib.npk_conv8_packed_size(k, n, lvl), np.uint8)
+    w = np.ascontiguousarray(weights)
+    if lib.npk_conv8_pack(ffi.cast("int8_t *", w.ctypes.data), k, n, _ptr(packed), lvl) != 0:
+        return None
+    scratch = wide(x.size) if wide is not None and lvl in (1, 2) else None
+    if lvl in (1, 2) and (scratch is None or scratch.dtype != np.int16 or scratch.size < x.size):
+        return None
+    p = ffi.new("struct npk_conv8 *")
+    p.x = ffi.cast("int8_t *", x.ctypes.data)
+    p.c1, p.hp, p.wp, p.cc = c1, hp, wp, cc
+    p.kh, p.kw, p.sh, p.sw, p.dh, p.dw = kh, kw, sh, sw, dh, dw
+    p.ho, p.wo, p.n = ho, wo, n
+    p.w = _ptr(packed)
+    p.level = lvl
+    p.colsum = ffi.cast("int32_t *", colsum.ctypes.data)
+    p.zp = int(zp)
+    p.mult = ffi.cast("float *", mult.ctypes.data)
+    p.bias = ffi.cast("float *", bias.ctypes.data)
+    p.lo, p.hi = (float(np.float32(b)) for b in bounds)
+    p.out = ffi.cast("int8_t *", out.ctypes.data) if out is not None else ffi.NULL
+    p.out_plane = ho * wo * 16
+    p.y = ffi.cast("float *", y.ctypes.data) if y is not None else ffi.NULL
+    p.wide = ffi.cast("int16_t *", scratch.ctypes.data) if scratch is not None else ffi.NULL
+    call = lib.npk_conv8
+
+    def run() -> None:
+        call(p, 0, ho)
+    run.arrays = (x, packed, colsum, mult, bias, out, y, scratch, p)   # the memory the pointers point into
+    return run

@@ -192,6 +192,15 @@ class Executor:
 
         return _WeightReader(decode, self.cache_weights)
 
+    def _weight_codes(self, name: str, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | None] | None:
+        """(stored int8 codes, scales, axis) of weight `name` when it is stored quantised as int8, else None."""
+        m, plan = self.model, self.plan
+        entry = m.weights.get(name)
+        if entry is None or entry.dtype is not DType.INT8 or not entry.scales:
+            return None
+        scales = stored_view(m.weights[entry.scales], w, plan.weight_offsets[entry.scales])
+        return stored_view(entry, w, plan.weight_offsets[name]), np.asarray(scales, np.float32), entry.axis
+
     def _prepare(self, w: np.ndarray, views: dict[str, tuple[np.ndarray, int]]) -> list[tuple]:
         m = self.model
         g = m.graph
@@ -212,7 +221,7 @@ class Executor:
         stage = temp.take("int8", np.int8, in_max) if DType.INT8 in dtypes else None
         weights = {name: self._weight_reader(name, w) for name in g.constants}
         ctx = inplace.StepBinding(m.storage, views, {n: r.value for n, r in weights.items() if r.value is not None},
-                                  temp) if self.inplace else None
+                                  temp, lambda name: self._weight_codes(name, w)) if self.inplace else None
         steps = []
         for node, (fn, attrs) in zip(g.nodes, self._kernels):
             if ctx is not None and not getattr(node, "domain", "") and node.op_type not in self.custom_ops:

@@ -6,7 +6,8 @@ C2-group copy; the output channels are padded to C1*C2 with zero weights. Depthw
 the native layout itself (the kernel never leaves NC1HWC2), in cache-sized blocks, with per-tap weights pre-tiled
 along W so every numpy loop is long. int8 inputs stay quantised: their scale is folded into the weights and their
 zero point into the bias (the padded border holds the zero point); int8 outputs fold their quantisation into the
-weights and bias where the fused activation is a clamp (`ConvEpilogue`).
+weights and bias where the fused activation is a clamp (`ConvEpilogue`). Dense int8 convolutions with int8 weight
+codes run in integers instead (`conv_int8`).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import npurt._kernels as _kernels
 from npurt.exec.kernels.conv import ConvGeometry, conv_geometry
 from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, padding_lanes, zero
 from npurt.exec.inplace.binding import StepBinding
+from npurt.exec.inplace.conv_int8 import dense_int8
 from npurt.exec.inplace.slots import Skip, activation, kind_of
 from npurt.tensor import DType, Layout
 
@@ -39,8 +41,10 @@ class ConvInput:
 
 @dataclass(frozen=True)
 class ConvWeights:
-    """A conv's constant weights (M, C/group, kh, kw) and bias (M,) or None, as float32, and its 2-D geometry."""
+    """A conv's constant weights (M, C/group, kh, kw; constant `name`) and bias (M,) or None, as float32, and its 2-D
+    geometry."""
 
+    name: str
     weights: np.ndarray
     bias: np.ndarray | None
     kernel: tuple[int, int]
@@ -85,8 +89,6 @@ def conv(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     if w.ndim != 4 or si.shape[0] != 1:
         raise Skip
     kshape = list(attrs.get("kernel_shape") or w.shape[2:])
-    if any(d != 1 for d in (attrs.get("dilations") or [1, 1])):
-        raise Skip
     g = conv_geometry(si.shape, kshape, attrs)
     if any(p < 0 for p in g.pads_begin + g.pads_end) or list(so.shape[2:]) != list(g.out):
         raise Skip
@@ -94,7 +96,11 @@ def conv(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
         raise Skip
     group = int(attrs.get("group", 1))
     c, m = si.shape[1], w.shape[0]
-    cw = ConvWeights(w, b, (kshape[0], kshape[1]), g)
+    cw = ConvWeights(wname, w, b, (kshape[0], kshape[1]), g)
+    if group == 1 and src.kind == "int8" and ctx.weight_codes(wname) is not None:
+        return dense_int8(node.outputs[0], attrs, ctx, src, so, cw)
+    if any(d != 1 for d in g.dilations):
+        raise Skip
     if group == 1:
         return _dense(node.outputs[0], attrs, ctx, src, so, cw)
     if group == c == m and w.shape[1] == 1 and src.layout == "nc1hwc2" and si.dims[4] == so.dims[4] \
