@@ -89,3 +89,23 @@ int64_t npk_conv8_packed_size(int64_t k, int64_t n, int level);
 int npk_conv8_pack(const int8_t *w, int64_t k, int64_t n, void *packed, int level);
 /* `wide` (levels 1, 2): a scratch of c1 * hp * wp * cc int16 */
 int npk_conv8(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi);
+
+/* float32 conv of float16 values (npurt_convf.c): y[pix, j] = sum over k = 0..K-1 in order of x[pix, k] * w[k, j],
+ * then + bias[j], over a padded NHWC input x (Hp, Wp, Cp) with k = (dy * kw + dx) * Cp + c and w (K, n), n a
+ * multiple of 16; when `out` is set, the activation `act` (0 none, 1 Relu, 2 Clip to [p0, p1], 3 LeakyRelu with
+ * alpha p0) and a float16 store of channels j < out_channels at out + (j / out_c2) * out_plane + pix * out_c2
+ * + j % out_c2 (an NC1HWC2 slot), else the float32 sum into y (pix, n). Output rows [oy_lo, oy_hi). */
+struct npk_convf {
+    const float *x;
+    int64_t hp, wp, cp;
+    int32_t kh, kw, sh, sw, dh, dw;
+    int64_t ho, wo, n;
+    const float *w;
+    const float *bias;
+    int32_t act;
+    float p0, p1;
+    uint16_t *out;
+    int64_t out_c2, out_channels, out_plane;
+    float *y;
+};
+int npk_convf(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi);

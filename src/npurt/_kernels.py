@@ -345,3 +345,52 @@ def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, m
         call(p, 0, ho)
     run.arrays = (x, packed, colsum, mult, bias, out, y, scratch, p)   # the memory the pointers point into
     return run
+
+
+FLOAT_ACTIVATIONS = {None: 0, "Relu": 1, "Clip": 2, "LeakyRelu": 3}    # the fused activations `float_conv` applies
+
+
+def float_conv(x: np.ndarray, weights: np.ndarray, bias: np.ndarray, kernel: tuple[int, int],
+               strides: tuple[int, int], dilations: tuple[int, int], out_hw: tuple[int, int],
+               out: np.ndarray | None = None, activation: tuple[int, float, float] = (0, 0.0, 0.0),
+               y: np.ndarray | None = None):
+    """A zero-argument function computing a conv of float16 values in float32 (`npk_convf`): the padded NHWC input
+    `x` (Hp, Wp, Cp), `weights` (K, N) float32 with K = kh * kw * Cp in (dy, dx, c) order and N a multiple of 16,
+    each output summed over k in order, + `bias` (N,); then either the activation (code, p0, p1) of
+    FLOAT_ACTIVATIONS and a float16 store into `out` (an NC1HWC2 slot (C1o, Ho, Wo, C2o), channels >= C1o * C2o
+    dropped) or the sums into `y` (Ho * Wo, N) float32. None when the arrays are not that case or the kernels are
+    off; every size the kernel relies on is checked here, once."""
+    if not _enabled:
+        return None
+    hp, wp, cp = x.shape if x.ndim == 3 else (0, 0, 0)
+    k, n = weights.shape
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, strides, dilations, out_hw
+    ok = (x.dtype == _F32 and x.flags.c_contiguous and weights.dtype == _F32 and weights.flags.c_contiguous
+          and cp > 0 and k == kh * kw * cp and n % 16 == 0 and bias.dtype == _F32 and bias.shape == (n,)
+          and bias.flags.c_contiguous and min(kh, kw, sh, sw, dh, dw) >= 1 and ho >= 1 and wo >= 1
+          and (ho - 1) * sh + (kh - 1) * dh < hp and (wo - 1) * sw + (kw - 1) * dw < wp)
+    if out is not None:
+        ok = ok and out.dtype == _F16 and out.flags.c_contiguous and out.flags.writeable and out.ndim == 4 \
+            and out.shape[1:3] == (ho, wo) and out.shape[0] * out.shape[3] <= n
+    else:
+        ok = ok and y is not None and y.dtype == _F32 and y.flags.c_contiguous and y.shape == (ho * wo, n)
+    if not ok:
+        return None
+    p = ffi.new("struct npk_convf *")
+    p.x = ffi.cast("float *", x.ctypes.data)
+    p.hp, p.wp, p.cp = hp, wp, cp
+    p.kh, p.kw, p.sh, p.sw, p.dh, p.dw = kh, kw, sh, sw, dh, dw
+    p.ho, p.wo, p.n = ho, wo, n
+    p.w = ffi.cast("float *", weights.ctypes.data)
+    p.bias = ffi.cast("float *", bias.ctypes.data)
+    p.act, p.p0, p.p1 = int(activation[0]), float(np.float32(activation[1])), float(np.float32(activation[2]))
+    if out is not None:
+        p.out = ffi.cast("uint16_t *", out.ctypes.data)
+        p.out_c2, p.out_channels, p.out_plane = out.shape[3], out.shape[0] * out.shape[3], ho * wo * out.shape[3]
+    p.y = ffi.cast("float *", y.ctypes.data) if y is not None else ffi.NULL
+    call = lib.npk_convf
+
+    def run() -> None:
+        call(p, 0, ho)
+    run.arrays = (x, weights, bias, out, y, p)     # the memory the pointers point into stays alive with the function
+    return run

@@ -1,13 +1,11 @@
-"""Conv (2-D, batch 1, dilation 1) on native slots.
+"""Conv (2-D, batch 1) on native slots.
 
-Dense convolutions are an NHWC im2col from a bordered float32 copy of the input (one buffer shared by all steps;
-each fills its border every run) plus one GEMM that yields (pixels, channels) = NHWC, stored to NC1HWC2 by a
-C2-group copy; the output channels are padded to C1*C2 with zero weights. Depthwise convolutions accumulate taps in
-the native layout itself (the kernel never leaves NC1HWC2), in cache-sized blocks, with per-tap weights pre-tiled
-along W so every numpy loop is long. int8 inputs stay quantised: their scale is folded into the weights and their
-zero point into the bias (the padded border holds the zero point); int8 outputs fold their quantisation into the
-weights and bias where the fused activation is a clamp (`ConvEpilogue`). Dense int8 convolutions with int8 weight
-codes run in integers instead (`conv_int8`).
+Dense convolutions: float16 ones are a direct convolution summed in a fixed order (`conv_fp16`), int8 ones sum
+int8 codes in integers (`conv_int8`); both store straight into the output's NC1HWC2 slot. Depthwise convolutions
+(dilation 1) accumulate taps in the native layout itself (the kernel never leaves NC1HWC2), in cache-sized blocks,
+with per-tap weights pre-tiled along W so every numpy loop is long. Their int8 inputs stay quantised: the scale is
+folded into the weights and the zero point into the bias (the padded border holds the zero point); int8 outputs
+fold their quantisation into the weights and bias where the fused activation is a clamp (`ConvEpilogue`).
 """
 from __future__ import annotations
 
@@ -20,6 +18,7 @@ import npurt._kernels as _kernels
 from npurt.exec.kernels.conv import ConvGeometry, conv_geometry
 from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, padding_lanes, zero
 from npurt.exec.inplace.binding import StepBinding
+from npurt.exec.inplace.conv_fp16 import dense_fp16
 from npurt.exec.inplace.conv_int8 import dense_int8
 from npurt.exec.inplace.slots import Skip, activation, kind_of
 from npurt.tensor import DType, Layout
@@ -97,12 +96,12 @@ def conv(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     group = int(attrs.get("group", 1))
     c, m = si.shape[1], w.shape[0]
     cw = ConvWeights(wname, w, b, (kshape[0], kshape[1]), g)
-    if group == 1 and src.kind == "int8" and ctx.weight_codes(wname) is not None:
-        return dense_int8(node.outputs[0], attrs, ctx, src, so, cw)
+    if group == 1:
+        if src.kind == "int8":
+            return dense_int8(node.outputs[0], attrs, ctx, src, so, cw)
+        return dense_fp16(node.outputs[0], attrs, ctx, src, so, cw, _input_filler)
     if any(d != 1 for d in g.dilations):
         raise Skip
-    if group == 1:
-        return _dense(node.outputs[0], attrs, ctx, src, so, cw)
     if group == c == m and w.shape[1] == 1 and src.layout == "nc1hwc2" and si.dims[4] == so.dims[4] \
             and si.dims[1] == so.dims[1]:
         return _depthwise(node.outputs[0], attrs, ctx, src, so, cw)
@@ -133,66 +132,6 @@ def _fold_input(src: ConvInput, weights: np.ndarray, bias: np.ndarray, sum_axes)
     bias -= np.float32(s * zp) * weights.sum(axis=sum_axes, dtype=np.float64).astype(np.float32)
     weights *= np.float32(s)
     return zp
-
-
-def _dense(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so, cw: ConvWeights) -> Callable[[], None]:
-    si = src.storage
-    h, wd, kh, kw, ho, wo, sh, sw, hp, wp, c = cw.sizes(si)
-    pb, pe = cw.geometry.pads_begin, cw.geometry.pads_end
-    cp = si.dims[1] * si.dims[4] if src.layout == "nc1hwc2" else si.dims[3]
-    m = so.shape[1]
-    o1, o2 = so.dims[1], so.dims[4]
-    mp = o1 * o2
-    # weights (M, C, kh, kw) -> (kh, kw, Cp, Mp), zero rows for padding input lanes and zero padding outputs
-    wm = np.zeros((kh, kw, cp, mp), np.float32)
-    wm[:, :, :c, :m] = cw.weights.transpose(2, 3, 1, 0)
-    bias = np.zeros(mp, np.float32)
-    if cw.bias is not None:
-        bias[:m] = cw.bias
-    border = _fold_input(src, wm, bias, (0, 1, 2))
-    epilogue = ConvEpilogue(attrs, so)
-    bias = epilogue.fold(wm, bias)
-    wm = np.ascontiguousarray(wm.reshape(kh * kw * cp, mp))
-    direct = kh == kw == 1 and sh == sw == 1 and not any(pb + pe)
-    x = ctx.slot(src.name)
-    xp = ctx.padded((hp, wp, cp))
-    edges = [e for e in (xp[:pb[0]], xp[pb[0] + h:], xp[pb[0]:pb[0] + h, :pb[1]], xp[pb[0]:pb[0] + h, pb[1] + wd:])
-             if e.size]
-    fill = _input_filler(src, x, xp[pb[0]:pb[0] + h, pb[1]:pb[1] + wd, :c if src.layout == "nhwc" else cp],
-                         as_nhwc=True)
-    k = kh * kw * cp
-    taps = []
-    if not direct:
-        cols = ctx.scratch2(ho * wo * k)[:ho * wo * k].reshape(ho, wo, kh, kw, cp)
-        for dy in range(kh):
-            for dx in range(kw):
-                taps.append((cols[:, :, dy, dx, :], xp[dy:dy + sh * (ho - 1) + 1:sh, dx:dx + sw * (wo - 1) + 1:sw]))
-        a2 = cols.reshape(ho * wo, k)
-    else:
-        a2 = xp.reshape(ho * wo, k)
-    y = ctx.scratch(ho * wo * mp)[:ho * wo * mp].reshape(ho * wo, mp)
-    o = ctx.slot(out_name)
-    # store: cast (or round) contiguously into a stored-type scratch, then move whole C2 groups (NHWC ->
-    # NC1HWC2) as single 16-byte items: 3x faster than one casting transpose
-    stored = ctx.typed_scratch(so.dtype.numpy_dtype, ho * wo * mp).reshape(ho * wo, mp)
-    group = np.dtype(f"V{o2 * stored.itemsize}")
-    dst = o[0].reshape(o1, ho * wo, o2).view(group)[..., 0]
-    groups = stored.view(group).reshape(ho * wo, o1).T
-    pads = padding_lanes(so, o)
-
-    def run() -> None:
-        for e in edges:
-            e.fill(border)
-        fill()
-        for d, s in taps:
-            np.copyto(d, s)
-        np.matmul(a2, wm, out=y)
-        np.add(y, bias, out=y)
-        epilogue(y)
-        cast_copy(stored, y)
-        np.copyto(dst, groups)
-        zero(pads)
-    return run
 
 
 def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so, cw: ConvWeights) -> Callable[[], None]:
