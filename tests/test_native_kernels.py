@@ -26,17 +26,6 @@ def test_the_compiled_module_is_built():
     assert K.cpu_level() in K.LEVELS and K.level() == K.cpu_level()
 
 
-@pytest.fixture(params=LEVELS)
-def level(request):
-    """Each instruction set this CPU has, in turn (portable C, AVX2 + F16C, AVX-512)."""
-    before = K.level()
-    assert K.set_level(request.param) == request.param
-    enabled = K.set_enabled(True)
-    yield request.param
-    K.set_level(before)
-    K.set_enabled(enabled)
-
-
 def _same_bits(a: np.ndarray, b: np.ndarray) -> None:
     assert a.dtype == b.dtype and a.shape == b.shape
     assert np.array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}"))
