@@ -8,6 +8,7 @@
 #include "npurt_half.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -201,5 +202,142 @@ int npk_convf(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
     if (level == 1) { convf_avx2(p, oy_lo, oy_hi); return 0; }
 #endif
     convf_portable(p, oy_lo, oy_hi);
+    return 0;
+}
+
+/* ---- depthwise conv straight from the NC1HWC2 slot ------------------------------------------------------------ */
+
+static inline float dw_load(const struct npk_dw *p, int64_t i)
+{
+    return p->xtype == 0 ? f16_to_f32(((const uint16_t *)p->x)[i]) : (float)((const int8_t *)p->x)[i];
+}
+
+static inline void dw_store(const struct npk_dw *p, int64_t i, float v)
+{
+    if (p->mode == 2) { p->y[i] = v; return; }
+    if (p->mode == 1) {
+        v = v > p->p0 ? v : p->p0;
+        v = v < p->p1 ? v : p->p1;
+        ((int8_t *)p->out)[i] = (int8_t)nearbyintf(v);
+        return;
+    }
+    struct npk_convf a = {0};
+    a.act = p->act; a.p0 = p->p0; a.p1 = p->p1;
+    ((uint16_t *)p->out)[i] = f32_to_f16(activate(v, &a));
+}
+
+static void dw_portable(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
+{
+    const int64_t c2 = p->c2, taps = (int64_t)p->kh * p->kw;
+    for (int64_t c = c_lo; c < c_hi; c++)
+        for (int64_t oy = 0; oy < p->ho; oy++)
+            for (int64_t ox = 0; ox < p->wo; ox++)
+                for (int64_t l = 0; l < c2; l++) {
+                    float acc = 0.0f;
+                    for (int64_t t = 0; t < taps; t++) {
+                        const int64_t iy = oy * p->sh + t / p->kw - p->pt, ix = ox * p->sw + t % p->kw - p->pl;
+                        const float xv = (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) ? p->border
+                                         : dw_load(p, ((c * p->h + iy) * p->ws + ix) * c2 + l);
+                        const float prod = xv * p->wt[(t * p->c1 + c) * c2 + l];
+                        acc = t == 0 ? prod : acc + prod;
+                    }
+                    dw_store(p, ((c * p->ho + oy) * p->wo + ox) * c2 + l, acc + p->bias[c * c2 + l]);
+                }
+}
+
+#ifdef NPK_X86
+__attribute__((target("avx2,fma,f16c")))
+static inline __attribute__((always_inline)) __m256 dw_load8(const struct npk_dw *p, int64_t i)
+{
+    if (p->xtype == 0)
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p->x + i)));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p->x + i))));
+}
+
+/* one output row of one block: acc[ox * c2 + l] over the taps in order, whole rows at a time */
+__attribute__((target("avx2,fma,f16c")))
+static void dw_row_avx2(const struct npk_dw *p, int64_t c, int64_t oy, float *acc)
+{
+    const int64_t c2 = p->c2, row = p->wo * c2;
+    const __m256 border = _mm256_set1_ps(p->border);
+    for (int t = 0; t < p->kh * p->kw; t++) {
+        const int dy = t / p->kw, dx = t % p->kw;
+        const int64_t iy = oy * p->sh + dy - p->pt;
+        const int inside = iy >= 0 && iy < p->h;
+        /* output columns whose input column ix = ox * sw + dx - pl is inside [0, w) */
+        int64_t lo = 0, hi = 0;
+        if (inside) {
+            lo = p->pl - dx > 0 ? (p->pl - dx + p->sw - 1) / p->sw : 0;
+            hi = p->w - 1 + p->pl - dx >= 0 ? (p->w - 1 + p->pl - dx) / p->sw + 1 : 0;
+            if (hi > p->wo) hi = p->wo;
+            if (lo > hi) lo = hi;
+        }
+        const float *wt = p->wt + (t * p->c1 + c) * c2;
+        const int64_t base = (c * p->h + iy) * p->ws * c2;
+        for (int64_t l = 0; l < c2; l += 8) {
+            const __m256 w8 = _mm256_loadu_ps(wt + l), pb = _mm256_mul_ps(border, w8);
+            float *a = acc + l;
+            int64_t ox = 0;
+            for (; ox < lo; ox++) {
+                __m256 v = t == 0 ? pb : _mm256_add_ps(_mm256_loadu_ps(a + ox * c2), pb);
+                _mm256_storeu_ps(a + ox * c2, v);
+            }
+            for (; ox < hi; ox++) {
+                const __m256 prod = _mm256_mul_ps(dw_load8(p, base + (ox * p->sw + dx - p->pl) * c2 + l), w8);
+                _mm256_storeu_ps(a + ox * c2, t == 0 ? prod : _mm256_add_ps(_mm256_loadu_ps(a + ox * c2), prod));
+            }
+            for (; ox < p->wo; ox++) {
+                __m256 v = t == 0 ? pb : _mm256_add_ps(_mm256_loadu_ps(a + ox * c2), pb);
+                _mm256_storeu_ps(a + ox * c2, v);
+            }
+        }
+    }
+    (void)row;
+}
+
+__attribute__((target("avx2,fma,f16c")))
+static int dw_avx2(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
+{
+    const int64_t c2 = p->c2, row = p->wo * c2;
+    const __m256 lo = _mm256_set1_ps(p->p0), hi = _mm256_set1_ps(p->p1);
+    float *acc = malloc((size_t)row * sizeof(float));
+    if (!acc)
+        return -1;
+    struct npk_convf a = {0};
+    a.act = p->act; a.p0 = p->p0; a.p1 = p->p1; a.out_c2 = 8; a.out_channels = 8; a.n = 8;
+    for (int64_t c = c_lo; c < c_hi; c++)
+        for (int64_t oy = 0; oy < p->ho; oy++) {
+            dw_row_avx2(p, c, oy, acc);
+            const int64_t o0 = (c * p->ho + oy) * row;
+            for (int64_t i = 0; i < row; i += 8) {
+                const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(p->bias + c * c2 + i % c2));
+                if (p->mode == 2) {
+                    _mm256_storeu_ps(p->y + o0 + i, v);
+                } else if (p->mode == 1) {
+                    __m256i q = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+                    __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+                    _mm_storel_epi64((__m128i *)((int8_t *)p->out + o0 + i), _mm_packs_epi16(q16, q16));
+                } else {
+                    a.out = (uint16_t *)p->out + o0 + i;
+                    store8(&a, 0, 0, v);
+                }
+            }
+        }
+    free(acc);
+    return 0;
+}
+#endif
+
+int npk_depthwise(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
+{
+    if (p->c2 < 1 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->xtype < 0 || p->xtype > 1
+        || p->mode < 0 || p->mode > 2 || c_lo < 0 || c_hi > p->c1 || p->ws < p->w || p->act < 0 || p->act > ACT_LEAKY
+        || (p->mode == 2 ? !p->y : !p->out) || (p->mode == 0 && p->xtype != 0) || (p->mode == 1 && p->xtype != 1))
+        return -1;
+#ifdef NPK_X86
+    if (npk_level() >= 1 && p->c2 % 8 == 0)
+        return dw_avx2(p, c_lo, c_hi);
+#endif
+    dw_portable(p, c_lo, c_hi);
     return 0;
 }

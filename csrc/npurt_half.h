@@ -1,4 +1,4 @@
-/* float32 -> float16 as numpy rounds it (nearest even, subnormals kept, NaN payloads shifted and kept NaN), and the
+/* float16 -> float32 (exact) and float32 -> float16 as numpy rounds it (nearest even, subnormals kept, NaN payloads shifted and kept NaN), and the
  * bit casts it needs: shared by the kernels that store float16. */
 #ifndef NPURT_HALF_H
 #define NPURT_HALF_H
@@ -39,6 +39,22 @@ static inline uint16_t f32_to_f16(float value)
     if (rem > half || (rem == half && (q & 1u)))
         q++;                                                  /* a carry may reach infinity: correct */
     return sign | (uint16_t)q;
+}
+
+static inline float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0x1fu)
+        return bits_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        if (man == 0)
+            return bits_f32(sign);
+        int e = -1;
+        do { e++; man <<= 1; } while (!(man & 0x400u));      /* normalise the subnormal */
+        return bits_f32(sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13));
+    }
+    return bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
 #endif

@@ -52,21 +52,6 @@ int npk_level(void)
 
 /* ---- portable scalar conversions ------------------------------------------------------------------------ */
 
-static inline float f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    if (exp == 0x1fu)
-        return bits_f32(sign | 0x7f800000u | (man << 13));
-    if (exp == 0) {
-        if (man == 0)
-            return bits_f32(sign);
-        int e = -1;
-        do { e++; man <<= 1; } while (!(man & 0x400u));      /* normalise the subnormal */
-        return bits_f32(sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13));
-    }
-    return bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
-}
 
 static inline int8_t quantize_one(float x, float a, float b)
 {

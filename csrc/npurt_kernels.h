@@ -109,3 +109,25 @@ struct npk_convf {
     float *y;
 };
 int npk_convf(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi);
+
+/* depthwise conv straight from an NC1HWC2 slot (npurt_convf.c): x (C1, H, Ws, C2) float16 (xtype 0) or int8 codes
+ * (xtype 1) read as float32, inputs outside the H x W image (pads top pt, left pl) read as `border`; for each block c,
+ * output pixel and lane, acc = x(t0) * wt[t0] + x(t1) * wt[t1] + ... over taps t = dy * kw + dx in order (each
+ * product rounded, no fused multiply-add), then + bias[c]; wt (kh * kw, C1, C2), bias (C1, C2). Stored by `mode`:
+ * 0 float16 after the activation `act` (as npk_convf), 1 int8 of rint(clamp(acc, p0, p1)), 2 float32 into y;
+ * outputs (C1, Ho, Wo, C2) C-contiguous. Blocks [c_lo, c_hi). */
+struct npk_dw {
+    const void *x;
+    int32_t xtype;
+    int64_t c1, h, w, ws, c2;
+    float border;
+    int32_t kh, kw, sh, sw, pt, pl;
+    int64_t ho, wo;
+    const float *wt;
+    const float *bias;
+    int32_t mode, act;
+    float p0, p1;
+    void *out;
+    float *y;
+};
+int npk_depthwise(const struct npk_dw *p, int64_t c_lo, int64_t c_hi);

@@ -394,3 +394,56 @@ def float_conv(x: np.ndarray, weights: np.ndarray, bias: np.ndarray, kernel: tup
         call(p, 0, ho)
     run.arrays = (x, weights, bias, out, y, p)     # the memory the pointers point into stays alive with the function
     return run
+
+
+def depthwise(x: np.ndarray, border: float, weights: np.ndarray, bias: np.ndarray, kernel: tuple[int, int],
+              strides: tuple[int, int], pads: tuple[int, int], out: np.ndarray | None = None,
+              activation: tuple[int, float, float] = (0, 0.0, 0.0), bounds: tuple[float, float] | None = None,
+              y: np.ndarray | None = None):
+    """A zero-argument function computing a depthwise conv straight from an NC1HWC2 slot (`npk_depthwise`): `x`
+    (C1, H, Ws, C2) float16 or int8 codes (read as float32; pixels outside H x W, with `pads` = (top, left), read as
+    `border`), per-tap `weights` (kh * kw, C1, C2) and `bias` (C1, C2) float32, taps summed in order as numpy's
+    multiply / add sequence; stored into `out` (C1, Ho, Wo, C2): float16 after the activation (code, p0, p1) of
+    FLOAT_ACTIVATIONS, or int8 codes rint(clip(acc, *bounds)); or the float32 sums into `y`. None when the arrays are
+    not that case or the kernels are off."""
+    if not _enabled or x.ndim != 4 or x.dtype not in (_F16, _I8) or not x.flags.c_contiguous:
+        return None
+    c1, h, ws, c2 = x.shape
+    (kh, kw), (sh, sw) = kernel, strides
+    dst = out if out is not None else y
+    if dst is None or dst.ndim != 4 or not dst.flags.c_contiguous or not dst.flags.writeable:
+        return None
+    ho, wo = dst.shape[1:3]
+    w = ws
+    if (weights.dtype, bias.dtype) != (_F32, _F32) or weights.shape != (kh * kw, c1, c2) or bias.shape != (c1, c2) \
+            or not weights.flags.c_contiguous or not bias.flags.c_contiguous or dst.shape != (c1, ho, wo, c2) \
+            or min(kh, kw, sh, sw) < 1 or min(pads) < 0:
+        return None
+    if out is not None:
+        mode = 0 if out.dtype == _F16 and x.dtype == _F16 else (1 if out.dtype == _I8 and x.dtype == _I8
+                                                              and bounds is not None else -1)
+    else:
+        mode = 2 if y.dtype == _F32 else -1
+    if mode < 0:
+        return None
+    p = ffi.new("struct npk_dw *")
+    p.x, p.xtype = _ptr(x), 0 if x.dtype == _F16 else 1
+    p.c1, p.h, p.w, p.ws, p.c2 = c1, h, w, ws, c2
+    p.border = float(np.float32(border))
+    p.kh, p.kw, p.sh, p.sw, p.pt, p.pl = kh, kw, sh, sw, pads[0], pads[1]
+    p.ho, p.wo = ho, wo
+    p.wt, p.bias = ffi.cast("float *", weights.ctypes.data), ffi.cast("float *", bias.ctypes.data)
+    p.mode = mode
+    p.act, p.p0, p.p1 = int(activation[0]), float(np.float32(activation[1])), float(np.float32(activation[2]))
+    if mode == 1:
+        p.p0, p.p1 = (float(np.float32(b)) for b in bounds)
+    if out is not None:
+        p.out = _ptr(out)
+    else:
+        p.y = ffi.cast("float *", y.ctypes.data)
+    call = lib.npk_depthwise
+
+    def run() -> None:
+        call(p, 0, c1)
+    run.arrays = (x, weights, bias, out, y, p)     # the memory the pointers point into stays alive with the function
+    return run

@@ -18,7 +18,7 @@ import npurt._kernels as _kernels
 from npurt.exec.kernels.conv import ConvGeometry, conv_geometry
 from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, padding_lanes, zero
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.conv_fp16 import dense_fp16
+from npurt.exec.inplace.conv_fp16 import dense_fp16, fused_activation
 from npurt.exec.inplace.conv_int8 import dense_int8
 from npurt.exec.inplace.slots import Skip, activation, kind_of
 from npurt.tensor import DType, Layout
@@ -150,10 +150,18 @@ def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so,
     tap_weights = np.ascontiguousarray(np.broadcast_to(
         wc.reshape(c1, c2, kh * kw).transpose(2, 0, 1)[:, :, None, None, :], (kh * kw, c1, 1, wo, c2)))
     tiled_bias = np.ascontiguousarray(np.broadcast_to(bias.reshape(c1, 1, 1, c2), (c1, 1, wo, c2)))
+    x = ctx.slot(src.name)[0]
+    epilogue = ConvEpilogue(attrs, so)
+    tiled_bias = epilogue.fold(tap_weights, tiled_bias)
+    o = ctx.slot(out_name)[0]
+    acc_all = ctx.scratch(c1 * ho * wo * c2)[:c1 * ho * wo * c2].reshape(c1, ho, wo, c2)
+    pads = padding_lanes(so, ctx.slot(out_name))
+    native = _native_depthwise(src, x, border, tap_weights, tiled_bias, cw, attrs, epilogue, o, acc_all, pads)
+    if native is not None:
+        return native
     # phase-split padded input: xph[c1, row, phase, j, c2] = padded[c1, row, j * sw + phase, c2]
     xph = ctx.padded((c1, hp, sw, wq, c2))
     edges = [xph[:, :pb[0]], xph[:, pb[0] + h:]]
-    x = ctx.slot(src.name)[0]
     fills = []
     for p in range(sw):
         w0 = (p - pb[1]) % sw                        # first input column with (w + pad) % sw == p
@@ -165,10 +173,6 @@ def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so,
         edges += [xph[:, pb[0]:pb[0] + h, p, :j0], xph[:, pb[0]:pb[0] + h, p, j0 + cnt:]]
         interior = xph[:, pb[0]:pb[0] + h, p, j0:j0 + cnt, :]
         fills.append(_input_filler(src, x[None, :, :, w0::sw, :], interior, as_nhwc=False))
-    epilogue = ConvEpilogue(attrs, so)
-    tiled_bias = epilogue.fold(tap_weights, tiled_bias)
-    o = ctx.slot(out_name)[0]
-    acc_all = ctx.scratch(c1 * ho * wo * c2)[:c1 * ho * wo * c2].reshape(c1, ho, wo, c2)
     tmp_all = ctx.scratch2(DEPTHWISE_BLOCK + wo * c2)
     # blocks: (c1 range, row range) of about DEPTHWISE_BLOCK floats
     row = wo * c2
@@ -195,7 +199,6 @@ def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so,
         compiled = _kernels.depthwise_rows(acc, xph[a1:b1, sh * r0:], tap_weights[:, a1:b1], tiled_bias[a1:b1],
                                            (kh, kw), (sh, sw))
         plan.append((acc, tmp, taps, tiled_bias[a1:b1], o[a1:b1, r0:r1], compiled))
-    pads = padding_lanes(so, ctx.slot(out_name))
     edges = [e for e in edges if e.size]
 
     def run() -> None:
@@ -215,5 +218,32 @@ def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so,
                 np.add(acc, block_bias, out=acc)
             epilogue(acc)
             cast_copy(dst, acc)
+        zero(pads)
+    return run
+
+
+def _native_depthwise(src: ConvInput, x: np.ndarray, border: float, tap_weights: np.ndarray, tiled_bias: np.ndarray,
+                      cw: ConvWeights, attrs: dict, epilogue: ConvEpilogue, o: np.ndarray, acc: np.ndarray,
+                      pads: list) -> Callable[[], None] | None:
+    """The depthwise step in one compiled pass straight from the input slot (`_kernels.depthwise`: the same taps,
+    weights and rounding as the numpy blocks), with the epilogue fused where the kernel has it; None when the
+    kernels are off or decline."""
+    g = cw.geometry
+    weights = np.ascontiguousarray(tap_weights[:, :, 0, 0, :])
+    bias = np.ascontiguousarray(tiled_bias[:, 0, 0, :])
+    geometry = (cw.kernel, tuple(g.strides), tuple(g.pads_begin[:2]))
+    act = fused_activation(attrs)
+    if src.kind == "fp16" and act is not None:
+        compiled = _kernels.depthwise(x, border, weights, bias, *geometry, out=o, activation=act)
+    elif src.kind == "int8" and epilogue.folds_output_scale:
+        compiled = _kernels.depthwise(x, border, weights, bias, *geometry, out=o, bounds=epilogue.bounds)
+    else:
+        sums = _kernels.depthwise(x, border, weights, bias, *geometry, y=acc)
+        compiled = None if sums is None else lambda: (sums(), epilogue(acc), cast_copy(o, acc))
+    if compiled is None:
+        return None
+
+    def run() -> None:
+        compiled()
         zero(pads)
     return run
