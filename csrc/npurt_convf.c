@@ -1,5 +1,5 @@
 /* float16-model Conv in float32 (see npurt_kernels.h, `struct npk_convf`): a direct convolution over a padded
- * NHWC input, every output summed over k = 0, 1, ... K-1 in that order, then + bias, the fused activation and the
+ * (C1, Hp, Wp, CC) input, every output summed over k = 0, 1, ... K-1 in that order, then + bias, the fused activation and the
  * float16 store into the output's NC1HWC2 blocks. Inputs and weights hold float16 values, so each product is exact
  * in float32 and a fused multiply-add rounds exactly as numpy's multiply-then-add: the AVX paths use FMA and still
  * give the numpy reference's bits (`npurt.exec.inplace.conv_fp16.accumulate`).
@@ -43,19 +43,20 @@ static inline void store_one(const struct npk_convf *p, int64_t pix, int64_t ch,
 
 static void convf_portable(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
 {
-    const int64_t row = p->wp * p->cp, n = p->n;
+    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n;
     for (int64_t oy = oy_lo; oy < oy_hi; oy++)
         for (int64_t ox = 0; ox < p->wo; ox++) {
-            const float *x0 = p->x + oy * p->sh * row + ox * p->sw * p->cp;
+            const float *x0 = p->x + oy * p->sh * row + ox * p->sw * p->cc;
             for (int64_t j = 0; j < n; j += 16) {
                 float acc[16] = {0};
                 const float *wk = p->w + j;
                 for (int dy = 0; dy < p->kh; dy++)
-                    for (int dx = 0; dx < p->kw; dx++) {
-                        const float *xs = x0 + dy * p->dh * row + dx * p->dw * p->cp;
-                        for (int64_t c = 0; c < p->cp; c++, wk += n)
-                            for (int t = 0; t < 16; t++) acc[t] = acc[t] + xs[c] * wk[t];
-                    }
+                    for (int dx = 0; dx < p->kw; dx++)
+                        for (int64_t b = 0; b < p->c1; b++) {
+                            const float *xs = x0 + b * plane + dy * p->dh * row + dx * p->dw * p->cc;
+                            for (int64_t c = 0; c < p->cc; c++, wk += n)
+                                for (int t = 0; t < 16; t++) acc[t] = acc[t] + xs[c] * wk[t];
+                        }
                 for (int t = 0; t < 16; t++) store_one(p, oy * p->wo + ox, j + t, acc[t] + p->bias[j + t]);
             }
         }
@@ -99,29 +100,30 @@ static inline __attribute__((always_inline)) void store8(const struct npk_convf 
 __attribute__((target("avx2,fma,f16c")))
 static void convf_avx2(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
 {
-    const int64_t row = p->wp * p->cp, n = p->n;
+    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n;
     for (int64_t oy = oy_lo; oy < oy_hi; oy++)
         for (int64_t ox0 = 0; ox0 < p->wo; ox0 += NPF_R2) {
             const int nr = p->wo - ox0 < NPF_R2 ? (int)(p->wo - ox0) : NPF_R2;
             const float *xr[NPF_R2];
             for (int r = 0; r < NPF_R2; r++)
-                xr[r] = p->x + oy * p->sh * row + (ox0 + (r < nr ? r : nr - 1)) * p->sw * p->cp;
+                xr[r] = p->x + oy * p->sh * row + (ox0 + (r < nr ? r : nr - 1)) * p->sw * p->cc;
             for (int64_t j = 0; j < n; j += 16) {
                 __m256 acc[NPF_R2][2];
                 for (int r = 0; r < NPF_R2; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
                 const float *wk = p->w + j;
                 for (int dy = 0; dy < p->kh; dy++)
-                    for (int dx = 0; dx < p->kw; dx++) {
-                        const int64_t off = dy * p->dh * row + dx * p->dw * p->cp;
-                        for (int64_t c = 0; c < p->cp; c++, wk += n) {
-                            const __m256 b0 = _mm256_loadu_ps(wk), b1 = _mm256_loadu_ps(wk + 8);
-                            for (int r = 0; r < NPF_R2; r++) {
-                                const __m256 a = _mm256_broadcast_ss(xr[r] + off + c);
-                                acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
-                                acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+                    for (int dx = 0; dx < p->kw; dx++)
+                        for (int64_t b = 0; b < p->c1; b++) {
+                            const int64_t off = b * plane + dy * p->dh * row + dx * p->dw * p->cc;
+                            for (int64_t c = 0; c < p->cc; c++, wk += n) {
+                                const __m256 b0 = _mm256_loadu_ps(wk), b1 = _mm256_loadu_ps(wk + 8);
+                                for (int r = 0; r < NPF_R2; r++) {
+                                    const __m256 a = _mm256_broadcast_ss(xr[r] + off + c);
+                                    acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+                                    acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+                                }
                             }
                         }
-                    }
                 const __m256 bias0 = _mm256_loadu_ps(p->bias + j), bias1 = _mm256_loadu_ps(p->bias + j + 8);
                 for (int r = 0; r < nr; r++) {
                     store8(p, oy * p->wo + ox0 + r, j, _mm256_add_ps(acc[r][0], bias0));
@@ -139,23 +141,24 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c,fma")))
 static inline __attribute__((always_inline)) void tilef_avx512(const struct npk_convf *p, const float *const *xr,
                                                                int nr, int64_t j0, const int NJ, int64_t pix0)
 {
-    const int64_t row = p->wp * p->cp, n = p->n;
+    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n;
     __m512 acc[NPF_R3][3];
     for (int r = 0; r < NPF_R3; r++)
         for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_setzero_ps();
     const float *wk = p->w + j0 * 16;
     for (int dy = 0; dy < p->kh; dy++)
-        for (int dx = 0; dx < p->kw; dx++) {
-            const int64_t off = dy * p->dh * row + dx * p->dw * p->cp;
-            for (int64_t c = 0; c < p->cp; c++, wk += n) {
-                __m512 b[3];
-                for (int j = 0; j < NJ; j++) b[j] = _mm512_loadu_ps(wk + j * 16);
-                for (int r = 0; r < NPF_R3; r++) {
-                    const __m512 a = _mm512_set1_ps(xr[r][off + c]);
-                    for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_fmadd_ps(a, b[j], acc[r][j]);
+        for (int dx = 0; dx < p->kw; dx++)
+            for (int64_t bk = 0; bk < p->c1; bk++) {
+                const int64_t off = bk * plane + dy * p->dh * row + dx * p->dw * p->cc;
+                for (int64_t c = 0; c < p->cc; c++, wk += n) {
+                    __m512 b[3];
+                    for (int j = 0; j < NJ; j++) b[j] = _mm512_loadu_ps(wk + j * 16);
+                    for (int r = 0; r < NPF_R3; r++) {
+                        const __m512 a = _mm512_set1_ps(xr[r][off + c]);
+                        for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_fmadd_ps(a, b[j], acc[r][j]);
+                    }
                 }
             }
-        }
     for (int j = 0; j < NJ; j++) {
         const int64_t ch = (j0 + j) * 16;
         const __m512 bias = _mm512_loadu_ps(p->bias + ch);
@@ -170,13 +173,13 @@ static inline __attribute__((always_inline)) void tilef_avx512(const struct npk_
 __attribute__((target("avx512f,avx512bw,avx512vl,f16c,fma")))
 static void convf_avx512(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
 {
-    const int64_t row = p->wp * p->cp, blocks = p->n / 16;
+    const int64_t row = p->wp * p->cc, blocks = p->n / 16;
     for (int64_t oy = oy_lo; oy < oy_hi; oy++)
         for (int64_t ox0 = 0; ox0 < p->wo; ox0 += NPF_R3) {
             const int nr = p->wo - ox0 < NPF_R3 ? (int)(p->wo - ox0) : NPF_R3;
             const float *xr[NPF_R3];
             for (int r = 0; r < NPF_R3; r++)
-                xr[r] = p->x + oy * p->sh * row + (ox0 + (r < nr ? r : nr - 1)) * p->sw * p->cp;
+                xr[r] = p->x + oy * p->sh * row + (ox0 + (r < nr ? r : nr - 1)) * p->sw * p->cc;
             const int64_t pix0 = oy * p->wo + ox0;
             int64_t j0 = 0;
             for (; j0 + 3 <= blocks; j0 += 3) tilef_avx512(p, xr, nr, j0, 3, pix0);
@@ -188,7 +191,7 @@ static void convf_avx512(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi
 
 int npk_convf(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
 {
-    if (p->cp < 1 || p->n % 16 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1
+    if (p->cc < 1 || p->c1 < 1 || p->n % 16 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1
         || oy_lo < 0 || oy_hi > p->ho || (!p->out && !p->y) || p->act < 0 || p->act > ACT_LEAKY
         || (p->out && (p->out_c2 < 1 || p->out_channels > p->n))
         || (int64_t)(p->ho - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh >= p->hp

@@ -91,23 +91,23 @@ def test_int8_conv_long_k(level):
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(cp=st.integers(1, 20), size=st.tuples(st.integers(1, 7), st.integers(1, 13)),
+@given(c1=st.integers(1, 3), cp=st.integers(1, 20), size=st.tuples(st.integers(1, 7), st.integers(1, 13)),
        kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)), strides=st.tuples(st.integers(1, 2), st.integers(1, 2)),
        blocks=st.integers(1, 4), c2=st.sampled_from([8, 16]), act=st.sampled_from([None, "Relu", "Clip", "LeakyRelu"]),
        seed=st.integers(0, 2**16))
-def test_float_conv_matches_the_ordered_sum(level, cp, size, kernel, strides, blocks, c2, act, seed):
+def test_float_conv_matches_the_ordered_sum(level, c1, cp, size, kernel, strides, blocks, c2, act, seed):
     rng = np.random.default_rng(seed)
     hp, wp = size[0] + kernel[0] - 1, size[1] + kernel[1] - 1
     geometry = (kernel, strides, (1, 1), ((hp - kernel[0]) // strides[0] + 1, (wp - kernel[1]) // strides[1] + 1))
     n = 16 * blocks
-    x = rng.standard_normal((hp, wp, cp)).astype(np.float16).astype(np.float32)
+    x = rng.standard_normal((c1, hp, wp, cp)).astype(np.float16).astype(np.float32)
     x.flat[::7] = 0
-    w = (rng.standard_normal((kernel[0] * kernel[1] * cp, n)) / 4).astype(np.float16).astype(np.float32)
+    w = (rng.standard_normal((kernel[0] * kernel[1] * c1 * cp, n)) / 4).astype(np.float16).astype(np.float32)
     bias = rng.standard_normal(n).astype(np.float32)
     ho, wo = geometry[3]
     y = np.empty((ho * wo, n), np.float32)
     K.float_conv(x, w, bias, *geometry, y=y)()
-    cols = conv_int8.columns(x.reshape(1, hp, wp, cp), *geometry)
+    cols = conv_int8.columns(x, *geometry)
     want = conv_fp16.accumulate(cols, w, np.empty_like(y), np.empty_like(y)) + bias
     np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
     attrs = {"activation": act, "activation_params": (-0.5, 0.75) if act == "Clip" else None}
@@ -160,6 +160,7 @@ def test_conv_models_store_the_same_bytes_at_every_level(c, m, size, kernel, str
     h, w = size
     assume(h + pads[0] + pads[2] > (kernel[0] - 1) * dilations[0] and w + pads[1] + pads[3] > (kernel[1] - 1) * dilations[1])
     group, m = (c, c) if depthwise else (1, m)
+    dilations = (1, 1) if depthwise else dilations           # the in-place depthwise step takes dilation 1
     rng = np.random.default_rng(seed)
     model = _conv_model(c, m, h, w, kernel, strides, dilations, pads, group, act, seed)
     calib = [rng.standard_normal((1, c, h, w)).astype(np.float32) for _ in range(2)] if precision == "int8" else None

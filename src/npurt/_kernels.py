@@ -354,19 +354,19 @@ def float_conv(x: np.ndarray, weights: np.ndarray, bias: np.ndarray, kernel: tup
                strides: tuple[int, int], dilations: tuple[int, int], out_hw: tuple[int, int],
                out: np.ndarray | None = None, activation: tuple[int, float, float] = (0, 0.0, 0.0),
                y: np.ndarray | None = None):
-    """A zero-argument function computing a conv of float16 values in float32 (`npk_convf`): the padded NHWC input
-    `x` (Hp, Wp, Cp), `weights` (K, N) float32 with K = kh * kw * Cp in (dy, dx, c) order and N a multiple of 16,
+    """A zero-argument function computing a conv of float16 values in float32 (`npk_convf`): the padded input `x`
+    (C1, Hp, Wp, CC), `weights` (K, N) float32 with K = kh * kw * C1 * CC in (dy, dx, c1, lane) order, N a multiple of 16,
     each output summed over k in order, + `bias` (N,); then either the activation (code, p0, p1) of
     FLOAT_ACTIVATIONS and a float16 store into `out` (an NC1HWC2 slot (C1o, Ho, Wo, C2o), channels >= C1o * C2o
     dropped) or the sums into `y` (Ho * Wo, N) float32. None when the arrays are not that case or the kernels are
     off; every size the kernel relies on is checked here, once."""
     if not _enabled:
         return None
-    hp, wp, cp = x.shape if x.ndim == 3 else (0, 0, 0)
+    c1, hp, wp, cc = x.shape if x.ndim == 4 else (0, 0, 0, 0)
     k, n = weights.shape
     (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, strides, dilations, out_hw
     ok = (x.dtype == _F32 and x.flags.c_contiguous and weights.dtype == _F32 and weights.flags.c_contiguous
-          and cp > 0 and k == kh * kw * cp and n % 16 == 0 and bias.dtype == _F32 and bias.shape == (n,)
+          and cc > 0 and k == kh * kw * c1 * cc and n % 16 == 0 and bias.dtype == _F32 and bias.shape == (n,)
           and bias.flags.c_contiguous and min(kh, kw, sh, sw, dh, dw) >= 1 and ho >= 1 and wo >= 1
           and (ho - 1) * sh + (kh - 1) * dh < hp and (wo - 1) * sw + (kw - 1) * dw < wp)
     if out is not None:
@@ -378,7 +378,7 @@ def float_conv(x: np.ndarray, weights: np.ndarray, bias: np.ndarray, kernel: tup
         return None
     p = ffi.new("struct npk_convf *")
     p.x = ffi.cast("float *", x.ctypes.data)
-    p.hp, p.wp, p.cp = hp, wp, cp
+    p.c1, p.hp, p.wp, p.cc = c1, hp, wp, cc
     p.kh, p.kw, p.sh, p.sw, p.dh, p.dw = kh, kw, sh, sw, dh, dw
     p.ho, p.wo, p.n = ho, wo, n
     p.w = ffi.cast("float *", weights.ctypes.data)

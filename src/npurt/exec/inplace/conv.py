@@ -108,18 +108,10 @@ def conv(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     raise Skip
 
 
-def _input_filler(src: ConvInput, x: np.ndarray, interior: np.ndarray, as_nhwc: bool) -> Callable[[], None]:
-    """A function writing the conv input slot `x` as float32 into `interior` (NHWC (H, W, C1*C2 | C) when
-    `as_nhwc`, else native (C1, H, W, C2)): a casting copy. int8 values stay quantised."""
-    h, w = src.storage.shape[2], src.storage.shape[3]
-    if src.layout == "nhwc":
-        values = x[0, :, :w, :]
-    elif as_nhwc:
-        c1, c2 = src.storage.dims[1], src.storage.dims[4]
-        values = x[0].transpose(1, 2, 0, 3)
-        interior = interior.reshape(h, w, c1, c2)
-    else:
-        values = x[0]
+def _input_filler(src: ConvInput, x: np.ndarray, interior: np.ndarray) -> Callable[[], None]:
+    """A function writing the conv input slot `x` as float32 into `interior`, in the slot's own layout (NC1HWC2
+    (C1, H, W, C2), or NHWC (H, W, C)): a casting copy. int8 values stay quantised."""
+    values = x[0, :, :src.storage.shape[3], :] if src.layout == "nhwc" else x[0]
     return lambda: cast_copy(interior, values)
 
 
@@ -172,7 +164,7 @@ def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so,
         j0 = (w0 + pb[1]) // sw
         edges += [xph[:, pb[0]:pb[0] + h, p, :j0], xph[:, pb[0]:pb[0] + h, p, j0 + cnt:]]
         interior = xph[:, pb[0]:pb[0] + h, p, j0:j0 + cnt, :]
-        fills.append(_input_filler(src, x[None, :, :, w0::sw, :], interior, as_nhwc=False))
+        fills.append(_input_filler(src, x[None, :, :, w0::sw, :], interior))
     tmp_all = ctx.scratch2(DEPTHWISE_BLOCK + wo * c2)
     # blocks: (c1 range, row range) of about DEPTHWISE_BLOCK floats
     row = wo * c2

@@ -1,5 +1,6 @@
-"""Dense float16 Conv on native slots: a direct convolution in float32 over a bordered NHWC float32 copy of the input
-(one buffer shared by all steps; each fills its border every run), every output summed over k = (dy, dx, c) in
+"""Dense float16 Conv on native slots: a direct convolution in float32 over a bordered float32 copy of the input in
+its own layout, (C1, Hp, Wp, C2) or (1, Hp, Wp, C) for NHWC (one buffer shared by all steps; each fills its border
+every run), every output summed over k = (dy, dx, c1, lane) in
 order, + bias, the fused activation, and the float16 store into the output's NC1HWC2 slot.
 
 Inputs and weights hold float16 values, so every product is exact in float32: the compiled kernel
@@ -47,29 +48,29 @@ def fused_activation(attrs: dict) -> tuple[int, float, float] | None:
 
 def dense_fp16(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw, input_filler) -> Callable[[], None]:
     """The step of a dense (group 1) float16 conv; `src` a ConvInput, `cw` its ConvWeights, `input_filler` the
-    conv module's casting copy of the input slot into the bordered buffer."""
+    conv module's casting copy of the input slot into the bordered buffer (in the slot's layout)."""
     si = src.storage
     h, wd, kh, kw, ho, wo, sh, sw, hp, wp, c = cw.sizes(si)
     pb = cw.geometry.pads_begin
-    cp = si.dims[1] * si.dims[4] if src.layout == "nc1hwc2" else si.dims[3]
+    c1, cc = (si.dims[1], si.dims[4]) if src.layout == "nc1hwc2" else (1, si.dims[3])
     m = so.shape[1]
     o1, o2 = so.dims[1], so.dims[4]
     mp = o1 * o2
     n = -(-mp // 16) * 16
-    wm = np.zeros((kh, kw, cp, n), np.float32)
+    wm = np.zeros((kh, kw, c1 * cc, n), np.float32)
     wm[:, :, :c, :m] = cw.weights.transpose(2, 3, 1, 0)
-    wm = np.ascontiguousarray(wm.reshape(kh * kw * cp, n))
+    wm = np.ascontiguousarray(wm.reshape(kh * kw * c1 * cc, n))
     if not np.array_equal(wm.astype(np.float16).astype(np.float32), wm):
         raise Skip
     bias = np.zeros(n, np.float32)
     if cw.bias is not None:
         bias[:m] = cw.bias
     geometry = ((kh, kw), (sh, sw), tuple(cw.geometry.dilations), (ho, wo))
-    xp = ctx.padded((hp, wp, cp))
-    edges = [e for e in (xp[:pb[0]], xp[pb[0] + h:], xp[pb[0]:pb[0] + h, :pb[1]], xp[pb[0]:pb[0] + h, pb[1] + wd:])
-             if e.size]
-    fill = input_filler(src, ctx.slot(src.name), xp[pb[0]:pb[0] + h, pb[1]:pb[1] + wd, :c if src.layout == "nhwc"
-                                                     else cp], as_nhwc=True)
+    xp = ctx.padded((c1, hp, wp, cc))
+    edges = [e for e in (xp[:, :pb[0]], xp[:, pb[0] + h:], xp[:, pb[0]:pb[0] + h, :pb[1]],
+                         xp[:, pb[0]:pb[0] + h, pb[1] + wd:]) if e.size]
+    interior = xp[:, pb[0]:pb[0] + h, pb[1]:pb[1] + wd]
+    fill = input_filler(src, ctx.slot(src.name), interior[0, :, :, :c] if src.layout == "nhwc" else interior)
     epilogue = ConvEpilogue(attrs, so)
     act = fused_activation(attrs)
     o = ctx.slot(out_name)
@@ -94,7 +95,7 @@ def dense_fp16(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw, input_
         tmp = ctx.scratch2(ho * wo * n)[:ho * wo * n].reshape(ho * wo, n)
 
         def compiled() -> None:
-            accumulate(columns(xp.reshape(1, hp, wp, cp), *geometry), wm, y, tmp)
+            accumulate(columns(xp, *geometry), wm, y, tmp)
             np.add(y, bias, out=y)
 
     def run() -> None:
