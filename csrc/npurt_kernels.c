@@ -694,3 +694,27 @@ int npk_normalize_u8(const uint8_t *src, int64_t src_row, void *dst, int64_t dst
     free(m); free(s); free(y);
     return 0;
 }
+
+/* ---- table lookups ------------------------------------------------------------------------------------------ */
+
+int npk_lookup(const void *table, int out_size, const void *a, const void *b, int index, void *out, int64_t n)
+{
+    if ((out_size != 1 && out_size != 2) || index < 0 || index > 2 || n < 0 || (index == 2 && !b))
+        return -1;
+    const uint8_t *a8 = a, *b8 = b;
+    const uint16_t *a16 = a;
+    if (out_size == 2) {
+        const uint16_t *t = table;
+        uint16_t *o = out;
+        if (index == 1) for (int64_t i = 0; i < n; i++) o[i] = t[a16[i]];
+        else if (index == 0) for (int64_t i = 0; i < n; i++) o[i] = t[a8[i]];
+        else for (int64_t i = 0; i < n; i++) o[i] = t[(uint32_t)a8[i] << 8 | b8[i]];
+    } else {
+        const uint8_t *t = table;
+        uint8_t *o = out;
+        if (index == 1) for (int64_t i = 0; i < n; i++) o[i] = t[a16[i]];
+        else if (index == 0) for (int64_t i = 0; i < n; i++) o[i] = t[a8[i]];
+        else for (int64_t i = 0; i < n; i++) o[i] = t[(uint32_t)a8[i] << 8 | b8[i]];
+    }
+    return 0;
+}

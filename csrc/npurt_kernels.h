@@ -132,3 +132,7 @@ struct npk_dw {
     float *y;
 };
 int npk_depthwise(const struct npk_dw *p, int64_t c_lo, int64_t c_hi);
+
+/* table lookups: out[i] = table[index of i], tables of out_size-byte entries (1 or 2); index 0: a[i] (uint8, a
+ * 256-entry table), 1: a[i] (uint16, 65536 entries), 2: a[i] << 8 | b[i] (two uint8, 65536 entries) */
+int npk_lookup(const void *table, int out_size, const void *a, const void *b, int index, void *out, int64_t n);

@@ -447,3 +447,22 @@ def depthwise(x: np.ndarray, border: float, weights: np.ndarray, bias: np.ndarra
         call(p, 0, c1)
     run.arrays = (x, weights, bias, out, y, p)     # the memory the pointers point into stays alive with the function
     return run
+
+
+def lookup(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray | None = None) -> bool:
+    """out = table[a] (a uint8 or uint16), or table[a << 8 | b] for two uint8 arrays: np.take(table, index, out=out)
+    over contiguous arrays of one shape, with a table covering every index (256 or 65536 entries of 1 or 2 bytes)."""
+    if not _enabled or not _writable(out) or not all(isinstance(v, np.ndarray) and v.flags.c_contiguous
+                                                     for v in (out, table, a) + ((b,) if b is not None else ())):
+        return False
+    if table.dtype != out.dtype or out.itemsize not in (1, 2) or a.shape != out.shape or table.ndim != 1:
+        return False
+    if b is not None:
+        index = 2 if a.dtype == b.dtype == np.uint8 and b.shape == a.shape else -1
+    else:
+        index = {np.dtype(np.uint8): 0, np.dtype(np.uint16): 1}.get(a.dtype, -1)
+    if index < 0 or table.size != (256 if index == 0 else 65536):
+        return False
+    lib.npk_lookup(_ptr(table), out.itemsize, _ptr(a), _ptr(b) if b is not None else ffi.NULL, index, _ptr(out),
+                   out.size)
+    return True

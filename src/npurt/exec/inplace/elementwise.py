@@ -7,7 +7,7 @@
   (`dtype=float32`, cast once on store); int8 uses a 65536-entry table indexed by the two stored bytes. When both
   inputs are functions of one tensor x (SiLU's Mul(x, Sigmoid(x))), one table over x's stored values.
 
-Table gathers use np.take(mode="clip"): indices are stored bit patterns, always in range, and skipping the bounds
+Table gathers run in the compiled kernels (`_kernels.lookup`), else np.take(mode="clip"): indices are stored bit patterns, always in range, and skipping the bounds
 check measured 20% faster than the default mode.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+import npurt._kernels as _kernels
 from npurt.exec.kernels import apply_activation
 from npurt.exec.inplace.epilogue import padding_lanes, stored_table, zero
 from npurt.exec.inplace.binding import StepBinding
@@ -32,7 +33,8 @@ def _gather_step(table: np.ndarray, src_name: str, out_name: str, ctx: StepBindi
     pads = padding_lanes(ctx.storage[out_name], ctx.slot(out_name))
 
     def run() -> None:
-        np.take(table, src, out=dst, mode="clip")
+        if not _kernels.lookup(dst, table, src):
+            np.take(table, src, out=dst, mode="clip")
         zero(pads)
     return run
 
@@ -89,6 +91,9 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
     index = ctx.typed_scratch(np.uint16, a.size).reshape(a.shape)      # temp: shared with other steps
 
     def run_int8() -> None:
+        if _kernels.lookup(ou, table, au, bu):
+            zero(pads)
+            return
         np.left_shift(au, 8, out=index, dtype=np.uint16)
         np.bitwise_or(index, bu, out=index)
         np.take(table, index, out=ou, mode="clip")
