@@ -76,28 +76,42 @@ def _writable(a: np.ndarray) -> bool:
 def cast(dst: np.ndarray, src: np.ndarray) -> bool:
     """np.copyto(dst, src, casting="unsafe") for float32 <-> float16, int8 -> float32 and same-dtype copies of 1/2/4-byte
     items, any strides (src broadcast to dst's shape). No overlap check: dst and src must not share memory."""
-    if not _enabled or not _writable(dst) or not isinstance(src, np.ndarray) or dst.ndim > 8 or dst.ndim == 0:
+    run = cast_fn(dst, src)
+    if run is None:
         return False
+    run()
+    return True
+
+
+def cast_fn(dst: np.ndarray, src: np.ndarray):
+    """`cast(dst, src)` prepared once: a zero-argument function doing the copy (every check and argument decided
+    now, for steps that repeat it every run), or None when `cast` would decline."""
+    if not _enabled or not _writable(dst) or not isinstance(src, np.ndarray) or dst.ndim > 8 or dst.ndim == 0:
+        return None
     conv = _CASTS.get((src.dtype, dst.dtype))
     if conv is None:
         if src.dtype != dst.dtype or src.dtype.kind not in "iufb":
-            return False
+            return None
         conv = _COPIES.get(src.dtype.itemsize)
         if conv is None:
-            return False
+            return None
     if src.shape != dst.shape:
         try:
             src = np.broadcast_to(src, dst.shape)
         except ValueError:
-            return False
+            return None
     if dst.size == 0:
-        return True
+        return lambda: None
     if dst.ndim > 2:
         dst, src = _row_order(dst, src)
-    shape = ffi.new("int64_t[]", dst.shape)
-    lib.npk_cast_nd(conv, dst.ndim, shape, _ptr(src), ffi.new("int64_t[]", src.strides), _ptr(dst),
-                    ffi.new("int64_t[]", dst.strides), 1.0, 0.0)
-    return True
+    args = (conv, dst.ndim, ffi.new("int64_t[]", dst.shape), _ptr(src), ffi.new("int64_t[]", src.strides), _ptr(dst),
+            ffi.new("int64_t[]", dst.strides), 1.0, 0.0)
+    call = lib.npk_cast_nd
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (dst, src)        # the memory the pointers point into stays alive with the function
+    return run
 
 
 def _row_order(dst: np.ndarray, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -16,7 +16,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.kernels.conv import ConvGeometry, conv_geometry
-from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, padding_lanes, zero
+from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, padding_lanes, zero
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.conv_fp16 import dense_fp16, fused_activation
 from npurt.exec.inplace.conv_int8 import dense_int8
@@ -112,7 +112,7 @@ def _input_filler(src: ConvInput, x: np.ndarray, interior: np.ndarray) -> Callab
     """A function writing the conv input slot `x` as float32 into `interior`, in the slot's own layout (NC1HWC2
     (C1, H, W, C2), or NHWC (H, W, C)): a casting copy. int8 values stay quantised."""
     values = x[0, :, :src.storage.shape[3], :] if src.layout == "nhwc" else x[0]
-    return lambda: cast_copy(interior, values)
+    return copier(interior, values)
 
 
 def _fold_input(src: ConvInput, weights: np.ndarray, bias: np.ndarray, sum_axes) -> float:
@@ -231,7 +231,8 @@ def _native_depthwise(src: ConvInput, x: np.ndarray, border: float, tap_weights:
         compiled = _kernels.depthwise(x, border, weights, bias, *geometry, out=o, bounds=epilogue.bounds)
     else:
         sums = _kernels.depthwise(x, border, weights, bias, *geometry, y=acc)
-        compiled = None if sums is None else lambda: (sums(), epilogue(acc), cast_copy(o, acc))
+        store = copier(o, acc)
+        compiled = None if sums is None else lambda: (sums(), epilogue(acc), store())
     if compiled is None:
         return None
 

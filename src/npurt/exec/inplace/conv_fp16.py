@@ -16,7 +16,7 @@ import numpy as np
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.conv_int8 import columns
-from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, padding_lanes, zero
+from npurt.exec.inplace.epilogue import ConvEpilogue, copier, padding_lanes, zero
 from npurt.exec.inplace.slots import Skip
 
 
@@ -91,6 +91,7 @@ def dense_fp16(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw, input_
     group = np.dtype(f"V{o2 * 2}")
     dst = o[0].reshape(o1, ho * wo, o2).view(group)[..., 0]
     groups = stored.view(group).reshape(ho * wo, o1).T
+    store = copier(stored, y[:, :mp])
     if compiled is None:
         tmp = ctx.scratch2(ho * wo * n)[:ho * wo * n].reshape(ho * wo, n)
 
@@ -104,7 +105,7 @@ def dense_fp16(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw, input_
         fill()
         compiled()
         epilogue(y)
-        cast_copy(stored, y[:, :mp])
+        store()
         np.copyto(dst, groups)
         zero(pads)
     return run

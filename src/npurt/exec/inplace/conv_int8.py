@@ -16,7 +16,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, padding_lanes, zero
+from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, padding_lanes, zero
 from npurt.exec.inplace.slots import Skip
 
 EXACT_F32_TERMS = (1 << 24) // (128 * 128)       # K up to which float32 sums of int8 x int8 products are exact
@@ -108,6 +108,7 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
         lanes = [xpad[0, pb[0]:pb[0] + h, pb[1]:pb[1] + wd, cin:]]
     edges = [e for e in [xpad[:, :pb[0]], xpad[:, pb[0] + h:], xpad[:, pb[0]:pb[0] + h, :pb[1]],
                          xpad[:, pb[0]:pb[0] + h, pb[1] + wd:]] + lanes if e.size]
+    fill = copier(interior, values)
     o = ctx.slot(out_name)
     pads = padding_lanes(so, o)
     folded = epilogue.folds_output_scale
@@ -125,7 +126,7 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
     def run() -> None:
         for e in edges:
             e.fill(zp)
-        cast_copy(interior, values)
+        fill()
         if compiled is not None:
             compiled()
         else:
