@@ -185,6 +185,35 @@ def test_image_input_pass_matches_numpy(n, h, w, c, pad_in, pad_out, seed, out):
     assert np.array_equal(got, ref)
 
 
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 2), h=st.integers(1, 9), w=st.integers(1, 40), c=st.integers(1, 4),
+       pad_out=st.integers(0, 5), seed=st.integers(0, 2**32 - 1), normalise=st.booleans(),
+       layout=st.sampled_from(["nchw", "nhwc"]), out=st.sampled_from(["float32", "float16", "int8"]))
+def test_float_input_pack_matches_numpy(n, h, w, c, pad_out, seed, normalise, layout, out):
+    """float32 user inputs (NCHW, or NHWC) into an NHWC native input: the compiled transposing store (cast or
+    quantised) gives numpy's bytes, with and without mean / std."""
+    from npurt.model.attrs import QntType, TensorAttr
+    from npurt.runtime.user_io import pack_input
+    from npurt.tensor import DType, Layout
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((n, c, h, w)) * 3).astype(np.float32)
+    x.flat[::11] = 127.5 * 0.021                       # values on a rounding tie after quantisation
+    mean, std = (list(rng.uniform(-1, 1, c)), list(rng.uniform(0.5, 2, c))) if normalise else (None, None)
+    dtype = {"float32": DType.FLOAT32, "float16": DType.FLOAT16, "int8": DType.INT8}[out]
+    quant = out == "int8"
+    ws = w + pad_out
+    attr = TensorAttr(index=0, name="x", n_dims=4, dims=[n, h, w, c], n_elems=n * h * w * c,
+                      size=dtype.nbytes(n * h * w * c), fmt=Layout.NHWC, type=dtype, w_stride=ws,
+                      qnt_type=QntType.AFFINE_ASYMMETRIC if quant else QntType.NONE, scale=0.021 if quant else 1.0,
+                      zp=-7 if quant else 0, size_with_stride=dtype.nbytes(n * h * ws * c))
+    user = x if layout == "nchw" else np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    got, ref = (np.full(attr.size_with_stride, 7, np.uint8) for _ in range(2))
+    pack_input(attr, user, got, mean, std, layout=layout)
+    _numpy(pack_input, attr, user, ref, mean, std, layout=layout)
+    assert np.array_equal(got, ref)
+    assert np.array_equal(user, x if layout == "nchw" else x.transpose(0, 2, 3, 1))     # the user's array untouched
+
+
 ZOO = {
     "mobilenet_v2_like": lambda: zoo.mobilenet_v2_like(size=64),
     "mobilenet_v1": lambda: zoo.mobilenet_v1(size=64, num_classes=10),
