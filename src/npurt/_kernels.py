@@ -466,17 +466,30 @@ def depthwise(x: np.ndarray, border: float, weights: np.ndarray, bias: np.ndarra
 def lookup(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray | None = None) -> bool:
     """out = table[a] (a uint8 or uint16), or table[a << 8 | b] for two uint8 arrays: np.take(table, index, out=out)
     over contiguous arrays of one shape, with a table covering every index (256 or 65536 entries of 1 or 2 bytes)."""
+    run = lookup_fn(out, table, a, b)
+    if run is None:
+        return False
+    run()
+    return True
+
+
+def lookup_fn(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray | None = None):
+    """`lookup(out, table, a, b)` prepared once: a zero-argument function, or None when `lookup` would decline."""
     if not _enabled or not _writable(out) or not all(isinstance(v, np.ndarray) and v.flags.c_contiguous
                                                      for v in (out, table, a) + ((b,) if b is not None else ())):
-        return False
+        return None
     if table.dtype != out.dtype or out.itemsize not in (1, 2) or a.shape != out.shape or table.ndim != 1:
-        return False
+        return None
     if b is not None:
         index = 2 if a.dtype == b.dtype == np.uint8 and b.shape == a.shape else -1
     else:
         index = {np.dtype(np.uint8): 0, np.dtype(np.uint16): 1}.get(a.dtype, -1)
     if index < 0 or table.size != (256 if index == 0 else 65536):
-        return False
-    lib.npk_lookup(_ptr(table), out.itemsize, _ptr(a), _ptr(b) if b is not None else ffi.NULL, index, _ptr(out),
-                   out.size)
-    return True
+        return None
+    args = (_ptr(table), out.itemsize, _ptr(a), _ptr(b) if b is not None else ffi.NULL, index, _ptr(out), out.size)
+    call = lib.npk_lookup
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (out, table, a, b)        # the memory the pointers point into stays alive with the function
+    return run

@@ -71,6 +71,7 @@ def _inplace_step(run: Callable[[], None]) -> Callable[[list, dict], tuple]:
     def step(inputs: list, attrs: dict) -> tuple:
         run()
         return ()
+    step.inplace_run = run
     return step
 
 
@@ -105,6 +106,20 @@ def _execute(fn: Callable[[list, dict], Any], attrs: dict, readers: tuple, write
     for write, y in zip(writers, results):
         if write is not None:
             write(y)
+
+
+def _call(fn: Callable[[list, dict], Any], attrs: dict, readers: tuple, writers: tuple, node: Any) -> Callable[[], None]:
+    """One prepared step as a zero-argument function for `Executor.run`'s loop: an in-place step's own function, or
+    read / kernel / write (errors are named by the loop)."""
+    inplace_run = getattr(fn, "inplace_run", None)
+    if inplace_run is not None:
+        return inplace_run
+
+    def generic() -> None:
+        for write, y in zip(writers, fn([r() for r in readers], attrs)):
+            if write is not None:
+                write(y)
+    return generic
 
 
 class Executor:
@@ -177,6 +192,7 @@ class Executor:
             views[name] = (a, off)
         self._views = views
         self._steps = self._prepare(w, views)
+        self._calls = [_call(*step) for step in self._steps]
         self._threads = policy_threads()
         self._bound = True
 
@@ -261,11 +277,19 @@ class Executor:
             raise NpuError(ErrorCode.INVALID_CONTEXT, "executor is not bound to memory; call bind() first")
 
     def run(self) -> None:
-        """Execute the schedule once over the bound memory."""
+        """Execute the schedule once over the bound memory: a flat loop over the steps prepared at bind."""
         self._check_bound()
         set_blas_threads(self._threads)
-        for step in self._steps:
-            _execute(*step)
+        i = 0
+        try:
+            for i, call in enumerate(self._calls):
+                call()
+        except NpuError:
+            raise
+        except Exception as exc:
+            node = self._steps[i][-1]
+            raise NpuError(ErrorCode.INTERNAL, f"node {node.name!r} ({node.display_type}) failed: "
+                                               f"{type(exc).__name__}: {exc}") from exc
 
     def run_profiled(self) -> list[tuple[int, Any]]:
         """Execute once like `run`, returning [(microseconds, node)] per step (conversions included)."""

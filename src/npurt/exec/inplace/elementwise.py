@@ -32,9 +32,10 @@ def _gather_step(table: np.ndarray, src_name: str, out_name: str, ctx: StepBindi
     src, dst = bits(ctx.slot(src_name)), bits(ctx.slot(out_name))
     pads = padding_lanes(ctx.storage[out_name], ctx.slot(out_name))
 
+    gather = _kernels.lookup_fn(dst, table, src) or (lambda: np.take(table, src, out=dst, mode="clip"))
+
     def run() -> None:
-        if not _kernels.lookup(dst, table, src):
-            np.take(table, src, out=dst, mode="clip")
+        gather()
         zero(pads)
     return run
 
@@ -90,10 +91,14 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
     au, bu, ou = bits(a), bits(b), bits(o)
     index = ctx.typed_scratch(np.uint16, a.size).reshape(a.shape)      # temp: shared with other steps
 
-    def run_int8() -> None:
-        if _kernels.lookup(ou, table, au, bu):
+    compiled = _kernels.lookup_fn(ou, table, au, bu)
+    if compiled is not None:
+        def run_compiled() -> None:
+            compiled()
             zero(pads)
-            return
+        return run_compiled
+
+    def run_int8() -> None:
         np.left_shift(au, 8, out=index, dtype=np.uint16)
         np.bitwise_or(index, bu, out=index)
         np.take(table, index, out=ou, mode="clip")
