@@ -185,3 +185,21 @@ def test_conv_models_store_the_same_bytes_at_every_level(c, m, size, kernel, str
                 np.testing.assert_array_equal(got[t].view(np.uint8), want[t].view(np.uint8), err_msg=f"{name} {t}")
     finally:
         K.set_level("")
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+def test_exec_threads_store_the_same_bytes(level, precision, monkeypatch):
+    """$NPURT_EXEC_THREADS splits the compiled conv steps' rows over threads: the same bytes as one thread."""
+    from npurt.model import zoo
+    rng = np.random.default_rng(5)
+    model = zoo.yolov8n_like(size=32)
+    shape = (1, 3, 32, 32)
+    calib = [rng.standard_normal(shape).astype(np.float32) for _ in range(2)] if precision == "int8" else None
+    cm = npurt.compile(model, soc="rk3588", quantize=calib, progress=False, **({} if calib else {"precision": "fp16"}))
+    x = rng.standard_normal(shape).astype(np.float32)
+    want = _stored(cm, x)
+    monkeypatch.setenv("NPURT_EXEC_THREADS", "3")
+    got = _stored(cm, x)
+    for t in want:
+        np.testing.assert_array_equal(got[t].view(np.uint8), want[t].view(np.uint8), err_msg=t)

@@ -6,10 +6,12 @@ Pure functions over numpy buffers, importable by every layer. Each returns True 
 the arrays are not a case it handles (a dtype pair, a stride): the caller then runs its numpy code, which stays the
 reference the results are bit-identical to. `NPURT_NATIVE=0` in the environment turns every kernel off (the
 pure-numpy path); `set_enabled` and `set_level` do the same from Python (tests compare every instruction set).
+The conv steps split their rows over `$NPURT_EXEC_THREADS` threads (default 1; a shared pool, read at bind).
 """
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -29,6 +31,41 @@ _CASTS = {(_F32, _F16): 3, (_F16, _F32): 4, (_I8, _F32): 6}
 _COPIES = {1: 0, 2: 1, 4: 2}
 _QUANTIZE, _DEQUANTIZE = 5, 6
 _enabled = lib is not None and os.environ.get("NPURT_NATIVE", "1") != "0"
+
+
+def exec_threads() -> int:
+    """Threads a compiled conv step splits its output rows (depthwise: C1 blocks) over: $NPURT_EXEC_THREADS if a
+    positive integer, else 1. Read when a step is prepared (at bind)."""
+    v = os.environ.get("NPURT_EXEC_THREADS", "")
+    return int(v) if v.isdigit() and int(v) > 0 else 1
+
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def _row_parts(rows: int) -> list[tuple[int, int]]:
+    """[lo, hi) ranges splitting `rows` over exec_threads() (at most one per row)."""
+    t = max(1, min(exec_threads(), rows))
+    return [(rows * k // t, rows * (k + 1) // t) for k in range(t)]
+
+
+def _parallel(call, parts: list):
+    """A zero-argument function running call(*part) for every part: the first on the calling thread, the others on
+    a shared pool (the C calls release the GIL), returning when all are done."""
+    global _pool
+    if len(parts) == 1:
+        args = parts[0]
+        return lambda: call(*args)
+    if _pool is None or _pool._max_workers < len(parts) - 1:
+        _pool = ThreadPoolExecutor(len(parts) - 1, thread_name_prefix="npurt-exec")
+    pool, (first, rest) = _pool, (parts[0], parts[1:])
+
+    def run() -> None:
+        pending = [pool.submit(call, *args) for args in rest]
+        call(*first)
+        for f in pending:
+            f.result()
+    return run
 
 
 def available() -> bool:
@@ -102,6 +139,7 @@ def cast_fn(dst: np.ndarray, src: np.ndarray):
             return None
     if dst.size == 0:
         return lambda: None
+    dst, src = _merged(dst, src)
     if dst.ndim > 2:
         dst, src = _row_order(dst, src)
     args = (conv, dst.ndim, ffi.new("int64_t[]", dst.shape), _ptr(src), ffi.new("int64_t[]", src.strides), _ptr(dst),
@@ -112,6 +150,22 @@ def cast_fn(dst: np.ndarray, src: np.ndarray):
         call(*args)
     run.arrays = (dst, src)        # the memory the pointers point into stays alive with the function
     return run
+
+
+def _merged(dst: np.ndarray, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """dst and src with adjacent axes that are contiguous in both merged into one (longer runs per kernel row)."""
+    shape, ds, ss = [dst.shape[0]], [dst.strides[0]], [src.strides[0]]
+    for n, d, s in zip(dst.shape[1:], dst.strides[1:], src.strides[1:]):
+        if ds[-1] == n * d and ss[-1] == n * s:
+            shape[-1] *= n
+            ds[-1], ss[-1] = d, s
+        else:
+            shape.append(n)
+            ds.append(d)
+            ss.append(s)
+    if len(shape) == dst.ndim:
+        return dst, src
+    return (np.lib.stride_tricks.as_strided(dst, shape, ds), np.lib.stride_tricks.as_strided(src, shape, ss))
 
 
 def _row_order(dst: np.ndarray, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -334,8 +388,9 @@ def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, m
     w = np.ascontiguousarray(weights)
     if lib.npk_conv8_pack(ffi.cast("int8_t *", w.ctypes.data), k, n, _ptr(packed), lvl) != 0:
         return None
-    scratch = wide(x.size) if wide is not None and lvl in (1, 2) else None
-    if lvl in (1, 2) and (scratch is None or scratch.dtype != np.int16 or scratch.size < x.size):
+    parts = _row_parts(ho)
+    scratch = wide(x.size * len(parts)) if wide is not None and lvl in (1, 2) else None
+    if lvl in (1, 2) and (scratch is None or scratch.dtype != np.int16 or scratch.size < x.size * len(parts)):
         return None
     p = ffi.new("struct npk_conv8 *")
     p.x = ffi.cast("int8_t *", x.ctypes.data)
@@ -353,11 +408,12 @@ def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, m
     p.out_plane = ho * wo * 16
     p.y = ffi.cast("float *", y.ctypes.data) if y is not None else ffi.NULL
     p.wide = ffi.cast("int16_t *", scratch.ctypes.data) if scratch is not None else ffi.NULL
-    call = lib.npk_conv8
-
-    def run() -> None:
-        call(p, 0, ho)
-    run.arrays = (x, packed, colsum, mult, bias, out, y, scratch, p)   # the memory the pointers point into
+    structs = [p] + [ffi.new("struct npk_conv8 *", p[0]) for _ in parts[1:]]
+    if scratch is not None:              # each thread widens the input rows it reads into its own scratch
+        for k, q in enumerate(structs):
+            q.wide = ffi.cast("int16_t *", scratch[k * x.size:].ctypes.data)
+    run = _parallel(lib.npk_conv8, [(q, lo, hi) for q, (lo, hi) in zip(structs, parts)])
+    run.arrays = (x, packed, colsum, mult, bias, out, y, scratch, structs)   # the memory the pointers point into
     return run
 
 
@@ -402,10 +458,7 @@ def float_conv(x: np.ndarray, weights: np.ndarray, bias: np.ndarray, kernel: tup
         p.out = ffi.cast("uint16_t *", out.ctypes.data)
         p.out_c2, p.out_channels, p.out_plane = out.shape[3], out.shape[0] * out.shape[3], ho * wo * out.shape[3]
     p.y = ffi.cast("float *", y.ctypes.data) if y is not None else ffi.NULL
-    call = lib.npk_convf
-
-    def run() -> None:
-        call(p, 0, ho)
+    run = _parallel(lib.npk_convf, [(p, lo, hi) for lo, hi in _row_parts(ho)])
     run.arrays = (x, weights, bias, out, y, p)     # the memory the pointers point into stays alive with the function
     return run
 
@@ -455,10 +508,7 @@ def depthwise(x: np.ndarray, border: float, weights: np.ndarray, bias: np.ndarra
         p.out = _ptr(out)
     else:
         p.y = ffi.cast("float *", y.ctypes.data)
-    call = lib.npk_depthwise
-
-    def run() -> None:
-        call(p, 0, c1)
+    run = _parallel(lib.npk_depthwise, [(p, lo, hi) for lo, hi in _row_parts(c1)])
     run.arrays = (x, weights, bias, out, y, p)     # the memory the pointers point into stays alive with the function
     return run
 

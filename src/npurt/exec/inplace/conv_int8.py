@@ -6,7 +6,8 @@ rounded to nearest even and stored into the output's NC1HWC2 slot. Other fused a
 domain and go through `ConvEpilogue`. The numpy path is the reference the compiled kernel matches byte for byte.
 
 The input is copied into a padded int8 buffer (C1, Hp, Wp, CC) whose border holds the zero point, so padding
-contributes (zp - zp) * w = 0; CC is the input's C2 (NC1HWC2) or its channels rounded up to 4 (NHWC).
+contributes (zp - zp) * w = 0; CC is the input's C2 (NC1HWC2) or its channels rounded up to 4 (NHWC, e.g. a model
+input: the step's own buffer, its border and spare lanes written once at bind).
 """
 from __future__ import annotations
 
@@ -98,16 +99,16 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
         mult = scale.astype(np.float32)
     geometry = ((kh, kw), (sh, sw), tuple(cw.geometry.dilations), (ho, wo))
 
-    xpad = ctx.temp.take("padded8", np.int8, c1 * hp * wp * cc).reshape(c1, hp, wp, cc)
     x = ctx.slot(src.name)
     if src.layout == "nc1hwc2":
+        xpad = ctx.temp.take("padded8", np.int8, c1 * hp * wp * cc).reshape(c1, hp, wp, cc)
         values, interior = x[0], xpad[:, pb[0]:pb[0] + h, pb[1]:pb[1] + wd]
-        lanes = []
-    else:
+    else:       # NHWC (few channels, e.g. a model input): the step's own buffer, border and spare lanes written here
+        xpad = ctx.temp.take(f"padded8 {out_name}", np.int8, hp * wp * cc).reshape(1, hp, wp, cc)
+        xpad.fill(zp)
         values, interior = x[0, :, :wd, :cin], xpad[0, pb[0]:pb[0] + h, pb[1]:pb[1] + wd, :cin]
-        lanes = [xpad[0, pb[0]:pb[0] + h, pb[1]:pb[1] + wd, cin:]]
     edges = [e for e in [xpad[:, :pb[0]], xpad[:, pb[0] + h:], xpad[:, pb[0]:pb[0] + h, :pb[1]],
-                         xpad[:, pb[0]:pb[0] + h, pb[1] + wd:]] + lanes if e.size]
+                         xpad[:, pb[0]:pb[0] + h, pb[1] + wd:]] if e.size] if src.layout == "nc1hwc2" else []
     fill = copier(interior, values)
     o = ctx.slot(out_name)
     pads = padding_lanes(so, o)
