@@ -718,3 +718,22 @@ int npk_lookup(const void *table, int out_size, const void *a, const void *b, in
     }
     return 0;
 }
+
+/* ---- float16 elementwise ---------------------------------------------------------------------------------- */
+
+int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n)
+{
+    if (op < 0 || op > 2 || n < 0)
+        return -1;
+    float ta[256], tb[256];
+    for (int64_t i0 = 0; i0 < n; i0 += 256) {
+        const int64_t m = n - i0 < 256 ? n - i0 : 256;
+        cast_run(NPK_F16_F32, a + i0, ta, m, 0.0f, 0.0f);
+        cast_run(NPK_F16_F32, b + i0, tb, m, 0.0f, 0.0f);
+        if (op == 0) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] + tb[i];
+        else if (op == 1) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] - tb[i];
+        else for (int64_t i = 0; i < m; i++) ta[i] = ta[i] * tb[i];
+        cast_run(NPK_F32_F16, ta, out + i0, m, 0.0f, 0.0f);
+    }
+    return 0;
+}

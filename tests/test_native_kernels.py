@@ -214,6 +214,20 @@ def test_float_input_pack_matches_numpy(n, h, w, c, pad_out, seed, normalise, la
     assert np.array_equal(user, x if layout == "nchw" else x.transpose(0, 2, 3, 1))     # the user's array untouched
 
 
+@pytest.mark.parametrize("op", sorted(K.BINARY_F16))
+def test_float16_binary_ops_match_numpy(level, op):
+    """Add / Sub / Mul of float16 slots in float32, stored as float16: numpy's bytes, overflow, Inf and NaN included."""
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal(10007) * 300).astype(np.float16)
+    b = (rng.standard_normal(10007) * 300).astype(np.float16)
+    a[::97], b[::89], a[::1001], a[5], b[5] = np.inf, -np.inf, np.nan, 65504, 65504
+    got, want = np.empty_like(a), np.empty_like(a)
+    K.binary_f16_fn(op, got, a, b)()
+    with np.errstate(all="ignore"):
+        {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}[op](a, b, out=want, dtype=np.float32, casting="unsafe")
+    _same_bits(got, want)
+
+
 ZOO = {
     "mobilenet_v2_like": lambda: zoo.mobilenet_v2_like(size=64),
     "mobilenet_v1": lambda: zoo.mobilenet_v1(size=64, num_classes=10),

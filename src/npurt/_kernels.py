@@ -543,3 +543,24 @@ def lookup_fn(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray |
         call(*args)
     run.arrays = (out, table, a, b)        # the memory the pointers point into stays alive with the function
     return run
+
+
+BINARY_F16 = {"Add": 0, "Sub": 1, "Mul": 2}
+
+
+def binary_f16_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray):
+    """A zero-argument function storing float16(float32(a) op float32(b)) into `out` (numpy's ufunc with
+    dtype=float32 and a casting store, bit for bit), for contiguous float16 arrays of one shape and op in BINARY_F16;
+    None otherwise."""
+    if not _enabled or op not in BINARY_F16 or not _writable(out) or not all(
+            isinstance(v, np.ndarray) and v.dtype == _F16 and v.flags.c_contiguous and v.shape == out.shape
+            for v in (out, a, b)):
+        return None
+    args = (BINARY_F16[op], ffi.cast("uint16_t *", a.ctypes.data), ffi.cast("uint16_t *", b.ctypes.data),
+            ffi.cast("uint16_t *", out.ctypes.data), out.size)
+    call = lib.npk_binary_f16
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (out, a, b)
+    return run

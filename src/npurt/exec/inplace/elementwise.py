@@ -71,8 +71,11 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
     if ka == "fp16":
         ufunc = BINARY[node.op_type]
         if attrs.get("activation") is None:
+            compute = _kernels.binary_f16_fn(node.op_type, o, a, b) or (
+                lambda: ufunc(a, b, out=o, dtype=np.float32, casting="unsafe"))
+
             def run() -> None:
-                ufunc(a, b, out=o, dtype=np.float32, casting="unsafe")
+                compute()
                 zero(pads)
             return run
         tmp = ctx.scratch(a.size)[:a.size].reshape(a.shape)
