@@ -46,7 +46,7 @@ class StepBinding:
         return self.temp.take("float32", np.float32, n)
 
     def scratch2(self, n: int) -> np.ndarray:
-        """A second float32 scratch (im2col columns, depthwise tap products)."""
+        """A second float32 scratch (the numpy reference's tap products and partial sums)."""
         return self.temp.take("float32b", np.float32, n)
 
     def typed_scratch(self, dtype: np.dtype, n: int) -> np.ndarray:
