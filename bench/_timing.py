@@ -1,5 +1,4 @@
-"""What the benches share: timing two callables against each other under the same machine load, and the CPU line
-they print."""
+"""What the benches share: timing two callables against each other under the same machine load; the CPU they ran on."""
 from __future__ import annotations
 
 import statistics

@@ -14,7 +14,7 @@ typedef struct QnnBackend_Config QnnBackend_Config_t; /* npurt accepts and ignor
 typedef enum {
     QNN_BACKEND_NO_ERROR = QNN_SUCCESS,
     QNN_BACKEND_ERROR_UNSUPPORTED_FEATURE = QNN_COMMON_ERROR_NOT_SUPPORTED,
-    QNN_BACKEND_ERROR_INVALID_HANDLE = QNN_MIN_ERROR_BACKEND + 1 /* npurt's value */
+    QNN_BACKEND_ERROR_INVALID_HANDLE = QNN_MIN_ERROR_BACKEND + 11
 } QnnBackend_Error_t;
 
 typedef Qnn_ErrorHandle_t (*QnnBackend_CreateFn_t)(Qnn_LogHandle_t logger, const QnnBackend_Config_t **config,

@@ -240,6 +240,31 @@ typedef struct {
      QNN_QUANTIZE_PARAMS_INIT, 0u, NULL, QNN_TENSORMEMTYPE_UNDEFINED, {QNN_CLIENT_BUFFER_INIT}}
 #define QNN_TENSOR_INIT {QNN_TENSOR_VERSION_1, {QNN_TENSOR_V1_INIT}}
 
+/* a typed scalar (16 B: dataType @0, the value @8) */
+typedef struct {
+    Qnn_DataType_t dataType;
+    union {
+        float floatValue;
+        double doubleValue;
+        uint64_t uint64Value;
+        int64_t int64Value;
+        uint32_t uint32Value;
+        int32_t int32Value;
+        uint16_t uint16Value;
+        int16_t int16Value;
+        uint8_t uint8Value;
+        int8_t int8Value;
+        uint8_t bool8Value;
+        const char *stringValue;
+    };
+} Qnn_Scalar_t;
+
+/* an opaque blob (data, length) */
+typedef struct {
+    void *data;
+    uint64_t len;
+} Qnn_OpaqueObject_t;
+
 #ifdef __cplusplus
 }
 #endif
