@@ -1,7 +1,6 @@
 """`compile_model` (`npurt.compile`) and `supported_ops`: the model layer's compiler run with this layer's kernels
 (constant folding, shape completion and calibration evaluate nodes with them), so that `model` never imports the
-layer above it. Compiling runs numpy's BLAS with the executor's thread count (`blas.policy_threads`): float sums
-depend on it, so a compile gives the same int8 calibration whatever ran before in the process.
+layer above it.
 """
 from __future__ import annotations
 
@@ -13,8 +12,8 @@ import onnx
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.exec.evaluate import evaluate_node, kernel_inputs
-from npurt.exec.kernels.blas import blas_threads, policy_threads
 from npurt.exec.kernels import supported_ops as kernel_ops
+from npurt.exec.kernels.blas import blas_threads, policy_threads
 from npurt.exec.kernels.recurrent import check_recurrent
 from npurt.model.compiled import CompiledModel
 from npurt.model.sources import resolve_dataset, resolve_model
@@ -76,7 +75,7 @@ def compile_with(model: "str | os.PathLike | bytes | onnx.ModelProto", options: 
         model = resolve_model(model)            # a file or a zoo name, as the CLI and Session take them
     options = options.replace(quantize=resolve_dataset(options.quantize, model))
     evaluate = with_custom_ops(evaluate_node, options.custom_ops) if options.custom_ops else evaluate_node
-    with blas_threads(policy_threads()):        # float sums (and the calibration they set) as the executor's
+    with blas_threads(policy_threads()):        # float sums, hence calibration, depend on OpenBLAS's thread count
         compiled = compile_onnx(model, soc, options, evaluate=evaluate, supported=supported_ops(), progress=progress)
     check_kernel_attrs(compiled.graph)
     return compiled
