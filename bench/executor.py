@@ -1,12 +1,16 @@
 """Executor latency against onnxruntime, batch 1, same thread count, measured in the same run.
 
-Rows: mobilenet_v2_like (224) and yolov8n_like (320) in npurt fp16 and int8 (activations in native layout and
+Rows: every vision zoo model — mobilenet_v2_like (224), mobilenet_v1 (224), yolov8n_like (320), yolo_head (320) and
+small_convnet (32, the per-op overhead case) — in npurt fp16 and int8 (activations in native layout and
 type in a bound arena; `Executor.run()` only, inputs already packed) against onnxruntime float32
 (`InferenceSession.run`). ORT's intra_op_num_threads is the executor's BLAS thread count ($NPURT_BLAS_THREADS,
-default 1; `--threads N` sets it). ratio = npurt / onnxruntime (goal: fp16 <= 2).
+default 1; `--threads N` sets it). ratio = npurt / onnxruntime (goals: fp16 <= 2.5, int8 <= 2).
 Also reported: how many steps run in place (`npurt.exec.inplace`: computed on their NC1HWC2 slots, with their
 conversions fused in, so not separable), the share of npurt time spent in the generic steps' slot conversions
 (native layout/type <-> float32), and the kernels-only ratio (npurt time minus those conversions, over ORT).
+"glue us/step": one run with every compiled kernel call made a no-op (the module's functions swapped for stubs
+before bind), over the number of steps: what each step costs outside the compiled kernels (the executor's loop,
+the steps' Python and their remaining numpy calls; goal <= 10 us).
 `--generic` runs every step through the generic slot -> float32 -> kernel -> slot path (`Executor(inplace=False)`,
 the executor before `npurt.exec.inplace`), for before/after comparisons.
 Run: python bench/executor.py [--quick] [--threads N] [--generic]
@@ -18,7 +22,7 @@ import sys
 import time
 
 import numpy as np
-from _timing import median_pair  # bench/ is on sys.path: the script's folder, or `npurt bench`'s
+from _timing import cpu, median_pair  # bench/ is on sys.path: the script's folder, or `npurt bench`'s
 
 
 def blas_threads() -> int:
@@ -50,6 +54,28 @@ def _conversion_share(ex, repeats: int = 3) -> float:
     return t_conv / t_all if t_all else 0.0
 
 
+class _NoKernels:
+    """Stands in for the compiled module: every function a no-op returning 0."""
+
+    def __getattr__(self, name: str):
+        return lambda *args: 0
+
+
+def _glue_per_step(cm, inplace: bool, repeats: int) -> float:
+    """Seconds per step of a run whose compiled kernel calls are no-ops (bound with the stubs in place)."""
+    import npurt._kernels as kernels
+    from npurt.exec.executor import Executor, allocate
+    real, kernels.lib = kernels.lib, _NoKernels()
+    try:
+        w, a, ins, outs = allocate(cm)
+        ex = Executor(cm, inplace=inplace)
+        ex.bind(w, a, ins, outs)
+        t, _ = median_pair(ex.run, lambda: None, repeats)
+    finally:
+        kernels.lib = real
+    return t / len(ex._steps)
+
+
 def run(quick: bool = False, inplace: bool = True) -> list[dict]:
     """One row per (model, precision): npurt and ORT median latency (ms) and their ratio."""
     import onnxruntime as ort
@@ -61,9 +87,12 @@ def run(quick: bool = False, inplace: bool = True) -> list[dict]:
 
     threads = blas_threads()
     repeats = 5 if quick else 20
-    models = [("mobilenet_v2_like", zoo.mobilenet_v2_like(size=224)), ("yolov8n_like", zoo.yolov8n_like(size=320))]
+    models = [("mobilenet_v2_like", zoo.mobilenet_v2_like(size=224)), ("mobilenet_v1", zoo.mobilenet_v1(size=224)),
+              ("yolov8n_like", zoo.yolov8n_like(size=320)), ("yolo_head", zoo.yolo_head(size=320)),
+              ("small_convnet", zoo.small_convnet(size=32))]
     if quick:
-        models = [("mobilenet_v2_like", zoo.mobilenet_v2_like(size=96)), ("yolov8n_like", zoo.yolov8n_like(size=160))]
+        models = [("mobilenet_v2_like", zoo.mobilenet_v2_like(size=96)), ("yolov8n_like", zoo.yolov8n_like(size=160)),
+                  ("small_convnet", zoo.small_convnet(size=32))]
     rows = []
     for name, model in models:
         so = ort.SessionOptions()
@@ -88,6 +117,7 @@ def run(quick: bool = False, inplace: bool = True) -> list[dict]:
                          "inplace_steps": sum(1 for st in ex._steps if not st[2] and not st[3]),
                          "steps": len(ex._steps),
                          "kernel_ratio": t_np * (1 - share) / t_ort,
+                         "glue_us": _glue_per_step(cm, inplace, repeats) * 1e6,
                          "arena_bytes": cm.internal_size, "weight_bytes": cm.weight_size})
     return rows
 
@@ -100,18 +130,17 @@ def main() -> None:
     if "--threads" in sys.argv:
         os.environ["NPURT_BLAS_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
     rows = run(quick=quick, inplace="--generic" not in sys.argv)
-    console = Console(width=140)
-    console.print(f"threads (npurt BLAS = onnxruntime intra_op): {rows[0]['threads'] if rows else blas_threads()}")
+    console = Console(width=160)
+    console.print(f"{cpu()}; threads (npurt BLAS = onnxruntime intra_op): {rows[0]['threads'] if rows else blas_threads()}")
     path = "generic steps only" if "--generic" in sys.argv else "in-place steps"
     table = Table(title=f"npurt executor ({path}) vs onnxruntime (batch 1, median)")
     for col in ("model", "precision", "npurt ms", "ORT fp32 ms", "ratio", "in-place steps", "in conversions",
-                "kernels-only ratio",
-                "arena", "weights"):
+                "kernels-only ratio", "glue us/step", "arena", "weights"):
         table.add_column(col, justify="right" if col not in ("model", "precision") else "left")
     for r in rows:
         table.add_row(r["model"], r["precision"], f"{r['npurt_ms']:.2f}", f"{r['ort_ms']:.2f}", f"{r['ratio']:.2f}x",
                       f"{r['inplace_steps']}/{r['steps']}", f"{r['conversion_share'] * 100:.0f}%",
-                      f"{r['kernel_ratio']:.2f}x",
+                      f"{r['kernel_ratio']:.2f}x", f"{r['glue_us']:.1f}",
                       f"{r['arena_bytes'] / 2**20:.2f} MiB",
                       f"{r['weight_bytes'] / 2**20:.2f} MiB")
     console.print(table)

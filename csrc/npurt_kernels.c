@@ -8,6 +8,7 @@
  *   run on contiguous plane segments staged in a small L1 scratch beside the transpose.
  */
 #include "npurt_kernels.h"
+#include "npurt_half.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ int npk_cpu_level(void)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")
         && __builtin_cpu_supports("f16c"))
-        return 2;
+        return __builtin_cpu_supports("avx512vnni") ? 3 : 2;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))
         return 1;
 #endif
@@ -51,57 +52,6 @@ int npk_level(void)
 
 /* ---- portable scalar conversions ------------------------------------------------------------------------ */
 
-static inline uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static inline float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-
-static inline uint16_t f32_to_f16(float value)
-{
-    uint32_t f = f32_bits(value);
-    uint16_t sign = (uint16_t)((f >> 16) & 0x8000u);
-    uint32_t exp = (f >> 23) & 0xffu, man = f & 0x7fffffu;
-    if (exp == 0xffu) {
-        if (man == 0)
-            return sign | 0x7c00u;
-        uint16_t nan = (uint16_t)(0x7c00u | (man >> 13));
-        return sign | (nan == 0x7c00u ? 0x7c01u : nan);       /* keep it a NaN */
-    }
-    int e = (int)exp - 112;                                   /* half exponent field */
-    if (e >= 31)
-        return sign | 0x7c00u;
-    uint32_t q, rem, half;
-    if (e <= 0) {                                             /* half subnormal (or zero) */
-        int shift = 14 - e;
-        if (exp == 0 || shift > 24)
-            return sign;
-        uint32_t m = man | 0x800000u;
-        q = m >> shift;
-        rem = m & ((1u << shift) - 1u);
-        half = 1u << (shift - 1);
-    } else {
-        q = ((uint32_t)e << 10) | (man >> 13);
-        rem = man & 0x1fffu;
-        half = 0x1000u;
-    }
-    if (rem > half || (rem == half && (q & 1u)))
-        q++;                                                  /* a carry may reach infinity: correct */
-    return sign | (uint16_t)q;
-}
-
-static inline float f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    if (exp == 0x1fu)
-        return bits_f32(sign | 0x7f800000u | (man << 13));
-    if (exp == 0) {
-        if (man == 0)
-            return bits_f32(sign);
-        int e = -1;
-        do { e++; man <<= 1; } while (!(man & 0x400u));      /* normalise the subnormal */
-        return bits_f32(sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13));
-    }
-    return bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
-}
 
 static inline int8_t quantize_one(float x, float a, float b)
 {
@@ -284,7 +234,7 @@ static void cast_rows(int conv, int64_t rows, int64_t n, const char *s, int64_t 
 {
 #ifdef NPK_X86
     int level = level_in_use < 0 ? npk_level() : level_in_use;
-    if (level == 2) { rows_avx512(conv, rows, n, s, ss, d, ds, a, b); return; }
+    if (level >= 2) { rows_avx512(conv, rows, n, s, ss, d, ds, a, b); return; }
     if (level == 1) { rows_avx2(conv, rows, n, s, ss, d, ds, a, b); return; }
 #endif
     rows_portable(conv, rows, n, s, ss, d, ds, a, b);
@@ -668,7 +618,7 @@ int npk_depthwise_rows(const float *x, int64_t xc1, int64_t xrow, int64_t xphase
         return -1;
 #ifdef NPK_X86
     int level = level_in_use < 0 ? npk_level() : level_in_use;
-    if (level == 2) {
+    if (level >= 2) {
         depthwise_avx512(x, xc1, xrow, xphase, c2, w, wtap, wc1, bias, bc1, acc, nc1, nrows, row, kh, kw, sh, sw);
         return 0;
     }
@@ -730,7 +680,7 @@ int npk_normalize_u8(const uint8_t *src, int64_t src_row, void *dst, int64_t dst
         for (int64_t i0 = 0; i0 < w * c; i0 += chunk) {
             int64_t n = w * c - i0 < chunk ? w * c - i0 : chunk;
 #ifdef NPK_X86
-            if (level == 2) normalize_avx512(xr + i0, y, m, s, n);
+            if (level >= 2) normalize_avx512(xr + i0, y, m, s, n);
             else if (level == 1) normalize_avx2(xr + i0, y, m, s, n);
             else
 #endif
@@ -742,5 +692,48 @@ int npk_normalize_u8(const uint8_t *src, int64_t src_row, void *dst, int64_t dst
             memset(dr + w * c * ed, 0, (size_t)((dst_row - w * c) * ed));
     }
     free(m); free(s); free(y);
+    return 0;
+}
+
+/* ---- table lookups ------------------------------------------------------------------------------------------ */
+
+int npk_lookup(const void *table, int out_size, const void *a, const void *b, int index, void *out, int64_t n)
+{
+    if ((out_size != 1 && out_size != 2) || index < 0 || index > 2 || n < 0 || (index == 2 && !b))
+        return -1;
+    const uint8_t *a8 = a, *b8 = b;
+    const uint16_t *a16 = a;
+    if (out_size == 2) {
+        const uint16_t *t = table;
+        uint16_t *o = out;
+        if (index == 1) for (int64_t i = 0; i < n; i++) o[i] = t[a16[i]];
+        else if (index == 0) for (int64_t i = 0; i < n; i++) o[i] = t[a8[i]];
+        else for (int64_t i = 0; i < n; i++) o[i] = t[(uint32_t)a8[i] << 8 | b8[i]];
+    } else {
+        const uint8_t *t = table;
+        uint8_t *o = out;
+        if (index == 1) for (int64_t i = 0; i < n; i++) o[i] = t[a16[i]];
+        else if (index == 0) for (int64_t i = 0; i < n; i++) o[i] = t[a8[i]];
+        else for (int64_t i = 0; i < n; i++) o[i] = t[(uint32_t)a8[i] << 8 | b8[i]];
+    }
+    return 0;
+}
+
+/* ---- float16 elementwise ---------------------------------------------------------------------------------- */
+
+int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n)
+{
+    if (op < 0 || op > 2 || n < 0)
+        return -1;
+    float ta[256], tb[256];
+    for (int64_t i0 = 0; i0 < n; i0 += 256) {
+        const int64_t m = n - i0 < 256 ? n - i0 : 256;
+        cast_run(NPK_F16_F32, a + i0, ta, m, 0.0f, 0.0f);
+        cast_run(NPK_F16_F32, b + i0, tb, m, 0.0f, 0.0f);
+        if (op == 0) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] + tb[i];
+        else if (op == 1) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] - tb[i];
+        else for (int64_t i = 0; i < m; i++) ta[i] = ta[i] * tb[i];
+        cast_run(NPK_F32_F16, ta, out + i0, m, 0.0f, 0.0f);
+    }
     return 0;
 }

@@ -14,7 +14,8 @@ enum npk_conv {
     NPK_I8_F32 = 6   /* int8 -> float32: q * a - b */
 };
 
-/* instruction sets: 0 portable C, 1 AVX2 + F16C, 2 AVX-512 (F, BW, VL) */
+/* instruction sets: 0 portable C, 1 AVX2 + F16C, 2 AVX-512 (F, BW, VL), 3 AVX-512 + VNNI (the int8 conv's
+ * vpdpbusd; every other kernel runs its AVX-512 code there) */
 int npk_cpu_level(void);
 int npk_set_level(int level);
 int npk_level(void);
@@ -59,3 +60,83 @@ int npk_depthwise_rows(const float *x, int64_t xc1, int64_t xrow, int64_t xphase
  * zero. */
 int npk_normalize_u8(const uint8_t *src, int64_t src_row, void *dst, int64_t dst_row, int conv, int64_t rows,
                      int64_t w, int64_t c, const float *mean, const float *std, float a, float b);
+
+/* int8 conv in int32 (npurt_int8.c): out[pix, j] = sum_k x[pix, k] * w[k, j] - zp * colsum[j] over the taps
+ * (dy, dx), input blocks c and lanes l of a padded input x (C1, Hp, Wp, CC) whose border holds the zero point zp;
+ * k = ((dy * kw + dx) * C1 + c) * CC + l; then f = float(acc) * mult[j] + bias[j] (float32, no fused multiply-add)
+ * and, when `out` is set, int8(rint(min(max(f, lo), hi))) at out + (j / 16) * out_plane + pix * 16 (an NC1HWC2
+ * slot with C2 = 16), else f at y[pix * n + j]. Output rows [oy_lo, oy_hi). */
+struct npk_conv8 {
+    const int8_t *x;
+    int64_t c1, hp, wp, cc;
+    int32_t kh, kw, sh, sw, dh, dw;
+    int64_t ho, wo, n;
+    const void *w;
+    int32_t level;
+    const int32_t *colsum;
+    int32_t zp;
+    const float *mult;
+    const float *bias;
+    float lo, hi;
+    int8_t *out;
+    int64_t out_plane;
+    float *y;
+    int16_t *wide;
+};
+
+/* bytes of the weights (k, n) packed for instruction set `level` (w, k % 4 == 0, n % 16 == 0) */
+int64_t npk_conv8_packed_size(int64_t k, int64_t n, int level);
+int npk_conv8_pack(const int8_t *w, int64_t k, int64_t n, void *packed, int level);
+/* `wide` (levels 1, 2): a scratch of c1 * hp * wp * cc int16 */
+int npk_conv8(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi);
+
+/* float32 conv of float16 values (npurt_convf.c): y[pix, j] = sum over k = 0..K-1 in order of x[pix, k] * w[k, j],
+ * then + bias[j], over a padded input x (C1, Hp, Wp, CC) with k = ((dy * kw + dx) * C1 + b) * CC + c (block b, lane
+ * c; NC1HWC2, or NHWC as C1 = 1) and w (K, n), n a
+ * multiple of 16; when `out` is set, the activation `act` (0 none, 1 Relu, 2 Clip to [p0, p1], 3 LeakyRelu with
+ * alpha p0) and a float16 store of channels j < out_channels at out + (j / out_c2) * out_plane + pix * out_c2
+ * + j % out_c2 (an NC1HWC2 slot), else the float32 sum into y (pix, n). Output rows [oy_lo, oy_hi). */
+struct npk_convf {
+    const float *x;
+    int64_t c1, hp, wp, cc;
+    int32_t kh, kw, sh, sw, dh, dw;
+    int64_t ho, wo, n;
+    const float *w;
+    const float *bias;
+    int32_t act;
+    float p0, p1;
+    uint16_t *out;
+    int64_t out_c2, out_channels, out_plane;
+    float *y;
+};
+int npk_convf(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi);
+
+/* depthwise conv straight from an NC1HWC2 slot (npurt_convf.c): x (C1, H, Ws, C2) float16 (xtype 0) or int8 codes
+ * (xtype 1) read as float32, inputs outside the H x W image (pads top pt, left pl) read as `border`; for each block c,
+ * output pixel and lane, acc = x(t0) * wt[t0] + x(t1) * wt[t1] + ... over taps t = dy * kw + dx in order (each
+ * product rounded, no fused multiply-add), then + bias[c]; wt (kh * kw, C1, C2), bias (C1, C2). Stored by `mode`:
+ * 0 float16 after the activation `act` (as npk_convf), 1 int8 of rint(clamp(acc, p0, p1)), 2 float32 into y;
+ * outputs (C1, Ho, Wo, C2) C-contiguous. Blocks [c_lo, c_hi). */
+struct npk_dw {
+    const void *x;
+    int32_t xtype;
+    int64_t c1, h, w, ws, c2;
+    float border;
+    int32_t kh, kw, sh, sw, pt, pl;
+    int64_t ho, wo;
+    const float *wt;
+    const float *bias;
+    int32_t mode, act;
+    float p0, p1;
+    void *out;
+    float *y;
+};
+int npk_depthwise(const struct npk_dw *p, int64_t c_lo, int64_t c_hi);
+
+/* table lookups: out[i] = table[index of i], tables of out_size-byte entries (1 or 2); index 0: a[i] (uint8, a
+ * 256-entry table), 1: a[i] (uint16, 65536 entries), 2: a[i] << 8 | b[i] (two uint8, 65536 entries) */
+int npk_lookup(const void *table, int out_size, const void *a, const void *b, int index, void *out, int64_t n);
+
+/* out[i] = float16(float32(a[i]) op float32(b[i])) for float16 arrays, op 0 add, 1 subtract, 2 multiply (numpy's
+ * ufunc with dtype=float32, then the casting store) */
+int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n);

@@ -84,6 +84,23 @@ def _kernel_state_restored():
     assert (kernels.enabled(), kernels.level()) == default, "the test left the compiled kernels switched"
 
 
+def _cpu_levels() -> tuple[str, ...]:
+    import npurt._kernels as kernels
+    return kernels.LEVELS[:kernels.LEVELS.index(kernels.cpu_level()) + 1] if kernels.available() else ()
+
+
+@pytest.fixture(params=_cpu_levels())
+def level(request):
+    """Each instruction set this CPU has, in turn (portable C, AVX2 + F16C, AVX-512, AVX-512 + VNNI), kernels on."""
+    import npurt._kernels as kernels
+    before = kernels.level()
+    assert kernels.set_level(request.param) == request.param
+    enabled = kernels.set_enabled(True)
+    yield request.param
+    kernels.set_level(before)
+    kernels.set_enabled(enabled)
+
+
 def held_resources() -> dict:
     """Everything a test could leak: per-device buffers and bytes (devices holding any), RKNN contexts (models and
     matmul) and mems, QNN memory handles and rpcmem buffers, and this process's open fds."""

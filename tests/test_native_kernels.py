@@ -26,17 +26,6 @@ def test_the_compiled_module_is_built():
     assert K.cpu_level() in K.LEVELS and K.level() == K.cpu_level()
 
 
-@pytest.fixture(params=LEVELS)
-def level(request):
-    """Each instruction set this CPU has, in turn (portable C, AVX2 + F16C, AVX-512)."""
-    before = K.level()
-    assert K.set_level(request.param) == request.param
-    enabled = K.set_enabled(True)
-    yield request.param
-    K.set_level(before)
-    K.set_enabled(enabled)
-
-
 def _same_bits(a: np.ndarray, b: np.ndarray) -> None:
     assert a.dtype == b.dtype and a.shape == b.shape
     assert np.array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}"))
@@ -194,6 +183,49 @@ def test_image_input_pass_matches_numpy(n, h, w, c, pad_in, pad_out, seed, out):
     pack_input(attr, frame, got, mean, std, layout="nhwc")
     _numpy(pack_input, attr, frame, ref, mean, std, layout="nhwc")
     assert np.array_equal(got, ref)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 2), h=st.integers(1, 9), w=st.integers(1, 40), c=st.integers(1, 4),
+       pad_out=st.integers(0, 5), seed=st.integers(0, 2**32 - 1), normalise=st.booleans(),
+       layout=st.sampled_from(["nchw", "nhwc"]), out=st.sampled_from(["float32", "float16", "int8"]))
+def test_float_input_pack_matches_numpy(n, h, w, c, pad_out, seed, normalise, layout, out):
+    """float32 user inputs (NCHW, or NHWC) into an NHWC native input: the compiled transposing store (cast or
+    quantised) gives numpy's bytes, with and without mean / std."""
+    from npurt.model.attrs import QntType, TensorAttr
+    from npurt.runtime.user_io import pack_input
+    from npurt.tensor import DType, Layout
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((n, c, h, w)) * 3).astype(np.float32)
+    x.flat[::11] = 127.5 * 0.021                       # values on a rounding tie after quantisation
+    mean, std = (list(rng.uniform(-1, 1, c)), list(rng.uniform(0.5, 2, c))) if normalise else (None, None)
+    dtype = {"float32": DType.FLOAT32, "float16": DType.FLOAT16, "int8": DType.INT8}[out]
+    quant = out == "int8"
+    ws = w + pad_out
+    attr = TensorAttr(index=0, name="x", n_dims=4, dims=[n, h, w, c], n_elems=n * h * w * c,
+                      size=dtype.nbytes(n * h * w * c), fmt=Layout.NHWC, type=dtype, w_stride=ws,
+                      qnt_type=QntType.AFFINE_ASYMMETRIC if quant else QntType.NONE, scale=0.021 if quant else 1.0,
+                      zp=-7 if quant else 0, size_with_stride=dtype.nbytes(n * h * ws * c))
+    user = x if layout == "nchw" else np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    got, ref = (np.full(attr.size_with_stride, 7, np.uint8) for _ in range(2))
+    pack_input(attr, user, got, mean, std, layout=layout)
+    _numpy(pack_input, attr, user, ref, mean, std, layout=layout)
+    assert np.array_equal(got, ref)
+    assert np.array_equal(user, x if layout == "nchw" else x.transpose(0, 2, 3, 1))     # the user's array untouched
+
+
+@pytest.mark.parametrize("op", sorted(K.BINARY_F16))
+def test_float16_binary_ops_match_numpy(level, op):
+    """Add / Sub / Mul of float16 slots in float32, stored as float16: numpy's bytes, overflow, Inf and NaN included."""
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal(10007) * 300).astype(np.float16)
+    b = (rng.standard_normal(10007) * 300).astype(np.float16)
+    a[::97], b[::89], a[::1001], a[5], b[5] = np.inf, -np.inf, np.nan, 65504, 65504
+    got, want = np.empty_like(a), np.empty_like(a)
+    K.binary_f16_fn(op, got, a, b)()
+    with np.errstate(all="ignore"):
+        {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}[op](a, b, out=want, dtype=np.float32, casting="unsafe")
+    _same_bits(got, want)
 
 
 ZOO = {

@@ -1,15 +1,17 @@
 """The compiled kernels: casts, quantisation and NC1HWC2 / NCHW / NHWC transposes in C (`npurt._kernels_c`, built
-from csrc/ by the package's own build), with the instruction set chosen at run time (AVX-512, AVX2 + F16C, or
-portable C) and the GIL released inside every call.
+from csrc/ by the package's own build), with the instruction set chosen at run time (AVX-512 with VNNI, AVX-512,
+AVX2 + F16C, or portable C) and the GIL released inside every call.
 
 Pure functions over numpy buffers, importable by every layer. Each returns True when it did the work and False when
 the arrays are not a case it handles (a dtype pair, a stride): the caller then runs its numpy code, which stays the
 reference the results are bit-identical to. `NPURT_NATIVE=0` in the environment turns every kernel off (the
 pure-numpy path); `set_enabled` and `set_level` do the same from Python (tests compare every instruction set).
+The conv steps split their rows over `$NPURT_EXEC_THREADS` threads (default 1; a shared pool, read at bind).
 """
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -21,7 +23,7 @@ except ImportError as exc:            # not built (an un-installed source tree):
     BUILD_ERROR = (f"npurt._kernels_c is not built ({exc}): install the package (`make`, `pip install .`), or in a "
                    "source tree run `python setup.py build_ext --inplace`")
 
-LEVELS = ("portable", "avx2", "avx512")
+LEVELS = ("portable", "avx2", "avx512", "avx512vnni")
 _F16, _F32, _I8 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.int8)
 # (source dtype, destination dtype) -> conversion code of npurt_kernels.h (same-size copies keyed by item size)
 # int8 -> float32 is the dequantisation q * 1 - 0 (exact); float32 -> int8 is not a cast here (see `quantize`)
@@ -29,6 +31,41 @@ _CASTS = {(_F32, _F16): 3, (_F16, _F32): 4, (_I8, _F32): 6}
 _COPIES = {1: 0, 2: 1, 4: 2}
 _QUANTIZE, _DEQUANTIZE = 5, 6
 _enabled = lib is not None and os.environ.get("NPURT_NATIVE", "1") != "0"
+
+
+def exec_threads() -> int:
+    """Threads a compiled conv step splits its output rows (depthwise: C1 blocks) over: $NPURT_EXEC_THREADS if a
+    positive integer, else 1. Read when a step is prepared (at bind)."""
+    v = os.environ.get("NPURT_EXEC_THREADS", "")
+    return int(v) if v.isdigit() and int(v) > 0 else 1
+
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def _row_parts(rows: int) -> list[tuple[int, int]]:
+    """[lo, hi) ranges splitting `rows` over exec_threads() (at most one per row)."""
+    t = max(1, min(exec_threads(), rows))
+    return [(rows * k // t, rows * (k + 1) // t) for k in range(t)]
+
+
+def _parallel(call, parts: list):
+    """A zero-argument function running call(*part) for every part: the first on the calling thread, the others on
+    a shared pool (the C calls release the GIL), returning when all are done."""
+    global _pool
+    if len(parts) == 1:
+        args = parts[0]
+        return lambda: call(*args)
+    if _pool is None or _pool._max_workers < len(parts) - 1:
+        _pool = ThreadPoolExecutor(len(parts) - 1, thread_name_prefix="npurt-exec")
+    pool, (first, rest) = _pool, (parts[0], parts[1:])
+
+    def run() -> None:
+        pending = [pool.submit(call, *args) for args in rest]
+        call(*first)
+        for f in pending:
+            f.result()
+    return run
 
 
 def available() -> bool:
@@ -49,7 +86,7 @@ def set_enabled(flag: bool) -> bool:
 
 
 def level() -> str:
-    """The instruction set in use: 'avx512', 'avx2' or 'portable' ('none' when not built)."""
+    """The instruction set in use: 'avx512vnni', 'avx512', 'avx2' or 'portable' ('none' when not built)."""
     return LEVELS[lib.npk_level()] if lib is not None else "none"
 
 
@@ -76,28 +113,59 @@ def _writable(a: np.ndarray) -> bool:
 def cast(dst: np.ndarray, src: np.ndarray) -> bool:
     """np.copyto(dst, src, casting="unsafe") for float32 <-> float16, int8 -> float32 and same-dtype copies of 1/2/4-byte
     items, any strides (src broadcast to dst's shape). No overlap check: dst and src must not share memory."""
-    if not _enabled or not _writable(dst) or not isinstance(src, np.ndarray) or dst.ndim > 8 or dst.ndim == 0:
+    run = cast_fn(dst, src)
+    if run is None:
         return False
+    run()
+    return True
+
+
+def cast_fn(dst: np.ndarray, src: np.ndarray):
+    """`cast(dst, src)` prepared once: a zero-argument function doing the copy (every check and argument decided
+    now, for steps that repeat it every run), or None when `cast` would decline."""
+    if not _enabled or not _writable(dst) or not isinstance(src, np.ndarray) or dst.ndim > 8 or dst.ndim == 0:
+        return None
     conv = _CASTS.get((src.dtype, dst.dtype))
     if conv is None:
         if src.dtype != dst.dtype or src.dtype.kind not in "iufb":
-            return False
+            return None
         conv = _COPIES.get(src.dtype.itemsize)
         if conv is None:
-            return False
+            return None
     if src.shape != dst.shape:
         try:
             src = np.broadcast_to(src, dst.shape)
         except ValueError:
-            return False
+            return None
     if dst.size == 0:
-        return True
+        return lambda: None
+    dst, src = _merged(dst, src)
     if dst.ndim > 2:
         dst, src = _row_order(dst, src)
-    shape = ffi.new("int64_t[]", dst.shape)
-    lib.npk_cast_nd(conv, dst.ndim, shape, _ptr(src), ffi.new("int64_t[]", src.strides), _ptr(dst),
-                    ffi.new("int64_t[]", dst.strides), 1.0, 0.0)
-    return True
+    args = (conv, dst.ndim, ffi.new("int64_t[]", dst.shape), _ptr(src), ffi.new("int64_t[]", src.strides), _ptr(dst),
+            ffi.new("int64_t[]", dst.strides), 1.0, 0.0)
+    call = lib.npk_cast_nd
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (dst, src)        # the memory the pointers point into stays alive with the function
+    return run
+
+
+def _merged(dst: np.ndarray, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """dst and src with adjacent axes that are contiguous in both merged into one (longer runs per kernel row)."""
+    shape, ds, ss = [dst.shape[0]], [dst.strides[0]], [src.strides[0]]
+    for n, d, s in zip(dst.shape[1:], dst.strides[1:], src.strides[1:]):
+        if ds[-1] == n * d and ss[-1] == n * s:
+            shape[-1] *= n
+            ds[-1], ss[-1] = d, s
+        else:
+            shape.append(n)
+            ds.append(d)
+            ss.append(s)
+    if len(shape) == dst.ndim:
+        return dst, src
+    return (np.lib.stride_tricks.as_strided(dst, shape, ds), np.lib.stride_tricks.as_strided(src, shape, ss))
 
 
 def _row_order(dst: np.ndarray, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -284,3 +352,215 @@ def normalize_image(dst: np.ndarray, src: np.ndarray, mean: np.ndarray, std: np.
                          ffi.cast("float *", m.ctypes.data), ffi.cast("float *", s.ctypes.data),
                          float(np.float32(a)), float(np.float32(b)))
     return True
+
+
+def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, mult: np.ndarray, bias: np.ndarray,
+              kernel: tuple[int, int], strides: tuple[int, int], dilations: tuple[int, int], out_hw: tuple[int, int],
+              out: np.ndarray | None = None, bounds: tuple[float, float] = (-128.0, 127.0),
+              y: np.ndarray | None = None, wide=None):
+    """A zero-argument function computing an int8 conv in int32 (`npk_conv8`): the padded input `x` (C1, Hp, Wp, CC;
+    int8, border = `zp`), `weights` (K, N) int8 with K = kh * kw * C1 * CC in (dy, dx, c1, lane) order and N a
+    multiple of 16, `colsum` (N,) their column sums; f = float32(acc - zp * colsum) * mult + bias, then either
+    int8(rint(clip(f, *bounds))) into `out` (an NC1HWC2 slot (C1o, Ho, Wo, 16)) or f into `y` (Ho * Wo, N) float32.
+    The weights are packed for the instruction set in use now; `wide(n)` gives an int16 scratch of n elements
+    (the AVX2 path's sign-extended input). None when the arrays are not that case or the kernels are off; every
+    size the kernel relies on is checked here, once."""
+    if not _enabled:
+        return None
+    c1, hp, wp, cc = x.shape if x.ndim == 4 else (0, 0, 0, 0)
+    k, n = weights.shape
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, strides, dilations, out_hw
+    ok = (x.dtype == _I8 and x.flags.c_contiguous and weights.dtype == _I8 and cc % 4 == 0 and cc > 0
+          and k == kh * kw * c1 * cc and n % 16 == 0 and colsum.dtype == np.int32 and colsum.shape == (n,)
+          and mult.dtype == _F32 and mult.shape == (n,) and bias.dtype == _F32 and bias.shape == (n,)
+          and all(a.flags.c_contiguous for a in (colsum, mult, bias))
+          and min(kh, kw, sh, sw, dh, dw) >= 1 and (ho - 1) * sh + (kh - 1) * dh < hp
+          and (wo - 1) * sw + (kw - 1) * dw < wp and ho >= 1 and wo >= 1)
+    if out is not None:
+        ok = ok and out.dtype == _I8 and out.flags.c_contiguous and out.flags.writeable \
+            and out.shape == (n // 16, ho, wo, 16)
+    else:
+        ok = ok and y is not None and y.dtype == _F32 and y.flags.c_contiguous and y.shape == (ho * wo, n)
+    if not ok:
+        return None
+    lvl = lib.npk_level()
+    packed = np.empty(lib.npk_conv8_packed_size(k, n, lvl), np.uint8)
+    w = np.ascontiguousarray(weights)
+    if lib.npk_conv8_pack(ffi.cast("int8_t *", w.ctypes.data), k, n, _ptr(packed), lvl) != 0:
+        return None
+    parts = _row_parts(ho)
+    scratch = wide(x.size * len(parts)) if wide is not None and lvl in (1, 2) else None
+    if lvl in (1, 2) and (scratch is None or scratch.dtype != np.int16 or scratch.size < x.size * len(parts)):
+        return None
+    p = ffi.new("struct npk_conv8 *")
+    p.x = ffi.cast("int8_t *", x.ctypes.data)
+    p.c1, p.hp, p.wp, p.cc = c1, hp, wp, cc
+    p.kh, p.kw, p.sh, p.sw, p.dh, p.dw = kh, kw, sh, sw, dh, dw
+    p.ho, p.wo, p.n = ho, wo, n
+    p.w = _ptr(packed)
+    p.level = lvl
+    p.colsum = ffi.cast("int32_t *", colsum.ctypes.data)
+    p.zp = int(zp)
+    p.mult = ffi.cast("float *", mult.ctypes.data)
+    p.bias = ffi.cast("float *", bias.ctypes.data)
+    p.lo, p.hi = (float(np.float32(b)) for b in bounds)
+    p.out = ffi.cast("int8_t *", out.ctypes.data) if out is not None else ffi.NULL
+    p.out_plane = ho * wo * 16
+    p.y = ffi.cast("float *", y.ctypes.data) if y is not None else ffi.NULL
+    p.wide = ffi.cast("int16_t *", scratch.ctypes.data) if scratch is not None else ffi.NULL
+    structs = [p] + [ffi.new("struct npk_conv8 *", p[0]) for _ in parts[1:]]
+    if scratch is not None:              # each thread widens the input rows it reads into its own scratch
+        for k, q in enumerate(structs):
+            q.wide = ffi.cast("int16_t *", scratch[k * x.size:].ctypes.data)
+    run = _parallel(lib.npk_conv8, [(q, lo, hi) for q, (lo, hi) in zip(structs, parts)])
+    run.arrays = (x, packed, colsum, mult, bias, out, y, scratch, structs)   # the memory the pointers point into
+    return run
+
+
+FLOAT_ACTIVATIONS = {None: 0, "Relu": 1, "Clip": 2, "LeakyRelu": 3}    # the fused activations `float_conv` applies
+
+
+def float_conv(x: np.ndarray, weights: np.ndarray, bias: np.ndarray, kernel: tuple[int, int],
+               strides: tuple[int, int], dilations: tuple[int, int], out_hw: tuple[int, int],
+               out: np.ndarray | None = None, activation: tuple[int, float, float] = (0, 0.0, 0.0),
+               y: np.ndarray | None = None):
+    """A zero-argument function computing a conv of float16 values in float32 (`npk_convf`): the padded input `x`
+    (C1, Hp, Wp, CC), `weights` (K, N) float32 with K = kh * kw * C1 * CC in (dy, dx, c1, lane) order, N a multiple of 16,
+    each output summed over k in order, + `bias` (N,); then either the activation (code, p0, p1) of
+    FLOAT_ACTIVATIONS and a float16 store into `out` (an NC1HWC2 slot (C1o, Ho, Wo, C2o), channels >= C1o * C2o
+    dropped) or the sums into `y` (Ho * Wo, N) float32. None when the arrays are not that case or the kernels are
+    off; every size the kernel relies on is checked here, once."""
+    if not _enabled:
+        return None
+    c1, hp, wp, cc = x.shape if x.ndim == 4 else (0, 0, 0, 0)
+    k, n = weights.shape
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, strides, dilations, out_hw
+    ok = (x.dtype == _F32 and x.flags.c_contiguous and weights.dtype == _F32 and weights.flags.c_contiguous
+          and cc > 0 and k == kh * kw * c1 * cc and n % 16 == 0 and bias.dtype == _F32 and bias.shape == (n,)
+          and bias.flags.c_contiguous and min(kh, kw, sh, sw, dh, dw) >= 1 and ho >= 1 and wo >= 1
+          and (ho - 1) * sh + (kh - 1) * dh < hp and (wo - 1) * sw + (kw - 1) * dw < wp)
+    if out is not None:
+        ok = ok and out.dtype == _F16 and out.flags.c_contiguous and out.flags.writeable and out.ndim == 4 \
+            and out.shape[1:3] == (ho, wo) and out.shape[0] * out.shape[3] <= n
+    else:
+        ok = ok and y is not None and y.dtype == _F32 and y.flags.c_contiguous and y.shape == (ho * wo, n)
+    if not ok:
+        return None
+    p = ffi.new("struct npk_convf *")
+    p.x = ffi.cast("float *", x.ctypes.data)
+    p.c1, p.hp, p.wp, p.cc = c1, hp, wp, cc
+    p.kh, p.kw, p.sh, p.sw, p.dh, p.dw = kh, kw, sh, sw, dh, dw
+    p.ho, p.wo, p.n = ho, wo, n
+    p.w = ffi.cast("float *", weights.ctypes.data)
+    p.bias = ffi.cast("float *", bias.ctypes.data)
+    p.act, p.p0, p.p1 = int(activation[0]), float(np.float32(activation[1])), float(np.float32(activation[2]))
+    if out is not None:
+        p.out = ffi.cast("uint16_t *", out.ctypes.data)
+        p.out_c2, p.out_channels, p.out_plane = out.shape[3], out.shape[0] * out.shape[3], ho * wo * out.shape[3]
+    p.y = ffi.cast("float *", y.ctypes.data) if y is not None else ffi.NULL
+    run = _parallel(lib.npk_convf, [(p, lo, hi) for lo, hi in _row_parts(ho)])
+    run.arrays = (x, weights, bias, out, y, p)     # the memory the pointers point into stays alive with the function
+    return run
+
+
+def depthwise(x: np.ndarray, border: float, weights: np.ndarray, bias: np.ndarray, kernel: tuple[int, int],
+              strides: tuple[int, int], pads: tuple[int, int], out: np.ndarray | None = None,
+              activation: tuple[int, float, float] = (0, 0.0, 0.0), bounds: tuple[float, float] | None = None,
+              y: np.ndarray | None = None):
+    """A zero-argument function computing a depthwise conv straight from an NC1HWC2 slot (`npk_depthwise`): `x`
+    (C1, H, Ws, C2) float16 or int8 codes (read as float32; pixels outside H x W, with `pads` = (top, left), read as
+    `border`), per-tap `weights` (kh * kw, C1, C2) and `bias` (C1, C2) float32, taps summed in order as numpy's
+    multiply / add sequence; stored into `out` (C1, Ho, Wo, C2): float16 after the activation (code, p0, p1) of
+    FLOAT_ACTIVATIONS, or int8 codes rint(clip(acc, *bounds)); or the float32 sums into `y`. None when the arrays are
+    not that case or the kernels are off."""
+    if not _enabled or x.ndim != 4 or x.dtype not in (_F16, _I8) or not x.flags.c_contiguous:
+        return None
+    c1, h, ws, c2 = x.shape
+    (kh, kw), (sh, sw) = kernel, strides
+    dst = out if out is not None else y
+    if dst is None or dst.ndim != 4 or not dst.flags.c_contiguous or not dst.flags.writeable:
+        return None
+    ho, wo = dst.shape[1:3]
+    w = ws
+    if (weights.dtype, bias.dtype) != (_F32, _F32) or weights.shape != (kh * kw, c1, c2) or bias.shape != (c1, c2) \
+            or not weights.flags.c_contiguous or not bias.flags.c_contiguous or dst.shape != (c1, ho, wo, c2) \
+            or min(kh, kw, sh, sw) < 1 or min(pads) < 0:
+        return None
+    if out is not None:
+        mode = 0 if out.dtype == _F16 and x.dtype == _F16 else (1 if out.dtype == _I8 and x.dtype == _I8
+                                                              and bounds is not None else -1)
+    else:
+        mode = 2 if y.dtype == _F32 else -1
+    if mode < 0:
+        return None
+    p = ffi.new("struct npk_dw *")
+    p.x, p.xtype = _ptr(x), 0 if x.dtype == _F16 else 1
+    p.c1, p.h, p.w, p.ws, p.c2 = c1, h, w, ws, c2
+    p.border = float(np.float32(border))
+    p.kh, p.kw, p.sh, p.sw, p.pt, p.pl = kh, kw, sh, sw, pads[0], pads[1]
+    p.ho, p.wo = ho, wo
+    p.wt, p.bias = ffi.cast("float *", weights.ctypes.data), ffi.cast("float *", bias.ctypes.data)
+    p.mode = mode
+    p.act, p.p0, p.p1 = int(activation[0]), float(np.float32(activation[1])), float(np.float32(activation[2]))
+    if mode == 1:
+        p.p0, p.p1 = (float(np.float32(b)) for b in bounds)
+    if out is not None:
+        p.out = _ptr(out)
+    else:
+        p.y = ffi.cast("float *", y.ctypes.data)
+    run = _parallel(lib.npk_depthwise, [(p, lo, hi) for lo, hi in _row_parts(c1)])
+    run.arrays = (x, weights, bias, out, y, p)     # the memory the pointers point into stays alive with the function
+    return run
+
+
+def lookup(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray | None = None) -> bool:
+    """out = table[a] (a uint8 or uint16), or table[a << 8 | b] for two uint8 arrays: np.take(table, index, out=out)
+    over contiguous arrays of one shape, with a table covering every index (256 or 65536 entries of 1 or 2 bytes)."""
+    run = lookup_fn(out, table, a, b)
+    if run is None:
+        return False
+    run()
+    return True
+
+
+def lookup_fn(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray | None = None):
+    """`lookup(out, table, a, b)` prepared once: a zero-argument function, or None when `lookup` would decline."""
+    if not _enabled or not _writable(out) or not all(isinstance(v, np.ndarray) and v.flags.c_contiguous
+                                                     for v in (out, table, a) + ((b,) if b is not None else ())):
+        return None
+    if table.dtype != out.dtype or out.itemsize not in (1, 2) or a.shape != out.shape or table.ndim != 1:
+        return None
+    if b is not None:
+        index = 2 if a.dtype == b.dtype == np.uint8 and b.shape == a.shape else -1
+    else:
+        index = {np.dtype(np.uint8): 0, np.dtype(np.uint16): 1}.get(a.dtype, -1)
+    if index < 0 or table.size != (256 if index == 0 else 65536):
+        return None
+    args = (_ptr(table), out.itemsize, _ptr(a), _ptr(b) if b is not None else ffi.NULL, index, _ptr(out), out.size)
+    call = lib.npk_lookup
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (out, table, a, b)        # the memory the pointers point into stays alive with the function
+    return run
+
+
+BINARY_F16 = {"Add": 0, "Sub": 1, "Mul": 2}
+
+
+def binary_f16_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray):
+    """A zero-argument function storing float16(float32(a) op float32(b)) into `out` (numpy's ufunc with
+    dtype=float32 and a casting store, bit for bit), for contiguous float16 arrays of one shape and op in BINARY_F16;
+    None otherwise."""
+    if not _enabled or op not in BINARY_F16 or not _writable(out) or not all(
+            isinstance(v, np.ndarray) and v.dtype == _F16 and v.flags.c_contiguous and v.shape == out.shape
+            for v in (out, a, b)):
+        return None
+    args = (BINARY_F16[op], ffi.cast("uint16_t *", a.ctypes.data), ffi.cast("uint16_t *", b.ctypes.data),
+            ffi.cast("uint16_t *", out.ctypes.data), out.size)
+    call = lib.npk_binary_f16
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (out, a, b)
+    return run

@@ -71,6 +71,7 @@ def _inplace_step(run: Callable[[], None]) -> Callable[[list, dict], tuple]:
     def step(inputs: list, attrs: dict) -> tuple:
         run()
         return ()
+    step.inplace_run = run
     return step
 
 
@@ -105,6 +106,20 @@ def _execute(fn: Callable[[list, dict], Any], attrs: dict, readers: tuple, write
     for write, y in zip(writers, results):
         if write is not None:
             write(y)
+
+
+def _call(fn: Callable[[list, dict], Any], attrs: dict, readers: tuple, writers: tuple, node: Any) -> Callable[[], None]:
+    """One prepared step as a zero-argument function for `Executor.run`'s loop: an in-place step's own function, or
+    read / kernel / write (errors are named by the loop)."""
+    inplace_run = getattr(fn, "inplace_run", None)
+    if inplace_run is not None:
+        return inplace_run
+
+    def generic() -> None:
+        for write, y in zip(writers, fn([r() for r in readers], attrs)):
+            if write is not None:
+                write(y)
+    return generic
 
 
 class Executor:
@@ -177,6 +192,7 @@ class Executor:
             views[name] = (a, off)
         self._views = views
         self._steps = self._prepare(w, views)
+        self._calls = [_call(*step) for step in self._steps]
         self._threads = policy_threads()
         self._bound = True
 
@@ -191,6 +207,15 @@ class Executor:
             return decode_weight(entry, stored, scales)
 
         return _WeightReader(decode, self.cache_weights)
+
+    def _weight_codes(self, name: str, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | None] | None:
+        """(stored int8 codes, scales, axis) of weight `name` when it is stored quantised as int8, else None."""
+        m, plan = self.model, self.plan
+        entry = m.weights.get(name)
+        if entry is None or entry.dtype is not DType.INT8 or not entry.scales:
+            return None
+        scales = stored_view(m.weights[entry.scales], w, plan.weight_offsets[entry.scales])
+        return stored_view(entry, w, plan.weight_offsets[name]), np.asarray(scales, np.float32), entry.axis
 
     def _prepare(self, w: np.ndarray, views: dict[str, tuple[np.ndarray, int]]) -> list[tuple]:
         m = self.model
@@ -212,7 +237,7 @@ class Executor:
         stage = temp.take("int8", np.int8, in_max) if DType.INT8 in dtypes else None
         weights = {name: self._weight_reader(name, w) for name in g.constants}
         ctx = inplace.StepBinding(m.storage, views, {n: r.value for n, r in weights.items() if r.value is not None},
-                                  temp) if self.inplace else None
+                                  temp, lambda name: self._weight_codes(name, w)) if self.inplace else None
         steps = []
         for node, (fn, attrs) in zip(g.nodes, self._kernels):
             if ctx is not None and not getattr(node, "domain", "") and node.op_type not in self.custom_ops:
@@ -252,12 +277,21 @@ class Executor:
             raise NpuError(ErrorCode.INVALID_CONTEXT, "executor is not bound to memory; call bind() first")
 
     def run(self) -> None:
-        """Execute the schedule once over the bound memory (with the executor's OpenBLAS thread count, restored
-        after: numpy code that runs later in the process — a calibration, say — sums as it would in a fresh one)."""
+        """Execute the schedule once over the bound memory: a flat loop over the steps prepared at bind, with the
+        executor's OpenBLAS thread count, restored after (numpy code that runs later in the process — a calibration,
+        say — sums as it would in a fresh one)."""
         self._check_bound()
+        i = 0
         with blas_threads(self._threads):
-            for step in self._steps:
-                _execute(*step)
+            try:
+                for i, call in enumerate(self._calls):
+                    call()
+            except NpuError:
+                raise
+            except Exception as exc:
+                node = self._steps[i][-1]
+                raise NpuError(ErrorCode.INTERNAL, f"node {node.name!r} ({node.display_type}) failed: "
+                                                   f"{type(exc).__name__}: {exc}") from exc
 
     def run_profiled(self) -> list[tuple[int, Any]]:
         """Execute once like `run`, returning [(microseconds, node)] per step (conversions included)."""

@@ -89,28 +89,35 @@ def _pack_nhwc(st: TensorStorage, x: np.ndarray, raw: np.ndarray, m: np.ndarray 
     src = x if nhwc else x.transpose(0, 2, 3, 1)
     float_in = st.logical_dtype.startswith("float")
     dst = typed_view(raw, st.dtype.numpy_dtype, st.dims)
+    lanes = dst.reshape(n, 1, h, st.dims[2], c)       # NHWC as NC1HWC2 with C1 = 1: the compiled NCHW transposes
+    quant = (np.float32(1.0 / st.scale), np.float32(st.zp)) if st.quantized else None
     exact = x.dtype in (np.float32, np.float16, np.uint8, np.int8, np.uint16, np.int16)  # cast via f32 == direct
     if not float_in or (m is None and s is None and not st.quantized and exact):
-        np.copyto(dst[:, :, :w, :], src, casting="unsafe")
-    elif nhwc and _kernels.normalize_image(dst, x, 0.0 if m is None else m, 1.0 if s is None else s,
-                                           (np.float32(1.0 / st.scale), np.float32(st.zp)) if st.quantized else None):
+        if nhwc or not _kernels.planes_to_lanes(lanes, x):
+            np.copyto(dst[:, :, :w, :], src, casting="unsafe")
+    elif nhwc and _kernels.normalize_image(dst, x, 0.0 if m is None else m, 1.0 if s is None else s, quant):
         return                              # one compiled pass (x - 0 and x / 1 are exact: the same bytes)
     else:
-        # arithmetic in the user's order (contiguous passes), one transposing copy at the end if NCHW
-        y = _frame_scratch(tuple(x.shape))
+        # arithmetic in the user's order (contiguous passes), then one transposing store (compiled for NCHW: the
+        # quantisation's multiply, add, rint, clip and cast fused into it, bit for bit)
+        y = x if m is None and s is None and x.dtype == np.float32 else _frame_scratch(tuple(x.shape))
         chan = (lambda v: v.reshape(-1) if v.ndim else v) if nhwc else (lambda v: v)
         if m is not None:
             np.subtract(x, chan(m), out=y, dtype=np.float32)
-        else:
+        elif y is not x:
             np.copyto(y, x, casting="unsafe")
         if s is not None:
             np.divide(y, chan(s), out=y)
-        if st.quantized:
-            np.multiply(y, np.float32(1.0 / st.scale), out=y)
-            np.add(y, np.float32(st.zp), out=y)
-            np.rint(y, out=y)
-            np.clip(y, -128, 127, out=y)
-        np.copyto(dst[:, :, :w, :], y if nhwc else y.transpose(0, 2, 3, 1), casting="unsafe")
+        if nhwc or not _kernels.planes_to_lanes(lanes, y, quant):
+            if st.quantized:
+                if y is x:
+                    y = _frame_scratch(tuple(x.shape))
+                    np.copyto(y, x)
+                np.multiply(y, np.float32(1.0 / st.scale), out=y)
+                np.add(y, np.float32(st.zp), out=y)
+                np.rint(y, out=y)
+                np.clip(y, -128, 127, out=y)
+            np.copyto(dst[:, :, :w, :], y if nhwc else y.transpose(0, 2, 3, 1), casting="unsafe")
     if st.dims[2] > w:
         dst[:, :, w:, :] = 0
 

@@ -6,7 +6,8 @@ slots and writes its outputs into theirs (native layout and type, padding lanes 
 executor keeps the generic path. Every buffer is prepared at bind; the per-run work is a few numpy calls with
 `out=`. The arithmetic is the generic path's. One module per op family: `elementwise` (unary tables, binary ops),
 `channels` (Concat / Split by whole C1 blocks), `reshape` (NC1HWC2 into a plain slot), `resize` (nearest),
-`conv` (dense and depthwise); `epilogue` is the store they share, `scratch` the buffers they share.
+`conv` (dense and depthwise), `plain` (Concat / Split / unary ops on plainly stored tensors); `epilogue` is the
+store they share.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from npurt.exec.inplace import plain
 from npurt.exec.inplace.channels import concat, split
 from npurt.exec.inplace.conv import conv
 from npurt.exec.inplace.elementwise import BINARY, UNARY, binary, unary
@@ -35,15 +37,25 @@ def prepare(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Calla
         return None
 
 
+def _first(*builders: Callable[[], Callable[[], None]]) -> Callable[[], None]:
+    """The step of the first builder that does not Skip (Skip if all do)."""
+    for build in builders[:-1]:
+        try:
+            return build()
+        except Skip:
+            pass
+    return builders[-1]()
+
+
 def _prepare(op: str, node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callable[[], None] | None:
     if op in UNARY:
-        return unary(node, kernel, attrs, ctx)
+        return _first(lambda: unary(node, kernel, attrs, ctx), lambda: plain.unary(node, kernel, attrs, ctx))
     if op in BINARY:
         return binary(node, kernel, attrs, ctx)
     if op == "Concat":
-        return concat(node, attrs, ctx)
+        return _first(lambda: concat(node, attrs, ctx), lambda: plain.concat(node, attrs, ctx))
     if op == "Split":
-        return split(node, ctx)
+        return _first(lambda: split(node, ctx), lambda: plain.split(node, attrs, ctx))
     if op == "Conv":
         return conv(node, attrs, ctx)
     if op in ("Reshape", "Flatten"):

@@ -3,6 +3,7 @@ the executor's temp memory (`npurt.exec.temp`), shared by all steps."""
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -13,12 +14,21 @@ from npurt.memory.mapping import typed_view
 class StepBinding:
     """Storage, slot views, constant values and the executor's temp memory for `prepare`."""
 
-    def __init__(self, storage: dict, views: dict, constants: dict, temp: TempMemory) -> None:
+    def __init__(self, storage: dict, views: dict, constants: dict, temp: TempMemory,
+                 codes: Callable[[str], tuple | None] | None = None) -> None:
         self.storage = storage
         self.views = views
         self.constants = constants          # name -> decoded float32 array (cached weights), else absent
         self.temp = temp
         self.tables: dict[str, tuple[str, np.ndarray]] = {}   # unary LUT outputs: name -> (input name, table)
+        self._codes = codes
+
+    def weight_codes(self, name: str) -> tuple[np.ndarray, np.ndarray, int | None] | None:
+        """(stored int8 codes, scales, quantisation axis) of cached constant `name` when it is stored as quantised
+        int8, else None."""
+        if self._codes is None or name not in self.constants:
+            return None
+        return self._codes(name)
 
     def slot(self, name: str) -> np.ndarray:
         st = self.storage[name]
@@ -36,7 +46,7 @@ class StepBinding:
         return self.temp.take("float32", np.float32, n)
 
     def scratch2(self, n: int) -> np.ndarray:
-        """A second float32 scratch (im2col columns, depthwise tap products)."""
+        """A second float32 scratch (the numpy reference's tap products and partial sums)."""
         return self.temp.take("float32b", np.float32, n)
 
     def typed_scratch(self, dtype: np.dtype, n: int) -> np.ndarray:

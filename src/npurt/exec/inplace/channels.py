@@ -6,7 +6,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from npurt.exec.inplace.epilogue import padding_lanes, stored_table, zero
+import npurt._kernels as _kernels
+from npurt.exec.inplace.epilogue import copier, padding_lanes, stored_table, zero
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.slots import Skip, activation, all_values, bits
 
@@ -19,11 +20,12 @@ def _requant_table(si, so) -> np.ndarray | None:
     return stored_table("int8", values, so)
 
 
-def _move(dst: np.ndarray, src: np.ndarray, table: np.ndarray | None) -> None:
+def _mover(dst: np.ndarray, src: np.ndarray, table: np.ndarray | None) -> Callable[[], None]:
+    """A function copying `src` into `dst`, through `table` when it is set (compiled where the kernels take it)."""
     if table is None:
-        np.copyto(dst, src)
-    else:
-        np.take(table, bits(src), out=bits(dst), mode="clip")
+        return copier(dst, src)
+    d, s = bits(dst), bits(src)
+    return _kernels.lookup_fn(d, table, s) or (lambda: np.take(table, s, out=d, mode="clip"))
 
 
 def concat(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
@@ -43,15 +45,15 @@ def concat(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
             raise Skip
         n1 = -(-si.shape[1] // c2)
         table = _requant_table(si, so) if ko == "int8" else None
-        moves.append((o[:, c1:c1 + n1], ctx.slot(t)[:, :n1], table))
+        moves.append(_mover(o[:, c1:c1 + n1], ctx.slot(t)[:, :n1], table))
         c1 += n1
     if sum(ctx.storage[t].shape[1] for t in ins) != so.shape[1]:
         raise Skip
     pads = padding_lanes(so, o)
 
     def run() -> None:
-        for dst, src, table in moves:
-            _move(dst, src, table)
+        for move in moves:
+            move()
         zero(pads)
     return run
 
@@ -74,14 +76,14 @@ def split(node: Any, ctx: StepBinding) -> Callable[[], None]:
             raise Skip
         n1 = -(-so.shape[1] // c2)
         o = ctx.slot(t)
-        moves.append((o[:, :n1], x[:, c1:c1 + n1], _requant_table(si, so) if ki == "int8" else None,
+        moves.append((_mover(o[:, :n1], x[:, c1:c1 + n1], _requant_table(si, so) if ki == "int8" else None),
                       padding_lanes(so, o)))
         c1 += n1
     if sum(ctx.storage[t].shape[1] for t in outs) != si.shape[1]:
         raise Skip
 
     def run() -> None:
-        for dst, src, table, pads in moves:
-            _move(dst, src, table)
+        for move, pads in moves:
+            move()
             zero(pads)
     return run

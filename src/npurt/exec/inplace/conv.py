@@ -1,12 +1,11 @@
-"""Conv (2-D, batch 1, dilation 1) on native slots.
+"""Conv (2-D, batch 1) on native slots.
 
-Dense convolutions are an NHWC im2col from a bordered float32 copy of the input (one buffer shared by all steps;
-each fills its border every run) plus one GEMM that yields (pixels, channels) = NHWC, stored to NC1HWC2 by a
-C2-group copy; the output channels are padded to C1*C2 with zero weights. Depthwise convolutions accumulate taps in
-the native layout itself (the kernel never leaves NC1HWC2), in cache-sized blocks, with per-tap weights pre-tiled
-along W so every numpy loop is long. int8 inputs stay quantised: their scale is folded into the weights and their
-zero point into the bias (the padded border holds the zero point); int8 outputs fold their quantisation into the
-weights and bias where the fused activation is a clamp (`ConvEpilogue`).
+Dense convolutions: float16 ones are a direct convolution summed in a fixed order (`conv_fp16`), int8 ones sum
+int8 codes in integers (`conv_int8`); both store straight into the output's NC1HWC2 slot. Depthwise convolutions
+(dilation 1) accumulate taps in the native layout itself (the kernel never leaves NC1HWC2), in cache-sized blocks,
+with per-tap weights pre-tiled along W so every numpy loop is long. Their int8 inputs stay quantised: the scale is
+folded into the weights and the zero point into the bias (the padded border holds the zero point); int8 outputs
+fold their quantisation into the weights and bias where the fused activation is a clamp (`ConvEpilogue`).
 """
 from __future__ import annotations
 
@@ -17,8 +16,10 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.kernels.conv import ConvGeometry, conv_geometry
-from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, padding_lanes, zero
+from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, padding_lanes, zero
 from npurt.exec.inplace.binding import StepBinding
+from npurt.exec.inplace.conv_fp16 import dense_fp16, fused_activation
+from npurt.exec.inplace.conv_int8 import dense_int8
 from npurt.exec.inplace.slots import Skip, activation, kind_of
 from npurt.tensor import DType, Layout
 
@@ -39,8 +40,10 @@ class ConvInput:
 
 @dataclass(frozen=True)
 class ConvWeights:
-    """A conv's constant weights (M, C/group, kh, kw) and bias (M,) or None, as float32, and its 2-D geometry."""
+    """A conv's constant weights (M, C/group, kh, kw; constant `name`) and bias (M,) or None, as float32, and its 2-D
+    geometry."""
 
+    name: str
     weights: np.ndarray
     bias: np.ndarray | None
     kernel: tuple[int, int]
@@ -85,8 +88,6 @@ def conv(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     if w.ndim != 4 or si.shape[0] != 1:
         raise Skip
     kshape = list(attrs.get("kernel_shape") or w.shape[2:])
-    if any(d != 1 for d in (attrs.get("dilations") or [1, 1])):
-        raise Skip
     g = conv_geometry(si.shape, kshape, attrs)
     if any(p < 0 for p in g.pads_begin + g.pads_end) or list(so.shape[2:]) != list(g.out):
         raise Skip
@@ -94,28 +95,24 @@ def conv(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
         raise Skip
     group = int(attrs.get("group", 1))
     c, m = si.shape[1], w.shape[0]
-    cw = ConvWeights(w, b, (kshape[0], kshape[1]), g)
+    cw = ConvWeights(wname, w, b, (kshape[0], kshape[1]), g)
     if group == 1:
-        return _dense(node.outputs[0], attrs, ctx, src, so, cw)
+        if src.kind == "int8":
+            return dense_int8(node.outputs[0], attrs, ctx, src, so, cw)
+        return dense_fp16(node.outputs[0], attrs, ctx, src, so, cw, _input_filler)
+    if any(d != 1 for d in g.dilations):
+        raise Skip
     if group == c == m and w.shape[1] == 1 and src.layout == "nc1hwc2" and si.dims[4] == so.dims[4] \
             and si.dims[1] == so.dims[1]:
         return _depthwise(node.outputs[0], attrs, ctx, src, so, cw)
     raise Skip
 
 
-def _input_filler(src: ConvInput, x: np.ndarray, interior: np.ndarray, as_nhwc: bool) -> Callable[[], None]:
-    """A function writing the conv input slot `x` as float32 into `interior` (NHWC (H, W, C1*C2 | C) when
-    `as_nhwc`, else native (C1, H, W, C2)): a casting copy. int8 values stay quantised."""
-    h, w = src.storage.shape[2], src.storage.shape[3]
-    if src.layout == "nhwc":
-        values = x[0, :, :w, :]
-    elif as_nhwc:
-        c1, c2 = src.storage.dims[1], src.storage.dims[4]
-        values = x[0].transpose(1, 2, 0, 3)
-        interior = interior.reshape(h, w, c1, c2)
-    else:
-        values = x[0]
-    return lambda: cast_copy(interior, values)
+def _input_filler(src: ConvInput, x: np.ndarray, interior: np.ndarray) -> Callable[[], None]:
+    """A function writing the conv input slot `x` as float32 into `interior`, in the slot's own layout (NC1HWC2
+    (C1, H, W, C2), or NHWC (H, W, C)): a casting copy. int8 values stay quantised."""
+    values = x[0, :, :src.storage.shape[3], :] if src.layout == "nhwc" else x[0]
+    return copier(interior, values)
 
 
 def _fold_input(src: ConvInput, weights: np.ndarray, bias: np.ndarray, sum_axes) -> float:
@@ -127,66 +124,6 @@ def _fold_input(src: ConvInput, weights: np.ndarray, bias: np.ndarray, sum_axes)
     bias -= np.float32(s * zp) * weights.sum(axis=sum_axes, dtype=np.float64).astype(np.float32)
     weights *= np.float32(s)
     return zp
-
-
-def _dense(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so, cw: ConvWeights) -> Callable[[], None]:
-    si = src.storage
-    h, wd, kh, kw, ho, wo, sh, sw, hp, wp, c = cw.sizes(si)
-    pb, pe = cw.geometry.pads_begin, cw.geometry.pads_end
-    cp = si.dims[1] * si.dims[4] if src.layout == "nc1hwc2" else si.dims[3]
-    m = so.shape[1]
-    o1, o2 = so.dims[1], so.dims[4]
-    mp = o1 * o2
-    # weights (M, C, kh, kw) -> (kh, kw, Cp, Mp), zero rows for padding input lanes and zero padding outputs
-    wm = np.zeros((kh, kw, cp, mp), np.float32)
-    wm[:, :, :c, :m] = cw.weights.transpose(2, 3, 1, 0)
-    bias = np.zeros(mp, np.float32)
-    if cw.bias is not None:
-        bias[:m] = cw.bias
-    border = _fold_input(src, wm, bias, (0, 1, 2))
-    epilogue = ConvEpilogue(attrs, so)
-    bias = epilogue.fold(wm, bias)
-    wm = np.ascontiguousarray(wm.reshape(kh * kw * cp, mp))
-    direct = kh == kw == 1 and sh == sw == 1 and not any(pb + pe)
-    x = ctx.slot(src.name)
-    xp = ctx.padded((hp, wp, cp))
-    edges = [e for e in (xp[:pb[0]], xp[pb[0] + h:], xp[pb[0]:pb[0] + h, :pb[1]], xp[pb[0]:pb[0] + h, pb[1] + wd:])
-             if e.size]
-    fill = _input_filler(src, x, xp[pb[0]:pb[0] + h, pb[1]:pb[1] + wd, :c if src.layout == "nhwc" else cp],
-                         as_nhwc=True)
-    k = kh * kw * cp
-    taps = []
-    if not direct:
-        cols = ctx.scratch2(ho * wo * k)[:ho * wo * k].reshape(ho, wo, kh, kw, cp)
-        for dy in range(kh):
-            for dx in range(kw):
-                taps.append((cols[:, :, dy, dx, :], xp[dy:dy + sh * (ho - 1) + 1:sh, dx:dx + sw * (wo - 1) + 1:sw]))
-        a2 = cols.reshape(ho * wo, k)
-    else:
-        a2 = xp.reshape(ho * wo, k)
-    y = ctx.scratch(ho * wo * mp)[:ho * wo * mp].reshape(ho * wo, mp)
-    o = ctx.slot(out_name)
-    # store: cast (or round) contiguously into a stored-type scratch, then move whole C2 groups (NHWC ->
-    # NC1HWC2) as single 16-byte items: 3x faster than one casting transpose
-    stored = ctx.typed_scratch(so.dtype.numpy_dtype, ho * wo * mp).reshape(ho * wo, mp)
-    group = np.dtype(f"V{o2 * stored.itemsize}")
-    dst = o[0].reshape(o1, ho * wo, o2).view(group)[..., 0]
-    groups = stored.view(group).reshape(ho * wo, o1).T
-    pads = padding_lanes(so, o)
-
-    def run() -> None:
-        for e in edges:
-            e.fill(border)
-        fill()
-        for d, s in taps:
-            np.copyto(d, s)
-        np.matmul(a2, wm, out=y)
-        np.add(y, bias, out=y)
-        epilogue(y)
-        cast_copy(stored, y)
-        np.copyto(dst, groups)
-        zero(pads)
-    return run
 
 
 def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so, cw: ConvWeights) -> Callable[[], None]:
@@ -205,10 +142,18 @@ def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so,
     tap_weights = np.ascontiguousarray(np.broadcast_to(
         wc.reshape(c1, c2, kh * kw).transpose(2, 0, 1)[:, :, None, None, :], (kh * kw, c1, 1, wo, c2)))
     tiled_bias = np.ascontiguousarray(np.broadcast_to(bias.reshape(c1, 1, 1, c2), (c1, 1, wo, c2)))
+    x = ctx.slot(src.name)[0]
+    epilogue = ConvEpilogue(attrs, so)
+    tiled_bias = epilogue.fold(tap_weights, tiled_bias)
+    o = ctx.slot(out_name)[0]
+    acc_all = ctx.scratch(c1 * ho * wo * c2)[:c1 * ho * wo * c2].reshape(c1, ho, wo, c2)
+    pads = padding_lanes(so, ctx.slot(out_name))
+    native = _native_depthwise(src, x, border, tap_weights, tiled_bias, cw, attrs, epilogue, o, acc_all, pads)
+    if native is not None:
+        return native
     # phase-split padded input: xph[c1, row, phase, j, c2] = padded[c1, row, j * sw + phase, c2]
     xph = ctx.padded((c1, hp, sw, wq, c2))
     edges = [xph[:, :pb[0]], xph[:, pb[0] + h:]]
-    x = ctx.slot(src.name)[0]
     fills = []
     for p in range(sw):
         w0 = (p - pb[1]) % sw                        # first input column with (w + pad) % sw == p
@@ -219,11 +164,7 @@ def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so,
         j0 = (w0 + pb[1]) // sw
         edges += [xph[:, pb[0]:pb[0] + h, p, :j0], xph[:, pb[0]:pb[0] + h, p, j0 + cnt:]]
         interior = xph[:, pb[0]:pb[0] + h, p, j0:j0 + cnt, :]
-        fills.append(_input_filler(src, x[None, :, :, w0::sw, :], interior, as_nhwc=False))
-    epilogue = ConvEpilogue(attrs, so)
-    tiled_bias = epilogue.fold(tap_weights, tiled_bias)
-    o = ctx.slot(out_name)[0]
-    acc_all = ctx.scratch(c1 * ho * wo * c2)[:c1 * ho * wo * c2].reshape(c1, ho, wo, c2)
+        fills.append(_input_filler(src, x[None, :, :, w0::sw, :], interior))
     tmp_all = ctx.scratch2(DEPTHWISE_BLOCK + wo * c2)
     # blocks: (c1 range, row range) of about DEPTHWISE_BLOCK floats
     row = wo * c2
@@ -250,7 +191,6 @@ def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so,
         compiled = _kernels.depthwise_rows(acc, xph[a1:b1, sh * r0:], tap_weights[:, a1:b1], tiled_bias[a1:b1],
                                            (kh, kw), (sh, sw))
         plan.append((acc, tmp, taps, tiled_bias[a1:b1], o[a1:b1, r0:r1], compiled))
-    pads = padding_lanes(so, ctx.slot(out_name))
     edges = [e for e in edges if e.size]
 
     def run() -> None:
@@ -270,5 +210,33 @@ def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so,
                 np.add(acc, block_bias, out=acc)
             epilogue(acc)
             cast_copy(dst, acc)
+        zero(pads)
+    return run
+
+
+def _native_depthwise(src: ConvInput, x: np.ndarray, border: float, tap_weights: np.ndarray, tiled_bias: np.ndarray,
+                      cw: ConvWeights, attrs: dict, epilogue: ConvEpilogue, o: np.ndarray, acc: np.ndarray,
+                      pads: list) -> Callable[[], None] | None:
+    """The depthwise step in one compiled pass straight from the input slot (`_kernels.depthwise`: the same taps,
+    weights and rounding as the numpy blocks), with the epilogue fused where the kernel has it; None when the
+    kernels are off or decline."""
+    g = cw.geometry
+    weights = np.ascontiguousarray(tap_weights[:, :, 0, 0, :])
+    bias = np.ascontiguousarray(tiled_bias[:, 0, 0, :])
+    geometry = (cw.kernel, tuple(g.strides), tuple(g.pads_begin[:2]))
+    act = fused_activation(attrs)
+    if src.kind == "fp16" and act is not None:
+        compiled = _kernels.depthwise(x, border, weights, bias, *geometry, out=o, activation=act)
+    elif src.kind == "int8" and epilogue.folds_output_scale:
+        compiled = _kernels.depthwise(x, border, weights, bias, *geometry, out=o, bounds=epilogue.bounds)
+    else:
+        sums = _kernels.depthwise(x, border, weights, bias, *geometry, y=acc)
+        store = copier(o, acc)
+        compiled = None if sums is None else lambda: (sums(), epilogue(acc), store())
+    if compiled is None:
+        return None
+
+    def run() -> None:
+        compiled()
         zero(pads)
     return run

@@ -7,7 +7,7 @@
   (`dtype=float32`, cast once on store); int8 uses a 65536-entry table indexed by the two stored bytes. When both
   inputs are functions of one tensor x (SiLU's Mul(x, Sigmoid(x))), one table over x's stored values.
 
-Table gathers use np.take(mode="clip"): indices are stored bit patterns, always in range, and skipping the bounds
+Table gathers run in the compiled kernels (`_kernels.lookup`), else np.take(mode="clip"): indices are stored bit patterns, always in range, and skipping the bounds
 check measured 20% faster than the default mode.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+import npurt._kernels as _kernels
 from npurt.exec.kernels import apply_activation
 from npurt.exec.inplace.epilogue import padding_lanes, stored_table, zero
 from npurt.exec.inplace.binding import StepBinding
@@ -31,8 +32,10 @@ def _gather_step(table: np.ndarray, src_name: str, out_name: str, ctx: StepBindi
     src, dst = bits(ctx.slot(src_name)), bits(ctx.slot(out_name))
     pads = padding_lanes(ctx.storage[out_name], ctx.slot(out_name))
 
+    gather = _kernels.lookup_fn(dst, table, src) or (lambda: np.take(table, src, out=dst, mode="clip"))
+
     def run() -> None:
-        np.take(table, src, out=dst, mode="clip")
+        gather()
         zero(pads)
     return run
 
@@ -68,8 +71,11 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
     if ka == "fp16":
         ufunc = BINARY[node.op_type]
         if attrs.get("activation") is None:
+            compute = _kernels.binary_f16_fn(node.op_type, o, a, b) or (
+                lambda: ufunc(a, b, out=o, dtype=np.float32, casting="unsafe"))
+
             def run() -> None:
-                ufunc(a, b, out=o, dtype=np.float32, casting="unsafe")
+                compute()
                 zero(pads)
             return run
         tmp = ctx.scratch(a.size)[:a.size].reshape(a.shape)
@@ -87,6 +93,13 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
     table = stored_table("int8", y, so)
     au, bu, ou = bits(a), bits(b), bits(o)
     index = ctx.typed_scratch(np.uint16, a.size).reshape(a.shape)      # temp: shared with other steps
+
+    compiled = _kernels.lookup_fn(ou, table, au, bu)
+    if compiled is not None:
+        def run_compiled() -> None:
+            compiled()
+            zero(pads)
+        return run_compiled
 
     def run_int8() -> None:
         np.left_shift(au, 8, out=index, dtype=np.uint16)

@@ -39,6 +39,12 @@ def cast_copy(dst: np.ndarray, src: np.ndarray) -> None:
         np.copyto(dst, src, casting="unsafe")
 
 
+def copier(dst: np.ndarray, src: np.ndarray):
+    """`cast_copy(dst, src)` prepared at bind: the compiled copy with its arguments decided once where the kernels
+    take the pair, else a function calling `cast_copy`."""
+    return _kernels.cast_fn(dst, src) or (lambda: cast_copy(dst, src))
+
+
 def stored_table(kind: str, y: np.ndarray, st) -> np.ndarray:
     """float32 results as the stored bit patterns (uint16 for fp16, uint8 for int8): the entries of a lookup table."""
     if kind == "fp16":

@@ -1,0 +1,346 @@
+/* float16-model Conv in float32 (see npurt_kernels.h, `struct npk_convf`): a direct convolution over a padded
+ * (C1, Hp, Wp, CC) input, every output summed over k = 0, 1, ... K-1 in that order, then + bias, the fused activation and the
+ * float16 store into the output's NC1HWC2 blocks. Inputs and weights hold float16 values, so each product is exact
+ * in float32 and a fused multiply-add rounds exactly as numpy's multiply-then-add: the AVX paths use FMA and still
+ * give the numpy reference's bits (`npurt.exec.inplace.conv_fp16.accumulate`).
+ */
+#include "npurt_kernels.h"
+#include "npurt_half.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define NPK_X86 1
+#include <immintrin.h>
+#endif
+
+enum { ACT_NONE = 0, ACT_RELU = 1, ACT_CLIP = 2, ACT_LEAKY = 3 };
+
+static inline float activate(float v, const struct npk_convf *p)
+{
+    if (v != v)
+        return v;
+    switch (p->act) {
+    case ACT_RELU: return v > 0.0f ? v : 0.0f;
+    case ACT_CLIP: v = v > p->p0 ? v : p->p0; return v < p->p1 ? v : p->p1;
+    case ACT_LEAKY: return v < 0.0f ? v * p->p0 : v;
+    default: return v;
+    }
+}
+
+/* channel ch (< n) of pixel pix: the float16 store, or the float32 result */
+static inline void store_one(const struct npk_convf *p, int64_t pix, int64_t ch, float v)
+{
+    if (!p->out) {
+        p->y[pix * p->n + ch] = v;
+        return;
+    }
+    if (ch < p->out_channels)
+        p->out[(ch / p->out_c2) * p->out_plane + pix * p->out_c2 + ch % p->out_c2] = f32_to_f16(activate(v, p));
+}
+
+static void convf_portable(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
+{
+    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n;
+    for (int64_t oy = oy_lo; oy < oy_hi; oy++)
+        for (int64_t ox = 0; ox < p->wo; ox++) {
+            const float *x0 = p->x + oy * p->sh * row + ox * p->sw * p->cc;
+            for (int64_t j = 0; j < n; j += 16) {
+                float acc[16] = {0};
+                const float *wk = p->w + j;
+                for (int dy = 0; dy < p->kh; dy++)
+                    for (int dx = 0; dx < p->kw; dx++)
+                        for (int64_t b = 0; b < p->c1; b++) {
+                            const float *xs = x0 + b * plane + dy * p->dh * row + dx * p->dw * p->cc;
+                            for (int64_t c = 0; c < p->cc; c++, wk += n)
+                                for (int t = 0; t < 16; t++) acc[t] = acc[t] + xs[c] * wk[t];
+                        }
+                for (int t = 0; t < 16; t++) store_one(p, oy * p->wo + ox, j + t, acc[t] + p->bias[j + t]);
+            }
+        }
+}
+
+#ifdef NPK_X86
+/* ---- AVX2 + FMA ------------------------------------------------------------------------------------------- */
+
+#define NPF_R2 6      /* 6 pixels x 2 ymm accumulators + 2 weights + 1 input = 15 ymm */
+
+__attribute__((target("avx2,fma,f16c")))
+static inline __attribute__((always_inline)) __m256 activate8(__m256 v, const struct npk_convf *p)
+{
+    __m256 r = v;
+    if (p->act == ACT_RELU) r = _mm256_max_ps(v, _mm256_setzero_ps());
+    else if (p->act == ACT_CLIP) r = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(p->p0)), _mm256_set1_ps(p->p1));
+    else if (p->act == ACT_LEAKY)
+        r = _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(p->p0)), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
+    return _mm256_blendv_ps(r, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));   /* NaN stays NaN */
+}
+
+__attribute__((target("avx2,fma,f16c")))
+static inline __attribute__((always_inline)) void store8(const struct npk_convf *p, int64_t pix, int64_t ch, __m256 v)
+{
+    if (!p->out) {
+        _mm256_storeu_ps(p->y + pix * p->n + ch, v);
+        return;
+    }
+    v = activate8(v, p);
+    if (ch + 8 > p->out_channels || p->out_c2 < 8 || _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) {
+        float t[8];
+        _mm256_storeu_ps(t, v);
+        for (int i = 0; i < 8 && ch + i < p->out_channels; i++)
+            p->out[((ch + i) / p->out_c2) * p->out_plane + pix * p->out_c2 + (ch + i) % p->out_c2] = f32_to_f16(t[i]);
+        return;
+    }
+    _mm_storeu_si128((__m128i *)(p->out + (ch / p->out_c2) * p->out_plane + pix * p->out_c2 + ch % p->out_c2),
+                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+__attribute__((target("avx2,fma,f16c")))
+static void convf_avx2(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
+{
+    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n;
+    for (int64_t oy = oy_lo; oy < oy_hi; oy++)
+        for (int64_t ox0 = 0; ox0 < p->wo; ox0 += NPF_R2) {
+            const int nr = p->wo - ox0 < NPF_R2 ? (int)(p->wo - ox0) : NPF_R2;
+            const float *xr[NPF_R2];
+            for (int r = 0; r < NPF_R2; r++)
+                xr[r] = p->x + oy * p->sh * row + (ox0 + (r < nr ? r : nr - 1)) * p->sw * p->cc;
+            for (int64_t j = 0; j < n; j += 16) {
+                __m256 acc[NPF_R2][2];
+                for (int r = 0; r < NPF_R2; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+                const float *wk = p->w + j;
+                for (int dy = 0; dy < p->kh; dy++)
+                    for (int dx = 0; dx < p->kw; dx++)
+                        for (int64_t b = 0; b < p->c1; b++) {
+                            const int64_t off = b * plane + dy * p->dh * row + dx * p->dw * p->cc;
+                            for (int64_t c = 0; c < p->cc; c++, wk += n) {
+                                const __m256 b0 = _mm256_loadu_ps(wk), b1 = _mm256_loadu_ps(wk + 8);
+                                for (int r = 0; r < NPF_R2; r++) {
+                                    const __m256 a = _mm256_broadcast_ss(xr[r] + off + c);
+                                    acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+                                    acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+                                }
+                            }
+                        }
+                const __m256 bias0 = _mm256_loadu_ps(p->bias + j), bias1 = _mm256_loadu_ps(p->bias + j + 8);
+                for (int r = 0; r < nr; r++) {
+                    store8(p, oy * p->wo + ox0 + r, j, _mm256_add_ps(acc[r][0], bias0));
+                    store8(p, oy * p->wo + ox0 + r, j + 8, _mm256_add_ps(acc[r][1], bias1));
+                }
+            }
+        }
+}
+
+/* ---- AVX-512 ---------------------------------------------------------------------------------------------- */
+
+#define NPF_R3 8      /* 8 pixels x 3 zmm accumulators + 3 weights + 1 input = 28 zmm */
+
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c,fma")))
+static inline __attribute__((always_inline)) void tilef_avx512(const struct npk_convf *p, const float *const *xr,
+                                                               int nr, int64_t j0, const int NJ, int64_t pix0)
+{
+    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n;
+    __m512 acc[NPF_R3][3];
+    for (int r = 0; r < NPF_R3; r++)
+        for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_setzero_ps();
+    const float *wk = p->w + j0 * 16;
+    for (int dy = 0; dy < p->kh; dy++)
+        for (int dx = 0; dx < p->kw; dx++)
+            for (int64_t bk = 0; bk < p->c1; bk++) {
+                const int64_t off = bk * plane + dy * p->dh * row + dx * p->dw * p->cc;
+                for (int64_t c = 0; c < p->cc; c++, wk += n) {
+                    __m512 b[3];
+                    for (int j = 0; j < NJ; j++) b[j] = _mm512_loadu_ps(wk + j * 16);
+                    for (int r = 0; r < NPF_R3; r++) {
+                        const __m512 a = _mm512_set1_ps(xr[r][off + c]);
+                        for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_fmadd_ps(a, b[j], acc[r][j]);
+                    }
+                }
+            }
+    for (int j = 0; j < NJ; j++) {
+        const int64_t ch = (j0 + j) * 16;
+        const __m512 bias = _mm512_loadu_ps(p->bias + ch);
+        for (int r = 0; r < nr; r++) {
+            const __m512 v = _mm512_add_ps(acc[r][j], bias);
+            store8(p, pix0 + r, ch, _mm512_castps512_ps256(v));
+            store8(p, pix0 + r, ch + 8, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        }
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c,fma")))
+static void convf_avx512(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
+{
+    const int64_t row = p->wp * p->cc, blocks = p->n / 16;
+    for (int64_t oy = oy_lo; oy < oy_hi; oy++)
+        for (int64_t ox0 = 0; ox0 < p->wo; ox0 += NPF_R3) {
+            const int nr = p->wo - ox0 < NPF_R3 ? (int)(p->wo - ox0) : NPF_R3;
+            const float *xr[NPF_R3];
+            for (int r = 0; r < NPF_R3; r++)
+                xr[r] = p->x + oy * p->sh * row + (ox0 + (r < nr ? r : nr - 1)) * p->sw * p->cc;
+            const int64_t pix0 = oy * p->wo + ox0;
+            int64_t j0 = 0;
+            for (; j0 + 3 <= blocks; j0 += 3) tilef_avx512(p, xr, nr, j0, 3, pix0);
+            if (blocks - j0 == 2) tilef_avx512(p, xr, nr, j0, 2, pix0);
+            else if (blocks - j0 == 1) tilef_avx512(p, xr, nr, j0, 1, pix0);
+        }
+}
+#endif
+
+int npk_convf(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
+{
+    if (p->cc < 1 || p->c1 < 1 || p->n % 16 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1
+        || oy_lo < 0 || oy_hi > p->ho || (!p->out && !p->y) || p->act < 0 || p->act > ACT_LEAKY
+        || (p->out && (p->out_c2 < 1 || p->out_channels > p->n))
+        || (int64_t)(p->ho - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh >= p->hp
+        || (int64_t)(p->wo - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw >= p->wp)
+        return -1;
+    if (oy_hi <= oy_lo || p->wo < 1 || p->n == 0)
+        return 0;
+#ifdef NPK_X86
+    int level = npk_level();
+    if (level >= 2) { convf_avx512(p, oy_lo, oy_hi); return 0; }
+    if (level == 1) { convf_avx2(p, oy_lo, oy_hi); return 0; }
+#endif
+    convf_portable(p, oy_lo, oy_hi);
+    return 0;
+}
+
+/* ---- depthwise conv straight from the NC1HWC2 slot ------------------------------------------------------------ */
+
+static inline float dw_load(const struct npk_dw *p, int64_t i)
+{
+    return p->xtype == 0 ? f16_to_f32(((const uint16_t *)p->x)[i]) : (float)((const int8_t *)p->x)[i];
+}
+
+static inline void dw_store(const struct npk_dw *p, int64_t i, float v)
+{
+    if (p->mode == 2) { p->y[i] = v; return; }
+    if (p->mode == 1) {
+        v = v > p->p0 ? v : p->p0;
+        v = v < p->p1 ? v : p->p1;
+        ((int8_t *)p->out)[i] = (int8_t)nearbyintf(v);
+        return;
+    }
+    struct npk_convf a = {0};
+    a.act = p->act; a.p0 = p->p0; a.p1 = p->p1;
+    ((uint16_t *)p->out)[i] = f32_to_f16(activate(v, &a));
+}
+
+static void dw_portable(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
+{
+    const int64_t c2 = p->c2, taps = (int64_t)p->kh * p->kw;
+    for (int64_t c = c_lo; c < c_hi; c++)
+        for (int64_t oy = 0; oy < p->ho; oy++)
+            for (int64_t ox = 0; ox < p->wo; ox++)
+                for (int64_t l = 0; l < c2; l++) {
+                    float acc = 0.0f;
+                    for (int64_t t = 0; t < taps; t++) {
+                        const int64_t iy = oy * p->sh + t / p->kw - p->pt, ix = ox * p->sw + t % p->kw - p->pl;
+                        const float xv = (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) ? p->border
+                                         : dw_load(p, ((c * p->h + iy) * p->ws + ix) * c2 + l);
+                        const float prod = xv * p->wt[(t * p->c1 + c) * c2 + l];
+                        acc = t == 0 ? prod : acc + prod;
+                    }
+                    dw_store(p, ((c * p->ho + oy) * p->wo + ox) * c2 + l, acc + p->bias[c * c2 + l]);
+                }
+}
+
+#ifdef NPK_X86
+__attribute__((target("avx2,fma,f16c")))
+static inline __attribute__((always_inline)) __m256 dw_load8(const struct npk_dw *p, int64_t i)
+{
+    if (p->xtype == 0)
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p->x + i)));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p->x + i))));
+}
+
+/* one output row of one block: acc[ox * c2 + l] over the taps in order, whole rows at a time */
+__attribute__((target("avx2,fma,f16c")))
+static void dw_row_avx2(const struct npk_dw *p, int64_t c, int64_t oy, float *acc)
+{
+    const int64_t c2 = p->c2, row = p->wo * c2;
+    const __m256 border = _mm256_set1_ps(p->border);
+    for (int t = 0; t < p->kh * p->kw; t++) {
+        const int dy = t / p->kw, dx = t % p->kw;
+        const int64_t iy = oy * p->sh + dy - p->pt;
+        const int inside = iy >= 0 && iy < p->h;
+        /* output columns whose input column ix = ox * sw + dx - pl is inside [0, w) */
+        int64_t lo = 0, hi = 0;
+        if (inside) {
+            lo = p->pl - dx > 0 ? (p->pl - dx + p->sw - 1) / p->sw : 0;
+            hi = p->w - 1 + p->pl - dx >= 0 ? (p->w - 1 + p->pl - dx) / p->sw + 1 : 0;
+            if (hi > p->wo) hi = p->wo;
+            if (lo > hi) lo = hi;
+        }
+        const float *wt = p->wt + (t * p->c1 + c) * c2;
+        const int64_t base = (c * p->h + iy) * p->ws * c2;
+        for (int64_t l = 0; l < c2; l += 8) {
+            const __m256 w8 = _mm256_loadu_ps(wt + l), pb = _mm256_mul_ps(border, w8);
+            float *a = acc + l;
+            int64_t ox = 0;
+            for (; ox < lo; ox++) {
+                __m256 v = t == 0 ? pb : _mm256_add_ps(_mm256_loadu_ps(a + ox * c2), pb);
+                _mm256_storeu_ps(a + ox * c2, v);
+            }
+            for (; ox < hi; ox++) {
+                const __m256 prod = _mm256_mul_ps(dw_load8(p, base + (ox * p->sw + dx - p->pl) * c2 + l), w8);
+                _mm256_storeu_ps(a + ox * c2, t == 0 ? prod : _mm256_add_ps(_mm256_loadu_ps(a + ox * c2), prod));
+            }
+            for (; ox < p->wo; ox++) {
+                __m256 v = t == 0 ? pb : _mm256_add_ps(_mm256_loadu_ps(a + ox * c2), pb);
+                _mm256_storeu_ps(a + ox * c2, v);
+            }
+        }
+    }
+    (void)row;
+}
+
+__attribute__((target("avx2,fma,f16c")))
+static int dw_avx2(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
+{
+    const int64_t c2 = p->c2, row = p->wo * c2;
+    const __m256 lo = _mm256_set1_ps(p->p0), hi = _mm256_set1_ps(p->p1);
+    float *acc = malloc((size_t)row * sizeof(float));
+    if (!acc)
+        return -1;
+    struct npk_convf a = {0};
+    a.act = p->act; a.p0 = p->p0; a.p1 = p->p1; a.out_c2 = 8; a.out_channels = 8; a.n = 8;
+    for (int64_t c = c_lo; c < c_hi; c++)
+        for (int64_t oy = 0; oy < p->ho; oy++) {
+            dw_row_avx2(p, c, oy, acc);
+            const int64_t o0 = (c * p->ho + oy) * row;
+            for (int64_t i = 0; i < row; i += 8) {
+                const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(p->bias + c * c2 + i % c2));
+                if (p->mode == 2) {
+                    _mm256_storeu_ps(p->y + o0 + i, v);
+                } else if (p->mode == 1) {
+                    __m256i q = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+                    __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+                    _mm_storel_epi64((__m128i *)((int8_t *)p->out + o0 + i), _mm_packs_epi16(q16, q16));
+                } else {
+                    a.out = (uint16_t *)p->out + o0 + i;
+                    store8(&a, 0, 0, v);
+                }
+            }
+        }
+    free(acc);
+    return 0;
+}
+#endif
+
+int npk_depthwise(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
+{
+    if (p->c2 < 1 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->xtype < 0 || p->xtype > 1
+        || p->mode < 0 || p->mode > 2 || c_lo < 0 || c_hi > p->c1 || p->ws < p->w || p->act < 0 || p->act > ACT_LEAKY
+        || (p->mode == 2 ? !p->y : !p->out) || (p->mode == 0 && p->xtype != 0) || (p->mode == 1 && p->xtype != 1))
+        return -1;
+#ifdef NPK_X86
+    if (npk_level() >= 1 && p->c2 % 8 == 0)
+        return dw_avx2(p, c_lo, c_hi);
+#endif
+    dw_portable(p, c_lo, c_hi);
+    return 0;
+}

@@ -1,0 +1,266 @@
+/* int8 convolution in integers (see npurt_kernels.h, `struct npk_conv8`): int8 x int8 products summed in int32, as
+ * the NPU does, then one float32 requantisation fused with the store into the output's NC1HWC2 blocks.
+ * - AVX-512 VNNI (level 3): vpdpbusd multiplies u8 x s8 and adds groups of 4 into int32 without intermediate
+ *   saturation. The input is made unsigned by flipping its sign bit (x + 128); the extra 128 * sum(w) per output
+ *   channel is removed with the input zero point's correction, exactly.
+ * - AVX2 / AVX-512 without VNNI (levels 1, 2): the input sign-extended to int16 (a scratch), vpmaddwd on pairs:
+ *   (-128) * (-128) * 2 = 32768 fits int32 (vpmaddubsw's int16 saturation is never used).
+ * - portable C (level 0): plain int32 loops.
+ * The epilogue is the same float32 sequence everywhere (built with -ffp-contract=off): y = float(acc - zp * sum(w))
+ * * mult + bias, then either clamp to [lo, hi], round to nearest even and store int8, or store y as float32.
+ */
+#include "npurt_kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define NPK_X86 1
+#include <immintrin.h>
+#endif
+
+static inline int32_t load32(const void *p) { int32_t v; memcpy(&v, p, 4); return v; }
+
+static int weight_format(int level)   /* 0: int8 (K, N); 1: int16 pairs (K/2, N, 2); 3: int8 quads (K/4, N, 4) */
+{
+    return level >= 3 ? 3 : (level >= 1 ? 1 : 0);
+}
+
+int64_t npk_conv8_packed_size(int64_t k, int64_t n, int level)
+{
+    return weight_format(level) == 1 ? 2 * k * n : k * n;
+}
+
+int npk_conv8_pack(const int8_t *w, int64_t k, int64_t n, void *packed, int level)
+{
+    int f = weight_format(level);
+    if (k < 0 || n < 0 || k % 4 || n % 16)
+        return -1;
+    if (f == 0) {
+        memcpy(packed, w, (size_t)(k * n));
+    } else if (f == 1) {
+        int16_t *d = packed;
+        for (int64_t p = 0; p < k / 2; p++)
+            for (int64_t j = 0; j < n; j++)
+                for (int t = 0; t < 2; t++) d[(p * n + j) * 2 + t] = w[(2 * p + t) * n + j];
+    } else {
+        int8_t *d = packed;
+        for (int64_t q = 0; q < k / 4; q++)
+            for (int64_t j = 0; j < n; j++)
+                for (int t = 0; t < 4; t++) d[(q * n + j) * 4 + t] = w[(4 * q + t) * n + j];
+    }
+    return 0;
+}
+
+static inline float requant(int32_t acc, float m, float b) { float f = (float)acc * m; return f + b; }
+
+static inline int8_t clamp_round(float f, float lo, float hi)
+{
+    f = f < lo ? lo : f;          /* numpy's clip: maximum, then minimum */
+    f = f > hi ? hi : f;
+    return (int8_t)nearbyintf(f);
+}
+
+/* ---- portable ----------------------------------------------------------------------------------------------- */
+
+static void conv8_portable(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
+{
+    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n;
+    const int8_t *w = p->w;
+    for (int64_t oy = oy_lo; oy < oy_hi; oy++)
+        for (int64_t ox = 0; ox < p->wo; ox++) {
+            const int8_t *x0 = p->x + oy * p->sh * row + ox * p->sw * p->cc;
+            const int64_t pix = oy * p->wo + ox;
+            for (int64_t j = 0; j < n; j += 16) {
+                int32_t acc[16] = {0};
+                int64_t k = 0;
+                for (int dy = 0; dy < p->kh; dy++)
+                    for (int dx = 0; dx < p->kw; dx++)
+                        for (int64_t c = 0; c < p->c1; c++) {
+                            const int8_t *xs = x0 + c * plane + dy * p->dh * row + dx * p->dw * p->cc;
+                            for (int64_t l = 0; l < p->cc; l++, k++) {
+                                const int32_t xv = xs[l];
+                                const int8_t *wk = w + k * n + j;
+                                for (int t = 0; t < 16; t++) acc[t] += xv * wk[t];
+                            }
+                        }
+                for (int t = 0; t < 16; t++) {
+                    float f = requant(acc[t] - p->zp * p->colsum[j + t], p->mult[j + t], p->bias[j + t]);
+                    if (p->out)
+                        p->out[(j / 16) * p->out_plane + pix * 16 + t] = clamp_round(f, p->lo, p->hi);
+                    else
+                        p->y[pix * n + j + t] = f;
+                }
+            }
+        }
+}
+
+#ifdef NPK_X86
+/* ---- AVX2 (vpmaddwd on int16 pairs) ------------------------------------------------------------------------- */
+
+#define NPK_R2 6     /* output pixels per tile: 6 x 2 accumulators + 2 weights + 1 input = 15 ymm */
+
+__attribute__((target("avx2")))
+static void widen_rows(const struct npk_conv8 *p, int64_t r_lo, int64_t r_hi)
+{
+    const int64_t row = p->wp * p->cc, plane = p->hp * row;
+    for (int64_t c = 0; c < p->c1; c++) {
+        int64_t i = c * plane + r_lo * row;
+        const int64_t end = c * plane + r_hi * row;
+        for (; i + 16 <= end; i += 16)
+            _mm256_storeu_si256((__m256i *)(p->wide + i),
+                                _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p->x + i))));
+        for (; i < end; i++) p->wide[i] = p->x[i];
+    }
+}
+
+__attribute__((target("avx2")))
+static inline __m256 requant8_avx2(__m256i acc, const struct npk_conv8 *p, int64_t ch)
+{
+    __m256i corr = _mm256_mullo_epi32(_mm256_set1_epi32(p->zp), _mm256_loadu_si256((const __m256i *)(p->colsum + ch)));
+    __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc, corr));
+    f = _mm256_mul_ps(f, _mm256_loadu_ps(p->mult + ch));
+    return _mm256_add_ps(f, _mm256_loadu_ps(p->bias + ch));
+}
+
+__attribute__((target("avx2")))
+static void conv8_avx2(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
+{
+    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n, npairs = p->cc / 2;
+    const int64_t need_lo = oy_lo * p->sh, need_hi = (oy_hi - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh + 1;
+    if (oy_hi <= oy_lo)
+        return;
+    widen_rows(p, need_lo, need_hi < p->hp ? need_hi : p->hp);
+    const __m256 lo = _mm256_set1_ps(p->lo), hi = _mm256_set1_ps(p->hi);
+    for (int64_t oy = oy_lo; oy < oy_hi; oy++)
+        for (int64_t ox0 = 0; ox0 < p->wo; ox0 += NPK_R2) {
+            const int nr = p->wo - ox0 < NPK_R2 ? (int)(p->wo - ox0) : NPK_R2;
+            const int16_t *xr[NPK_R2];
+            for (int r = 0; r < NPK_R2; r++)
+                xr[r] = p->wide + oy * p->sh * row + (ox0 + (r < nr ? r : nr - 1)) * p->sw * p->cc;
+            for (int64_t j = 0; j < n; j += 16) {
+                __m256i acc[NPK_R2][2];
+                for (int r = 0; r < NPK_R2; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+                const int16_t *wq = (const int16_t *)p->w + j * 2;
+                for (int dy = 0; dy < p->kh; dy++)
+                    for (int dx = 0; dx < p->kw; dx++)
+                        for (int64_t c = 0; c < p->c1; c++) {
+                            const int64_t off = c * plane + dy * p->dh * row + dx * p->dw * p->cc;
+                            for (int64_t q = 0; q < npairs; q++, wq += n * 2) {
+                                const __m256i b0 = _mm256_loadu_si256((const __m256i *)wq);
+                                const __m256i b1 = _mm256_loadu_si256((const __m256i *)(wq + 16));
+                                for (int r = 0; r < NPK_R2; r++) {
+                                    const __m256i a = _mm256_set1_epi32(load32(xr[r] + off + 2 * q));
+                                    acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(a, b0));
+                                    acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(a, b1));
+                                }
+                            }
+                        }
+                for (int r = 0; r < nr; r++) {
+                    const int64_t pix = oy * p->wo + ox0 + r;
+                    __m256 f0 = requant8_avx2(acc[r][0], p, j), f1 = requant8_avx2(acc[r][1], p, j + 8);
+                    if (!p->out) {
+                        _mm256_storeu_ps(p->y + pix * n + j, f0);
+                        _mm256_storeu_ps(p->y + pix * n + j + 8, f1);
+                        continue;
+                    }
+                    f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);
+                    f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
+                    __m256i w16 = _mm256_permute4x64_epi64(
+                        _mm256_packs_epi32(_mm256_cvtps_epi32(f0), _mm256_cvtps_epi32(f1)), 0xD8);
+                    __m128i w8 = _mm_packs_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
+                    _mm_storeu_si128((__m128i *)(p->out + (j / 16) * p->out_plane + pix * 16), w8);
+                }
+            }
+        }
+}
+
+/* ---- AVX-512 VNNI (vpdpbusd on u8 x s8 quads) --------------------------------------------------------------- */
+
+#define NPK_R3 8     /* output pixels per tile: 8 x 3 accumulators + 3 weights + 1 input = 28 zmm */
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+static inline __attribute__((always_inline)) void tile_vnni(const struct npk_conv8 *p, const int8_t *const *xr,
+                                                            int nr, int64_t j0, const int NJ, int64_t pix0)
+{
+    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n, nquads = p->cc / 4;
+    const __m512i flip = _mm512_set1_epi32((int)0x80808080u);
+    __m512i acc[NPK_R3][3];
+    for (int r = 0; r < NPK_R3; r++)
+        for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_setzero_si512();
+    const int8_t *wq = (const int8_t *)p->w + j0 * 64;
+    for (int dy = 0; dy < p->kh; dy++)
+        for (int dx = 0; dx < p->kw; dx++)
+            for (int64_t c = 0; c < p->c1; c++) {
+                const int64_t off = c * plane + dy * p->dh * row + dx * p->dw * p->cc;
+                for (int64_t q = 0; q < nquads; q++, wq += n * 4) {
+                    __m512i b[3];
+                    for (int j = 0; j < NJ; j++) b[j] = _mm512_loadu_si512((const void *)(wq + j * 64));
+                    for (int r = 0; r < NPK_R3; r++) {
+                        const __m512i a = _mm512_xor_si512(_mm512_set1_epi32(load32(xr[r] + off + 4 * q)), flip);
+                        for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], a, b[j]);
+                    }
+                }
+            }
+    const __m512 lo = _mm512_set1_ps(p->lo), hi = _mm512_set1_ps(p->hi);
+    const __m512i zp = _mm512_set1_epi32(128 + p->zp);
+    for (int j = 0; j < NJ; j++) {
+        const int64_t ch = (j0 + j) * 16;
+        const __m512i corr = _mm512_mullo_epi32(zp, _mm512_loadu_si512((const void *)(p->colsum + ch)));
+        const __m512 m = _mm512_loadu_ps(p->mult + ch), bias = _mm512_loadu_ps(p->bias + ch);
+        for (int r = 0; r < nr; r++) {
+            __m512 f = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][j], corr)), m), bias);
+            if (!p->out) {
+                _mm512_storeu_ps(p->y + (pix0 + r) * n + ch, f);
+                continue;
+            }
+            f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+            _mm_storeu_si128((__m128i *)(p->out + (j0 + j) * p->out_plane + (pix0 + r) * 16),
+                             _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(f)));
+        }
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+static void conv8_vnni(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
+{
+    const int64_t row = p->wp * p->cc, blocks = p->n / 16;
+    for (int64_t oy = oy_lo; oy < oy_hi; oy++)
+        for (int64_t ox0 = 0; ox0 < p->wo; ox0 += NPK_R3) {
+            const int nr = p->wo - ox0 < NPK_R3 ? (int)(p->wo - ox0) : NPK_R3;
+            const int8_t *xr[NPK_R3];
+            for (int r = 0; r < NPK_R3; r++)
+                xr[r] = p->x + oy * p->sh * row + (ox0 + (r < nr ? r : nr - 1)) * p->sw * p->cc;
+            const int64_t pix0 = oy * p->wo + ox0;
+            int64_t j0 = 0;
+            for (; j0 + 3 <= blocks; j0 += 3) tile_vnni(p, xr, nr, j0, 3, pix0);
+            if (blocks - j0 == 2) tile_vnni(p, xr, nr, j0, 2, pix0);
+            else if (blocks - j0 == 1) tile_vnni(p, xr, nr, j0, 1, pix0);
+        }
+}
+#endif
+
+int npk_conv8(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
+{
+    if (p->cc < 4 || p->cc % 4 || p->n % 16 || p->c1 < 1 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1
+        || p->dh < 1 || p->dw < 1 || oy_lo < 0 || oy_hi > p->ho || (!p->out && !p->y)
+        || (int64_t)(p->ho - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh >= p->hp
+        || (int64_t)(p->wo - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw >= p->wp)
+        return -1;
+    if (oy_hi <= oy_lo || p->wo < 1 || p->n == 0)
+        return 0;
+#ifdef NPK_X86
+    int f = weight_format(p->level);
+    if (f == 3 && npk_cpu_level() >= 3) { conv8_vnni(p, oy_lo, oy_hi); return 0; }
+    if (f == 1 && npk_cpu_level() >= 1) {
+        if (!p->wide)
+            return -1;
+        conv8_avx2(p, oy_lo, oy_hi);
+        return 0;
+    }
+    if (f != 0)
+        return -1;
+#endif
+    conv8_portable(p, oy_lo, oy_hi);
+    return 0;
+}

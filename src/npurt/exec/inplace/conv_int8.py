@@ -1,0 +1,146 @@
+"""Dense int8 Conv in integers, as the NPU computes it: int8 codes x int8 weight codes summed exactly (int32 in the
+compiled kernel `npurt._kernels.int8_conv`; in numpy, BLAS on float32 / float64 where every partial sum is an exact
+integer), the input zero point removed as zp * sum(w) per output channel, then one float32 requantisation
+f = float(acc) * (s_x * s_w / s_o) + (bias / s_o + zp_o), clamped (the fused Relu / Clip and int8 saturation),
+rounded to nearest even and stored into the output's NC1HWC2 slot. Other fused activations get f in the real
+domain and go through `ConvEpilogue`. The numpy path is the reference the compiled kernel matches byte for byte.
+
+The input is copied into a padded int8 buffer (C1, Hp, Wp, CC) whose border holds the zero point, so padding
+contributes (zp - zp) * w = 0; CC is the input's C2 (NC1HWC2) or its channels rounded up to 4 (NHWC, e.g. a model
+input: the step's own buffer, its border and spare lanes written once at bind).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+import npurt._kernels as _kernels
+from npurt.exec.inplace.binding import StepBinding
+from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, padding_lanes, zero
+from npurt.exec.inplace.slots import Skip
+
+EXACT_F32_TERMS = (1 << 24) // (128 * 128)       # K up to which float32 sums of int8 x int8 products are exact
+
+
+def columns(xpad: np.ndarray, kernel, strides, dilations, out_hw) -> np.ndarray:
+    """im2col of a padded (C1, Hp, Wp, CC) input: (Ho * Wo, kh * kw * C1 * CC) in (dy, dx, c1, lane) order."""
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, strides, dilations, out_hw
+    c1, _, _, cc = xpad.shape
+    cols = np.empty((ho, wo, kh, kw, c1, cc), xpad.dtype)
+    for dy in range(kh):
+        for dx in range(kw):
+            tap = xpad[:, dy * dh:dy * dh + sh * (ho - 1) + 1:sh, dx * dw:dx * dw + sw * (wo - 1) + 1:sw]
+            cols[:, :, dy, dx] = tap.transpose(1, 2, 0, 3)
+    return cols.reshape(ho * wo, kh * kw * c1 * cc)
+
+
+def accumulate(cols: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """cols (P, K) int8 @ weights (K, N) int8 as exact int64 sums (BLAS in float32 while every partial sum fits its
+    24-bit mantissa, else float64)."""
+    ft = np.float32 if cols.shape[1] <= EXACT_F32_TERMS else np.float64
+    return np.matmul(cols.astype(ft), weights.astype(ft)).astype(np.int64)
+
+
+def requantize(acc: np.ndarray, colsum: np.ndarray, zp: int, mult: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """float32(acc - zp * colsum) * mult + bias, in float32 (the compiled kernel's epilogue)."""
+    f = (acc - np.int64(zp) * colsum.astype(np.int64)).astype(np.float32)
+    np.multiply(f, mult, out=f)
+    np.add(f, bias, out=f)
+    return f
+
+
+def weight_codes(ctx: StepBinding, wname: str, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """(codes (M, C, kh, kw) int8, per-output-channel scales (M,) float64) of a conv's int8 weights; Skip when the
+    weights are not int8 quantised per tensor or per output channel."""
+    got = ctx.weight_codes(wname)
+    if got is None:
+        raise Skip
+    codes, scales, axis = got
+    if codes.dtype != np.int8 or codes.ndim != 4 or codes.shape[0] != m or (scales.size != 1 and (
+            axis != 0 or scales.size != m)):
+        raise Skip
+    return codes, np.broadcast_to(np.asarray(scales, np.float64).reshape(-1), (m,))
+
+
+def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Callable[[], None]:
+    """The step of a dense (group 1) int8 conv; `src` a ConvInput, `cw` its ConvWeights."""
+    si = src.storage
+    o1, o2 = so.dims[1], so.dims[4]
+    if o2 != 16:
+        raise Skip
+    m, cin = so.shape[1], si.shape[1]
+    codes, wscale = weight_codes(ctx, cw.name, m)
+    h, wd, kh, kw, ho, wo, sh, sw, hp, wp, _ = cw.sizes(si)
+    pb = cw.geometry.pads_begin
+    if src.layout == "nc1hwc2":
+        c1, cc = si.dims[1], si.dims[4]
+        if cc % 4:
+            raise Skip
+    else:
+        c1, cc = 1, -(-cin // 4) * 4
+    n = o1 * 16
+    wk = np.zeros((kh, kw, c1 * cc, n), np.int8)
+    wk[:, :, :cin, :m] = codes.transpose(2, 3, 1, 0)
+    wk = np.ascontiguousarray(wk.reshape(kh * kw * c1 * cc, n))
+    colsum = wk.sum(axis=0, dtype=np.int64).astype(np.int32)
+    zp = int(si.zp)
+    epilogue = ConvEpilogue(attrs, so)
+    scale = np.zeros(n)
+    scale[:m] = float(si.scale) * wscale
+    bias = np.zeros(n, np.float32)
+    if cw.bias is not None:
+        bias[:m] = cw.bias
+    if epilogue.folds_output_scale:
+        mult = (scale / float(so.scale)).astype(np.float32)
+        bias = (bias.astype(np.float64) / float(so.scale) + float(so.zp)).astype(np.float32)
+        bias[m:] = 0
+    else:
+        mult = scale.astype(np.float32)
+    geometry = ((kh, kw), (sh, sw), tuple(cw.geometry.dilations), (ho, wo))
+
+    x = ctx.slot(src.name)
+    if src.layout == "nc1hwc2":
+        xpad = ctx.temp.take("padded8", np.int8, c1 * hp * wp * cc).reshape(c1, hp, wp, cc)
+        values, interior = x[0], xpad[:, pb[0]:pb[0] + h, pb[1]:pb[1] + wd]
+    else:       # NHWC (few channels, e.g. a model input): the step's own buffer, border and spare lanes written here
+        xpad = ctx.temp.take(f"padded8 {out_name}", np.int8, hp * wp * cc).reshape(1, hp, wp, cc)
+        xpad.fill(zp)
+        values, interior = x[0, :, :wd, :cin], xpad[0, pb[0]:pb[0] + h, pb[1]:pb[1] + wd, :cin]
+    edges = [e for e in [xpad[:, :pb[0]], xpad[:, pb[0] + h:], xpad[:, pb[0]:pb[0] + h, :pb[1]],
+                         xpad[:, pb[0]:pb[0] + h, pb[1] + wd:]] if e.size] if src.layout == "nc1hwc2" else []
+    fill = copier(interior, values)
+    o = ctx.slot(out_name)
+    pads = padding_lanes(so, o)
+    folded = epilogue.folds_output_scale
+    lo, hi = epilogue.bounds if folded else (-128.0, 127.0)
+    y = None if folded else ctx.scratch(ho * wo * n)[:ho * wo * n].reshape(ho * wo, n)
+    dst = o[0].reshape(o1, ho, wo, 16)
+    compiled = _kernels.int8_conv(xpad, wk, colsum, zp, mult, bias, *geometry, out=dst if folded else None,
+                                  bounds=(lo, hi), y=y,
+                                  wide=lambda k: ctx.temp.take("wide16", np.int16, k))
+    if not folded:
+        stored = ctx.typed_scratch(np.int8, ho * wo * n).reshape(ho * wo, n)
+        groups = stored.view("V16").reshape(ho * wo, o1).T
+        dst_groups = o[0].reshape(o1, ho * wo, 16).view("V16")[..., 0]
+
+    def run() -> None:
+        for e in edges:
+            e.fill(zp)
+        fill()
+        if compiled is not None:
+            compiled()
+        else:
+            f = requantize(accumulate(columns(xpad, *geometry), wk), colsum, zp, mult, bias)
+            if folded:
+                np.clip(f, np.float32(lo), np.float32(hi), out=f)
+                np.rint(f, out=f)
+                np.copyto(dst, f.reshape(ho, wo, o1, 16).transpose(2, 0, 1, 3), casting="unsafe")
+            else:
+                np.copyto(y, f)
+        if not folded:
+            epilogue(y)
+            cast_copy(stored, y)
+            np.copyto(dst_groups, groups)
+        zero(pads)
+    return run

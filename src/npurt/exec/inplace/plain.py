@@ -1,0 +1,112 @@
+"""Ops on plain slots: tensors stored in their logical shape, C order (UNDEFINED or NCHW layout, no padded rows), as
+float16 or quantised int8 — a detection head's (1, C, N) tensors. Concat / Split are block copies (int8 with other
+quantisation through the 256-entry requantisation table); unary ops are the table gather of `elementwise`."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+import npurt._kernels as _kernels
+from npurt.exec.inplace.binding import StepBinding
+from npurt.exec.inplace.epilogue import copier, stored_table
+from npurt.exec.inplace.slots import Skip, all_values, bits
+from npurt.tensor import DType, Layout
+
+
+def plain_kind(st) -> str | None:
+    """'fp16' / 'int8' for a tensor stored plainly (its logical shape in C order), else None."""
+    if st.layout not in (Layout.UNDEFINED, Layout.NCHW) or tuple(st.dims) != tuple(st.shape):
+        return None
+    if st.dtype is DType.FLOAT16 and not st.quantized:
+        return "fp16"
+    if st.dtype is DType.INT8 and st.quantized:
+        return "int8"
+    return None
+
+
+def _plain(name: str, ctx: StepBinding) -> tuple[Any, str]:
+    if not name or name not in ctx.storage or name in ctx.constants:
+        raise Skip
+    st = ctx.storage[name]
+    kind = plain_kind(st)
+    if kind is None:
+        raise Skip
+    return st, kind
+
+
+def _mover(dst: np.ndarray, src: np.ndarray, si, so, kind: str) -> Callable[[], None]:
+    """Copy `src` into `dst`, requantised through a table when int8 quantisations differ."""
+    if kind == "fp16" or (si.scale == so.scale and si.zp == so.zp):
+        return copier(dst, src)
+    _, values = all_values("int8", si)
+    table = stored_table("int8", values, so)
+    d, s = bits(dst), bits(src)
+    return _kernels.lookup_fn(d, table, s) or (lambda: np.take(table, s, out=d, mode="clip"))
+
+
+def _axis(attrs: dict, ndim: int) -> int:
+    axis = int(attrs.get("axis", 0))
+    return axis + ndim if axis < 0 else axis
+
+
+def concat(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
+    so, ko = _plain(node.outputs[0], ctx)
+    axis = _axis(attrs, len(so.shape))
+    o = ctx.slot(node.outputs[0])
+    moves, start = [], 0
+    for t in (t for t in node.inputs if t):
+        si, ki = _plain(t, ctx)
+        if ki != ko or len(si.shape) != len(so.shape) or si.shape[:axis] != so.shape[:axis] \
+                or si.shape[axis + 1:] != so.shape[axis + 1:]:
+            raise Skip
+        n = si.shape[axis]
+        moves.append(_mover(o[(slice(None),) * axis + (slice(start, start + n),)], ctx.slot(t), si, so, ko))
+        start += n
+    if start != so.shape[axis]:
+        raise Skip
+
+    def run() -> None:
+        for move in moves:
+            move()
+    return run
+
+
+def split(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
+    si, ki = _plain(node.inputs[0], ctx)
+    if len(node.inputs) > 1 and node.inputs[1] and node.inputs[1] not in ctx.constants:
+        raise Skip
+    axis = _axis(attrs, len(si.shape))
+    x = ctx.slot(node.inputs[0])
+    moves, start = [], 0
+    for t in node.outputs:
+        so, ko = _plain(t, ctx)
+        if ko != ki or len(so.shape) != len(si.shape) or so.shape[:axis] != si.shape[:axis] \
+                or so.shape[axis + 1:] != si.shape[axis + 1:]:
+            raise Skip
+        n = so.shape[axis]
+        moves.append(_mover(ctx.slot(t), x[(slice(None),) * axis + (slice(start, start + n),)], si, so, ki))
+        start += n
+    if start != si.shape[axis]:
+        raise Skip
+
+    def run() -> None:
+        for move in moves:
+            move()
+    return run
+
+
+def unary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
+    """A unary op between two plain slots of one shape: a table over every stored value, computed at bind by the
+    op's own kernel (as `elementwise.unary`)."""
+    si, ki = _plain(node.inputs[0], ctx)
+    so, ko = _plain(node.outputs[0], ctx)
+    if ki != ko or si.shape != so.shape or len(node.outputs) != 1 or any(t for t in node.inputs[1:]):
+        raise Skip
+    _, values = all_values(ki, si)
+    y = kernel([values], attrs)[0]
+    if y.shape != values.shape:
+        raise Skip
+    table = stored_table(ki, y, so)
+    src, dst = bits(ctx.slot(node.inputs[0])), bits(ctx.slot(node.outputs[0]))
+    return _kernels.lookup_fn(dst, table, src) or (lambda: np.take(table, src, out=dst, mode="clip"))

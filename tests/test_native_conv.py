@@ -1,0 +1,205 @@
+"""The compiled dense Conv kernels on every instruction set this CPU has: the int8 one sums in integers exactly
+(against int64 numpy, on adversarial codes: -128 x -128 everywhere, long K, zero points at both ends so the VNNI
+path's unsigned input reaches 255), the float16 one matches its numpy reference byte for byte; and whole Conv
+models over random shapes (stride, dilation, groups, pads, odd widths, padded lanes) store the same bytes with the
+kernels on at each level as with them off."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+
+import npurt
+import npurt._kernels as K
+from npurt.exec.executor import Executor, allocate
+from npurt.exec.inplace import conv_fp16, conv_int8
+from npurt.runtime.user_io import pack_input
+
+
+def _int8_case(rng, c1, cc, hp, wp, kernel, strides, dilations, n, fill):
+    kh, kw = kernel
+    ho = (hp - (kh - 1) * dilations[0] - 1) // strides[0] + 1
+    wo = (wp - (kw - 1) * dilations[1] - 1) // strides[1] + 1
+    k = kh * kw * c1 * cc
+    if fill == "min":                      # every product is (-128) * (-128)
+        x = np.full((c1, hp, wp, cc), -128, np.int8)
+        w = np.full((k, n), -128, np.int8)
+    else:
+        x = rng.integers(-128, 128, (c1, hp, wp, cc), dtype=np.int8)
+        w = rng.integers(-128, 128, (k, n), dtype=np.int8)
+    return x, w, (ho, wo)
+
+
+def _int64_conv(x, w, kernel, strides, dilations, out_hw, zp):
+    cols = conv_int8.columns(x, kernel, strides, dilations, out_hw).astype(np.int64)
+    return cols @ w.astype(np.int64) - zp * w.astype(np.int64).sum(axis=0)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(c1=st.integers(1, 3), cc=st.sampled_from([4, 8, 16]), size=st.tuples(st.integers(1, 9), st.integers(1, 11)),
+       kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)), strides=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+       dilations=st.tuples(st.integers(1, 2), st.integers(1, 2)), blocks=st.integers(1, 5),
+       zp=st.sampled_from([-128, -1, 0, 127]), fill=st.sampled_from(["random", "min"]), seed=st.integers(0, 2**16))
+def test_int8_conv_sums_exactly(level, c1, cc, size, kernel, strides, dilations, blocks, zp, fill, seed):
+    rng = np.random.default_rng(seed)
+    hp = size[0] + (kernel[0] - 1) * dilations[0]
+    wp = size[1] + (kernel[1] - 1) * dilations[1]
+    n = 16 * blocks
+    x, w, out_hw = _int8_case(rng, c1, cc, hp, wp, kernel, strides, dilations, n, fill)
+    want = _int64_conv(x, w, kernel, strides, dilations, out_hw, zp)
+    colsum = w.astype(np.int64).sum(axis=0).astype(np.int32)
+    # mult 1, bias 0 and float32 output: the int32 sum itself (exact in float32 below 2**24)
+    ones, zeros = np.ones(n, np.float32), np.zeros(n, np.float32)
+    y = np.empty((out_hw[0] * out_hw[1], n), np.float32)
+    run = K.int8_conv(x, w, colsum, zp, ones, zeros, kernel, strides, dilations, out_hw, y=y,
+                      wide=lambda k: np.empty(k, np.int16))
+    assert run is not None
+    run()
+    np.testing.assert_array_equal(y, want.astype(np.float32))
+    np.testing.assert_array_equal(conv_int8.accumulate(conv_int8.columns(x, kernel, strides, dilations, out_hw), w)
+                                  - zp * colsum.astype(np.int64), want)
+    # the fused requantisation and int8 store into NC1HWC2 blocks, against numpy's float32 sequence
+    mult = rng.uniform(1e-5, 1e-3, n).astype(np.float32)
+    bias = rng.uniform(-20, 20, n).astype(np.float32)
+    lo, hi = (-128.0, 127.0) if seed % 2 else (-3.5, 90.25)
+    out = np.empty((blocks,) + out_hw + (16,), np.int8)
+    K.int8_conv(x, w, colsum, zp, mult, bias, kernel, strides, dilations, out_hw, out=out, bounds=(lo, hi),
+                wide=lambda k: np.empty(k, np.int16))()
+    f = conv_int8.requantize(want + zp * colsum.astype(np.int64), colsum, zp, mult, bias)
+    f = np.rint(np.clip(f, np.float32(lo), np.float32(hi))).astype(np.int8)
+    np.testing.assert_array_equal(out, f.reshape(out_hw + (blocks, 16)).transpose(2, 0, 1, 3))
+
+
+def test_int8_conv_long_k(level):
+    """K = 8192 of (-128) * (-128): sums of 2**27, past float32's exact range, exact in int32 and in the reference."""
+    c1, cc, n = 512, 16, 32
+    x = np.full((c1, 1, 3, cc), -128, np.int8)
+    w = np.full((c1 * cc, n), -128, np.int8)
+    w[::3] = 127
+    colsum = w.astype(np.int64).sum(axis=0).astype(np.int32)
+    y = np.empty((3, n), np.float32)
+    K.int8_conv(x, w, colsum, 127, np.ones(n, np.float32), np.zeros(n, np.float32), (1, 1), (1, 1), (1, 1), (1, 3),
+                y=y, wide=lambda k: np.empty(k, np.int16))()
+    want = _int64_conv(x, w, (1, 1), (1, 1), (1, 1), (1, 3), 127)
+    assert np.abs(want).max() > 2 ** 24
+    np.testing.assert_array_equal(y, want.astype(np.float32))
+    got = conv_int8.accumulate(conv_int8.columns(x, (1, 1), (1, 1), (1, 1), (1, 3)), w) - 127 * colsum.astype(np.int64)
+    np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(c1=st.integers(1, 3), cp=st.integers(1, 20), size=st.tuples(st.integers(1, 7), st.integers(1, 13)),
+       kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)), strides=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+       blocks=st.integers(1, 4), c2=st.sampled_from([8, 16]), act=st.sampled_from([None, "Relu", "Clip", "LeakyRelu"]),
+       seed=st.integers(0, 2**16))
+def test_float_conv_matches_the_ordered_sum(level, c1, cp, size, kernel, strides, blocks, c2, act, seed):
+    rng = np.random.default_rng(seed)
+    hp, wp = size[0] + kernel[0] - 1, size[1] + kernel[1] - 1
+    geometry = (kernel, strides, (1, 1), ((hp - kernel[0]) // strides[0] + 1, (wp - kernel[1]) // strides[1] + 1))
+    n = 16 * blocks
+    x = rng.standard_normal((c1, hp, wp, cp)).astype(np.float16).astype(np.float32)
+    x.flat[::7] = 0
+    w = (rng.standard_normal((kernel[0] * kernel[1] * c1 * cp, n)) / 4).astype(np.float16).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    ho, wo = geometry[3]
+    y = np.empty((ho * wo, n), np.float32)
+    K.float_conv(x, w, bias, *geometry, y=y)()
+    cols = conv_int8.columns(x, *geometry)
+    want = conv_fp16.accumulate(cols, w, np.empty_like(y), np.empty_like(y)) + bias
+    np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
+    attrs = {"activation": act, "activation_params": (-0.5, 0.75) if act == "Clip" else None}
+    code = conv_fp16.fused_activation(attrs)
+    groups = n // c2 - (seed % 2 if n // c2 > 1 else 0)          # the slot may hold fewer channels than n
+    out = np.empty((groups, ho, wo, c2), np.float16)
+    K.float_conv(x, w, bias, *geometry, out=out, activation=code)()
+    from npurt.exec.kernels import apply_activation
+    stored = apply_activation(want.copy(), attrs).astype(np.float16)[:, :groups * c2]
+    np.testing.assert_array_equal(out.view(np.uint16),
+                                  stored.reshape(ho, wo, groups, c2).transpose(2, 0, 1, 3).view(np.uint16))
+
+
+def _conv_model(c, m, h, w, kernel, strides, dilations, pads, group, act, seed) -> onnx.ModelProto:
+    rng = np.random.default_rng(seed)
+    wt = (rng.standard_normal((m, c // group) + kernel) * 0.3).astype(np.float32)
+    b = (rng.standard_normal(m) * 0.1).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c"], kernel_shape=list(kernel), strides=list(strides),
+                              dilations=list(dilations), pads=list(pads), group=group)]
+    if act:
+        nodes.append(helper.make_node(act, ["c"], ["y"]))
+    else:
+        nodes[0].output[0] = "y"
+    g = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(wt, "W"), numpy_helper.from_array(b, "B")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def _stored(cm, x) -> dict:
+    w, a, i, o = allocate(cm)
+    ex = Executor(cm)
+    ex.bind(w, a, i, o)
+    pack_input(cm.native_input_attrs[0], x, i[0])
+    ex.run()
+    return {t: ex.tensor_view(t).copy() for t in list(cm.plan.offsets) + list(cm.graph.outputs)}
+
+
+@pytest.mark.timeout(300)
+@settings(max_examples=25, deadline=None)
+@given(c=st.integers(1, 40), m=st.integers(1, 40), size=st.tuples(st.integers(3, 12), st.integers(3, 13)),
+       kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)), strides=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+       dilations=st.tuples(st.integers(1, 2), st.integers(1, 2)), pads=st.tuples(*[st.integers(0, 2)] * 4),
+       depthwise=st.booleans(), act=st.sampled_from([None, "Relu", "Sigmoid"]),
+       precision=st.sampled_from(["fp16", "int8"]), seed=st.integers(0, 2**16))
+def test_conv_models_store_the_same_bytes_at_every_level(c, m, size, kernel, strides, dilations, pads, depthwise, act,
+                                                          precision, seed):
+    h, w = size
+    assume(h + pads[0] + pads[2] > (kernel[0] - 1) * dilations[0] and w + pads[1] + pads[3] > (kernel[1] - 1) * dilations[1])
+    group, m = (c, c) if depthwise else (1, m)
+    dilations = (1, 1) if depthwise else dilations           # the in-place depthwise step takes dilation 1
+    rng = np.random.default_rng(seed)
+    model = _conv_model(c, m, h, w, kernel, strides, dilations, pads, group, act, seed)
+    calib = [rng.standard_normal((1, c, h, w)).astype(np.float32) for _ in range(2)] if precision == "int8" else None
+    cm = npurt.compile(model, soc="rk3588", quantize=calib, progress=False,
+                       **({} if calib else {"precision": "fp16"}))
+    x = rng.standard_normal((1, c, h, w)).astype(np.float32)
+    w_, a_, i_, o_ = allocate(cm)
+    ex = Executor(cm)
+    ex.bind(w_, a_, i_, o_)
+    assert depthwise or not ex._steps[0][2], "the dense conv did not take the in-place path"
+    before = K.set_enabled(False)
+    try:
+        want = _stored(cm, x)
+    finally:
+        K.set_enabled(before)
+    levels = K.LEVELS[:K.LEVELS.index(K.cpu_level()) + 1]
+    try:
+        for name in levels:
+            K.set_level(name)
+            got = _stored(cm, x)
+            for t in want:
+                np.testing.assert_array_equal(got[t].view(np.uint8), want[t].view(np.uint8), err_msg=f"{name} {t}")
+    finally:
+        K.set_level("")
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+def test_exec_threads_store_the_same_bytes(level, precision, monkeypatch):
+    """$NPURT_EXEC_THREADS splits the compiled conv steps' rows over threads: the same bytes as one thread."""
+    from npurt.model import zoo
+    rng = np.random.default_rng(5)
+    model = zoo.yolov8n_like(size=32)
+    shape = (1, 3, 32, 32)
+    calib = [rng.standard_normal(shape).astype(np.float32) for _ in range(2)] if precision == "int8" else None
+    cm = npurt.compile(model, soc="rk3588", quantize=calib, progress=False, **({} if calib else {"precision": "fp16"}))
+    x = rng.standard_normal(shape).astype(np.float32)
+    want = _stored(cm, x)
+    monkeypatch.setenv("NPURT_EXEC_THREADS", "3")
+    got = _stored(cm, x)
+    for t in want:
+        np.testing.assert_array_equal(got[t].view(np.uint8), want[t].view(np.uint8), err_msg=t)
