@@ -715,6 +715,9 @@ def _run_op(b: _Builder, op: QnnOp) -> None:
         b.op = None
 
 
+_SAME_SHAPE = ("Convert", "Gelu")
+
+
 def check_op(op: QnnOp, tensors: Mapping[str, QnnTensor], supported: Collection[str],
              infer: Callable[[Graph], Graph]) -> None:
     """Whether `op` (with its tensors) can be built: the same translation `translate` runs, its IR ops among the
@@ -733,6 +736,14 @@ def check_op(op: QnnOp, tensors: Mapping[str, QnnTensor], supported: Collection[
         if node.op_type not in supported:
             raise _unsupported(f"node {op.name!r} ({op.type}): npurt has no {node.op_type} kernel")
     graph = _finish(b, op.name, [n for n in op.inputs if n and local[n].kind == APP_WRITE], list(op.outputs))
+    for node in graph.nodes:                        # what the op gives is inferred, not taken from the declaration
+        if node.op_type in _SAME_SHAPE:             # (no ONNX shape rule at the IR's opset: same shape as input)
+            if graph.tensors[node.inputs[0]].shape != graph.tensors[node.outputs[0]].shape:
+                raise _bad(f"node {op.name!r} ({op.type}): output {node.outputs[0]!r} must have its input's dims")
+            continue
+        for o in node.outputs:
+            if o:
+                graph.tensors[o].shape = None
     _shapes_agree(infer(graph), local, op.outputs, op)
 
 
