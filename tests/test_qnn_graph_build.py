@@ -481,3 +481,22 @@ def test_bad_input_logs_one_line(caplog):
         assert code(c.qi.graphCreate(c.context, b"graph", None, ex)) == q.QNN_GRAPH_ERROR_INVALID_NAME
     finally:
         c.close()
+
+
+def test_graph_built_from_c(tmp_path):
+    """tests/c/qnn_graph.c builds, validates, finalizes, executes and reloads a Conv2d + ReluMinMax graph through
+    libQnnHtp.so's table (bad input refused with the QNN codes); its output matches onnxruntime."""
+    from helpers.capi import compile_c, prefix, run_c
+    pfx = prefix()
+    exe = compile_c("qnn_graph", pfx, libs=(), flags=("-I", str(pfx / "include" / "QNN"), "-ldl", "-lpthread"))
+    proc = run_c(exe, str(tmp_path), env={"LD_LIBRARY_PATH": str(pfx / "lib")})
+    assert "qnn_graph ok" in proc.stdout, proc.stdout + proc.stderr
+    x = np.fromfile(tmp_path / "x.raw", np.float32).reshape(1, 6, 6, 3)
+    w = np.fromfile(tmp_path / "w.raw", np.float32).reshape(3, 3, 3, 4)
+    b = np.fromfile(tmp_path / "b.raw", np.float32)
+    y = np.fromfile(tmp_path / "y.raw", np.float32).reshape(1, 6, 6, 4)
+    model = onnx_model([helper.make_node("Conv", ["x", "W", "B"], ["c"], pads=[1, 1, 1, 1]),
+                        helper.make_node("Clip", ["c", "lo", "hi"], ["y"])], {"x": x.transpose(NCHW)},
+                       {"W": w.transpose(3, 2, 0, 1).copy(), "B": b, "lo": np.float32(0), "hi": np.float32(2)})
+    ref = run_ort(model, {"x": x.transpose(NCHW)})[0].transpose(NHWC)
+    np.testing.assert_allclose(y, ref, atol=1e-2)

@@ -74,8 +74,20 @@ def header_members(table_type: str) -> list[Member]:
                                                                               body.group(1))]
 
 
+# Structs a member takes by value (graphAddNode's and backendValidateOpConfig's op config): the C member passes
+# their address on to the adapter, which reads them as it reads any struct pointer.
+_BY_VALUE = ("Qnn_OpConfig_t",)
+
+
 def _address(ctype: str, pointer: bool) -> bool:
-    return pointer or ctype.endswith("Handle_t") or ctype.endswith("Callback_t")
+    return pointer or ctype.endswith("Handle_t") or ctype.endswith("Callback_t") or ctype in _BY_VALUE
+
+
+def _pass(p) -> str:
+    """How the C member hands parameter `p` to its adapter."""
+    if p.ctype in _BY_VALUE and not p.pointer:
+        return f"(uintptr_t)&{p.name}"
+    return f"(uintptr_t){p.name}" if _address(p.ctype, p.pointer) else p.name
 
 
 def _params(member: Member):
@@ -105,7 +117,7 @@ def table_source(members: list[Member], prefix: str, not_supported: str) -> str:
         params = _params(m)
         cargs = ", ".join(("uintptr_t " if _address(p.ctype, p.pointer) else _SCALARS[p.ctype] + " ") + p.name
                           for p in params)
-        call = ", ".join(f"(uintptr_t){p.name}" if _address(p.ctype, p.pointer) else p.name for p in params)
+        call = ", ".join(_pass(p) for p in params)
         out.append(f"uint64_t {prefix}{m.name}({cargs});\n"
                    f"static Qnn_ErrorHandle_t m_{m.name}({m.params})\n{{\n"
                    f"    if (!npurt_enter()) return QNN_COMMON_ERROR_SYSTEM;\n"

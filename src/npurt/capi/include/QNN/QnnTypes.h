@@ -240,6 +240,71 @@ typedef struct {
      QNN_QUANTIZE_PARAMS_INIT, 0u, NULL, QNN_TENSORMEMTYPE_UNDEFINED, {QNN_CLIENT_BUFFER_INIT}}
 #define QNN_TENSOR_INIT {QNN_TENSOR_VERSION_1, {QNN_TENSOR_V1_INIT}}
 
+
+/* Op configs (graphAddNode, backendValidateOpConfig): Qnn_Scalar_t 16 B, Qnn_Param_t 160 B, Qnn_OpConfig_t 80 B */
+typedef struct {
+    Qnn_DataType_t dataType;
+    union {
+        float floatValue;
+        double doubleValue;
+        uint64_t uint64Value;
+        int64_t int64Value;
+        uint32_t uint32Value;
+        int32_t int32Value;
+        uint16_t uint16Value;
+        int16_t int16Value;
+        uint8_t uint8Value;
+        int8_t int8Value;
+        uint8_t bool8Value;
+        const char *stringValue;
+    };
+} Qnn_Scalar_t;
+#define QNN_SCALAR_INIT {QNN_DATATYPE_UNDEFINED, {0.0f}}
+
+typedef enum {
+    QNN_PARAMTYPE_SCALAR = 0,
+    QNN_PARAMTYPE_TENSOR = 1,
+    QNN_PARAMTYPE_UNDEFINED = 0xFFFFFFFF
+} Qnn_ParamType_t;
+
+typedef struct {
+    Qnn_ParamType_t paramType;
+    const char *name;
+    union {
+        Qnn_Scalar_t scalarParam;
+        Qnn_Tensor_t tensorParam; /* a STATIC tensor */
+    };
+} Qnn_Param_t;
+#define QNN_PARAM_INIT {QNN_PARAMTYPE_UNDEFINED, NULL, {QNN_SCALAR_INIT}}
+
+typedef struct {
+    const char *name;
+    const char *packageName; /* "qti.aisw" */
+    const char *typeName;    /* e.g. "Conv2d" */
+    uint32_t numOfParams;
+    Qnn_Param_t *params;
+    uint32_t numOfInputs;
+    Qnn_Tensor_t *inputTensors;
+    uint32_t numOfOutputs;
+    Qnn_Tensor_t *outputTensors;
+} Qnn_OpConfigV1_t;
+#define QNN_OPCONFIG_V1_INIT {NULL, NULL, NULL, 0u, NULL, 0u, NULL, 0u, NULL}
+
+typedef enum {
+    QNN_OPCONFIG_VERSION_1 = 1,
+    QNN_OPCONFIG_VERSION_UNDEFINED = 0x7FFFFFFF
+} Qnn_OpConfigVersion_t;
+
+typedef struct {
+    Qnn_OpConfigVersion_t version;
+    union {
+        Qnn_OpConfigV1_t v1;
+    };
+} Qnn_OpConfig_t;
+#define QNN_OPCONFIG_INIT {QNN_OPCONFIG_VERSION_1, {QNN_OPCONFIG_V1_INIT}}
+
+#define QNN_OP_PACKAGE_NAME_QTI_AISW "qti.aisw"
+
 #ifdef __cplusplus
 }
 #endif
