@@ -78,7 +78,7 @@ def fold_batchnorm(graph: Graph) -> Graph:
 def _fold_one_batchnorm(graph: Graph, bn: Node) -> bool:
     """Fold `bn` into the Conv that produces its input, if that is possible; True when folded."""
     x = graph.tensor(bn.inputs[0])
-    if x.producer is None or len(x.consumers) != 1 or x.is_output:
+    if x.producer is None or len(x.consumers) != 1 or x.is_output or x.name in graph.keep:
         return False
     conv = graph.nodes[x.producer]
     if conv.op_type != "Conv" or conv.activation or conv.inputs[1] not in graph.constants:
@@ -132,7 +132,7 @@ def fuse_activations(graph: Graph, supported: Collection[str]) -> Graph:
         if act.op_type not in FUSABLE_ACTIVATIONS or act.domain:
             continue
         x = graph.tensor(act.inputs[0])
-        if x.producer is None or len(x.consumers) != 1 or x.is_output or not x.is_float:
+        if x.producer is None or len(x.consumers) != 1 or x.is_output or not x.is_float or x.name in graph.keep:
             continue
         op = graph.nodes[x.producer]
         if op.op_type not in FUSING_OPS or op.activation or op.op_type not in supported or op.domain:

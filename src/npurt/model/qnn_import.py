@@ -131,6 +131,7 @@ class _Builder:
         self.nchw: dict[str, str] = {}          # QNN name -> IR name of its NCHW form
         self.have: set[str] = set()             # QNN names whose own (as given) IR tensor exists
         self.derived: dict[str, str] = {}       # IR tensor -> the QNN tensor whose scale/offset it takes
+        self.steps: dict[str, np.ndarray] = {}  # IR weight -> its quantization step per output channel
         self.op: QnnOp | None = None
         self._n = 0
 
@@ -176,6 +177,19 @@ class _Builder:
             self._declare(t)
             return name
         raise _bad(f"tensor {name!r} is read before any node produced it")
+
+    def weight(self, base: str, name: str, value: np.ndarray, qnn_axis: int) -> str:
+        """A weight constant; when QNN tensor `name` is fixed point, its step per output channel (`qnn_axis` of the
+        QNN tensor is the IR weight's output-channel axis) goes with it."""
+        ir = self.const(base, value)
+        quant = self.tensor(name).quant
+        if quant is not None:
+            n = self.tensor(name).dims[qnn_axis]
+            if quant.axis is None:
+                self.steps[ir] = np.full(n, float(quant.scale), np.float32)
+            elif quant.axis == qnn_axis:
+                self.steps[ir] = quant.scale.astype(np.float32)
+        return ir
 
     def static(self, name: str, what: str) -> np.ndarray:
         t = self.tensor(name)
@@ -289,7 +303,7 @@ def _conv(b: _Builder, op: QnnOp, kind: str) -> None:
         attrs = dict(strides=_ints(op, "stride", 2, 1), pads=_pads2d(op), dilations=_ints(op, "dilation", 2, 1),
                      group=group, kernel_shape=list(w.shape[:2]))
         op_type = "Conv"
-    inputs = [b.as_nchw(x), b.const(f"{op.name}.weight", weight)]
+    inputs = [b.as_nchw(x), b.weight(f"{op.name}.weight", op.inputs[1], weight, 3)]
     if len(op.inputs) == 3 and op.inputs[2]:
         inputs.append(b.const(f"{op.name}.bias", b.static(op.inputs[2], "the bias").astype(np.float32).reshape(-1)))
     b.add(op_type, inputs, [b.produce_nchw(out)], **attrs)
@@ -525,7 +539,7 @@ def _fully_connected(b: _Builder, op: QnnOp) -> None:
     flat = b.fresh(f"{op.name}.flat", [int(np.prod(x.dims)) // w.shape[1], w.shape[1]], like=op.inputs[0])
     b.add("Reshape", [b.value(op.inputs[0]), b.const(f"{op.name}.rows", np.array(b.infos[flat].shape, np.int64))],
           [flat])
-    ins = [flat, b.const(f"{op.name}.weight", np.ascontiguousarray(w))]
+    ins = [flat, b.weight(f"{op.name}.weight", op.inputs[1], np.ascontiguousarray(w), 0)]
     if len(op.inputs) == 3 and op.inputs[2]:
         ins.append(b.const(f"{op.name}.bias", b.static(op.inputs[2], "the bias").astype(np.float32).reshape(-1)))
     out_dims = b.tensor(op.outputs[0]).dims
@@ -752,7 +766,8 @@ def _finish(b: _Builder, name: str, inputs: list[str], outputs: list[str]) -> Gr
         b.value(out)                                # an output produced in NCHW gets its transpose back
     for n in inputs:
         b.value(n)
-    graph = Graph(name, OPSET, b.nodes, dict(b.infos), list(inputs), list(outputs), dict(b.constants))
+    graph = Graph(name, OPSET, b.nodes, dict(b.infos), list(inputs), list(outputs), dict(b.constants),
+                  dict(b.steps))
     return graph.link()
 
 
@@ -807,4 +822,5 @@ def _quantized_model(graph: Graph, ops: Sequence[QnnOp], quantized: Mapping[str,
             qparams.setdefault(name, qparams[qnn_name])
     floats = [node.name for node in graph.nodes
               if any(graph.tensors[o].is_float and o not in qparams for o in node.outputs if o)]
+    graph.keep = set(qparams)
     return QnnModel(graph, "int8", qparams, floats)

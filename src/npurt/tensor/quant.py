@@ -140,11 +140,13 @@ def choose_affine_params(min_value: float, max_value: float, dtype: DType | str 
     return scale, zp
 
 
-def quantize_per_channel(w: np.ndarray, axis: int = 0,
-                         dtype: DType | str = DType.INT8) -> tuple[np.ndarray, np.ndarray]:
+def quantize_per_channel(w: np.ndarray, axis: int = 0, dtype: DType | str = DType.INT8,
+                         steps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric per-channel weights: scale_c = max|w_c| / qmax, q = sat(rint(w / scale_c)) in [-qmax, qmax].
 
     Returns (q, scales) with scales float32 of length w.shape[axis]; an all-zero channel gets scale 1.0.
+    `steps` (one per channel): the grid the weights were already quantized on (a graph that carries its own weight
+    quantization); a channel whose values fit [-qmax, qmax] steps keeps that step as its scale, so it is exact.
     """
     w = np.asarray(w)
     dt = _qtype(dtype, (DType.INT8, DType.INT16))
@@ -159,6 +161,10 @@ def quantize_per_channel(w: np.ndarray, axis: int = 0,
     if not np.all(np.isfinite(absmax)):
         raise _bad("quantize_per_channel: weights contain inf or NaN")
     scales = np.where(absmax > 0, absmax / qmax, 1.0).astype(np.float32)
+    if steps is not None and np.shape(steps) == scales.shape:
+        given = np.asarray(steps, np.float64)
+        fits = (given > 0) & (absmax <= (qmax + 0.5) * given)
+        scales = np.where(fits, given, scales).astype(np.float32)
     bshape = [1] * w.ndim
     bshape[axis] = -1
     t = np.divide(w, scales.reshape(bshape), dtype=np.float32)
