@@ -181,12 +181,32 @@ def float_cases():
                                                  "m": np.zeros(3, np.float32), "v": np.ones(3, np.float32)}}),
         "Concat": lambda r: _multi(r, "Concat"),
         "Split": lambda r: _multi(r, "Split"),
+        "ElementWiseUnary": lambda r: _unary(r, "ElementWiseUnary", "Sin", operation=14),
+        "ElementWiseRsqrt": lambda r: _single("ElementWiseRsqrt", r.uniform(0.1, 4, size=(1, 4, 5, 6)).astype(
+            np.float32), (1, 4, 5, 6), [helper.make_node("Sqrt", ["x"], ["s"]),
+                                        helper.make_node("Reciprocal", ["s"], ["y"])]),
+        "Cast": lambda r: _cast(r),
         "Gather": lambda r: _as_is(r, "Gather", r.normal(size=(5, 3)).astype(np.float32), (4, 3),
                                    [helper.make_node("Gather", ["x", "i"], ["y"], axis=0)],
                                    {"qnn": {"i": np.array([4, 0, 2, 2], np.int32)},
                                     "onnx": {"i": np.array([4, 0, 2, 2], np.int64)}}, axis=0),
     }
     return out
+
+
+def _cast(rng) -> Case:
+    """INT_32 graph input -> Cast -> FLOAT_32 -> ElementWiseMultiply by a constant."""
+    x = rng.integers(-50, 50, size=(2, 5)).astype(np.int32)
+
+    def build(c: Client) -> None:
+        c.tensor("x", W, x.shape, np.int32)
+        c.tensor("f", N, x.shape)
+        c.static("k", np.array([0.5], np.float32))
+        c.tensor("y", R, x.shape)
+        c.node("cast", "Cast", ["x"], ["f"])
+        c.node("mul", "ElementWiseMultiply", ["f", "k"], ["y"])
+    nodes = [helper.make_node("Cast", ["x"], ["f"], to=TensorProto.FLOAT), helper.make_node("Mul", ["f", "k"], ["y"])]
+    return Case(build, x, x.shape, onnx_model(nodes, {"x": x}, {"k": np.array([0.5], np.float32)}), nhwc=False)
 
 
 def _fc(rng) -> Case:
@@ -295,7 +315,12 @@ def qdq_block(rng) -> tuple[Case, float]:
     qx, q1, q2, q3, qa, qp = quant(-1, 1), quant(0, 6), quant(-6, 6), quant(-4, 4), quant(-5, 5), quant(-5, 5)
     qw = [quant(w.min(), w.max()) for w in (w1, w2, w3)]
     wq = [_q8(w, p) for w, p in zip((w1, w2, w3), qw)]
-    bq1 = np.rint(b1 / (qx[0] * qw[0][0])).astype(np.int32)
+    # conv1's weights quantized per output channel (axis 3 of HWIO), as per-channel QDQ models carry them
+    axis_qp = [quant(w1[..., k].min(), w1[..., k].max()) for k in range(8)]
+    w1q = np.stack([_q8(w1[..., k], axis_qp[k]) for k in range(8)], axis=-1)
+    w1_real = np.stack([(w1q[..., k].astype(np.float32) + axis_qp[k][1]) * axis_qp[k][0] for k in range(8)], -1)
+    b1_scale = np.array([qx[0] * p[0] for p in axis_qp], np.float32)
+    bq1 = np.rint(b1 / b1_scale).astype(np.int32)
     bq3 = np.rint(b3 / (q2[0] * qw[2][0])).astype(np.int32)
 
     def build(c: Client) -> None:
@@ -303,10 +328,10 @@ def qdq_block(rng) -> tuple[Case, float]:
         for name, dims, p in (("xq", x.shape, qx), ("c1", (1, 8, 8, 8), q1), ("c2", (1, 8, 8, 8), q2),
                               ("c3", (1, 8, 8, 4), q3), ("a", (1, 8, 8, 4), qa), ("p", (1, 4, 4, 4), qp)):
             c.tensor(name, N, dims, np.uint8, p)
-        c.static("w1", wq[0], np.uint8, qw[0])
+        c.static("w1", w1q, np.uint8, ([p[0] for p in axis_qp], [p[1] for p in axis_qp]), axis=3)
         c.static("w2", wq[1], np.uint8, qw[1])
         c.static("w3", wq[2], np.uint8, qw[2])
-        c.static("b1", bq1, np.int32, (qx[0] * qw[0][0], 0))
+        c.static("b1", bq1, np.int32, (b1_scale.tolist(), [0] * 8), axis=0)
         c.static("b3", bq3, np.int32, (q2[0] * qw[2][0], 0))
         c.tensor("y", R, (1, 4, 4, 4))
         one, zero = np.array([1, 1], U32), np.zeros((2, 2), U32)
@@ -325,9 +350,9 @@ def qdq_block(rng) -> tuple[Case, float]:
         inits.update(i)
         return f"{name}_dq"
     for k, (w, p) in enumerate(zip((w1, w2, w3), qw), 1):
-        onnx_w = (wq[k - 1].astype(np.float32) + p[1]) * p[0]
+        onnx_w = w1_real if k == 1 else (wq[k - 1].astype(np.float32) + p[1]) * p[0]
         inits[f"W{k}"] = onnx_w.transpose(3, 2, 0, 1).copy()
-    inits["B1"] = (bq1 * (qx[0] * qw[0][0])).astype(np.float32)
+    inits["B1"] = (bq1 * b1_scale).astype(np.float32)
     inits["B3"] = (bq3 * (q2[0] * qw[2][0])).astype(np.float32)
     xd = qdq("x", qx)
     nodes.append(helper.make_node("Conv", [xd, "W1", "B1"], ["c1r"]))
@@ -345,6 +370,41 @@ def test_qdq_block_within_one_quantum():
     case, quantum = qdq_block(np.random.default_rng(7))
     got, ref = _run(case)
     assert np.abs(got - ref).max() <= quantum * 1.001
+
+
+def test_quantized_graph_io_within_one_quantum():
+    """UFIXED_POINT_8 APP_WRITE / APP_READ tensors (no Quantize / Dequantize in the graph): the client writes and
+    reads quantized bytes; Conv2d + ReluMinMax within one quantum of the exact integer result."""
+    rng = np.random.default_rng(9)
+    qx, qy = quant(-2, 2), quant(0, 4)
+    x = rng.integers(0, 256, size=(1, 6, 6, 3)).astype(np.uint8)
+    w = rng.normal(scale=0.3, size=(3, 3, 3, 5)).astype(np.float32)
+    qw = quant(-np.abs(w).max(), np.abs(w).max())      # symmetric uint8 weights (offset -128): exact in int8
+    wq = _q8(w, qw)
+    c = Client()
+    try:
+        c.create_graph()
+        c.tensor("x", W, x.shape, np.uint8, qx)
+        c.static("w", wq, np.uint8, qw)
+        c.tensor("c", N, (1, 6, 6, 5), np.uint8, qy)
+        c.tensor("y", R, (1, 6, 6, 5), np.uint8, qy)
+        c.node("conv", "Conv2d", ["x", "w"], ["c"], stride=np.array([1, 1], U32),
+               pad_amount=np.ones((2, 2), U32))
+        c.node("relu6", "ReluMinMax", ["c"], ["y"], min_value=0.0, max_value=6.0)
+        c.finalize()
+        got = c.execute({"x": x}, {"y": ((1, 6, 6, 5), np.uint8)})["y"]
+    finally:
+        c.close()
+    # exact oracle (int64 accumulation; onnxruntime's QLinearConv is itself up to 2 quanta off here)
+    xk = np.pad(x.astype(np.int64) + qx[1], ((0, 0), (1, 1), (1, 1), (0, 0)))
+    wk = wq.astype(np.int64) + qw[1]
+    acc = np.zeros((1, 6, 6, 5), np.int64)
+    for i in range(6):
+        for j in range(6):
+            acc[0, i, j] = np.einsum("hwc,hwco->o", xk[0, i:i + 3, j:j + 3], wk)
+    real = np.clip(acc * (float(qx[0]) * float(qw[0])), 0.0, 6.0)
+    ref_q = np.clip(np.rint(real / qy[0]) - qy[1], 0, 255)
+    assert np.abs(got.astype(np.int64) - ref_q).max() <= 1
 
 
 def test_float_graph_chains_stay_nchw_and_the_binary_reloads_identically():

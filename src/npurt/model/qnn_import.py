@@ -350,7 +350,12 @@ _BINARY = {"ElementWiseAdd": "Add", "ElementWiseSubtract": "Sub", "ElementWiseMu
 _BINARY_OPERATION = {0: "Add", 2: "Div", 10: "Max", 11: "Min", 13: "Mul", 16: "Pow", 18: "Sub"}
 _UNARY = {"Relu": "Relu", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "Gelu": "Gelu", "HardSwish": "HardSwish",
           "ElementWiseExp": "Exp", "ElementWiseAbs": "Abs", "ElementWiseNeg": "Neg", "ElementWiseSquareRoot": "Sqrt",
-          "ElementWiseLog": "Log", "ElementWiseFloor": "Floor", "ElementWiseCeil": "Ceil"}
+          "ElementWiseLog": "Log", "ElementWiseFloor": "Floor", "ElementWiseCeil": "Ceil", "ElementWiseSin": "Sin",
+          "ElementWiseCos": "Cos", "ElementWiseAsin": "Asin", "ElementWiseAtan": "Atan", "ElementWiseRound": "Round",
+          "ElementWiseSign": "Sign"}
+# ElementWiseUnary `operation` values (QNN op definitions) -> ONNX op
+_UNARY_OPERATION = {0: "Abs", 1: "Asin", 2: "Atan", 3: "Ceil", 4: "Cos", 5: "Exp", 6: "Floor", 7: "Log", 8: "Neg",
+                    10: "Reciprocal", 11: "Round", 13: "Sign", 14: "Sin", 15: "Sqrt"}
 # ElementWiseNeuron `operation` values (QNN op definitions)
 _NEURON_ELU, _NEURON_GELU, _NEURON_HARD_SIGMOID, _NEURON_HARD_SWISH, _NEURON_RELU, _NEURON_RELU_MIN_MAX, \
     _NEURON_SIGMOID, _NEURON_SOFTPLUS, _NEURON_TANH = range(9)
@@ -632,6 +637,14 @@ def _identity(b: _Builder, op: QnnOp) -> None:
     b.add("Convert", ins, [b.produce_nchw(op.outputs[0]) if nchw else b.produce(op.outputs[0])])
 
 
+def _rsqrt(b: _Builder, op: QnnOp) -> None:
+    _arity(op, (1, 1))
+    t = b.tensor(op.inputs[0])
+    root = b.fresh(f"{op.name}.sqrt", t.dims)
+    b.add("Sqrt", [b.value(op.inputs[0])], [root])
+    b.add("Reciprocal", [root], [b.produce(op.outputs[0])])
+
+
 _ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7, "bool": 9,
                "float16": 10, "uint32": 12, "uint64": 13}
 
@@ -648,6 +661,8 @@ OPS: dict[str, Callable[[_Builder, QnnOp], None]] = {
     "Prelu": _prelu,
     "ElementWiseNeuron": _neuron,
     "ElementWiseBinary": lambda b, op: _binary(b, op, _binary_operation(op)),
+    "ElementWiseUnary": lambda b, op: _unary(b, op, _unary_operation(op)),
+    "ElementWiseRsqrt": _rsqrt,
     "Elu": lambda b, op: _unary(b, op, "Elu", alpha=float(_param(op, "alpha", 1.0))),
     "Transpose": _transpose,
     "Reshape": _reshape,
@@ -675,6 +690,13 @@ OPS: dict[str, Callable[[_Builder, QnnOp], None]] = {
     **{name: (lambda t: lambda b, op: _unary(b, op, t))(t) for name, t in _UNARY.items()},
 }
 """Every QNN op type (package qti.aisw) the front end builds, with its translation."""
+
+
+def _unary_operation(op: QnnOp) -> str:
+    operation = int(_param(op, "operation", required=True))
+    if operation not in _UNARY_OPERATION:
+        raise _unsupported(f"ElementWiseUnary operation {operation} is not supported")
+    return _UNARY_OPERATION[operation]
 
 
 def _binary_operation(op: QnnOp) -> str:

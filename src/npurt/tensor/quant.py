@@ -161,15 +161,18 @@ def quantize_per_channel(w: np.ndarray, axis: int = 0, dtype: DType | str = DTyp
     if not np.all(np.isfinite(absmax)):
         raise _bad("quantize_per_channel: weights contain inf or NaN")
     scales = np.where(absmax > 0, absmax / qmax, 1.0).astype(np.float32)
-    if steps is not None and np.shape(steps) == scales.shape:
-        given = np.asarray(steps, np.float64)
-        fits = (given > 0) & (absmax <= (qmax + 0.5) * given)
-        scales = np.where(fits, given, scales).astype(np.float32)
     bshape = [1] * w.ndim
     bshape[axis] = -1
+    low = np.full(scales.shape, -qmax, np.float32)
+    if steps is not None and np.shape(steps) == scales.shape and w.size:
+        given = np.asarray(steps, np.float32)
+        k = np.rint(np.divide(w, np.where(given > 0, given, 1).reshape(bshape), dtype=np.float32))
+        fits = (given > 0) & (np.min(k, axis=reduce_axes) >= -qmax - 1) & (np.max(k, axis=reduce_axes) <= qmax)
+        scales = np.where(fits, given, scales).astype(np.float32)
+        low = np.where(fits, -qmax - 1, low).astype(np.float32)     # the full int range: -128 is a weight too
     t = np.divide(w, scales.reshape(bshape), dtype=np.float32)
     np.rint(t, out=t)
-    np.clip(t, -qmax, qmax, out=t)
+    np.clip(t, low.reshape(bshape), qmax, out=t)
     return t.astype(dt.numpy_dtype), scales
 
 
