@@ -15,6 +15,7 @@ from onnx import TensorProto, helper
 
 import npurt
 from helpers.cli import npurt as run_cli, ok_json
+from helpers.models import dynamic_convnet
 from npurt.cli import cmd_demo
 from npurt.cli._rknn_flow import has_general_api
 from npurt.cli.cmd_convert import parse_dynamic_input
@@ -206,3 +207,21 @@ def test_convert_dynamic_input_errors(tmp_path, capsys):
     _cli_fails(capsys, *base, "1,3,32,32", "--dynamic-input", "1,3,32,32", words=("2 shapes", "1 inputs"))
     _cli_fails(capsys, *base, "1,3,32,32;1,3,16,16", "--dynamic-input", "1,8", words=("same number of shapes",))
     assert not m.exists()
+
+
+# --- convert --input-shape --------------------------------------------------------------------------------------
+def test_convert_input_shape_fixes_dynamic_dims(tmp_path, capsys):
+    path = tmp_path / "dyn.onnx"
+    path.write_bytes(dynamic_convnet(with_metadata=False))
+    for i, given in enumerate(("x=1,3,12,20", "1,3,12,20")):          # named, or the single input unnamed
+        out = tmp_path / f"fixed{i}.npurt"
+        d = _cli_json(capsys, "convert", path, "-o", out, "--input-shape", given)
+        assert d["dynamic_input"] is None
+        assert npurt.load_compiled(out).graph.tensors["y"].shape == (1, 4, 12, 20)
+    for bad, words in ((["x=1,3,a,b"], ("comma-separated",)), (["x=1,3,0,4"], ("> 0",)),
+                       (["x=1,3,4,4", "x=1,3,4,4"], ("twice",))):
+        _cli_fails(capsys, "convert", path, "-o", tmp_path / "bad.npurt",
+                   *[a for b in bad for a in ("--input-shape", b)], words=words)
+    _cli_fails(capsys, "convert", path, "-o", tmp_path / "bad.npurt", "--input-shape", "1,3,4,4",
+               "--dynamic-input", "1,3,4,4", words=("exclude",))
+    assert not (tmp_path / "bad.npurt").exists()

@@ -191,3 +191,49 @@ def test_constant_output_and_unsorted_nodes():
     np.testing.assert_allclose(y, np.maximum(x + 1, 0))
     assert s.dtype == np.int64 and list(s) == [2, 3]
     assert cm.graph.nodes[0].display_type == "AddRelu"
+
+
+def affine_model(conv: str, chain: list[tuple[str, list[np.ndarray], bool]], group: int = 1) -> onnx.ModelProto:
+    """Conv or ConvTranspose (4 output channels) followed by a chain of (op, its constants, constants first)
+    nodes, then the decomposed hard-swish x * Clip(x + 3, 0, 6) / 6 as paddle2onnx writes it."""
+    rng = np.random.default_rng(3)
+    inits = [_f("w", rng.normal(0, .4, (4, 4 // group, 3, 3))), _f("b", rng.normal(0, .1, 4)), _f("three", 3.0),
+             _f("lo", 0.0), _f("six", 6.0)]
+    nodes = [helper.make_node(conv, ["x", "w", "b"], ["t0"], pads=[1, 1, 1, 1], group=group, name="conv")]
+    for k, (op, values, first) in enumerate(chain):
+        names = [f"c{k}_{j}" for j in range(len(values))]
+        inits += [_f(n, v) for n, v in zip(names, values)]
+        nodes.append(helper.make_node(op, names + [f"t{k}"] if first else [f"t{k}"] + names, [f"t{k + 1}"]))
+    t = f"t{len(chain)}"
+    nodes += [helper.make_node("Add", [t, "three"], ["a3"]), helper.make_node("Clip", ["a3", "lo", "six"], ["cl"]),
+              helper.make_node("Mul", [t, "cl"], ["m"]), helper.make_node("Div", ["m", "six"], ["y"])]
+    g = helper.make_graph(nodes, "affine", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 9, 11])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def _optimized_types_and_check(model: onnx.ModelProto, seed: int) -> list[str]:
+    """The optimised graph's op types, after checking the compiled float32 model against onnxruntime."""
+    x = np.random.default_rng(seed).normal(size=(1, 4, 9, 11)).astype(np.float32)
+    cm = npurt.compile(model, precision="float32")
+    np.testing.assert_allclose(run_once(cm, {"x": x})[0], _ort(model, x)[0], rtol=1e-4, atol=1e-5)
+    return [n.display_type for n in optimize(import_onnx(model, {"x": [1, 4, 9, 11]})).nodes]
+
+
+@pytest.mark.parametrize("conv,group", [("Conv", 1), ("Conv", 4), ("ConvTranspose", 1), ("ConvTranspose", 2)])
+def test_channel_affine_ops_and_decomposed_hardswish_fold_into_the_convolution(conv, group):
+    """BN written as Mul / Add by channel constants (paddle2onnx), Sub / Div, a real BN: one conv with a fused
+    HardSwish is left, computing what onnxruntime computes."""
+    rng = np.random.default_rng(4)
+    ch = lambda *shape: rng.uniform(.5, 2, shape)                          # noqa: E731
+    chain = [("Mul", [ch(1, 4, 1, 1)], False), ("Add", [ch(4, 1, 1)], True), ("Sub", [ch(1)], False),
+             ("Div", [ch(1, 4, 1, 1)], False), ("BatchNormalization", [ch(4), ch(4), ch(4), ch(4)], False)]
+    assert _optimized_types_and_check(affine_model(conv, chain, group), seed=5) == [f"{conv}HardSwish"]
+
+
+@pytest.mark.parametrize("const,first", [(np.ones((1, 1, 1, 11)), False),     # varies along W, not the channels
+                                         (np.ones((2, 4, 1, 1)), False),      # broadcasts the batch
+                                         (np.ones((1, 4, 1, 1)), True)])      # Sub(c, x): not x - c
+def test_affine_ops_that_are_not_per_channel_stay(const, first):
+    model = affine_model("Conv", [("Sub", [const], first)])
+    assert _optimized_types_and_check(model, seed=6) == ["Conv", "Sub", "HardSwish"]

@@ -1,5 +1,6 @@
 """Graph passes over the IR: constant folding and exact static shapes (`npurt.model.shapes`), Identity/Dropout
-removal, BatchNormalization folded into Conv, activation fusion (Conv+Relu -> ConvRelu ...), dead-code removal.
+removal, per-channel affine ops (BatchNormalization, Mul / Add by channel constants) folded into Conv /
+ConvTranspose, activation fusion (Conv+Relu -> ConvRelu ...), dead-code removal.
 
 Folding evaluates nodes through an `evaluate(node, inputs, opset) -> outputs` callable the caller passes in, and
 fusion needs the set of supported ops: the model layer does not import the kernels (a layer above it).
@@ -61,48 +62,160 @@ def _producer(nodes: list[Node], name: str) -> Node | None:
     return None
 
 
-def fold_batchnorm(graph: Graph) -> Graph:
-    """Fold BatchNormalization into the Conv before it (Conv output used only by the BN, constant params)."""
+# Per-channel affine ops folded into the Conv / ConvTranspose before them (BatchNormalization, and the Mul / Add /
+# Sub / Div by a per-channel constant that exporters such as paddle2onnx write instead of a BN).
+AFFINE_OPS = ("BatchNormalization", "Mul", "Add", "Sub", "Div")
+
+
+def fold_affine(graph: Graph) -> Graph:
+    """Fold per-output-channel affine ops (BatchNormalization; Mul / Add / Sub / Div by a constant that varies only
+    along the channel axis) into the Conv or ConvTranspose producing their input, chains included: the int8 model
+    then quantises the conv's final output instead of a raw accumulator whose channels have unrelated ranges."""
     graph.link()
     dead: set[int] = set()
-    for i, bn in enumerate(graph.nodes):
-        if bn.op_type != "BatchNormalization" or len([o for o in bn.outputs if o]) != 1:
-            continue
-        with node_guard(bn, "folding BatchNormalization into the Conv before it"):
-            if _fold_one_batchnorm(graph, bn):
-                dead.add(i)
+    for i, node in enumerate(graph.nodes):
+        if node.op_type in AFFINE_OPS and not node.domain and len([o for o in node.outputs if o]) == 1:
+            with node_guard(node, "folding it into the convolution before it"):
+                if _fold_one_affine(graph, node):
+                    dead.add(i)
     graph.nodes = [n for j, n in enumerate(graph.nodes) if j not in dead]
     return drop_unused_constants(graph.link())
 
 
-def _fold_one_batchnorm(graph: Graph, bn: Node) -> bool:
-    """Fold `bn` into the Conv that produces its input, if that is possible; True when folded."""
-    x = graph.tensor(bn.inputs[0])
-    if x.producer is None or len(x.consumers) != 1 or x.is_output or x.name in graph.keep:
-        return False
-    conv = graph.nodes[x.producer]
-    if conv.op_type != "Conv" or conv.activation or conv.inputs[1] not in graph.constants:
-        return False
-    params = bn.inputs[1:5]
-    if not all(p in graph.constants for p in params):
-        return False
-    if len(conv.inputs) > 2 and conv.inputs[2] and conv.inputs[2] not in graph.constants:
-        return False
-    scale, bias, mean, var = (graph.constants[p].astype(np.float64) for p in params)
-    eps = float(bn.attrs.get("epsilon", 1e-5))
-    w = graph.constants[conv.inputs[1]].astype(np.float64)
-    b = graph.constants[conv.inputs[2]].astype(np.float64) if len(conv.inputs) > 2 and conv.inputs[2] \
-        else np.zeros(w.shape[0])
-    k = scale / np.sqrt(var + eps)
-    w_name, b_name = f"{conv.name}.W_bn", f"{conv.name}.B_bn"
-    graph.constants[w_name] = (w * k.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
-    graph.constants[b_name] = ((b - mean) * k + bias).astype(np.float32)
-    graph.tensor(w_name).shape, graph.tensor(w_name).dtype = graph.constants[w_name].shape, "float32"
-    graph.tensor(b_name).shape, graph.tensor(b_name).dtype = graph.constants[b_name].shape, "float32"
-    conv.inputs = [conv.inputs[0], w_name, b_name]
-    conv.outputs = [bn.outputs[0]]
-    return True
+def _channel_values(graph: Graph, name: str, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The constant `name` as one float64 value per channel of an output of `shape` (N, M, ...), when it
+    broadcasts along the channel axis only; None otherwise."""
+    c = graph.constants.get(name)
+    if c is None or c.ndim > len(shape) or np.dtype(c.dtype).kind != "f":
+        return None
+    dims = (1,) * (len(shape) - c.ndim) + tuple(c.shape)
+    if any(d != 1 for k, d in enumerate(dims) if k != 1) or dims[1] not in (1, shape[1]):
+        return None
+    return np.broadcast_to(c.astype(np.float64).reshape(-1), (shape[1],))
 
+
+def _affine(graph: Graph, node: Node, x: str, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+    """`node` as y = x * k + b per channel (k, b float64 vectors), or None when it is not such an op of `x`."""
+    ins = node.inputs
+    if node.op_type == "BatchNormalization":        # parameters are (M,) vectors
+        params = [graph.constants.get(p) for p in ins[1:5]]
+        if ins[0] != x or len(params) != 4 or any(p is None or p.shape != (shape[1],) for p in params):
+            return None
+        params = [p.astype(np.float64) for p in params]
+        scale, bias, mean, var = params
+        k = scale / np.sqrt(var + float(node.attrs.get("epsilon", 1e-5)))
+        return k, bias - mean * k
+    if len(ins) != 2 or x not in ins or (node.op_type in ("Sub", "Div") and ins[0] != x):
+        return None
+    c = _channel_values(graph, ins[1] if ins[0] == x else ins[0], shape)
+    if c is None or ins[0] == ins[1]:
+        return None
+    one, zero = np.ones_like(c), np.zeros_like(c)
+    if node.op_type == "Mul":
+        return c, zero
+    if node.op_type == "Add":
+        return one, c
+    if node.op_type == "Sub":
+        return one, -c
+    return (1.0 / c, zero) if np.all(c != 0) else None
+
+
+def _fold_one_affine(graph: Graph, node: Node) -> bool:
+    """Fold `node` into the Conv / ConvTranspose that produces its input, if that is possible; True when folded."""
+    for x in node.inputs[:2]:
+        info = graph.tensors.get(x)
+        if info is None or info.producer is None or len(info.consumers) != 1 or info.is_output \
+                or info.shape is None or len(info.shape) < 3 or not info.is_float or x in graph.keep:
+            continue
+        conv = graph.nodes[info.producer]
+        if conv.op_type not in ("Conv", "ConvTranspose") or conv.activation or conv.domain \
+                or conv.inputs[1] not in graph.constants or conv.outputs[0] != x \
+                or (len(conv.inputs) > 2 and conv.inputs[2] and conv.inputs[2] not in graph.constants):
+            continue
+        affine = _affine(graph, node, x, info.shape)
+        out = graph.tensors.get(node.outputs[0])
+        if affine is None or out is None or out.shape != info.shape:
+            continue
+        k, b = affine
+        w = graph.constants[conv.inputs[1]].astype(np.float64)
+        bias = graph.constants[conv.inputs[2]].astype(np.float64) if len(conv.inputs) > 2 and conv.inputs[2] \
+            else np.zeros(len(k))
+        if conv.op_type == "Conv":
+            w = w * k.reshape(-1, *([1] * (w.ndim - 1)))
+        else:                           # ConvTranspose: W is (C_in, M / groups, k...), output channel g * M/g + j
+            g = int(conv.attrs.get("group", 1))
+            per = w.shape[1]
+            w = (w.reshape(g, -1, per, *w.shape[2:]) * k.reshape(g, 1, per, *([1] * (w.ndim - 2)))).reshape(w.shape)
+        tag = f"{conv.name}.{node.op_type}{len(graph.constants)}"
+        for name, value in ((f"{tag}.W", w), (f"{tag}.B", bias * k + b)):
+            graph.constants[name] = value.astype(np.float32)
+            graph.tensor(name).shape, graph.tensor(name).dtype = value.shape, "float32"
+        conv.inputs = [conv.inputs[0], f"{tag}.W", f"{tag}.B"]
+        conv.outputs = [node.outputs[0]]
+        out.producer = info.producer    # the next affine op of a chain finds the conv
+        return True
+    return False
+
+
+def fuse_hardswish(graph: Graph) -> Graph:
+    """Replace the decomposed hard-swish `x * Clip(x + 3, 0, 6) / 6` (as exporters write it: Add, Clip, Mul, then
+    Div by 6 or Mul by 1/6) with one HardSwish, which then fuses into the op before it; an int8 model would
+    otherwise quantise three intermediate tensors of every activation."""
+    graph.link()
+    dead: set[int] = set()
+    for clip in graph.nodes:
+        chain = _hardswish_chain(graph, clip) if clip.op_type == "Clip" and not clip.domain else None
+        if chain is None:
+            continue
+        add, mul, last, x = chain
+        if dead & {add, mul}:
+            continue
+        dead |= {add, mul, graph.tensor(clip.outputs[0]).producer}
+        node = graph.nodes[last]
+        node.op_type, node.attrs, node.inputs = "HardSwish", {}, [x]
+    graph.nodes = [n for j, n in enumerate(graph.nodes) if j not in dead]
+    return drop_unused_constants(graph.link())
+
+
+def _constant_is(graph: Graph, name: str, value: float) -> bool:
+    c = graph.constants.get(name)
+    return c is not None and c.size == 1 and np.dtype(c.dtype).kind == "f" and abs(float(c.reshape(-1)[0]) - value) < 1e-6
+
+
+def _only_consumer(graph: Graph, name: str) -> Node | None:
+    info = graph.tensors.get(name)
+    if info is None or len(info.consumers) != 1 or info.is_output:
+        return None
+    return graph.nodes[info.consumers[0]]
+
+
+def _hardswish_chain(graph: Graph, clip: Node) -> tuple[int, int, int, str] | None:
+    """(Add index, Mul index, index of the final Div / Mul, x) when `clip` is the Clip of a decomposed hard-swish."""
+    try:
+        bounds = _activation_params(clip, graph)
+    except KeyError:
+        return None
+    t = graph.tensors.get(clip.inputs[0])
+    if bounds != (0.0, 6.0) or t is None or t.producer is None or len(t.consumers) != 1 or t.is_output \
+            or t.name in graph.keep or clip.outputs[0] in graph.keep:
+        return None
+    add = graph.nodes[t.producer]
+    if add.op_type != "Add" or add.domain or add.activation or len(add.inputs) != 2:
+        return None
+    x = add.inputs[1] if _constant_is(graph, add.inputs[0], 3.0) else add.inputs[0]
+    if not _constant_is(graph, add.inputs[1] if x == add.inputs[0] else add.inputs[0], 3.0):
+        return None
+    mul = _only_consumer(graph, clip.outputs[0])
+    if mul is None or mul.op_type != "Mul" or sorted(mul.inputs) != sorted([x, clip.outputs[0]]):
+        return None
+    last = _only_consumer(graph, mul.outputs[0])
+    if last is None or len(last.inputs) != 2 or last.inputs[0] != mul.outputs[0] or not (
+            (last.op_type == "Div" and _constant_is(graph, last.inputs[1], 6.0))
+            or (last.op_type == "Mul" and _constant_is(graph, last.inputs[1], 1.0 / 6.0))):
+        return None
+    if graph.tensor(x).shape != graph.tensor(last.outputs[0]).shape:
+        return None
+    return (t.producer, graph.tensor(clip.outputs[0]).consumers[0], graph.tensor(mul.outputs[0]).consumers[0], x)
 
 
 def _activation_params(act: Node, graph: Graph) -> tuple | None:
@@ -178,7 +291,8 @@ def optimize(graph: Graph, evaluate: NodeEvaluator, supported: Collection[str]) 
     only into those)."""
     fold_and_infer(graph, evaluate)
     remove_identities(graph)
-    fold_batchnorm(graph)
+    fold_affine(graph)
+    fuse_hardswish(graph)
     fuse_activations(graph, supported)
     remove_dead_nodes(graph)
     graph.nodes = topo_sort(graph.nodes, set(graph.inputs) | set(graph.constants))
