@@ -407,6 +407,44 @@ def test_quantized_graph_io_within_one_quantum():
     assert np.abs(got.astype(np.int64) - ref_q).max() <= 1
 
 
+def test_context_tensor_and_16_bit_activations():
+    """A weight created once with tensorCreateContextTensor serves a graph; an 8-bit graph with a 16-bit fixed-point
+    stretch (Convert to UFIXED_POINT_16, Sigmoid, Convert back) runs that stretch in fp16, within one 8-bit quantum
+    of the float result."""
+    rng = np.random.default_rng(13)
+    x = rng.uniform(-1, 1, size=(1, 4, 4, 2)).astype(np.float32)
+    w = np.full((1, 1, 2, 3), 0.5, np.float32)
+    qx, qc, qs = quant(-1, 1), quant(-1, 1), quant(0, 1)
+    q16 = (2.0 / 65535, -32768)
+    c = Client()
+    try:
+        wt = c.describe("w", S, w.shape, np.float32, data=w)
+        ok(c.qi.tensorCreateContextTensor(c.context, wt))
+        c.tensors["w"] = wt
+        c.create_graph()
+        c.tensor("x", W, x.shape)
+        c.tensor("xq", N, x.shape, np.uint8, qx)
+        c.tensor("cv", N, (1, 4, 4, 3), np.uint8, qc)
+        c.tensor("c16", N, (1, 4, 4, 3), np.uint16, q16)
+        c.tensor("s16", N, (1, 4, 4, 3), np.uint16, (1.0 / 65535, 0))
+        c.tensor("s8", N, (1, 4, 4, 3), np.uint8, qs)
+        c.tensor("y", R, (1, 4, 4, 3))
+        c.node("q", "Quantize", ["x"], ["xq"])
+        c.node("conv", "Conv2d", ["xq", "w"], ["cv"], stride=np.array([1, 1], U32), pad_amount=np.zeros((2, 2), U32))
+        c.node("up", "Convert", ["cv"], ["c16"])
+        c.node("sig", "Sigmoid", ["c16"], ["s16"])
+        c.node("down", "Convert", ["s16"], ["s8"])
+        c.node("dq", "Dequantize", ["s8"], ["y"])
+        c.finalize()
+        got = c.execute({"x": x}, {"y": ((1, 4, 4, 3), np.float32)})["y"]
+    finally:
+        c.close()
+    xq = (np.clip(np.rint(x / qx[0]) - qx[1], 0, 255) + qx[1]) * qx[0]
+    conv = np.clip(np.rint(np.repeat(xq.sum(-1, keepdims=True) * 0.5, 3, -1) / qc[0]) - qc[1], 0, 255)
+    ref = 1 / (1 + np.exp(-((conv + qc[1]) * qc[0])))
+    assert np.abs(got - ref).max() <= qs[0] * 1.001
+
+
 def test_float_graph_chains_stay_nchw_and_the_binary_reloads_identically():
     """A Conv -> Relu -> Add chain compiles with one transpose in and one out; contextGetBinary gives an npurt
     binary that contextCreateFromBinary loads to the same outputs, byte for byte."""

@@ -130,8 +130,11 @@ def compile_graph(graph: Graph, soc: str | None, options: CompileOptions, *, eva
     graph = optimize(graph, evaluate, supported)
     if unquantized_in_float and options.qparams is not None:
         qp = options.qparams
-        names = [o for n in graph.nodes for o in n.outputs
-                 if o and graph.tensors[o].is_float and o not in qp and o not in graph.constants]
+
+        def unquantized(t: str) -> bool:
+            return bool(t) and graph.tensors[t].is_float and t not in qp and t not in graph.constants
+        names = [n.name for n in graph.nodes if any(unquantized(o) for o in n.outputs)
+                 or n.op_type == "Convert" and unquantized(n.inputs[0])]
         options = options.replace(float_layers=tuple(dict.fromkeys(names)))
     return _compile_optimized(graph, soc, options, evaluate=evaluate, supported=supported, progress=False)
 

@@ -110,13 +110,12 @@ class QnnOp:
 
 @dataclass
 class QnnModel:
-    """A translated QNN graph: the IR, the precision it compiles at, the int8 (scale, zero point) of its quantized
-    tensors, and the nodes kept in float (fixed point wider than 8 bits, float tensors inside a quantized graph)."""
+    """A translated QNN graph: the IR, the precision it compiles at and the int8 (scale, zero point) of its quantized
+    tensors (the compiler runs the nodes on real values without one in fp16: `compiler.compile_graph`)."""
 
     graph: Graph
     precision: str
     qparams: dict[str, tuple[float, int]] = field(default_factory=dict)
-    float_layers: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -831,18 +830,17 @@ def _int8(t: QnnTensor) -> tuple[float, int]:
 
 def _quantized_model(graph: Graph, ops: Sequence[QnnOp], quantized: Mapping[str, QnnTensor],
                      derived: Mapping[str, str]) -> QnnModel:
+    """int8 with the graph's own scale/offset for its 8-bit tensors and the IR tensors derived from them."""
     qparams: dict[str, tuple[float, int]] = {n: _int8(t) for n, t in quantized.items()}
     # A float tensor read by a Quantize takes that Quantize's scale/offset (a graph input is then quantized on
     # entry, exactly); a float graph output written by a Dequantize takes its input's.
     for op in ops:
-        if op.type == "Quantize" and op.outputs[0] in quantized:
+        if op.type == "Quantize" and op.outputs[0] in quantized and op.inputs[0] in graph.inputs:
             qparams.setdefault(op.inputs[0], qparams[op.outputs[0]])
         if op.type == "Dequantize" and op.inputs[0] in quantized:
             qparams.setdefault(op.outputs[0], qparams[op.inputs[0]])
     for name, qnn_name in derived.items():         # NCHW forms, reshaped / transposed pieces
         if qnn_name in qparams:
             qparams.setdefault(name, qparams[qnn_name])
-    floats = [node.name for node in graph.nodes
-              if any(graph.tensors[o].is_float and o not in qparams for o in node.outputs if o)]
     graph.keep = set(qparams)
-    return QnnModel(graph, "int8", qparams, floats)
+    return QnnModel(graph, "int8", qparams)
