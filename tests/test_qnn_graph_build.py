@@ -598,3 +598,27 @@ def test_graph_built_from_c(tmp_path):
                        {"W": w.transpose(3, 2, 0, 1).copy(), "B": b, "lo": np.float32(0), "hi": np.float32(2)})
     ref = run_ort(model, {"x": x.transpose(NCHW)})[0].transpose(NHWC)
     np.testing.assert_allclose(y, ref, atol=1e-2)
+
+
+def test_the_host_survives_a_client_unloading_the_library(tmp_path):
+    """A client dlcloses libQnnHtp.so after using it (onnxruntime's EP unloads its backend with its session); the
+    embedded module's objects stay in sys.modules, so the library is never unmapped and walking sys.modules
+    afterwards is safe (checked in a subprocess: a regression would kill it)."""
+    import subprocess
+    import sys
+    import textwrap
+    from helpers.capi import prefix
+    script = textwrap.dedent(f"""
+        import _ctypes, ctypes, inspect, sys
+        lib = ctypes.CDLL({str(prefix() / "lib" / "libQnnHtp.so")!r})
+        providers, n = ctypes.c_void_p(), ctypes.c_uint32()
+        assert lib.QnnInterface_getProviders(ctypes.byref(providers), ctypes.byref(n)) == 0
+        _ctypes.dlclose(lib._handle)
+        assert any("npurt_capi" in k for k in sys.modules)
+        for m in list(sys.modules.values()):
+            inspect.ismodule(m)
+            getattr(m, "__file__", None)
+        print("alive")
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0 and "alive" in proc.stdout, proc.stdout + proc.stderr[-2000:]
