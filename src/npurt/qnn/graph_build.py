@@ -346,7 +346,7 @@ def _io_declaration(t: qi.QnnTensor, qnn_type: int) -> dict:
     return out
 
 
-def finalize_graph(graph: BuildGraph, compile_ir: Callable, supported: Any) -> None:
+def finalize_graph(graph: BuildGraph, compile_ir: Callable) -> None:
     """graphFinalize: translate, compile, load into a child context; the QnnGraph takes over the handle."""
     from npurt.qnn.graph import QnnGraph
     tensors = graph.known()
@@ -545,7 +545,7 @@ class GraphBuilding:
         """QnnGraph_finalize(graph, profile, signal): compile the graph (npurt's compiler, HTP memory plan)."""
         g = _graph(graphHandle)
         with g.context.lock:
-            finalize_graph(g, _compile_ir, _supported())
+            finalize_graph(g, _compile_ir)
         return C.QNN_GRAPH_NO_ERROR
 
     @qnn_call("contextGetBinarySize")
