@@ -1,8 +1,9 @@
-"""What the benches share: timing two callables against each other under the same machine load."""
+"""What the benches share: timing two callables against each other under the same machine load; the CPU they ran on."""
 from __future__ import annotations
 
 import statistics
 import time
+from pathlib import Path
 from typing import Callable
 
 
@@ -17,3 +18,19 @@ def median_pair(fa: Callable[[], object], fb: Callable[[], object], repeats: int
             f()
             ts.append(time.perf_counter() - t0)
     return statistics.median(ta), statistics.median(tb)
+
+
+def cpu() -> str:
+    """The CPU model, its SIMD flags of interest and the level npurt's compiled kernels run at."""
+    from npurt import _kernels
+    name, flags = "unknown CPU", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and name == "unknown CPU":
+                name = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    isa = " ".join(f for f in ("avx2", "fma", "f16c", "avx512f", "avx512_fp16", "avx512_vnni") if f in flags)
+    return f"{name}; {isa or 'no AVX'}; npurt kernels: {_kernels.level()} (CPU supports {_kernels.cpu_level()})"

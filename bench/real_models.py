@@ -17,27 +17,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from _timing import median_pair  # bench/ is on sys.path: the script's folder, or `npurt bench`'s
+from _timing import cpu, median_pair  # bench/ is on sys.path: the script's folder, or `npurt bench`'s
 
 # The models, their download and their inputs are the real-weights tier's (one place for them).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from helpers import real_models as rm  # noqa: E402
-
-
-def cpu() -> str:
-    """The CPU model, its SIMD flags of interest and the level npurt's compiled kernels run at."""
-    from npurt import _kernels
-    name, flags = "unknown CPU", set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and name == "unknown CPU":
-                name = line.split(":", 1)[1].strip()
-            elif line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    isa = " ".join(f for f in ("avx2", "fma", "f16c", "avx512f", "avx512_fp16", "avx512_vnni") if f in flags)
-    return f"{name}; {isa or 'no AVX'}; npurt kernels: {_kernels.level()} (CPU supports {_kernels.cpu_level()})"
 
 
 def _compile_child(name: str, precision: str, out: str, queue) -> None:

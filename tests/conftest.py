@@ -68,7 +68,7 @@ def open_fds() -> int:
 
 @pytest.fixture(autouse=True)
 def _default_environment(monkeypatch):
-    for name in ("NPURT_SOC", "NPURT_COHERENCE", "RKNN_LOG_LEVEL"):
+    for name in ("NPURT_SOC", "NPURT_COHERENCE", "RKNN_LOG_LEVEL", "NPURT_PERF"):
         monkeypatch.delenv(name, raising=False)
 
 

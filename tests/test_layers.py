@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-LAYERS = ("soc", "memory", "tensor", "plan", "model", "exec", "runtime", "mirror_kit", "rknn", "qnn", "api", "capi",
-          "cli")
+LAYERS = ("soc", "memory", "tensor", "plan", "model", "timing", "exec", "runtime", "mirror_kit", "rknn", "qnn", "api",
+          "capi", "cli")
 RANK = {name: i for i, name in enumerate(LAYERS)}
 BASE = ("errors", "_version", "_kernels", "files")  # importable by every layer; they import no npurt module but
 COMPILED = "_c"                        # npurt.errors, and a base module its compiled extension (`_kernels_c`)

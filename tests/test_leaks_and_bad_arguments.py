@@ -194,11 +194,13 @@ def test_rknn_init_rejects_a_huge_non_model_file_without_reading_it(tmp_path, ca
     assert "neither an npurt compiled model nor ONNX" in capsys.readouterr().err
 
 
-def test_nc1hwc2_result_size_is_checked_before_it_is_allocated():
+@pytest.mark.parametrize("w_stride", [1 << 24, 1 << 28])
+def test_nc1hwc2_result_size_is_checked_before_it_is_allocated(w_stride):
     x = np.zeros((1, 3, 1, 4), np.float32)                 # 48 bytes
     with pytest.raises(NpuError) as err:
-        npurt.tensor.nchw_to_nc1hwc2(x, 8, w_stride=1 << 28)
-    assert err.value.code == ErrorCode.INVALID_ARGUMENT and "more than a tensor can hold" in err.value.message
+        npurt.tensor.nchw_to_nc1hwc2(x, 8, w_stride=w_stride)
+    assert err.value.code == ErrorCode.INVALID_ARGUMENT and "past any alignment" in err.value.message
+    assert npurt.tensor.nchw_to_nc1hwc2(x, 8, w_stride=4096).shape == (1, 1, 1, 4096, 8)    # the coarsest one
 
 
 # --- one rule: NpuError for every bad argument ----------------------------------------------------------------

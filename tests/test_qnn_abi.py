@@ -77,9 +77,10 @@ from npurt.qnn import structs as S
     ("CDSP_DOMAIN_ID", 3),
     # identification
     ("QNN_BACKEND_ID_HTP", 6), ("QNN_HTP_INTERFACE_PROVIDER_NAME", "HTP_QTI_AISW"),
-    ("QNN_API_VERSION_MAJOR", 2), ("QNN_API_VERSION_MINOR", 32),
-    ("QNN_INTERFACE_VER_NAME", "v2_32"),
-    ("QNN_INTERFACE_VER_TYPE", "QnnInterface_ImplementationV2_32_t"),
+    ("QNN_API_VERSION_MAJOR", 2), ("QNN_API_VERSION_MINOR", 40), ("QNN_HTP_API_VERSION_MINOR", 51),
+    ("QNN_INTERFACE_VER_NAME", "v2_40"),
+    ("QNN_INTERFACE_VER_TYPE", "QnnInterface_ImplementationV2_40_t"),
+    ("QNN_PROPERTY_GROUP_DEVICE", 1501), ("QNN_PROPERTY_PROFILE_SUPPORTS_EXTENDED_EVENT", 1404),
     ("QNN_PROPERTY_TENSOR_SUPPORT_MEMHANDLE_TYPE", 502),
 ])
 def test_constant_value(name: str, value: object) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import re
 import sys
 
 import numpy as np
@@ -95,6 +96,7 @@ def test_every_rule_broken_once_from_c(pfx, tmp_path):
                  q.QNN_MEM_ERROR_UNSUPPORTED_MEMTYPE, q.QNN_MEM_ERROR_INVALID_HANDLE, q.QNN_COMMON_ERROR_NOT_SUPPORTED):
         assert f"-> {code}" in stdout
     assert "parallel graphs on one spill-fill" in stdout and "rpcmem misuse" in stdout
+    assert re.search(rf"output buffer half mapped +-> {q.QNN_GRAPH_ERROR_INVALID_TENSOR}", stdout)
 
 
 def _abi(pfx) -> dict[str, int]:
@@ -108,7 +110,7 @@ def _abi(pfx) -> dict[str, int]:
 
 def test_abi_matches_the_mirror_and_the_facts(pfx):
     abi = _abi(pfx)
-    facts = {"QnnInterface_t": 608, "Qnn_MemDescriptor_t": 48, "QnnMemHtp_Descriptor_t": 32,
+    facts = {"QnnInterface_t": 40 + 8 * 76, "Qnn_MemDescriptor_t": 48, "QnnMemHtp_Descriptor_t": 32,
              "QnnHtpMem_SharedBufferConfig_t": 16, "Qnn_TensorV1_t": 112, "Qnn_Tensor_t": 144,
              "Qnn_QuantizeParams_t": 40, "QnnContext_Config_t": 16, "QnnContext_Property_t": 16}
     for name, size in facts.items():
@@ -122,7 +124,21 @@ def test_abi_matches_the_mirror_and_the_facts(pfx):
                "QnnHtpContext_CustomProperty_t": q.QnnHtpContext_CustomProperty_t,
                "QnnDevice_PlatformInfo_t": q.QnnDevice_PlatformInfo_t,
                "QnnSystemContext_BinaryInfo_t": system.QnnSystemContext_BinaryInfo_t,
-               "QnnSystemContext_GraphInfo_t": system.QnnSystemContext_GraphInfo_t}
+               "QnnSystemContext_GraphInfo_t": system.QnnSystemContext_GraphInfo_t,
+               "Qnn_Scalar_t": q.Qnn_Scalar_t, "QnnProfile_EventData_t": q.QnnProfile_EventData_t,
+               "QnnProfile_ExtendedEventData_t": q.QnnProfile_ExtendedEventData_t,
+               "QnnProfile_Config_t": q.QnnProfile_Config_t,
+               "QnnHtpPerfInfrastructure_PowerConfig_t": q.QnnHtpPerfInfrastructure_PowerConfig_t,
+               "QnnHtpPerfInfrastructure_MemoryConfig_t": q.QnnHtpPerfInfrastructure_MemoryConfig_t,
+               "QnnSystemProfile_SerializationTarget_t": system.QnnSystemProfile_SerializationTarget_t,
+               "QnnSystemProfile_SerializationTargetConfig_t": system.QnnSystemProfile_SerializationTargetConfig_t,
+               "QnnSystemProfile_ProfileEventV1_t": system.QnnSystemProfile_ProfileEventV1_t,
+               "QnnSystemProfile_ProfileData_t": system.QnnSystemProfile_ProfileData_t,
+               "QnnSystemContext_BinaryInfoV1_t": system.QnnSystemContext_BinaryInfoV1_t,
+               "QnnSystemContext_BinaryInfoV2_t": system.QnnSystemContext_BinaryInfoV2_t,
+               "QnnSystemContext_BinaryInfoV3_t": system.QnnSystemContext_BinaryInfoV3_t,
+               "QnnSystemContext_GraphInfoV1_t": system.QnnSystemContext_GraphInfoV1_t,
+               "QnnSystemContext_GraphInfoV2_t": system.QnnSystemContext_GraphInfoV2_t}
     for name, cls in structs.items():
         assert abi[f"sizeof {name}"] == ctypes.sizeof(cls), name
     for key, value in abi.items():
@@ -135,6 +151,8 @@ def test_abi_matches_the_mirror_and_the_facts(pfx):
     assert abi["offsetof QnnInterface_t.apiVersion"] == 16
     assert abi["offsetof QnnSystemInterface_t.QNN_SYSTEM_INTERFACE_VER_NAME"] == 32
     assert abi["offsetof QnnHtpDevice_DeviceInfoExtension_t.onChipDevice.arch"] == 24
+    assert abi["sizeof QnnHtpDevice_Infrastructure_t"] == 40
+    assert abi["offsetof QnnHtpDevice_Infrastructure_t.perfInfra.setPowerConfig"] == 24
 
 
 def _offset(cls: type, path: str) -> int:
@@ -160,12 +178,20 @@ def test_the_c_table_implements_exactly_what_the_mirror_emulates():
     assert {m.name for m in MEMBERS if m.implemented} == {n for n in QNN_INTERFACE_MEMBERS if n not in NOT_EMULATED}
 
 
-def test_interface_table_has_the_71_members_in_order(pfx):
+def test_the_header_struct_is_the_one_made_from_the_member_list():
+    """QnnInterface.h carries the table struct generated from the member list (one source of truth)."""
+    from npurt.capi.qnn_common import QNN_HEADER_DIR
+    from npurt.capi.qnnhtp import interface_struct
+    assert interface_struct() in (QNN_HEADER_DIR / "QnnInterface.h").read_text()
+
+
+def test_interface_table_has_the_2_40_slots_in_order(pfx):
+    from npurt.soc.api_coverage import QNN_INTERFACE_RESERVED, QNN_INTERFACE_SLOTS
     abi = _abi(pfx)
     members = [(k.split()[1], v) for k, v in abi.items() if k.startswith("member ")]
-    assert [name for name, _ in members] == [m.name for m in MEMBERS]
-    assert len(members) == 71
-    assert [offset for _, offset in members] == [40 + 8 * i for i in range(71)]
+    assert [name for name, _ in members] == [m.name for m in MEMBERS] + list(QNN_INTERFACE_RESERVED)
+    assert len(members) == QNN_INTERFACE_SLOTS == 76
+    assert [offset for _, offset in members] == [40 + 8 * i for i in range(76)]
     measured = {"logCreate": 25, "memRegister": 35, "memDeRegister": 36, "deviceCreate": 40, "errorGetMessage": 48,
                 "contextGetProperty": 63, "contextFinalize": 66}      # indices seen on the real x86 library
     for name, index in measured.items():
@@ -191,3 +217,11 @@ def test_example_builds_and_runs_as_the_docs_say(pfx, tmp_path):
     x = np.sin(0.01 * np.arange(SMALL * SMALL * 3)).astype(np.float32).reshape(1, SMALL, SMALL, 3)
     ref = run_ort(_onnx(SMALL), {"input": np.ascontiguousarray(x.transpose(0, 3, 1, 2))})[0]
     assert np.abs(y - ref.reshape(-1)).max() < 3e-3
+
+
+def test_release_members_succeed_in_any_order_once_the_process_exits(pfx, tmp_path):
+    """A program's own atexit handler (it runs after npurt's) frees the log, backend, context, a memory handle and
+    the device in an odd order: each is QNN_SUCCESS and the program exits 0."""
+    path, _, _ = _case(tmp_path, SMALL, "sm8350")
+    out = _run("qnn_exit_teardown", pfx, tmp_path, path)
+    assert "at exit: logFree 0 backendFree 0 contextFree 0 memDeRegister 0 deviceFree 0" in out

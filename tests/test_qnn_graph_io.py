@@ -189,3 +189,21 @@ def test_convert_qnn_io_option(tmp_path):
     ok_json("convert", "small_convnet", "--soc", "sm8550", "--qnn-io", "float16", "-o", out)
     assert q.io_tensors(npurt.load_compiled(out))[0][0].v1.dataType == q.QNN_DATATYPE_FLOAT_16
     fails("convert", "small_convnet", "--qnn-io", "quantized", "-o", out, words=("int8",))
+
+
+def test_convert_qnn_io_layout_option_is_recorded_and_reported(tmp_path):
+    """--qnn-io-layout nchw: recorded in the binary, reported by systemContextGetBinaryInfo (NCHW dims)."""
+    from helpers.cli import fails, ok_json
+    from npurt.qnn import system
+    out = tmp_path / "m.bin"
+    ok_json("convert", "small_convnet", "--soc", "sm8550", "--qnn-io-layout", "nchw", "-o", out)
+    assert npurt.load_compiled(out).meta["qnn_io_layout"] == "nchw"
+    table = system.QnnSystemInterfaceTable()
+    handle, info = ctypes.c_void_p(), ctypes.c_void_p()
+    data = out.read_bytes()
+    ok(table.systemContextCreate(handle))
+    ok(table.systemContextGetBinaryInfo(handle, data, len(data), info, None))
+    graph = system.QnnSystemContext_BinaryInfo_t.from_address(info.value).contextBinaryInfoV3.graphs[0].graphInfoV3
+    assert list(graph.graphInputs[0].v1.dimensions[:4]) == [1, 3, 32, 32]
+    ok(table.systemContextFree(handle))
+    fails("convert", "small_convnet", "--qnn-io-layout", "hwcn", "-o", out, words=("--qnn-io-layout", "nchw"))

@@ -209,6 +209,11 @@ def test_int32_per_channel_normalised_scale_and_get_quant_params(monkeypatch):
         assert b_scale.value == pytest.approx(float(sb.max()))
         assert out.name == b"B" and out.scale_len == N and out.zp_len == N
         np.testing.assert_array_equal(np.ctypeslib.as_array(out.scale, (N,)), sb)
+        again = rknn_quant_params()                  # repeated calls hand out the same arrays: memory stays flat
+        for _ in range(100):
+            assert rknn_matmul_get_quant_params(ctx, again, ctypes.byref(b_scale)) == 0
+        assert ctypes.addressof(again.scale.contents) == ctypes.addressof(out.scale.contents)
+        assert len(handles.contexts.get(ctx, "matmul")._exported) == 1
         mems = _bind(ctx, io, a, b)
         assert rknn_matmul_run(ctx) == 0
         got = read(mems[2], io.C.size, np.int32).reshape(M, N)

@@ -6,6 +6,7 @@ before any work, so a refused path is left exactly as it was.
 """
 from __future__ import annotations
 
+import math
 import os
 import stat
 from pathlib import Path
@@ -44,8 +45,11 @@ def regular_input(path: "str | os.PathLike", what: str = "input") -> Path:
 def regular_output(path: "str | os.PathLike", what: str = "output",
                    inputs: Iterable["str | os.PathLike"] = ()) -> Path:
     """`path` when it is a new path or an existing regular file that is none of `inputs`; INVALID_ARGUMENT
-    (nothing touched) for a directory, FIFO, device or socket, or for the command's own input."""
+    (nothing touched) for a directory, FIFO, device or socket, or for the command's own input. A symbolic link is
+    written through: the path returned is the file it points to (the link itself stays)."""
     path = Path(os.fspath(path))
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     st = _stat(path, what)
     if st is None:
         return path
@@ -74,9 +78,20 @@ def read_npy(path: "str | os.PathLike", what: str = "file"):
                 raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path} is not a .npy file (an array written by "
                                                            f"numpy.save)")
             f.seek(0)
+            version = np.lib.format.read_magic(f)
+            header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = header(f)
+            declared = math.prod(shape) * dtype.itemsize
+            held = os.fstat(f.fileno()).st_size - f.tell()
+            if not dtype.hasobject and declared > held:      # checked before numpy allocates the array
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path}: its header declares {declared} bytes "
+                                                           f"(shape {shape}), the file holds {held}")
+            f.seek(0)
             return np.load(f, allow_pickle=False)
     except OSError as exc:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path}: {exc.strerror or exc}") from None
+    except MemoryError:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path}: too large to load") from None
     except ValueError as exc:
         why = "holds Python objects, not an array of numbers" if "allow_pickle" in str(exc) else str(exc)
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path}: {why}") from None

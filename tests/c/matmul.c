@@ -75,6 +75,12 @@ static int run_int8(void)
     CHECK_RET(rknn_matmul_set_io_mem(ctx, b, &io.B), RKNN_SUCC);
     CHECK_RET(rknn_matmul_set_io_mem(ctx, c, &io.C), RKNN_SUCC);
     CHECK_RET(rknn_matmul_run(ctx), RKNN_SUCC);
+    rknn_quant_params q1, q2;
+    float s1 = 0, s2 = 0;
+    CHECK_RET(rknn_matmul_get_quant_params(ctx, &q1, &s1), RKNN_SUCC);
+    for (int i = 0; i < 200; i++)                    /* the same arrays every time: memory stays flat */
+        CHECK_RET(rknn_matmul_get_quant_params(ctx, &q2, &s2), RKNN_SUCC);
+    CHECK(q1.scale == q2.scale && q1.zp == q2.zp && s1 == s2);
     const int32_t *out = c->virt_addr;
     int wrong = 0;
     for (int m = 0; m < M; m++)

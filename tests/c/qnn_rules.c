@@ -3,6 +3,7 @@
  * rpcmem misuses (interior-pointer to_fd and free, double free, free of foreign pointers) are harmless.
  * usage: qnn_rules SPILL_MODEL.bin INPUT.raw */
 #include <pthread.h>
+#include <sys/mman.h>
 #include "qnn_app.h"
 
 static Qnn_MemDescriptor_t custom(QnnMemHtp_Descriptor_t *htp, QnnHtpMem_Type_t type, uint64_t size, int fd,
@@ -115,6 +116,20 @@ int main(int argc, char **argv)
     app_raw_io(ins2, outs2, input, outputs2);
     Qnn_GraphHandle_t graph = app_graph(ctx);
     CHECK_QNN(app.qnn.graphExecute(graph, ins, app.n_in, outs, app.n_out, NULL, NULL));
+    /* a RAW output whose buffer ends in a PROT_NONE page: refused, and not one byte of it written */
+    size_t page = 4096, pages = (app.out_bytes[0] + page - 1) / page + 1;
+    uint8_t *map = mmap(NULL, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(map != MAP_FAILED && mprotect(map + (pages - 1) * page, page, PROT_NONE) == 0);
+    memset(map, 0xAB, (pages - 1) * page);
+    void *good = outs[0].v1.clientBuf.data;
+    outs[0].v1.clientBuf.data = map + (pages - 1) * page - (app.out_bytes[0] - 16);   /* 16 bytes unmapped */
+    EXPECT_QNN(app.qnn.graphExecute(graph, ins, app.n_in, outs, app.n_out, NULL, NULL),
+               QNN_GRAPH_ERROR_INVALID_TENSOR);
+    for (size_t k = 0; k < (pages - 1) * page; k++)
+        CHECK(map[k] == 0xAB);
+    outs[0].v1.clientBuf.data = good;
+    munmap(map, pages * page);
+    printf("rule %-40s -> %d\n", "output buffer half mapped", QNN_GRAPH_ERROR_INVALID_TENSOR);
     CHECK_QNN(app.qnn.contextFree(ctx, NULL));
     CHECK_QNN(app.qnn.contextFree(ctx2, NULL));
 

@@ -42,7 +42,7 @@ class _Lock:
 
 def prefix() -> Path:
     """An installed prefix (include/, lib/) of the current `npurt.capi` sources, built at most once."""
-    sources = [*CAPI_SRC.rglob("*.py"), *CAPI_SRC.rglob("*.h")]
+    sources = [*CAPI_SRC.rglob("*.py"), *CAPI_SRC.rglob("*.h"), *CAPI_SRC.rglob("*.c")]
     target = BUILD / ("prefix-" + _digest(sources, sys.executable + str(CAPI_SRC)))
     with _Lock(BUILD / "build.lock"):
         from npurt.capi.install import LIBRARIES, install

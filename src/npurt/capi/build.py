@@ -14,21 +14,32 @@ writes and compiles one C file with cffi's embedding mode (`ffi.embedding_api` /
   declared to cffi as `int...`, i.e. whatever integer type the header gives them).
 
 Start-up, in C, before cffi's own (pitfalls of a prototype, each handled here):
+- one start per process, whichever library is called first and from however many threads: every library links
+  `libnpurt_process.so` (built beside it from `npurt_process.c`, loaded once per process), whose mutex serialises
+  the interpreter's start and each library's binding; the first library's hooks start the interpreter;
 - the interpreter is configured, not defaulted: isolated (no PYTHON* variables, no user site), no signal handlers,
   `executable` = the Python that built the library, so a venv's `pyvenv.cfg` and site-packages are used; the
   source folder of the building npurt goes first on `sys.path` — the library runs the npurt that built it;
 - every signal disposition of the program (SIGINT, ...) is saved before and restored after start-up, as Python
   and the libraries it imports install their own;
-- an `atexit` hook waits (bounded by `NPURT_CAPI_EXIT_WAIT_MS`, default 5000) for calls in flight, so `main`
-  returning while another thread is inside a call does not free memory under it; calls starting after that fail.
+- exit: new calls fail, calls in flight get up to `NPURT_CAPI_EXIT_WAIT_MS` (default 5000) to finish; if one is
+  still running then, the process ends with `_exit(status)` (stdio flushed) rather than run destructors under it;
+- fork() from a C thread: the forking thread takes the interpreter (GIL, import lock) as os.fork does, and the
+  child re-creates it, so its calls return whatever the other threads were doing; Python's at-fork hooks run there
+  (npurt's make inherited handles refuse: `npurt.mirror_kit.forksafe`);
+- loaded with `RTLD_LOCAL`, a library makes libpython's symbols global (extension modules need them);
+- linked `-z nodelete`: `dlclose` never unmaps npurt's code, which the interpreter and other npurt libraries
+  still point to (log forwarders, bound functions).
 If the process already runs Python (a Python program loading the library), that interpreter is used as it is.
 
 Specs: `npurt.capi.rknnrt` (librknnrt.so, librknnmrt.so); other libraries give their own `LibrarySpec`.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -37,9 +48,12 @@ from pathlib import Path
 
 from npurt.errors import ErrorCode, NpuError
 
-__all__ = ["LibrarySpec", "Function", "parse_functions", "header_functions", "build_library", "check_toolchain"]
+__all__ = ["LibrarySpec", "Function", "parse_functions", "header_functions", "build_library", "check_toolchain",
+           "PROCESS_LIBRARY"]
 
 SRC_DIR = Path(__file__).resolve().parents[2]       # the folder holding the `npurt` package
+PROCESS_SOURCE = Path(__file__).resolve().parent / "npurt_process.c"
+PROCESS_LIBRARY = "libnpurt_process.so"             # the state every npurt library of a process shares
 
 _DECL = re.compile(r"^\s*(?P<ret>[\w\s\*]+?)\s*\b(?P<name>[A-Za-z_]\w*)\s*\((?P<params>.*)\)\s*$", re.S)
 _PARAM_NAME = re.compile(r"([A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)*$")
@@ -194,33 +208,52 @@ def _wrapper(spec: LibrarySpec, f: Function) -> str:
 
 
 _RUNTIME_C = r"""
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+/* libnpurt_process.so: the once, the calls in flight, exit and fork, shared by every npurt library */
+struct npurt_process_hooks {
+    int (*start)(void);
+    void (*before_fork)(void);
+    void (*after_fork_parent)(void);
+    void (*after_fork_child)(void);
+};
+void npurt_process_lock(void);
+void npurt_process_unlock(void);
+int npurt_process_enter(void);
+void npurt_process_leave(void);
+int npurt_process_exiting(void);
+void npurt_process_start(const struct npurt_process_hooks *hooks);
 
 static pthread_once_t npurt_once = PTHREAD_ONCE_INIT;
 static int npurt_ready;                 /* set by the init code once every function is bound */
-static volatile int npurt_exiting;
-static int npurt_in_flight;
 
 static void npurt_capi_ready(void) { npurt_ready = 1; }
+static int npurt_reported;              /* the start-up code already said why npurt cannot start */
+static void npurt_capi_failed(void) { npurt_reported = 1; }
 
-static void npurt_wait_calls(void)
+/* A library loaded with RTLD_LOCAL keeps libpython's symbols private to it; the extension modules Python imports
+   later (numpy, ...) need them global, so the library promotes libpython once it is loaded. */
+__attribute__((constructor)) static void npurt_python_global(void)
 {
-    const char *env = getenv("NPURT_CAPI_EXIT_WAIT_MS");
-    long budget = env ? atol(env) : 5000;
-    struct timespec tick = {0, 1000000};
-    npurt_exiting = 1;
-    while (__atomic_load_n(&npurt_in_flight, __ATOMIC_SEQ_CST) > 0 && budget-- > 0)
-        nanosleep(&tick, NULL);
+    Dl_info info;
+    if (dladdr((void *)&Py_IsInitialized, &info) && info.dli_fname)
+        dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+    /* never unmapped: the Python objects of the embedded module (its Lib, its functions) live in this library's
+       memory and stay in sys.modules after a client's dlclose (onnxruntime's EP unloads its backend) */
+    if (dladdr((void *)&npurt_python_global, &info) && info.dli_fname)
+        dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
-static void npurt_start_python(void)
+static int npurt_start_python(void)
 {
     PyStatus status;
     PyConfig config;
+    if (Py_IsInitialized())
+        return 0;                       /* a Python host: its interpreter is used as it is */
     PyConfig_InitIsolatedConfig(&config);
     config.install_signal_handlers = 0;
     config.parse_argv = 0;
@@ -233,39 +266,83 @@ static void npurt_start_python(void)
     if (PyStatus_Exception(status)) {
         fprintf(stderr, "E npurt: %s: cannot start Python (%s): %s\n", NPURT_LIBRARY, NPURT_PYTHON,
                 status.err_msg ? status.err_msg : "unknown error");
-        return;
+        return 0;
     }
     PyEval_SaveThread();                /* cffi takes the GIL per call */
+    return 1;
 }
+
+/* fork() from a C thread: the forking thread takes the interpreter over (as os.fork does), so the child gets a
+   consistent one whatever the other threads were doing; Python's at-fork hooks run in the child. */
+static PyGILState_STATE npurt_fork_gil;
+static int npurt_fork_took;
+
+static void npurt_before_fork(void)
+{
+    npurt_fork_took = !PyGILState_Check();          /* held: Python itself is forking and does this */
+    if (npurt_fork_took) {
+        npurt_fork_gil = PyGILState_Ensure();
+        PyOS_BeforeFork();
+    }
+}
+
+static void npurt_after_fork_parent(void)
+{
+    if (npurt_fork_took) {
+        PyOS_AfterFork_Parent();
+        PyGILState_Release(npurt_fork_gil);
+    }
+}
+
+static void npurt_after_fork_child(void)
+{
+    if (npurt_fork_took) {
+        PyOS_AfterFork_Child();
+        PyGILState_Release(npurt_fork_gil);
+    }
+}
+
+static const struct npurt_process_hooks npurt_hooks = {
+    npurt_start_python, npurt_before_fork, npurt_after_fork_parent, npurt_after_fork_child,
+};
 
 static void npurt_start(void)
 {
     static struct sigaction saved[NSIG];
     int sig;
+    npurt_process_lock();               /* one start per process, whichever library comes first */
     for (sig = 1; sig < NSIG; sig++)
         sigaction(sig, NULL, &saved[sig]);
-    if (!Py_IsInitialized())
-        npurt_start_python();
+    npurt_process_start(&npurt_hooks);
     if (Py_IsInitialized() && _cffi_start_python() == NULL)
         npurt_ready = 0;
     for (sig = 1; sig < NSIG; sig++)
         if (sig != SIGKILL && sig != SIGSTOP)
             sigaction(sig, &saved[sig], NULL);
-    atexit(npurt_wait_calls);
-    if (!npurt_ready)
+    npurt_process_unlock();
+    if (!npurt_ready && !npurt_reported)
         fprintf(stderr, "E npurt: %s: npurt could not start; every call fails\n", NPURT_LIBRARY);
 }
 
 static int npurt_enter(void)
 {
     pthread_once(&npurt_once, npurt_start);
-    if (!npurt_ready || npurt_exiting)
-        return 0;
-    __atomic_add_fetch(&npurt_in_flight, 1, __ATOMIC_SEQ_CST);
-    return 1;
+    return npurt_ready && npurt_process_enter();
 }
 
-static void npurt_leave(void) { __atomic_sub_fetch(&npurt_in_flight, 1, __ATOMIC_SEQ_CST); }
+static void npurt_leave(void) { npurt_process_leave(); }
+
+/* The process is exiting (main returned, or the host interpreter is finalizing / gone): what is left is reclaimed
+ * with the process, so release calls (contextFree, backendFree, ...) succeed without entering Python. */
+static int npurt_exiting_now(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    int finalizing = Py_IsFinalizing();
+#else
+    int finalizing = _Py_IsFinalizing();
+#endif
+    return npurt_process_exiting() || (npurt_ready && (!Py_IsInitialized() || finalizing));
+}
 """
 
 _INIT_PY = """\
@@ -274,9 +351,17 @@ for _path in {paths!r}:
     if _path not in sys.path:
         sys.path.insert(0, _path)
 from {module_name} import ffi, lib
-from npurt.capi.embed import attach
-attach(ffi, {module!r}, {names!r}, {errors!r})
-lib.npurt_capi_ready()
+try:
+    from npurt.capi.embed import attach
+    attach(ffi, {module!r}, {names!r}, {errors!r})
+except ImportError as _exc:          # npurt or a dependency is missing from this Python: say what, in one line
+    sys.stderr.write("E npurt: %s: npurt cannot start in %s (Python %d.%d): %s: %s; install npurt there "
+                     "(pip install npurt) or use the Python that built the library; every call fails\\n"
+                     % ({library!r}, sys.executable or "this process", sys.version_info[0], sys.version_info[1],
+                        type(_exc).__name__, _exc))
+    lib.npurt_capi_failed()
+else:
+    lib.npurt_capi_ready()
 """
 
 
@@ -316,23 +401,41 @@ def check_toolchain() -> str:
     return cc
 
 
+def build_process_library(lib_dir: Path) -> Path:
+    """Compile `libnpurt_process.so` (no Python in it) into `lib_dir`, replacing any older one atomically."""
+    cc = check_toolchain()
+    target = Path(lib_dir) / PROCESS_LIBRARY
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{PROCESS_LIBRARY}.{os.getpid()}.tmp")
+    proc = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-Wall", str(PROCESS_SOURCE), "-o", str(tmp),
+                           f"-Wl,-soname,{PROCESS_LIBRARY}", "-Wl,-z,nodelete", "-lpthread"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise NpuError(ErrorCode.INTERNAL, f"compiling {PROCESS_LIBRARY} failed: {proc.stderr.strip()}")
+    tmp.replace(target)
+    return target
+
+
 def build_library(spec: LibrarySpec, lib_dir: Path, work_dir: Path | None = None) -> Path:
-    """Compile `spec` into `lib_dir/spec.name`; returns its path. Needs the system C compiler and Python headers."""
+    """Compile `spec` into `lib_dir/spec.name` (and `libnpurt_process.so` beside it, which it links); returns its
+    path. Needs the system C compiler and Python headers."""
     import cffi
 
     check_toolchain()
+    build_process_library(lib_dir)
     functions = spec.parsed()
     typedefs = sorted(set().union(*(f.typedef_names() for f in functions)))
     cdef = "".join(f"typedef int... {t};\n" for t in typedefs)
     cdef += "".join(f'extern "Python+C" {_internal_decl(f)};\n' for f in functions)
-    cdef += spec.extra_cdef + "\nstatic void npurt_capi_ready(void);\n"
+    cdef += spec.extra_cdef + "\nstatic void npurt_capi_ready(void);\nstatic void npurt_capi_failed(void);\n"
     ffi = cffi.FFI()
     ffi.cdef(cdef)
     ffi.embedding_api("")
     names = [f"_npurt_{f.name}" for f in functions] + _externs(spec.extra_cdef)
     ffi.embedding_init_code(_INIT_PY.format(paths=[*reversed(spec.python_path), str(SRC_DIR)],
                                             module_name=spec.module_name, module=spec.module, names=names,
-                                            errors=_python_errors(spec, functions)))
+                                            errors=_python_errors(spec, functions), library=spec.name))
     defines = {"NPURT_PYTHON": _c_string(sys.executable), "NPURT_LIBRARY": _c_string(spec.name), **spec.defines}
     source = "".join(f"#define {k} {v}\n" for k, v in defines.items())
     source += "".join(f'#include "{h}"\n' for h in spec.headers) + _RUNTIME_C
@@ -346,8 +449,9 @@ def build_library(spec: LibrarySpec, lib_dir: Path, work_dir: Path | None = None
         exports.write_text("{ global: " + "".join(f"{f.name}; " for f in functions) + "local: *; };\n")
         ffi.set_source(spec.module_name, source, include_dirs=[str(spec.header_dir)],
                        extra_compile_args=["-O2", "-Wno-unused-function"],
-                       extra_link_args=[f"-Wl,-soname,{spec.name}", f"-Wl,-rpath,{libdir}",
-                                        f"-Wl,--version-script={exports}"])
+                       library_dirs=[str(lib_dir.resolve())], libraries=[PROCESS_LIBRARY[3:-3]],
+                       extra_link_args=[f"-Wl,-soname,{spec.name}", f"-Wl,-rpath,{libdir}", "-Wl,-rpath,$ORIGIN",
+                                        "-Wl,-z,nodelete", f"-Wl,--version-script={exports}"])
         built = Path(ffi.compile(tmpdir=tmp, target=spec.name, verbose=False))
         target = lib_dir / spec.name
         shutil.copyfile(built, target.with_suffix(".tmp"))

@@ -5,6 +5,7 @@ systems look for (`lib/pkgconfig/librknnrt.pc`, `lib/cmake/rknnrt/rknnrtConfig.c
     DIR/include/rpcmem.h, qurt_alloc.h, QNN/QnnInterface.h, ..., QNN/HTP/*.h, QNN/System/*.h  (docs/qnn-c-api.md)
     DIR/lib/librknnrt.so, librknnmrt.so
     DIR/lib/libcdsprpc.so, libQnnHtp.so, libQnnSystem.so
+    DIR/lib/libnpurt_process.so  (the state the libraries of one process share; they find it beside them)
     DIR/lib/pkgconfig/librknnrt.pc, librknnmrt.pc
     DIR/lib/cmake/rknnrt/rknnrtConfig.cmake, rknnrtConfigVersion.cmake
 

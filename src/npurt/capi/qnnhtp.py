@@ -1,12 +1,14 @@
 """libQnnHtp.so: the QNN HTP backend's provider table as thin adapters over the `npurt.qnn` mirror, plus
 `qurt_malloc` / `qurt_free` for the Non-RPC use case's DSP-side buffers.
 
-`QnnInterface_getProviders` gives one provider (backend id 6, "HTP_QTI_AISW", the mirror's API versions) whose
-`QnnInterface_t` has QNN's 71-member layout (`MEMBERS`, the table's order). The members the shared-buffer tutorial
-and SampleApp-style programs call go to the mirror's function of the same name, with C pointers turned into the
-mirror's ctypes structs (`npurt.capi.guard`: validated, aliasing the caller's memory); every other member returns
-QNN_COMMON_ERROR_NOT_SUPPORTED. The use case (FastRPC / Non-RPC) is read from `$NPURT_QNN_USE_CASE` and the SoC from
-`$NPURT_SOC` when `QnnInterface_getProviders` is called, as the Python mirror reads them.
+`QnnInterface_getProviders` gives one provider (backend id 6, "HTP_QTI_AISW", core API 2.40, HTP API 5.51) whose
+`QnnInterface_t` has the 2.40 layout: the named members of `npurt.soc.api_coverage.QNN_INTERFACE_MEMBERS` in order
+(`MEMBERS`), then NULL reserved slots up to `QNN_INTERFACE_SLOTS`. The members npurt implements go to the mirror's
+function of the same name, with C pointers turned into the mirror's ctypes structs (`npurt.capi.guard`: validated,
+aliasing the caller's memory); every other named member returns QNN_COMMON_ERROR_NOT_SUPPORTED. deviceGetInfrastructure
+hands out a static QnnHtpDevice_Infrastructure_t whose four functions go to the mirror's `PerfInfrastructure`. The
+use case (FastRPC / Non-RPC) is read from `$NPURT_QNN_USE_CASE` and the SoC from `$NPURT_SOC` when
+`QnnInterface_getProviders` is called, as the Python mirror reads them.
 """
 from __future__ import annotations
 
@@ -18,18 +20,31 @@ import npurt.qnn as q
 from npurt.capi import guard
 from npurt.capi.build import LibrarySpec
 from npurt.capi.embed import sync_environ
-from npurt.capi.qnn_common import (GLOBAL_PYTHON_C, QNN_HEADER_DIR, adapter, extern_cdef, header_members,
+from npurt.capi.qnn_common import (QNN_HEADER_DIR, Member, _typedef_params, adapter, extern_cdef, interface_members,
                                    table_initializer, table_source)
+from npurt.capi.qnn_common import interface_struct as struct_text
+from npurt.soc.api_coverage import (QNN_HTP_PERF_INFRASTRUCTURE_MEMBERS, QNN_INTERFACE_MEMBERS,
+                                     QNN_INTERFACE_RESERVED)
 from npurt.errors import NpuError
+from npurt.memory import raw
 from npurt.memory.cargs import as_struct_list
 from npurt.qnn import constants as C
+from npurt.qnn.interface import PERF_INFRASTRUCTURE
 
 LIBRARY_NAME = "libQnnHtp.so"
 PREFIX = "qnn_"
 
-# The provider table, its order and each member's C parameters, from QnnInterface.h (`QNN_INTERFACE_VER_TYPE`);
-# the test suite checks it against `npurt.soc.api_coverage.QNN_INTERFACE_MEMBERS` and the mirror's boundary.
-MEMBERS = header_members("QnnInterface_ImplementationV2_32_t")
+# The provider table: the member list (data) with each implemented member's C parameters from npurt's headers; the
+# struct in QnnInterface.h is `interface_struct()` (a test keeps them equal).
+MEMBERS = interface_members(QNN_INTERFACE_MEMBERS)
+# The HTP performance infrastructure's functions (QnnHtpDevice_PerfInfrastructure_t, in its order).
+PERF_MEMBERS = [Member(name, _typedef_params()[f"QnnHtpPerfInfrastructure_{name[0].upper()}{name[1:]}Fn_t"])
+                for name in QNN_HTP_PERF_INFRASTRUCTURE_MEMBERS]
+
+
+def interface_struct() -> str:
+    """The C text of `QNN_INTERFACE_VER_TYPE` as QnnInterface.h must carry it."""
+    return struct_text(MEMBERS, QNN_INTERFACE_RESERVED, C.QNN_INTERFACE_VER_TYPE)
 
 _SOURCE = r"""
 #include <stdarg.h>
@@ -49,22 +64,27 @@ void npurt_qnn_log_emit(uintptr_t cb, uint32_t level, uint64_t ts, const char *m
 
 
 def spec() -> LibrarySpec:
-    """libQnnHtp.so: QnnInterface_getProviders, qurt_malloc, qurt_free and the provider's 71-member table."""
+    """libQnnHtp.so: QnnInterface_getProviders, qurt_malloc, qurt_free and the provider's 2.40 table."""
     provider = (f"static QnnInterface_t npurt_qnn_provider = {{\n    {C.QNN_BACKEND_ID_HTP}, "
                 f'"{C.QNN_HTP_INTERFACE_PROVIDER_NAME}",\n'
                 f"    {{{{{C.QNN_API_VERSION_MAJOR}, {C.QNN_API_VERSION_MINOR}, {C.QNN_API_VERSION_PATCH}}}, "
                 f"{{{C.QNN_HTP_API_VERSION_MAJOR}, {C.QNN_HTP_API_VERSION_MINOR}, {C.QNN_HTP_API_VERSION_PATCH}}}}},\n"
                 f"    {{.{C.QNN_INTERFACE_VER_NAME} = {{\n{table_initializer(MEMBERS)}\n    }}}}\n}};\n"
                 "static const QnnInterface_t *npurt_qnn_providers[] = {&npurt_qnn_provider};\n"
-                "uintptr_t npurt_qnn_provider_list(void) { return (uintptr_t)npurt_qnn_providers; }\n")
+                "uintptr_t npurt_qnn_provider_list(void) { return (uintptr_t)npurt_qnn_providers; }\n"
+                "static QnnHtpDevice_Infrastructure_t npurt_qnn_infra = {QNN_HTP_DEVICE_INFRASTRUCTURE_TYPE_PERF, "
+                "{.perfInfra = {" + ", ".join(f"m_{m.name}" for m in PERF_MEMBERS) + "}}};\n"
+                "uintptr_t npurt_qnn_infrastructure(void) { return (uintptr_t)&npurt_qnn_infra; }\n")
     return LibrarySpec(
-        name=LIBRARY_NAME, headers=["QnnInterface.h", "../qurt_alloc.h"], header_dir=QNN_HEADER_DIR,
+        name=LIBRARY_NAME, headers=["QnnInterface.h", "HTP/QnnHtpDevice.h", "../qurt_alloc.h"],
+        header_dir=QNN_HEADER_DIR,
         functions="Qnn_ErrorHandle_t QnnInterface_getProviders(const QnnInterface_t ***providerList, "
                   "uint32_t *numProviders); void *qurt_malloc(size_t size); void qurt_free(void *ptr);",
         module=__name__, errors={"QnnInterface_getProviders": str(C.QNN_COMMON_ERROR_SYSTEM)},
-        extra_cdef=extern_cdef(MEMBERS, PREFIX) + "uintptr_t npurt_qnn_provider_list(void);\n"
+        extra_cdef=extern_cdef(MEMBERS + PERF_MEMBERS, PREFIX) + "uintptr_t npurt_qnn_provider_list(void);\n"
+                   "uintptr_t npurt_qnn_infrastructure(void);\n"
                    "void npurt_qnn_log_emit(uintptr_t cb, uint32_t level, uint64_t ts, const char *msg);\n",
-        extra_source=GLOBAL_PYTHON_C + _SOURCE + table_source(MEMBERS, PREFIX, "QNN_COMMON_ERROR_NOT_SUPPORTED")
+        extra_source=_SOURCE + table_source(MEMBERS + PERF_MEMBERS, PREFIX, "QNN_COMMON_ERROR_NOT_SUPPORTED")
         + provider)
 
 
@@ -179,6 +199,8 @@ def qnn_graphExecute(graphHandle: int, inputs: int, numInputs: int, outputs: int
 
 @adapter("logCreate", C.QNN_LOG_ERROR_INVALID_ARGUMENT)
 def qnn_logCreate(callback: int, maxLogLevel: int, logger: int) -> int:
+    if callback:
+        raw.check_code(callback, "callback")
     emit = _lib().npurt_qnn_log_emit
     forward = (lambda text, level, stamp: emit(callback, level, stamp, text.encode())) if callback else None
     return _table().logCreate(forward, maxLogLevel, _cell(logger, "logger"))
@@ -252,6 +274,80 @@ def qnn_contextGetProperty(contextHandle: int, properties: int) -> int:
 @adapter("contextFinalize", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
 def qnn_contextFinalize(context: int, profile: int) -> int:
     return _table().contextFinalize(context, profile or None)
+
+
+@adapter("profileSetConfig", C.QNN_PROFILE_ERROR_INVALID_ARGUMENT)
+def qnn_profileSetConfig(profileHandle: int, config: int) -> int:
+    configs = as_struct_list(config, None, q.QnnProfile_Config_t, "config", address=True) if config else None
+    return _table().profileSetConfig(profileHandle, configs)
+
+
+@adapter("profileGetEvents", C.QNN_PROFILE_ERROR_INVALID_ARGUMENT)
+def qnn_profileGetEvents(profileHandle: int, profileEventIds: int, numEvents: int) -> int:
+    return _table().profileGetEvents(profileHandle, _cell(profileEventIds, "profileEventIds"),
+                                     guard.struct_at(ctypes.c_uint32, numEvents, "numEvents"))
+
+
+@adapter("profileGetSubEvents", C.QNN_PROFILE_ERROR_INVALID_ARGUMENT)
+def qnn_profileGetSubEvents(eventId: int, subEventIds: int, numSubEvents: int) -> int:
+    return _table().profileGetSubEvents(eventId, _cell(subEventIds, "subEventIds"),
+                                        guard.struct_at(ctypes.c_uint32, numSubEvents, "numSubEvents"))
+
+
+@adapter("profileGetEventData", C.QNN_PROFILE_ERROR_INVALID_ARGUMENT)
+def qnn_profileGetEventData(eventId: int, eventData: int) -> int:
+    return _table().profileGetEventData(eventId, guard.struct_at(q.QnnProfile_EventData_t, eventData, "eventData"))
+
+
+@adapter("profileGetExtendedEventData", C.QNN_PROFILE_ERROR_INVALID_ARGUMENT)
+def qnn_profileGetExtendedEventData(eventId: int, eventData: int) -> int:
+    return _table().profileGetExtendedEventData(
+        eventId, guard.struct_at(q.QnnProfile_ExtendedEventData_t, eventData, "eventData"))
+
+
+@adapter("deviceGetInfrastructure", C.QNN_DEVICE_ERROR_INVALID_ARGUMENT)
+def qnn_deviceGetInfrastructure(deviceInfra: int) -> int:
+    cell = _cell(deviceInfra, "deviceInfra")
+    ret = _table().deviceGetInfrastructure(cell)
+    if ret == C.QNN_SUCCESS and cell is not None:
+        cell.value = _lib().npurt_qnn_infrastructure()
+    return ret
+
+
+@adapter("errorGetVerboseMessage", C.QNN_COMMON_ERROR_INVALID_ARGUMENT)
+def qnn_errorGetVerboseMessage(errorHandle: int, errorMessage: int) -> int:
+    return _table().errorGetVerboseMessage(errorHandle, _cell(errorMessage, "errorMessage"))
+
+
+@adapter("errorFreeVerboseMessage", C.QNN_COMMON_ERROR_INVALID_ARGUMENT)
+def qnn_errorFreeVerboseMessage(errorMessage: int) -> int:
+    return _table().errorFreeVerboseMessage(errorMessage)
+
+
+# --- the HTP performance infrastructure (QnnHtpDevice_PerfInfrastructure_t) -------------------------------------
+@adapter("createPowerConfigId", C.QNN_HTP_PERF_INFRASTRUCTURE_ERROR_INVALID_INPUT)
+def qnn_createPowerConfigId(deviceId: int, coreId: int, powerConfigId: int) -> int:
+    return PERF_INFRASTRUCTURE.createPowerConfigId(
+        deviceId, coreId, guard.struct_at(ctypes.c_uint32, powerConfigId, "powerConfigId"))
+
+
+@adapter("destroyPowerConfigId", C.QNN_HTP_PERF_INFRASTRUCTURE_ERROR_INVALID_INPUT)
+def qnn_destroyPowerConfigId(powerConfigId: int) -> int:
+    return PERF_INFRASTRUCTURE.destroyPowerConfigId(powerConfigId)
+
+
+@adapter("setPowerConfig", C.QNN_HTP_PERF_INFRASTRUCTURE_ERROR_INVALID_INPUT)
+def qnn_setPowerConfig(powerConfigId: int, config: int) -> int:
+    configs = (as_struct_list(config, None, q.QnnHtpPerfInfrastructure_PowerConfig_t, "config", address=True)
+               if config else None)
+    return PERF_INFRASTRUCTURE.setPowerConfig(powerConfigId, configs)
+
+
+@adapter("setMemoryConfig", C.QNN_HTP_PERF_INFRASTRUCTURE_ERROR_INVALID_INPUT)
+def qnn_setMemoryConfig(deviceId: int, coreId: int, config: int) -> int:
+    configs = (as_struct_list(config, None, q.QnnHtpPerfInfrastructure_MemoryConfig_t, "config", address=True)
+               if config else None)
+    return PERF_INFRASTRUCTURE.setMemoryConfig(deviceId, coreId, configs)
 
 
 # --- graph building (the mirror's `graph_build` members; op configs and tensors are read through guarded pointers) --

@@ -88,7 +88,7 @@ def _refreshed(result: Any) -> Any:
 def rknn_init(context: int, model: int, size: int, flag: int, extend: int) -> int:
     sync_environ()
     ctx = guard.struct_at(r.rknn_context, context, "context")
-    ext = guard.struct_at(r.rknn_init_extend, extend, "extend")
+    ext = guard.struct_at(r.rknn_init_extend, extend, "extend", write=False)      # input structs are only read
     if size == 0:
         source = guard.c_string(model, "model path")
         source = os.fsdecode(source) if source is not None else None
@@ -222,7 +222,7 @@ def rknn_mem_sync(context: int, mem: int, mode: int) -> int:
 def rknn_matmul_create(ctx: int, info: int, io_attr: int) -> int:
     sync_environ()
     return _refreshed(r.rknn_matmul_create(guard.struct_at(r.rknn_context, ctx, "ctx"),
-                                           guard.struct_at(r.rknn_matmul_info, info, "info"),
+                                           guard.struct_at(r.rknn_matmul_info, info, "info", write=False),
                                            guard.struct_at(r.rknn_matmul_io_attr, io_attr, "io_attr")))
 
 
@@ -232,7 +232,8 @@ def rknn_matmul_create_dynamic_shape(ctx: int, info: int, shape_num: int, dynami
     sync_environ()
     count = max(int(shape_num), 0)
     return _refreshed(r.rknn_matmul_create_dynamic_shape(
-        guard.struct_at(r.rknn_context, ctx, "ctx"), guard.struct_at(r.rknn_matmul_info, info, "info"), shape_num,
+        guard.struct_at(r.rknn_context, ctx, "ctx"), guard.struct_at(r.rknn_matmul_info, info, "info", write=False),
+        shape_num,
         guard.array_at(r.rknn_matmul_shape, dynamic_shapes, count, "dynamic_shapes", write=False),
         guard.array_at(r.rknn_matmul_io_attr, io_attrs, count, "io_attrs")))
 

@@ -5,6 +5,7 @@ Names and datasets (zoo names, `--quantize random`) are resolved by `npurt.model
 """
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,9 +79,12 @@ def parse_floats(text: str | None, what: str) -> list[float] | None:
     if text is None:
         return None
     try:
-        return [float(v) for v in text.replace(" ", ",").split(",") if v]
+        values = [float(v) for v in text.replace(" ", ",").split(",") if v]
     except ValueError:
         raise _bad(f"{what} must be comma-separated numbers, got {text!r}") from None
+    if not values or not all(math.isfinite(v) for v in values):
+        raise _bad(f"{what} must be comma-separated finite numbers, got {text!r}")
+    return values
 
 
 def read_inputs(paths: list[Path], compiled: Any, dynamic: bool = False) -> list[np.ndarray]:
@@ -93,6 +97,9 @@ def read_inputs(paths: list[Path], compiled: Any, dynamic: bool = False) -> list
     arrays = []
     for name, p in zip(names, paths):
         a = read_npy(p, "--input")
+        if a.dtype.kind not in "biuf":
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{p}: dtype {a.dtype} is not a number type a model input "
+                                                       f"takes (complex, text and object arrays are refused)")
         want = tuple(compiled.storage[name].shape)
         if (a.ndim != len(want)) if dynamic else (tuple(a.shape) != want):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{p}: shape {tuple(a.shape)} != input {name!r} shape {want}")

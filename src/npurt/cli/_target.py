@@ -11,7 +11,7 @@ def target_soc(soc: str | None, *models: str) -> str:
     """`soc` if given, else the SoC recorded by the first of `models` that is a `.npurt` file, else the default
     SoC (`$NPURT_SOC`, else rk3588). Files that cannot be read are left for the command to report."""
     from npurt.soc import get_profile
-    if soc:
+    if soc is not None:                 # "" names no SoC: get_profile refuses it
         return soc
     from npurt.model.file_format import recorded_soc
     for model in models:

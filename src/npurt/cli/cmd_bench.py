@@ -30,7 +30,10 @@ MEANING = {
     "executor": "npurt time / onnxruntime time, same model and thread count (lower is better)",
     "layout": "conversion GB/s / np.copyto GB/s of the same bytes (higher is better, 1 = memory bandwidth)",
     "memory": "npurt time / the same syscalls or copy done directly (lower is better)",
+    "npu_timing": "predicted FPS / rknn_model_zoo's published FPS (1 = exact); speed row: `npurt perf` seconds / "
+                  "the 1 s goal",
     "planner": "arena / lower bound (peak live bytes); 1 is optimal",
+    "qnn_ort": "onnxruntime's QNN EP run on npurt's libQnnHtp.so / npurt's own graphExecute, same binary (goal <= 1.1)",
     "zero_copy": "path time / Executor.run() alone on bound memory (1 = the I/O path adds nothing)",
 }
 

@@ -4,8 +4,9 @@ The file holds the graph, the stored weights, the tensor attrs, the quantisation
 its target SoC (`rknn_init` / `npurt.load_compiled` on another SoC is a platform mismatch). `--quantize` selects
 int8 with a calibration dataset.txt (or `random`); `--mean` / `--std` are fused into input packing. The same file
 is a QNN HTP context binary (`contextCreateFromBinary`); `--qnn-io` chooses how its graph I/O appears to QNN:
-FLOAT_32 (default), FLOAT_16, or quantized with scale/offset (int8 only). `--input-shape x=1,3,48,320` fixes the
-dynamic dimensions of an input (a recognizer's width, a batch `N`).
+FLOAT_32 (default), FLOAT_16, or quantized with scale/offset (int8 only); `--qnn-io-layout nchw` makes its 4-D graph
+I/O NCHW (the layout onnxruntime's EPContext models declare) instead of the HTP's NHWC. `--input-shape x=1,3,48,320`
+fixes the dynamic dimensions of an input (a recognizer's width, a batch `N`).
 
 `--dynamic-input` makes a dynamic-shape model (the toolkit's `dynamic_input`): several shapes per input, e.g.
 `--dynamic-input "1,3,224,224;1,3,160,160"`, the option once per input (in order, each with as many shapes); shape
@@ -38,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--std", help="per-channel input std, e.g. 127.5,127.5,127.5")
     p.add_argument("--qnn-io", default="float32",
                    help="QNN graph I/O tensors: float32 (default), float16, or quantized (int8 models)")
+    p.add_argument("--qnn-io-layout", default="nhwc",
+                   help="layout of 4-D QNN graph I/O tensors: nhwc (default, the HTP's) or nchw (what onnxruntime's "
+                        "EPContext models declare)")
     p.add_argument("--dynamic-input", action="append", default=None, metavar="SHAPES",
                    help="a dynamic-shape model: the shapes of one input, ';'-separated (e.g. "
                         "\"1,3,224,224;1,3,160,160\"), once per input in order; or the toolkit's dynamic_input "
@@ -114,9 +118,12 @@ def _named_shapes(path: Path, shapes: dict[str, list[int]]) -> dict[str, list[in
 
 
 def run(args: argparse.Namespace) -> int:
-    from npurt.qnn.graph import GRAPH_IO, set_graph_io
+    from npurt.qnn.graph import GRAPH_IO, GRAPH_IO_LAYOUTS, set_graph_io, set_graph_io_layout
     if args.qnn_io not in GRAPH_IO:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--qnn-io {args.qnn_io!r}: use one of {', '.join(GRAPH_IO)}")
+    if args.qnn_io_layout not in GRAPH_IO_LAYOUTS:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--qnn-io-layout {args.qnn_io_layout!r}: use one of "
+                                                   f"{', '.join(GRAPH_IO_LAYOUTS)}")
     console = make_console(quiet=args.json)
     profile = get_profile(target_soc(args.soc, args.model))
     path = resolve_model(args.model)
@@ -137,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
         compiled = load_model(str(path), profile.name, options, progress=not args.json and console.is_terminal)
     if args.qnn_io != "float32":
         set_graph_io(compiled, args.qnn_io)
+    if args.qnn_io_layout != "nhwc":
+        set_graph_io_layout(compiled, args.qnn_io_layout)
     if args.output.suffix not in (".npurt", ".bin"):        # .bin: the QNN context binary's usual name
         console.print(f"[yellow]note[/yellow]: {args.output} ends in neither .npurt nor .bin (the same file either "
                       f"way)")

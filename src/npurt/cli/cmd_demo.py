@@ -341,11 +341,15 @@ def _main_job(args: argparse.Namespace) -> int:
         saved = totals.sram_hit_rw
         share = saved / totals.internal_rw if totals.internal_rw else 0.0
         result["sram_savings"] = {"bytes_per_frame": saved, "share_of_internal_rw": share,
-                                  "bytes_per_second_at_30fps": saved * FPS}
+                                  "bytes_per_second_at_30fps": saved * FPS, **_time_saved(context, sram_used)}
         if result["sram_enabled"]:
+            t = result["sram_savings"]
             console.print(f"\n[bold]DDR traffic SRAM saves[/bold] (predicted): {saved:,} bytes per frame = "
                           f"{share:.0%} of the internal tensors' {totals.internal_rw:,} bytes; "
                           f"{human_bytes(saved * FPS)}/s at {FPS} fps")
+            console.print(f"[bold]NPU time SRAM saves[/bold] (predicted by npurt's timing model, docs/npu-timing.md): "
+                          f"{t['predicted_ms_ddr']:.3f} ms -> {t['predicted_ms_sram']:.3f} ms per frame "
+                          f"({t['predicted_ms_saved']:.3f} ms saved)")
         elif not profile.sram_size:
             console.print(f"\n{profile.name} has no NPU SRAM: no DDR traffic saved (rk3588 and rk3576 have SRAM)")
         else:
@@ -370,6 +374,15 @@ def _main_job(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
     return 0
+
+
+def _time_saved(context: Any, sram_used: int) -> dict:
+    """Predicted NPU ms per frame of the context's model and plan without and with the SRAM it holds."""
+    from npurt.timing import predict
+    ddr = predict(context.compiled, context.profile.name, plan=context.plan)
+    sram = predict(context.compiled, context.profile.name, sram=sram_used, plan=context.plan)
+    return {"predicted_ms_ddr": ddr.total_ms, "predicted_ms_sram": sram.total_ms,
+            "predicted_ms_saved": ddr.total_ms - sram.total_ms}
 
 
 def run(args: argparse.Namespace) -> int:

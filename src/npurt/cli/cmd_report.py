@@ -50,6 +50,9 @@ def sram_for(compiled, profile, sram: int | None) -> int:
     size = profile.sram_size if sram is None else sram
     if size < 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--sram must be >= 0, got {size}")
+    if size > profile.sram_size:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--sram {size}: {profile.name} has {profile.sram_size} bytes of "
+                                                   f"NPU SRAM")
     return min(size, page_round(compiled.internal_size)) if compiled.internal_size else 0
 
 

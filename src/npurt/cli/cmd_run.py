@@ -22,6 +22,7 @@ from npurt.cli._output import make_console, ms, print_json
 from npurt.cli._rknn_flow import (Rknn, ZeroCopy, board_soc, general_frame, has_general_api, random_frames,
                                   rknn_profile)
 from npurt.cli._target import SOC_HELP, target_soc
+from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input, regular_output, write_exactly
 
 if TYPE_CHECKING:  # numpy loads when the command runs: `npurt --help` stays light
@@ -82,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     profile = rknn_profile(target_soc(args.soc, args.model))
     path = resolve_model(args.model)
     inputs = [regular_input(p, "--input") for p in args.input]
+    if args.sram and not profile.sram_size:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--sram: {profile.name} has no NPU SRAM")
     if args.output:
         regular_output(args.output, "--output", [path, *inputs])
     compiled = load_model(str(path), profile.name, compile_options(args),

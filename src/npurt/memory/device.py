@@ -14,17 +14,18 @@ import errno
 import logging
 import os
 import stat
-import threading
+from typing import Sequence
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import coherence as coh
 from npurt.memory.accounting import Accounting, MemoryStats
 from npurt.memory.address_space import DEFAULT_DOMAIN_SIZE, AddressSpace, RangeMap
 from npurt.memory.buffer import DDR, SRAM, SRAM_DDR, Buffer, Region
 from npurt.memory.coherence import SyncMode
-from npurt.memory.identity import FileId, FileRange, file_id
+from npurt.memory.identity import FileId, FileRange, close_if_ours, file_id
 from npurt.memory.mapping import (PAGE_SIZE, SEAL_HOW, HostMapping, map_anonymous, map_fd, map_parts, maps_file,
                                   ndarray_at, new_memfd, page_round, seal_against_shrink, typed_view)
 from npurt.memory.sram import SramBitmap
@@ -37,7 +38,15 @@ MAX_SIZE = 1 << 46          # 64 TiB: anything larger is not a size but a bug (n
 PLACEMENTS = ("ddr", "sram", "sram_first")
 
 _registry: dict[str, Device] = {}
-_registry_lock = threading.RLock()
+_registry_lock = forksafe.rlock()
+
+
+@forksafe.after_fork
+def _forget_inherited() -> None:
+    """In a forked child: the parent's devices (their SRAM file is shared with it) are not reopened."""
+    global _registry
+    forksafe.inherit(_registry)
+    _registry = {}
 
 
 def open_device(soc: str | None = None, coherence: str | None = None, ddr_limit: int | None = None,
@@ -85,12 +94,12 @@ def _check_size(size, what: str = "size") -> int:
     return size
 
 
-def _close_owned_fd(fd: int) -> None:
-    """Close an fd npurt owns; if user code closed it behind npurt's back, log it instead of failing half-way."""
-    try:
-        os.close(fd)
-    except OSError as exc:
-        log.warning("fd %d owned by npurt was already closed by someone else: %s", fd, exc.strerror)
+def _close_owned_fd(fd: int, files: Sequence[FileId]) -> None:
+    """Close an fd npurt owns — only while it still names its file (`files`): if user code closed it behind npurt's
+    back (and the number may now be another file of the caller's), log it and close nothing."""
+    if not close_if_ours(fd, files):
+        log.warning("fd %d owned by npurt was already closed by someone else (its number may name another file "
+                    "now); not closed again", fd)
 
 
 class Device:
@@ -114,7 +123,7 @@ class Device:
         self.closed = False
         self.last_leaks: list[dict] = []
         self._refs = 1
-        self._lock = threading.RLock()
+        self._lock = forksafe.rlock()
         self._space = AddressSpace(domain_size)
         self._by_dev = RangeMap()            # dev_addr -> Buffer, over [dev_addr, dev_addr + capacity)
         self._by_host = RangeMap()           # host mapping start -> (Region, HostMapping)
@@ -149,7 +158,7 @@ class Device:
             for leak in leaks:
                 log.warning("device %s closed with a live buffer (leak): %s", self.soc, leak)
             if self._sram_fd >= 0:
-                _close_owned_fd(self._sram_fd)
+                _close_owned_fd(self._sram_fd, [self._sram_file])
                 self._sram_fd = -1
                 self._acct.open_fds -= 1
             self.closed = True
@@ -406,7 +415,7 @@ class Device:
         self._acct.remove(buf.owner, buf.ddr_size, buf.sram_size, buf.size if buf.imported else 0, len(fds))
         buf._detach()
         for fd in fds:
-            _close_owned_fd(fd)
+            _close_owned_fd(fd, buf.files)
 
     # -- lookups ---------------------------------------------------------------------------------------
     def lookup_device(self, dev_addr: int, nbytes: int = 1) -> tuple[Buffer, int]:

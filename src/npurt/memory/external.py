@@ -100,7 +100,11 @@ def send_buffer(sock: socket.socket, buf: Buffer) -> None:
     if not buf.alive:
         raise NpuError(ErrorCode.INVALID_HANDLE, f"{buf!r} has been freed")
     header = json.dumps({"size": buf.size, "parts": [[off, length] for _, off, length in buf.fd_parts]})
-    socket.send_fds(sock, [header.encode()], [fd for fd, _, _ in buf.fd_parts])
+    try:
+        socket.send_fds(sock, [header.encode()], [fd for fd, _, _ in buf.fd_parts])
+    except OSError as exc:                              # a peer that is gone: EPIPE, ECONNRESET, ...
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"send_buffer: cannot send over the socket: "
+                                                   f"{exc.strerror or exc}") from None
 
 
 def _header_layout(data: bytes, nfds: int) -> tuple[int, list[tuple[int, int]]]:

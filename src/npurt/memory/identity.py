@@ -23,6 +23,18 @@ def file_id(fd: int | os.stat_result) -> FileId:
     return st.st_dev, st.st_ino
 
 
+def close_if_ours(fd: int, files: Sequence[FileId]) -> bool:
+    """Close `fd` only while it still names one of `files` (the identity npurt read when it took the fd): a caller
+    may have closed it and the number been reused for its own file, which must not be closed. True if closed."""
+    try:
+        if file_id(fd) not in files:
+            return False
+    except (OSError, OverflowError, TypeError):
+        return False
+    os.close(fd)
+    return True
+
+
 def merged(ranges: Iterable[FileRange]) -> tuple[FileRange, ...]:
     """`ranges` in address order with each range that continues the one before in the same file joined to it, so
     that equal memory has equal ranges however it was pieced together."""

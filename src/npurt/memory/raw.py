@@ -96,9 +96,32 @@ def safe_copy_in(addr: int, dest: ctypes.Array | memoryview | bytearray, nbytes:
     return _transfer(_readv, local, addr, nbytes)
 
 
+LARGE = 1 << 20                 # reads above this size check the mappings before allocating their copy
+
+
+def readable_span(addr: int, nbytes: int) -> bool:
+    """True when [addr, addr + nbytes) lies in readable mappings of the process (`/proc/self/maps`), back to back:
+    checked before a large copy is allocated, so a size that the memory does not back costs nothing."""
+    end = addr + nbytes
+    with open("/proc/self/maps", encoding="ascii") as maps:
+        for line in maps:
+            span, perms = line.split(None, 2)[:2]
+            low, high = (int(x, 16) for x in span.split("-"))
+            if high <= addr:
+                continue
+            if low > addr or "r" not in perms:
+                return False
+            addr = high
+            if addr >= end:
+                return True
+    return False
+
+
 def safe_read(addr: int, nbytes: int) -> bytes | None:
     """The `nbytes` at raw address `addr`, or None when the range is not (entirely) readable."""
     if nbytes < 0 or nbytes > MAX_COPY:
+        return None
+    if nbytes > LARGE and not readable_span(pointer_value(addr), nbytes):
         return None
     buf = ctypes.create_string_buffer(max(nbytes, 1))
     if not safe_copy_in(addr, buf, nbytes):
@@ -117,6 +140,23 @@ def safe_write(addr: int, src_addr: int, nbytes: int) -> bool:
     return _transfer(_writev, src_addr, addr, nbytes)
 
 
+def check_code(addr: object, what: str = "function pointer") -> int:
+    """`addr` when it points into an executable mapping of the process (`/proc/self/maps`); INVALID_ARGUMENT
+    otherwise (0x10, a data page, unmapped memory), so a code pointer that is not code is refused when it is
+    registered instead of crashing the first call through it. A CFUNCTYPE object counts as its address."""
+    value = pointer_value(ctypes.cast(addr, ctypes.c_void_p) if isinstance(addr, ctypes._CFuncPtr) else addr)
+    if value:
+        with open("/proc/self/maps", encoding="ascii") as maps:
+            for line in maps:
+                span, perms = line.split(None, 2)[:2]
+                low, high = (int(x, 16) for x in span.split("-"))
+                if low <= value < high:
+                    if "x" in perms:
+                        return value
+                    break
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {value:#x} does not point into executable code")
+
+
 def _checked_addr(addr: object, nbytes: int, what: str) -> int:
     value = pointer_value(addr)
     if not value:
@@ -131,6 +171,8 @@ def read_bytes(addr: object, nbytes: int, what: str = "pointer") -> np.ndarray:
     """A uint8 copy of the `nbytes` at the caller's address `addr`; INVALID_ARGUMENT (naming `what`) when the
     range is not readable memory or runs past the npurt buffer it starts in."""
     value = _checked_addr(addr, nbytes, what)
+    if nbytes > LARGE and not readable_span(value, int(nbytes)):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {value:#x} (+{nbytes}) is not readable memory")
     out = np.empty(int(nbytes), np.uint8)
     if not _transfer(_readv, out.ctypes.data, value, int(nbytes)):
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {value:#x} (+{nbytes}) is not readable memory")

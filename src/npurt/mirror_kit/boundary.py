@@ -11,9 +11,9 @@ so tests can assert it never happens. It never reads as success.
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any, Callable, Optional, Tuple
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 
 __all__ = ["Boundary", "Explain"]
@@ -34,7 +34,7 @@ class Boundary:
         """C name -> the mirror function wearing this boundary (what the C face exports and the coverage test
         reads)."""
         self._internal = 0
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
 
     def internal_errors(self) -> int:
         """How many calls ended in npurt's own bug (ErrorCode.INTERNAL or an unexpected exception) so far."""

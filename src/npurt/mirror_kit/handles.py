@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import collections
 import itertools
-import threading
+import operator
 from typing import Any
+
+from npurt import forksafe
 
 __all__ = ["HandleTable", "Retired"]
 
@@ -22,7 +24,7 @@ class Retired:
     def __init__(self, keep: int) -> None:
         self.keep = keep
         self._items: collections.deque = collections.deque()
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
 
     def add(self, item: Any) -> list[Any]:
         """Keep `item`; returns the items that no longer fit (oldest first)."""
@@ -46,7 +48,14 @@ class HandleTable:
         self._next = itertools.count(first, step)
         self._objects: dict[int, tuple[str, Any]] = {}
         self._retired = Retired(keep_retired)
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
+        forksafe.after_fork(self._forget_inherited)
+
+    def _forget_inherited(self) -> None:
+        """In a forked child: the parent's objects are no handles of the child (refused as unknown)."""
+        forksafe.inherit(self._objects)
+        self._objects = {}
+        self._retired.clear()
 
     def add(self, obj: Any, kind: str = "") -> int:
         """Register `obj` under a new handle."""
@@ -59,7 +68,11 @@ class HandleTable:
         """The object of `handle` (an int or a ctypes cell holding one), or None if unknown, not an int, or not of
         `kind` (a kind tag, or a type the object must be an instance of)."""
         value = getattr(handle, "value", handle)
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, bool):
+            return None
+        try:
+            value = operator.index(value)           # an int, or a numpy integer holding one
+        except TypeError:
             return None
         with self._lock:
             entry = self._objects.get(value)

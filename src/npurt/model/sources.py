@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # numpy and onnx load only when a model or dataset is resolve
 
 ZOO = ("mobilenet_v1", "mobilenet_v2_like", "small_convnet", "yolo_head", "yolov8n_like", "transformer_block",
        "outlier_convnet")
+PUBLISHED = ("resnet50_v2", "yolov5n", "yolov5s", "yolov5s_relu", "yolov8n", "yolov8s")   # zoo_published
 RANDOM_SAMPLES = 4
 
 
@@ -40,10 +41,13 @@ def resolve_model(arg: "str | os.PathLike") -> Path:
     if name in ZOO:
         from npurt.model import zoo
         return zoo.cached(getattr(zoo, name))
+    if name in PUBLISHED:
+        from npurt.model import zoo, zoo_published
+        return zoo.cached(getattr(zoo_published, name))
     if path.suffix or os.sep in text:
         raise NpuError(ErrorCode.INVALID_MODEL, f"model file not found: {text}")
     raise NpuError(ErrorCode.INVALID_MODEL, f"unknown model {text!r}: give an .onnx or .npurt file or one of the zoo "
-                                            f"names {', '.join(ZOO)}")
+                                            f"names {', '.join(ZOO + PUBLISHED)}")
 
 
 def read_onnx(model: Any, external_data: bool = False) -> Any:

@@ -13,9 +13,9 @@
 """
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any
 
+from npurt import forksafe
 from npurt.memory import Buffer, Device
 from npurt.memory.raw import pointer_value
 from npurt.mirror_kit.handles import HandleTable
@@ -42,8 +42,8 @@ class HtpCore:
     def __init__(self, device: Device, profile: HtpProfile) -> None:
         self.device = device
         self.profile = profile
-        self.exec_lock = threading.RLock()      # one graph executes at a time (they share the VTCM)
-        self.state_lock = threading.Lock()
+        self.exec_lock = forksafe.rlock()      # one graph executes at a time (they share the VTCM)
+        self.state_lock = forksafe.lock()
         self.busy: dict[tuple, Any] = {}         # memory key -> the graph executing with it
         self.vtcm: Buffer | None = None
         self.vtcm_users = 0
@@ -69,7 +69,15 @@ class HtpCore:
 
 
 _cores: dict[str, tuple[HtpCore, int]] = {}
-_cores_lock = threading.Lock()
+_cores_lock = forksafe.lock()
+
+
+@forksafe.after_fork
+def _forget_inherited() -> None:
+    """In a forked child: the parent's HTP cores (their VTCM is shared with it) are not reused."""
+    global _cores
+    forksafe.inherit(_cores)
+    _cores = {}
 
 
 def _acquire_core(soc: str | None) -> HtpCore:

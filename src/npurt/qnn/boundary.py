@@ -149,7 +149,12 @@ def _explain(member: str, error: BaseException) -> tuple[int, str] | None:
     return None
 
 
+LAST_FAILURE: dict[int, str] = {}
+"""Error code -> the last failure logged with it (`member: message`), what errorGetVerboseMessage reports."""
+
+
 def _log_line(member: str, code: int, message: str) -> None:
+    LAST_FAILURE[C.qnn_error_code(code)] = f"{member}: {message}"
     log.error("<E> %s: %s (%s)", member, message, C.error_string(code))
 
 

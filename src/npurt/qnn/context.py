@@ -18,11 +18,11 @@ Lifecycle (QnnContext.h, the shared-buffer tutorial):
 """
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import NpuError
 from npurt.memory import Buffer
 from npurt.model.compiled import CompiledModel
@@ -58,7 +58,7 @@ class QnnContext:
         self.multi_contexts = multi_contexts
         self.finalized = False
         self.freed = False
-        self.lock = threading.RLock()
+        self.lock = forksafe.rlock()
         self.htp: HtpMemoryPlan = plan_htp(compiled.plan, backend.profile.vtcm_size)
         self.graphs: dict[str, "QnnGraph"] = {}
         # built at finalize (all released by `free`)

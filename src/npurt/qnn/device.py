@@ -12,16 +12,16 @@ after the context load sit on the same emulated device.
 from __future__ import annotations
 
 import os
-import threading
 from collections import Counter
 
+from npurt import forksafe
 from npurt.memory import Device, open_device, open_devices
 from npurt.soc.htp import DEFAULT_HTP_SOC, HTP_PROFILES, HtpProfile, get_htp_profile, is_htp_soc
 
 
 _adopted: Counter[str] = Counter()        # SoC -> live backends that adopted it from a context binary
 _adopted_order: list[str] = []
-_adopted_lock = threading.Lock()
+_adopted_lock = forksafe.lock()
 
 
 def configured_soc() -> str | None:

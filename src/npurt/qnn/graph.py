@@ -1,7 +1,8 @@
 """A QNN graph of a finalized context: its I/O tensors and `graphExecute` over registered or client memory.
 
 Graph I/O tensors are the compiled model's native input/output tensors (the layout and type the HTP reads and
-writes: e.g. NHWC float16/float32, int8 with scale/offset). `TensorSpec` describes one and `io_tensors` builds the
+writes: e.g. NHWC float16/float32, int8 with scale/offset; NCHW when the binary was made with `--qnn-io-layout
+nchw`). `TensorSpec` describes one and `io_tensors` builds the
 `Qnn_Tensor_t` lists an application fills (what QnnSystemContext_getBinaryInfo gives on a device).
 
 Execution (`QnnGraph.execute`) goes through the context's `npurt.runtime.Context`, with the graph's I/O path
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import logging
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
@@ -35,7 +37,7 @@ from npurt.runtime.user_io import pack_input, unpack_output
 from npurt.memory import Buffer
 from npurt.model.attrs import QntType, TensorAttr
 from npurt.qnn import constants as C
-from npurt.memory.raw import pointer_value, safe_copy_in, safe_write
+from npurt.memory.raw import check_writable, pointer_value, safe_copy_in, safe_write
 from npurt.qnn.backend import HANDLES
 from npurt.qnn.boundary import QnnError, from_npu
 from npurt.qnn.mem_registry import ION, REGISTRY, SHARED, SPILLFILL, VTCMBACKUP, WEIGHTS
@@ -46,6 +48,8 @@ from npurt.tensor import DType, Layout
 
 if TYPE_CHECKING:
     from npurt.qnn.context import QnnContext
+
+log = logging.getLogger("npurt.qnn")
 
 _QNN_TYPE = {DType.FLOAT32: C.QNN_DATATYPE_FLOAT_32, DType.FLOAT16: C.QNN_DATATYPE_FLOAT_16,
              DType.BFLOAT16: C.QNN_DATATYPE_BFLOAT_16, DType.INT8: C.QNN_DATATYPE_INT_8,
@@ -59,6 +63,21 @@ GRAPH_IO = ("float32", "float16", "quantized")
 """How a context binary's graph I/O tensors appear (`CompiledModel.meta["qnn_io"]`, set by `npurt convert
 --qnn-io` or `set_graph_io`): FLOAT_32 (the default, as the HTP backend keeps float graph I/O and converts inside the
 graph), FLOAT_16, or quantized (SFIXED_POINT_8 with the tensor's scale/offset; int8 binaries only)."""
+
+
+GRAPH_IO_LAYOUTS = ("nhwc", "nchw")
+"""The layout of a context binary's 4-D graph I/O tensors (`CompiledModel.meta["qnn_io_layout"]`, set by `npurt
+convert --qnn-io-layout` or `set_graph_io_layout`): NHWC (the default, the HTP's own layout) or NCHW (what
+onnxruntime's EPContext models declare: the EP checks only byte sizes and feeds NCHW data)."""
+
+
+def set_graph_io_layout(compiled: Any, layout: str) -> Any:
+    """Choose the layout of `compiled`'s 4-D graph I/O tensors (see `GRAPH_IO_LAYOUTS`); returns `compiled`."""
+    if layout not in GRAPH_IO_LAYOUTS:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"graph I/O layout {layout!r}: use one of "
+                                                   f"{', '.join(GRAPH_IO_LAYOUTS)}")
+    compiled.meta["qnn_io_layout"] = layout
+    return compiled
 
 
 def set_graph_io(compiled: Any, io: str) -> Any:
@@ -127,14 +146,16 @@ class TensorSpec:
         return t
 
 
-def _spec(index: int, is_input: bool, native: TensorAttr, st: Any, io: str) -> TensorSpec:
+def _spec(index: int, is_input: bool, native: TensorAttr, st: Any, io: str, layout: str = "nhwc") -> TensorSpec:
     shape = tuple(int(d) for d in st.shape)
     four_d = len(shape) == 4
-    dims = (shape[0], shape[2], shape[3], shape[1]) if four_d else shape
+    nhwc = four_d and layout == "nhwc"
+    dims = (shape[0], shape[2], shape[3], shape[1]) if nhwc else shape
     quantized = io == "quantized" and st.quantized
     dtype = native.type if quantized else (DType.FLOAT16 if io == "float16" else DType.FLOAT32)
     nbytes = dtype.nbytes(math.prod(shape))
-    user = dataclasses.replace(native, fmt=Layout.NHWC if four_d else Layout.UNDEFINED, type=dtype, dims=list(dims),
+    fmt = (Layout.NHWC if nhwc else Layout.NCHW) if four_d else Layout.UNDEFINED
+    user = dataclasses.replace(native, fmt=fmt, type=dtype, dims=list(dims),
                                n_dims=len(dims), n_elems=math.prod(shape), size=nbytes, size_with_stride=nbytes,
                                w_stride=0, h_stride=0, pass_through=0,
                                qnt_type=QntType.AFFINE_ASYMMETRIC if quantized else QntType.NONE,
@@ -166,14 +187,14 @@ def _declared_spec(index: int, is_input: bool, native: TensorAttr, st: Any, decl
 def tensor_specs(ctx_or_model: Any) -> tuple[list[TensorSpec], list[TensorSpec]]:
     """The graph's input and output tensor specs (from a `QnnContext` or a `CompiledModel`)."""
     m = getattr(ctx_or_model, "compiled", ctx_or_model)
-    io = m.meta.get("qnn_io", "float32")
+    io, layout = m.meta.get("qnn_io", "float32"), m.meta.get("qnn_io_layout", "nhwc")
     declared = m.meta.get("qnn_tensors", {})        # a graph built through the graph API
     out: tuple[list[TensorSpec], list[TensorSpec]] = ([], [])
     for is_input, attrs in ((True, m.native_input_attrs), (False, m.native_output_attrs)):
         for i, attr in enumerate(attrs):
             st = m.storage[attr.name]
             spec = _declared_spec(i, is_input, attr, st, declared[attr.name]) if attr.name in declared \
-                else _spec(i, is_input, attr, st, io)
+                else _spec(i, is_input, attr, st, io, layout)
             (out[0] if is_input else out[1]).append(spec)
     return out
 
@@ -286,8 +307,9 @@ class QnnGraph:
                 keys.append(rec.key)
         return keys
 
-    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
-        """graphExecute; QnnError with the QNN code on failure."""
+    def execute(self, inputs: Sequence[Any], outputs: Sequence[Any], collect_perf: bool = False) -> None:
+        """graphExecute; QnnError with the QNN code on failure. `collect_perf`: time every op (a DETAILED
+        profile), read back from `runtime.perf`."""
         ctx = self.context
         if ctx is None or ctx.freed:
             raise QnnError(C.QNN_GRAPH_ERROR_INVALID_CONTEXT, f"graph {self.name!r}: its context was freed")
@@ -311,14 +333,15 @@ class QnnGraph:
             with ctx.lock, core.exec_lock:
                 if ctx.freed or ctx.runtime is None:
                     raise QnnError(C.QNN_GRAPH_ERROR_INVALID_CONTEXT, f"graph {self.name!r}: context freed")
-                self._run(ctx, core, inputs, outputs)
+                self._run(ctx, core, inputs, outputs, collect_perf)
         finally:
             with core.state_lock:
                 for key in keys + shared:
                     if core.busy.get(key, (None,))[0] is self:
                         del core.busy[key]
 
-    def _run(self, ctx: "QnnContext", core, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+    def _run(self, ctx: "QnnContext", core, inputs: Sequence[Any], outputs: Sequence[Any],
+             collect_perf: bool = False) -> None:
         for rec in ctx.external.values():
             if not rec.alive():
                 raise QnnError(C.QNN_GRAPH_ERROR_MEM_ALLOC,
@@ -327,12 +350,22 @@ class QnnGraph:
         specs = self.inputs + self.outputs
         resolved = [self._resolve(s, t, b) for s, t, b in zip(specs, list(inputs) + list(outputs), self._io)]
         n_in = len(self.inputs)
+        for (_, _, data), spec in zip(resolved[n_in:], self.outputs):     # every destination, before any write
+            if data:
+                try:
+                    check_writable(data, spec.nbytes, f"output {spec.index} ({spec.name}): clientBuf.data")
+                except NpuError as exc:
+                    raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, exc.message) from None
         for (_, ref, data), spec in zip(resolved[:n_in], self.inputs):
             if data and not safe_copy_in(data, (ctypes.c_char * spec.nbytes).from_buffer(ref.device_u8()),
                                          spec.nbytes):
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
                                f"input {spec.index} ({spec.name}): clientBuf.data {data:#x} is not readable")
         key = tuple(k for k, _, _ in resolved)
+        handles = [k[1] for k in key if k[0] == "h"]
+        if handles:
+            log.info("<I> graphExecute %r: %d of %d tensors on memory handles %s", self.name, len(handles), len(key),
+                     [hex(h) for h in handles])
         if key != self._bound_key:
             self._bound_key = None
             for (_, ref, _), spec, stage in zip(resolved, specs, self._fstage):
@@ -347,7 +380,10 @@ class QnnGraph:
         self._run_io.refs = [ref for _, ref, _ in resolved]
         _vtcm_handover(ctx, core)
         try:
-            rt.run()                                        # GraphIo converts the quantized tensors around it
+            if collect_perf:                                # GraphIo converts the quantized tensors around it
+                rt.run(collect_perf=True)
+            else:
+                rt.run()
         except NpuError as exc:
             raise from_npu(exc, "graph", f"graph {self.name!r} failed") from exc
         for (_, ref, data), spec in zip(resolved[n_in:], self.outputs):

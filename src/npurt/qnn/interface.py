@@ -2,7 +2,7 @@
 
 C code reaches every QNN function through a provider's table: `providers[i]->QNN_INTERFACE_VER_NAME.memRegister`.
 Here `QnnInterface_getProviders(providerList, numProviders)` fills a Python list with one `QnnInterface_t` whose
-attribute named `QNN_INTERFACE_VER_NAME` ("v2_32") is a `QnnInterfaceTable`; `interface(use_case, soc)` returns that
+attribute named `QNN_INTERFACE_VER_NAME` ("v2_40") is a `QnnInterfaceTable`; `interface(use_case, soc)` returns that
 table directly. A table is bound to one use case — "fastrpc" (QNN called on the host CPU, executed on the DSP) or
 "native" (Non-RPC: QNN called on the DSP) — and one HTP SoC; every backend it creates has that use case.
 `QnnInterface_getProviders` reads them from `$NPURT_QNN_USE_CASE` (default fastrpc) and `$NPURT_SOC`.
@@ -17,13 +17,14 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import time
 from typing import Any
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.model.compiled import CompiledModel
 from npurt.memory.cargs import as_struct, as_struct_list
 from npurt.memory.raw import pointer_value, safe_read, safe_write
-from npurt.model.file_format import HEADER_SIZE, declared_size
+from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt
 from npurt.qnn import constants as C
 from npurt.qnn import services
 from npurt.qnn.backend import Backend, QnnDevice, lookup
@@ -34,14 +35,17 @@ from npurt.qnn.boundary import BACKEND_INVALID_HANDLE, DEVICE_INVALID_HANDLE, Qn
 from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY
 from npurt.runtime.loader import MAX_ONNX, load_family
 from npurt.qnn.structs import (Qnn_ApiVersion_t, Qnn_MemDescriptor_t, Qnn_Version_t, QnnContext_Config_t,
-                               QnnContext_Property_t, QnnHtpContext_CustomConfig_t, QnnHtpContext_CustomProperty_t)
+                               QnnContext_Property_t, QnnHtpContext_CustomConfig_t, QnnHtpContext_CustomProperty_t,
+                               QnnHtpPerfInfrastructure_MemoryConfig_t, QnnHtpPerfInfrastructure_PowerConfig_t,
+                               QnnProfile_Config_t, QnnProfile_EventData_t, QnnProfile_ExtendedEventData_t)
 from npurt.soc.htp import get_htp_profile, is_htp_soc
 
 log = logging.getLogger("npurt.qnn")
 
 USE_CASES = (FASTRPC, NATIVE)
 _USE_CASE_ALIASES = {"fastrpc": FASTRPC, "rpc": FASTRPC, "native": NATIVE, "non-rpc": NATIVE, "nonrpc": NATIVE}
-BUILD_ID = "npurt-qnn-htp-mirror v2.32 (HTP API 5.43)"
+BUILD_ID = (f"npurt-qnn-htp-mirror v{C.QNN_API_VERSION_MAJOR}.{C.QNN_API_VERSION_MINOR} "
+            f"(HTP API {C.QNN_HTP_API_VERSION_MAJOR}.{C.QNN_HTP_API_VERSION_MINOR})")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -102,7 +106,7 @@ def _context(handle: Any, code: int = C.QNN_CONTEXT_ERROR_INVALID_HANDLE) -> Qnn
 # the table
 # ---------------------------------------------------------------------------------------------------------
 class QnnInterfaceTable(GraphBuilding):
-    """`QnnInterface_ImplementationV2_32_t`: the functions of the HTP mirror for one use case and SoC (the
+    """`QnnInterface_ImplementationV2_40_t`: the functions of the HTP mirror for one use case and SoC (the
     graph-building members come from `graph_build.GraphBuilding`)."""
 
     def __init__(self, use_case: str, soc: str, configured: bool = True) -> None:
@@ -154,14 +158,37 @@ class QnnInterfaceTable(GraphBuilding):
 
     @qnn_call("propertyHasCapability")
     def propertyHasCapability(self, key: int) -> int:
-        """QnnProperty_hasCapability(key): MEMHANDLE tensors are supported; context tensors are not (the mirror
-        loads context binaries only); other keys are unknown to npurt."""
-        key = int(key)
-        if key == C.QNN_PROPERTY_TENSOR_SUPPORT_MEMHANDLE_TYPE:
-            return C.QNN_PROPERTY_SUPPORTED
-        if key == C.QNN_PROPERTY_TENSOR_SUPPORT_CONTEXT_TENSORS:
-            return C.QNN_PROPERTY_NOT_SUPPORTED
-        return C.QNN_PROPERTY_ERROR_UNKNOWN_KEY
+        """QnnProperty_hasCapability(key): SUPPORTED / NOT_SUPPORTED for every key of `CAPABILITIES` (what the
+        mirror does), UNKNOWN_KEY for any other."""
+        supported = capability(int(key))
+        if supported is None:
+            return C.QNN_PROPERTY_ERROR_UNKNOWN_KEY
+        return C.QNN_PROPERTY_SUPPORTED if supported else C.QNN_PROPERTY_NOT_SUPPORTED
+
+    @qnn_call("errorGetVerboseMessage")
+    def errorGetVerboseMessage(self, errorHandle: int, errorMessage: Any) -> int:
+        """QnnError_getVerboseMessage(error, &message): the code's name and the last failure logged with that code
+        (a list gets the text; a c_void_p cell the address of a C string to release with errorFreeVerboseMessage)."""
+        if isinstance(errorMessage, list):
+            addr = services.verbose_message(int(errorHandle))
+            errorMessage.append(ctypes.string_at(addr).decode())
+            services.free_verbose_message(addr)
+        elif as_struct(errorMessage, ctypes.c_void_p) is None:
+            raise QnnError(C.QNN_MIN_ERROR_ERROR + 1, "errorMessage is NULL")
+        else:
+            _set_handle(errorMessage, services.verbose_message(int(errorHandle)))
+        return C.QNN_SUCCESS
+
+    @qnn_call("errorFreeVerboseMessage")
+    def errorFreeVerboseMessage(self, errorMessage: Any) -> int:
+        """QnnError_freeVerboseMessage(message): releases a message of errorGetVerboseMessage (a Python text needs
+        no release)."""
+        if isinstance(errorMessage, str):
+            return C.QNN_SUCCESS
+        if not services.free_verbose_message(pointer_value(errorMessage)):
+            raise QnnError(C.QNN_MIN_ERROR_ERROR + 1, f"{pointer_value(errorMessage):#x} is not a message of "
+                                                      f"errorGetVerboseMessage (or was freed)")
+        return C.QNN_SUCCESS
 
     @qnn_call("errorGetMessage")
     def errorGetMessage(self, errorHandle: int, errorMessage: Any) -> int:
@@ -216,12 +243,90 @@ class QnnInterfaceTable(GraphBuilding):
         _set_handle(profile, services.Profile(int(level)).handle)
         return C.QNN_SUCCESS
 
+    @qnn_call("profileSetConfig")
+    def profileSetConfig(self, profileHandle: Any, config: Any) -> int:
+        """QnnProfile_setConfig(profile, configs): MAX_EVENTS caps the events held; ENABLE_OPTRACE is accepted
+        (npurt has no op trace: DETAILED NODE events are what it records); CUSTOM is refused (no custom configs)."""
+        p = _profile(profileHandle)
+        configs = [] if config is None else as_struct_list(config, None, QnnProfile_Config_t, "config")
+        for cfg in configs:
+            option = int(cfg.option)
+            if option == C.QNN_PROFILE_CONFIG_OPTION_MAX_EVENTS:
+                p.max_events = int(cfg.numMaxEvents)
+            elif option != C.QNN_PROFILE_CONFIG_OPTION_ENABLE_OPTRACE:
+                raise QnnError(C.QNN_PROFILE_ERROR_UNSUPPORTED, f"profile config option {option} is not supported")
+        return C.QNN_SUCCESS
+
+    @qnn_call("profileGetEvents")
+    def profileGetEvents(self, profileHandle: Any, profileEventIds: Any, numEvents: Any) -> int:
+        """QnnProfile_getEvents(profile, &ids, &n): the events of the last profiled call (a list gets the ids; a
+        c_void_p cell the address of a uint64 array alive until the profile records again or is freed)."""
+        p = _profile(profileHandle)
+        count = as_struct(numEvents, ctypes.c_uint32)
+        if count is None or (not isinstance(profileEventIds, list) and as_struct(profileEventIds, ctypes.c_void_p)
+                             is None):
+            raise QnnError(C.QNN_PROFILE_ERROR_INVALID_ARGUMENT, "profileEventIds or numEvents is NULL")
+        _ids_out(profileEventIds, p.ids)
+        count.value = len(p.ids)
+        return C.QNN_SUCCESS
+
+    @qnn_call("profileGetSubEvents")
+    def profileGetSubEvents(self, eventId: int, subEventIds: Any, numSubEvents: Any) -> int:
+        """QnnProfile_getSubEvents(event, &ids, &n): an EXECUTE event's EXECUTE_DEVICE and NODE sub-events."""
+        ev = _event(eventId)
+        count = as_struct(numSubEvents, ctypes.c_uint32)
+        if count is None or (not isinstance(subEventIds, list) and as_struct(subEventIds, ctypes.c_void_p) is None):
+            raise QnnError(C.QNN_PROFILE_ERROR_INVALID_ARGUMENT, "subEventIds or numSubEvents is NULL")
+        ids = services.sub_event_ids(ev)
+        _ids_out(subEventIds, ids)
+        count.value = len(ids)
+        return C.QNN_SUCCESS
+
+    @qnn_call("profileGetEventData")
+    def profileGetEventData(self, eventId: int, eventData: Any) -> int:
+        """QnnProfile_getEventData(event, &data): type, unit, value and identifier into a QnnProfile_EventData_t."""
+        ev = _event(eventId)
+        data = as_struct(eventData, QnnProfile_EventData_t)
+        if data is None:
+            raise QnnError(C.QNN_PROFILE_ERROR_INVALID_ARGUMENT, "eventData is NULL")
+        data.type, data.unit, data.value = ev.type, ev.unit, ev.value
+        data.identifier = services.c_text(ev.identifier)
+        return C.QNN_SUCCESS
+
+    @qnn_call("profileGetExtendedEventData")
+    def profileGetExtendedEventData(self, eventId: int, eventData: Any) -> int:
+        """QnnProfile_getExtendedEventData(event, &data): version 1 with the value as a UINT_64 scalar and the
+        event's timestamp (µs)."""
+        ev = _event(eventId)
+        data = as_struct(eventData, QnnProfile_ExtendedEventData_t)
+        if data is None:
+            raise QnnError(C.QNN_PROFILE_ERROR_INVALID_ARGUMENT, "eventData is NULL")
+        data.version = C.QNN_PROFILE_DATA_VERSION_1
+        v1 = data.v1
+        v1.type, v1.unit, v1.timestamp = ev.type, ev.unit, ev.timestamp
+        v1.value.dataType = C.QNN_DATATYPE_UINT_64
+        v1.value.uint64Value = ev.value
+        v1.identifier = services.c_text(ev.identifier)
+        return C.QNN_SUCCESS
+
     @qnn_call("profileFree")
     def profileFree(self, profile: Any) -> int:
         p = lookup(profile, services.Profile)
         if p is None:
             raise QnnError(C.QNN_PROFILE_ERROR_INVALID_HANDLE, "invalid profile handle")
         p.free()
+        return C.QNN_SUCCESS
+
+    # -- device infrastructure ---------------------------------------------------------------------------------
+    @qnn_call("deviceGetInfrastructure")
+    def deviceGetInfrastructure(self, deviceInfra: Any) -> int:
+        """QnnDevice_getInfrastructure(&infra): the HTP performance infrastructure (`PerfInfrastructure`: power-config
+        ids and settings, recorded in `services.POWER`) — appended to a list from Python; the C face writes the
+        address of its QnnHtpDevice_Infrastructure_t."""
+        if isinstance(deviceInfra, list):
+            deviceInfra.append(PERF_INFRASTRUCTURE)
+        elif as_struct(deviceInfra, ctypes.c_void_p) is None:
+            raise QnnError(C.QNN_DEVICE_ERROR_INVALID_ARGUMENT, "deviceInfra is NULL")
         return C.QNN_SUCCESS
 
     # -- platform info ---------------------------------------------------------------------------------
@@ -276,6 +381,8 @@ class QnnInterfaceTable(GraphBuilding):
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, f"the device is {d.soc}, the backend "
                                                                f"{b.profile.name}")
         opts = _context_options(config, b)
+        prof = _profile_arg(profile, C.QNN_CONTEXT_ERROR_SET_PROFILE)
+        t0 = time.perf_counter_ns()
         ctx = QnnContext(b, compiled, **opts)
         if not ctx.deferred:
             try:
@@ -283,6 +390,9 @@ class QnnInterfaceTable(GraphBuilding):
             except QnnError:
                 ctx.free()
                 raise
+        if prof is not None:
+            prof.record([services.Event(C.QNN_PROFILE_EVENTTYPE_INIT, (time.perf_counter_ns() - t0) // 1000,
+                                        f"contextCreateFromBinary {sorted(ctx.graphs)}")])
         _set_handle(context, ctx.handle)
         return C.QNN_SUCCESS
 
@@ -327,7 +437,12 @@ class QnnInterfaceTable(GraphBuilding):
     def contextFree(self, context: Any, profile: Any = None) -> int:
         """QnnContext_free(ctx, profile): frees graphs, deregisters every handle of the context, frees memory."""
         ctx = _context(context)
+        prof = _profile_arg(profile, C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
+        t0 = time.perf_counter_ns()
         ctx.free()
+        if prof is not None:
+            prof.record([services.Event(C.QNN_PROFILE_EVENTTYPE_DEINIT, (time.perf_counter_ns() - t0) // 1000,
+                                        "contextFree")])
         return C.QNN_CONTEXT_NO_ERROR
 
     # -- graph -----------------------------------------------------------------------------------------
@@ -357,7 +472,13 @@ class QnnInterfaceTable(GraphBuilding):
         if graph is None:
             raise QnnError(C.QNN_GRAPH_ERROR_INVALID_HANDLE, f"graph handle {pointer_value(graphHandle):#x} is "
                                                              f"not a graph")
-        graph.execute(_tensors(inputs, numInputs, "inputs"), _tensors(outputs, numOutputs, "outputs"))
+        prof = _profile_arg(profileHandle, C.QNN_GRAPH_ERROR_SET_PROFILE)
+        t0 = time.perf_counter_ns()
+        graph.execute(_tensors(inputs, numInputs, "inputs"), _tensors(outputs, numOutputs, "outputs"),
+                      collect_perf=prof is not None and prof.detailed)
+        if prof is not None:
+            rt = graph.runtime
+            prof.record(services.execute_events(prof, graph.name, (time.perf_counter_ns() - t0) // 1000, rt.perf))
         return C.QNN_GRAPH_NO_ERROR
 
     # -- memory ----------------------------------------------------------------------------------------
@@ -389,6 +510,151 @@ class QnnInterfaceTable(GraphBuilding):
         if code:
             raise QnnError(code, "some handles were invalid or in use (every valid free handle was deregistered)")
         return C.QNN_SUCCESS
+
+
+# Capability keys npurt answers (QnnProperty.h), each True (supported) or False; graph building counts as supported
+# once the table has the members (`QnnInterfaceTable.graphCreate`).
+def _has(member: str) -> bool:
+    return callable(getattr(QnnInterfaceTable, member, None))
+
+
+CAPABILITIES: dict[int, Any] = {
+    C.QNN_PROPERTY_GROUP_DEVICE: True,                       # deviceCreate / deviceFree / platform info
+    C.QNN_PROPERTY_DEVICE_SUPPORT_INFRASTRUCTURE: True,      # deviceGetInfrastructure: the HTP perf infrastructure
+    C.QNN_PROPERTY_GROUP_PROFILE: True,
+    C.QNN_PROPERTY_PROFILE_SUPPORTS_EXTENDED_EVENT: True,
+    C.QNN_PROPERTY_PROFILE_SUPPORT_MAX_EVENTS_CONFIG: True,
+    C.QNN_PROPERTY_PROFILE_SUPPORT_CUSTOM_CONFIG: False,
+    C.QNN_PROPERTY_PROFILE_SUPPORT_OPTRACE_CONFIG: False,
+    C.QNN_PROPERTY_GROUP_ERROR: True,
+    C.QNN_PROPERTY_ERROR_GET_VERBOSE_MESSAGE: True,
+    C.QNN_PROPERTY_GROUP_MEMORY: True,
+    C.QNN_PROPERTY_MEMORY_SUPPORT_MEM_TYPE_ION: True,
+    C.QNN_PROPERTY_MEMORY_SUPPORT_MEM_TYPE_CUSTOM: True,
+    C.QNN_PROPERTY_MEMORY_SUPPORT_MEM_TYPE_DMA_BUF: False,
+    C.QNN_PROPERTY_GROUP_LOG: True,
+    C.QNN_PROPERTY_LOG_SUPPORTS_DEFAULT_STREAM: True,        # no callback: the lines go to stderr
+    C.QNN_PROPERTY_GROUP_SIGNAL: False,
+    C.QNN_PROPERTY_GROUP_OP_PACKAGE: False,
+    C.QNN_PROPERTY_BACKEND_SUPPORT_OP_PACKAGE: False,
+    C.QNN_PROPERTY_BACKEND_SUPPORT_PLATFORM_OPTIONS: False,
+    C.QNN_PROPERTY_BACKEND_SUPPORT_CUSTOM_PROPERTY: False,
+    C.QNN_PROPERTY_BACKEND_SUPPORT_COMPOSITION: lambda: _has("graphCreate"),
+    C.QNN_PROPERTY_GRAPH_SUPPORT_ONLINE_PREPARE: lambda: _has("graphCreate"),
+    C.QNN_PROPERTY_CONTEXT_SUPPORT_CACHING: True,            # contextCreateFromBinary
+    C.QNN_PROPERTY_CONTEXT_SUPPORT_CONFIGURATION: True,
+    C.QNN_PROPERTY_CONTEXT_SUPPORT_CUSTOM_PROPERTY: True,    # contextGetProperty's HTP properties
+    C.QNN_PROPERTY_CONTEXT_SUPPORT_DEFERRED_GRAPH_INIT: True,
+    C.QNN_PROPERTY_GRAPH_SUPPORT_CONFIG: False,
+    C.QNN_PROPERTY_GRAPH_SUPPORT_SIGNALS: False,
+    C.QNN_PROPERTY_GRAPH_SUPPORT_ASYNC_EXECUTION: False,
+    C.QNN_PROPERTY_GRAPH_SUPPORT_EXECUTE: True,
+    C.QNN_PROPERTY_TENSOR_SUPPORT_MEMHANDLE_TYPE: True,
+    C.QNN_PROPERTY_TENSOR_SUPPORT_CONTEXT_TENSORS: lambda: _has("tensorCreateContextTensor"),
+    C.QNN_PROPERTY_TENSOR_SUPPORT_DYNAMIC_DIMENSIONS: False,
+    C.QNN_PROPERTY_TENSOR_SUPPORT_QUANTIZATION_ENCODING_SCALE_OFFSET: True,
+    C.QNN_PROPERTY_TENSOR_SUPPORT_QUANTIZATION_ENCODING_AXIS_SCALE_OFFSET: lambda: _has("graphCreate"),
+}
+
+
+def capability(key: int) -> bool | None:
+    """Whether npurt's HTP backend has capability `key` (None: a key npurt does not know)."""
+    value = CAPABILITIES.get(int(key))
+    return value() if callable(value) else value
+
+
+class PerfInfrastructure:
+    """The HTP performance infrastructure from Python (the C face hands C programs the same four functions as a
+    QnnHtpDevice_Infrastructure_t): power-config ids and the settings given to them, recorded in
+    `services.POWER`."""
+
+    infraType = C.QNN_HTP_DEVICE_INFRASTRUCTURE_TYPE_PERF
+
+    @qnn_call("createPowerConfigId")
+    def createPowerConfigId(self, deviceId: int, coreId: int, powerConfigId: Any) -> int:
+        cell = as_struct(powerConfigId, ctypes.c_uint32)
+        if cell is None or int(deviceId) != 0 or int(coreId) != 0:
+            raise QnnError(C.QNN_HTP_PERF_INFRASTRUCTURE_ERROR_INVALID_INPUT,
+                           f"device {int(deviceId)} core {int(coreId)}: the HTP has device 0, core 0; "
+                           f"or powerConfigId is NULL")
+        cell.value = services.POWER.create(deviceId, coreId)
+        return C.QNN_SUCCESS
+
+    @qnn_call("destroyPowerConfigId")
+    def destroyPowerConfigId(self, powerConfigId: int) -> int:
+        if not services.POWER.destroy(int(powerConfigId)):
+            raise QnnError(C.QNN_HTP_PERF_INFRASTRUCTURE_ERROR_INVALID_INPUT,
+                           f"power config id {int(powerConfigId)} does not exist")
+        return C.QNN_SUCCESS
+
+    @qnn_call("setPowerConfig")
+    def setPowerConfig(self, powerConfigId: int, config: Any) -> int:
+        """Records each QnnHtpPerfInfrastructure_PowerConfig_t of the NULL-terminated list by its option."""
+        configs = [] if config is None else as_struct_list(config, None, QnnHtpPerfInfrastructure_PowerConfig_t,
+                                                          "config")
+        settings: dict[str, Any] = {}
+        for cfg in configs:
+            name = _POWER_OPTIONS.get(int(cfg.option))
+            if name is None:
+                raise QnnError(C.QNN_HTP_PERF_INFRASTRUCTURE_ERROR_UNSUPPORTED_CONFIG,
+                               f"power config option {int(cfg.option)} is unknown")
+            settings[name] = ({f: int(getattr(cfg.dcvsV3Config, f)) for f, _ in cfg.dcvsV3Config._fields_}
+                              if name == "dcvs_v3" else int(cfg.rpcControlLatencyConfig))
+        if not services.POWER.apply(int(powerConfigId), settings):
+            raise QnnError(C.QNN_HTP_PERF_INFRASTRUCTURE_ERROR_INVALID_INPUT,
+                           f"power config id {int(powerConfigId)} does not exist")
+        log.info("<I> setPowerConfig(%d): %s", int(powerConfigId), settings)
+        return C.QNN_SUCCESS
+
+    @qnn_call("setMemoryConfig")
+    def setMemoryConfig(self, deviceId: int, coreId: int, config: Any) -> int:
+        configs = [] if config is None else as_struct_list(config, None, QnnHtpPerfInfrastructure_MemoryConfig_t,
+                                                          "config")
+        for cfg in configs:
+            if int(cfg.option) != C.QNN_HTP_PERF_INFRASTRUCTURE_MEMORY_CONFIGOPTION_GROW_SIZE:
+                raise QnnError(C.QNN_HTP_PERF_INFRASTRUCTURE_ERROR_UNSUPPORTED_CONFIG,
+                               f"memory config option {int(cfg.option)} is unknown")
+            services.POWER.memory[(int(deviceId), int(coreId))] = {"grow_size": int(cfg.memGrowSizeConfig)}
+        return C.QNN_SUCCESS
+
+
+_POWER_OPTIONS = {C.QNN_HTP_PERF_INFRASTRUCTURE_POWER_CONFIGOPTION_DCVS_V3: "dcvs_v3",
+                  C.QNN_HTP_PERF_INFRASTRUCTURE_POWER_CONFIGOPTION_RPC_CONTROL_LATENCY: "rpc_control_latency_us",
+                  C.QNN_HTP_PERF_INFRASTRUCTURE_POWER_CONFIGOPTION_RPC_POLLING_TIME: "rpc_polling_time_us",
+                  C.QNN_HTP_PERF_INFRASTRUCTURE_POWER_CONFIGOPTION_HMX_TIMEOUT_INTERVAL_US: "hmx_timeout_us"}
+PERF_INFRASTRUCTURE = PerfInfrastructure()
+
+
+def _profile(handle: Any) -> services.Profile:
+    p = lookup(handle, services.Profile)
+    if p is None:
+        raise QnnError(C.QNN_PROFILE_ERROR_INVALID_HANDLE, f"{pointer_value(handle):#x} is not a profile handle")
+    return p
+
+
+def _profile_arg(handle: Any, code: int) -> services.Profile | None:
+    """The profile a profiled call was given (None for NULL); `code` for a handle that is not a live profile."""
+    if handle is None or not pointer_value(handle):
+        return None
+    p = lookup(handle, services.Profile)
+    if p is None:
+        raise QnnError(code, f"{pointer_value(handle):#x} is not a profile handle")
+    return p
+
+
+def _event(event_id: Any) -> services.Event:
+    ev = services.event(int(event_id))
+    if ev is None:
+        raise QnnError(C.QNN_PROFILE_ERROR_INVALID_HANDLE, f"event {int(event_id)} does not exist (its profile "
+                                                           f"recorded again or was freed)")
+    return ev
+
+
+def _ids_out(out: Any, ids: ctypes.Array) -> None:
+    if isinstance(out, list):
+        out[:] = list(ids)
+    else:
+        _set_handle(out, ctypes.addressof(ids) if len(ids) else None)
 
 
 def _tensors(tensors: Any, count: Any, what: str) -> list[Any]:
@@ -451,8 +717,17 @@ def _load_model(model: Any, backend: Backend) -> CompiledModel:
     try:
         return load_family(model, backend.profile.name, any_soc=True).current
     except NpuError as exc:
+        if exc.code is ErrorCode.INVALID_MODEL and isinstance(model, (bytes, bytearray)) and not is_npurt(model):
+            raise QnnError(C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY, foreign_binary(len(model))) from None
         raise from_npu(exc, "context", "not a context binary", general=C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY) \
             from None
+
+
+def foreign_binary(size: int) -> str:
+    """The one line for a binary that is neither npurt's nor ONNX (e.g. a QNN SDK context binary)."""
+    return (f"not an npurt context binary ({size} bytes): a QNN SDK context binary (e.g. one onnxruntime's EPContext "
+            f"generation made with Qualcomm's libQnnHtp) is a format npurt does not read; make one with `npurt "
+            f"convert MODEL.onnx --soc sm8550 --qnn-io-layout nchw -o MODEL.bin` and point the EPContext node at it")
 
 
 def _context_options(config: Any, backend: Backend) -> dict:

@@ -27,17 +27,20 @@ document the exact code):
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import os
-import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import NpuError
 from npurt.memory import Buffer
 from npurt.qnn import constants as C
+
+log = logging.getLogger("npurt.qnn")
 from npurt.qnn import qurt, rpcmem
 from npurt.memory.cargs import as_struct
 from npurt.memory.raw import read_u32_array
@@ -126,7 +129,7 @@ class MemRegistry:
     """Every live memory handle of the process, with the rules that tie them to contexts."""
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()
+        self._lock = forksafe.rlock()
         self._records: dict[int, MemRecord] = {}
         self._by_memory: dict[tuple, dict[int, MemRecord]] = {}        # memory key -> its records
         self._by_context: dict[int, dict[int, MemRecord]] = {}         # id(context) -> its records
@@ -172,6 +175,8 @@ class MemRegistry:
                 self._by_memory.setdefault(rec.key, {})[rec.handle] = rec
                 self._by_context.setdefault(id(ctx), {})[rec.handle] = rec
                 handles.append(rec.handle)
+                log.info("<I> memRegister: handle 0x%x = %s, fd %d offset %d, %d bytes, dims %s", rec.handle,
+                         rec.kind, rec.fd_part[0], rec.offset, rec.nbytes, list(rec.dims))
             return handles
 
     def _parse(self, ctx: "QnnContext", desc: Qnn_MemDescriptor_t, i: int) -> _Parsed:
@@ -357,6 +362,7 @@ class MemRegistry:
                     status = status or C.QNN_MEM_ERROR_INVALID_ARGUMENT
                     continue
                 self._remove(rec)
+                log.info("<I> memDeRegister: handle 0x%x (%s)", rec.handle, rec.kind)
         return status
 
     def release_context(self, ctx: "QnnContext") -> None:

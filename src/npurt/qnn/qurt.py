@@ -11,10 +11,10 @@ and a C program (through libQnnHtp.so's `qurt_malloc`) reads and writes it direc
 from __future__ import annotations
 
 import logging
-import threading
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer, Device
 from npurt.memory.address_space import RangeMap
@@ -23,9 +23,17 @@ from npurt.qnn import device as htp_device
 
 log = logging.getLogger("npurt.qnn")
 
-_lock = threading.Lock()
+_lock = forksafe.lock()
 _blocks: dict[int, tuple[Buffer, Device, HostMapping]] = {}
 _ranges = RangeMap()                    # [addr, addr + size) -> buffer, for qurt_view and lookup
+
+
+@forksafe.after_fork
+def _forget_inherited() -> None:
+    """In a forked child: the parent's blocks are not the child's (their memory is shared with the parent)."""
+    global _blocks, _ranges
+    forksafe.inherit((_blocks, _ranges))
+    _blocks, _ranges = {}, RangeMap()
 WINDOW = (0x10000000, 0xF0000000)       # npurt's choice: where QuRT addresses live in this process
 _STEP = 16 << 20                        # how far to move on when an address of the window is taken
 

@@ -20,16 +20,16 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer, Device
 from npurt.memory.address_space import RangeMap
 from npurt.memory.device import MAX_SIZE
-from npurt.memory.identity import FileId
+from npurt.memory.identity import FileId, close_if_ours
 from npurt.memory.mapping import new_memfd, page_round, typed_view
 from npurt.qnn import device as htp_device
 from npurt.qnn.constants import (RPCMEM_DEFAULT_HEAP, RPCMEM_HEAP_ID_CONTIG, RPCMEM_HEAP_ID_SECURE,
@@ -67,10 +67,18 @@ class RpcAllocation:
         return self.buffer.backed_by(self.fd)
 
 
-_lock = threading.RLock()
+_lock = forksafe.rlock()
 _by_base: dict[int, RpcAllocation] = {}
 _by_fd: dict[int, RpcAllocation] = {}
 _ranges = RangeMap()                    # [base, base + size) -> allocation, for interior-pointer lookups
+
+
+@forksafe.after_fork
+def _forget_inherited() -> None:
+    """In a forked child: the parent's allocations are no rpcmem buffers of the child (their memory is shared)."""
+    global _by_base, _by_fd, _ranges
+    forksafe.inherit((_by_base, _by_fd, _ranges))
+    _by_base, _by_fd, _ranges = {}, {}, RangeMap()
 
 
 def _alloc(heapid: int, flags: int, size: int, soc: str | None) -> int:
@@ -104,7 +112,9 @@ def _alloc(heapid: int, flags: int, size: int, soc: str | None) -> int:
         _by_base[rec.base] = rec
         _by_fd[fd] = rec
         _ranges.insert(rec.base, rec.base + rec.size, rec)
-        return rec.base
+    log.info("<I> rpcmem_alloc(heap %d, flags 0x%x, %d bytes) = 0x%x (fd %d)", int(heapid), int(flags), int(size),
+             rec.base, fd)
+    return rec.base
 
 
 def rpcmem_alloc(heapid: int, flags: int, size: int, *, soc: str | None = None) -> int:
@@ -137,10 +147,11 @@ def rpcmem_alloc_def(size: int) -> int:
 
 
 def _ptr(po: object) -> int:
+    """The pointer value as C sees it: an unsigned 64-bit address (-1 is 0xffffffffffffffff)."""
     if isinstance(po, ctypes.c_void_p):
         return po.value or 0
     if isinstance(po, int) and not isinstance(po, bool):
-        return po
+        return po & 0xFFFF_FFFF_FFFF_FFFF
     return 0
 
 
@@ -161,16 +172,75 @@ def rpcmem_free(po: object) -> None:
             return
         del _by_fd[rec.fd]
         _ranges.remove(rec.base)
+        _drop_registrations(rec.base, rec.size)
     try:
         if rec.buffer.alive:
             rec.device.free(rec.buffer)
     finally:
-        if rec.fd_is_ours():
-            os.close(rec.fd)
-        else:
+        if not close_if_ours(rec.fd, rec.buffer.files):
             log.warning("rpcmem_free(0x%x): fd %d was closed by the caller (or now names another file); not closed "
                         "again", rec.base, rec.fd)
         htp_device.release(rec.device)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# FastRPC buffer registration (remote.h): what the QNN EP's shared-memory allocator calls beside rpcmem
+# ---------------------------------------------------------------------------------------------------------
+_registered: dict[int, tuple[int, int, int]] = {}      # address -> (size, fd, attr)
+
+
+def remote_register_buf_attr2(buf: object, size: int, fd: int, attr: int) -> None:
+    """`void remote_register_buf_attr2(void *buf, size_t size, int fd, int attr)`: register [buf, buf + size) of the
+    rpcmem allocation that owns `fd` with FastRPC (the buffer can then cross to the DSP without a copy); fd -1
+    deregisters `buf`. A range outside that allocation, an fd of no rpcmem buffer, or deregistering what is not
+    registered is refused with one `<E>` line and changes nothing (the call returns nothing, as in C)."""
+    addr, size, fd = _ptr(buf), int(size), int(fd)
+    if fd == -1:
+        with _lock:
+            found = _registered.pop(addr, None)
+        if found is None:
+            log.error("<E> remote_register_buf: deregistering 0x%x: not a registered buffer; ignored", addr)
+        else:
+            log.info("<I> remote_register_buf: 0x%x (%d bytes, fd %d) deregistered", addr, found[0], found[1])
+        return
+    rec = lookup_fd(fd)
+    hit = lookup_ptr(addr, size) if size > 0 else None
+    if rec is None or hit is None or hit[0] is not rec:
+        why = ("fd %d is not an rpcmem buffer's" % fd if rec is None else
+               "[0x%x, +%d) is not inside the rpcmem buffer of fd %d (base 0x%x, %d bytes)"
+               % (addr, size, fd, rec.base, rec.size))
+        log.error("<E> remote_register_buf: 0x%x size %d fd %d refused: %s", addr, size, fd, why)
+        return
+    with _lock:
+        _registered[addr] = (size, fd, int(attr))
+    log.info("<I> remote_register_buf: 0x%x (%d bytes at offset %d of fd %d, attr 0x%x) registered", addr, size,
+             hit[1], fd, int(attr))
+
+
+def remote_register_buf_attr(buf: object, size: int, fd: int, attr: int) -> None:
+    """`void remote_register_buf_attr(void *buf, int size, int fd, int attr)`: as `remote_register_buf_attr2` with an
+    `int` size (negative: refused)."""
+    if int(size) < 0:
+        log.error("<E> remote_register_buf: size %d is negative (an int size caps at 2 GiB)", int(size))
+        return
+    remote_register_buf_attr2(buf, size, fd, attr)
+
+
+def remote_register_buf(buf: object, size: int, fd: int) -> None:
+    """`void remote_register_buf(void *buf, int size, int fd)`: `remote_register_buf_attr` with no attributes."""
+    remote_register_buf_attr(buf, size, fd, 0)
+
+
+def remote_registered() -> dict[int, tuple[int, int, int]]:
+    """The FastRPC registrations live now: address -> (size, fd, attr)."""
+    with _lock:
+        return dict(_registered)
+
+
+def _drop_registrations(base: int, size: int) -> None:
+    """rpcmem_free deregisters what lies in the buffer it frees (as FastRPC's rpcmem does)."""
+    for addr in [a for a in _registered if base <= a < base + size]:
+        del _registered[addr]
 
 
 def lookup_fd(fd: int) -> RpcAllocation | None:

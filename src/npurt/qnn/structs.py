@@ -592,4 +592,87 @@ class QnnDevice_PlatformInfo_t(Structure):
     _fields_ = [("version", c_uint32), ("_u", _U)]
 
 
+# ---------------------------------------------------------------------------------------------
+# QnnTypes.h scalars, QnnProfile.h events, QnnHtpPerfInfrastructure.h power / memory configs
+# ---------------------------------------------------------------------------------------------
+class Qnn_OpaqueObject_t(Structure):
+    """An opaque blob: data pointer and length."""
+
+    _fields_ = [("data", c_void_p), ("len", c_uint64)]
+
+
+class QnnProfile_EventData_t(Structure):
+    """One event's data (24 bytes): type, unit, value, identifier."""
+
+    _fields_ = [("type", c_uint32), ("unit", c_uint32), ("value", c_uint64), ("identifier", c_void_p)]
+
+
+class QnnProfile_BackendOpaqueObject_t(Structure):
+    """A backend object an OBJECT-unit event carries."""
+
+    _fields_ = [("opaqueObject", Qnn_OpaqueObject_t), ("fileName", c_char_p)]
+
+
+class QnnProfile_ExtendedEventDataV1_t(Structure):
+    """Extended event data (48 bytes): type, unit, value as a scalar (or an object), timestamp (µs), identifier."""
+
+    class _U(Union):
+        _fields_ = [("value", Qnn_Scalar_t), ("backendOpaqueObject", QnnProfile_BackendOpaqueObject_t)]
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("type", c_uint32), ("unit", c_uint32), ("_u", _U), ("timestamp", c_uint64),
+                ("identifier", c_void_p)]
+
+
+class QnnProfile_ExtendedEventData_t(Structure):
+    """Versioned extended event data (56 bytes)."""
+
+    class _U(Union):
+        _fields_ = [("v1", QnnProfile_ExtendedEventDataV1_t)]
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("version", c_uint32), ("_u", _U)]
+
+
+class QnnProfile_Config_t(Structure):
+    """A profile config (16 bytes): option, then customConfig / numMaxEvents / enableOptrace."""
+
+    class _U(Union):
+        _fields_ = [("customConfig", c_void_p), ("numMaxEvents", c_uint64), ("enableOptrace", c_uint8)]
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("option", c_uint32), ("_u", _U)]
+
+
+class QnnHtpPerfInfrastructure_DcvsV3_t(Structure):
+    """DCVS v3 settings: sixteen uint32 fields (64 bytes)."""
+
+    _fields_ = [(name, c_uint32) for name in (
+        "contextId", "setDcvsEnable", "dcvsEnable", "powerMode", "setSleepLatency", "sleepLatency",
+        "setSleepDisable", "sleepDisable", "setBusParams", "busVoltageCornerMin", "busVoltageCornerTarget",
+        "busVoltageCornerMax", "setCoreParams", "coreVoltageCornerMin", "coreVoltageCornerTarget",
+        "coreVoltageCornerMax")]
+
+
+class QnnHtpPerfInfrastructure_PowerConfig_t(Structure):
+    """A power config (68 bytes): option, then DCVS v3 / RPC control latency / RPC polling time / HMX timeout."""
+
+    class _U(Union):
+        _fields_ = [("dcvsV3Config", QnnHtpPerfInfrastructure_DcvsV3_t), ("rpcControlLatencyConfig", c_uint32),
+                    ("rpcPollingTimeConfig", c_uint32), ("hmxTimeoutIntervalUsConfig", c_uint32)]
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("option", c_uint32), ("_u", _U)]
+
+
+class QnnHtpPerfInfrastructure_MemoryConfig_t(Structure):
+    """A memory config (8 bytes): option, memGrowSizeConfig."""
+
+    class _U(Union):
+        _fields_ = [("memGrowSizeConfig", c_uint32)]
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("option", c_uint32), ("_u", _U)]
+
+
 __all__ = sorted(n for n in globals() if n.startswith("Qnn"))

@@ -50,6 +50,7 @@ from npurt.rknn.api_query import rknn_query
 from npurt.rknn.structs import (rknn_init_extend, rknn_input, rknn_output, rknn_output_extend, rknn_run_extend,
                                 rknn_tensor_attr)
 from npurt.runtime import Context, ContextOptions, InputData, MemRef
+from npurt.runtime.perf import perf_mode_from_env
 from npurt.runtime.report import context_table
 from npurt.soc import get_profile
 from npurt.tensor import Layout
@@ -90,6 +91,7 @@ def _options(flag: int) -> ContextOptions:
         sram=bool(flag & c.RKNN_FLAG_ENABLE_SRAM),
         flush_inputs=not flag & c.RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE,
         invalidate_outputs=not flag & c.RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE,
+        perf=perf_mode_from_env(),
     )
 
 
@@ -130,7 +132,7 @@ def _model_source(model: Any, size: int, flag: int, ext: rknn_init_extend | None
                 raise NpuError(ErrorCode.INVALID_ARGUMENT, f"model_buffer_fd {ext.model_buffer_fd} is not the fd of "
                                                            f"the model buffer ({buf.fd})")
             start, length = off + offset, (real_size or size - offset)
-            if offset + length > size:
+            if offset >= size or offset + length > size:
                 raise NpuError(ErrorCode.INVALID_ARGUMENT, f"real_model_offset {offset} + real_model_size {length} > "
                                                            f"model size {size}")
             return None, MemRef(buf, start, length, "model")
@@ -161,7 +163,7 @@ def _model_source(model: Any, size: int, flag: int, ext: rknn_init_extend | None
                                                    f"{type(model).__name__}")
     if offset or real_size:
         length = real_size or len(data) - offset
-        if offset + length > len(data):
+        if offset >= len(data) or offset + length > len(data):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"real_model_offset {offset} + real_model_size {length} > "
                                                        f"model size {len(data)}")
         data = data[offset:offset + length]

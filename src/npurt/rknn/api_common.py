@@ -7,6 +7,8 @@ import ctypes
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory.cargs import as_struct
 from npurt.model.attrs import QntType, TensorAttr
@@ -52,9 +54,9 @@ def ctx_value(ctx: Any) -> int | None:
     """The integer handle in what a caller passed as a context (rknn_context, pointer/byref to one, or int)."""
     cell = _handle_cell(ctx)
     value = ctx if cell is None else cell.value
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         return None
-    return value
+    return int(value)                               # a numpy integer holds a handle as well as an int
 
 
 @dataclass

@@ -211,12 +211,27 @@ def rknn_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
     if attr is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "attr is NULL")
     a = read_attr(struct_arg(attr, rknn_tensor_attr, "attr"))
+    _check_io_attr(ctx.context, a)
     ref = mem_ref(mem, ctx.device, "io mem")
     binding = ctx.context.bind(ref, a)
     if not binding.is_input and binding.staging is not None and ref.size < binding.native.size_with_stride:
         log.warning(f"Output({binding.native.name}): size_with_stride larger than model origin size, if need run "
                     f"OutputOperator in NPU, please call rknn_create_memory using size_with_stride")
     return c.RKNN_SUCC
+
+
+def _check_io_attr(context: Any, a: Any) -> None:
+    """Fields of a queried attr that a caller may not contradict are checked, not ignored: the index of the
+    tensor its name names, a dims count, a size_with_stride."""
+    for names in (list(context.compiled.graph.inputs), list(context.compiled.graph.outputs)):
+        if a.name in names and a.index != names.index(a.name):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"attr.index {a.index}: tensor {a.name!r} has index "
+                                                       f"{names.index(a.name)}")
+    if not 0 < a.n_dims <= c.RKNN_MAX_DIMS:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"attr.n_dims {a.n_dims} (tensor {a.name!r}): 1 to "
+                                                   f"{c.RKNN_MAX_DIMS}")
+    if a.size_with_stride <= 0:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"attr.size_with_stride {a.size_with_stride} (tensor {a.name!r})")
 
 
 @mirror("rknn_mem_sync")
@@ -250,7 +265,12 @@ def mem_view(mem: Any, dtype: Any = np.uint8, count: int | None = None, offset: 
     """
     record = handles.mems.lookup(mem)
     struct = record.struct
-    dt = np.dtype(dtype)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"dtype {dtype!r} is not a numpy dtype") from None
+    if dt.itemsize == 0 or dt.hasobject:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"dtype {dt} has no fixed size of plain bytes to view memory as")
     avail = int(struct.size) - int(offset)
     if offset < 0 or avail < 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"offset {offset} outside the {struct.size}-byte memory")

@@ -53,15 +53,16 @@ import contextlib
 import ctypes
 import itertools
 import sys
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.rknn import constants as c
 from npurt.rknn import log
+from npurt.memory import raw
 from npurt.memory.cargs import as_struct_list
 from npurt.rknn.api_common import MODEL_CTX, struct_arg
 from npurt.rknn.boundary import mirror
@@ -79,7 +80,7 @@ _RKNN_TYPE = {
 
 _op_contexts: dict[int, "_NodeState"] = {}       # rknn_custom_op_context.internal_ctx -> node state
 _op_context_ids = itertools.count(0xC0570001)
-_op_contexts_lock = threading.Lock()
+_op_contexts_lock = forksafe.lock()
 
 
 def _text(raw: bytes) -> str:
@@ -337,6 +338,9 @@ def _check_op(op: rknn_custom_op, i: int) -> str:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"op[{i}] {op_type}: invalid target {op.target}")
     if not op.compute:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"op[{i}] {op_type}: the compute callback is required")
+    for name in ("init", "prepare", "compute", "compute_native", "destroy"):
+        if getattr(op, name):
+            raw.check_code(getattr(op, name), f"op[{i}] {op_type}: {name}")
     return op_type
 
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory.cargs import as_struct
 from npurt.mirror_kit.handles import HandleTable, Retired
@@ -72,7 +72,13 @@ class TensorMemRegistry:
         # The last RETIRED destroyed structs stay alive, so their addresses are not reused at once: a C caller's
         # pointer to a struct it destroyed is then recognised as stale, not taken for a newer struct at that address.
         self._retired = Retired(RETIRED)
-        self._lock = threading.RLock()
+        self._lock = forksafe.rlock()
+        forksafe.after_fork(self._forget_inherited)
+
+    def _forget_inherited(self) -> None:
+        """In a forked child: the parent's structs are no longer issued (refused; their memory is shared with it)."""
+        forksafe.inherit(self._records)
+        self._records = {}
 
     def issue(self, struct: rknn_tensor_mem, **fields: Any) -> TensorMemRecord:
         """Fill `struct` from `fields` (virt_addr, phys_addr, fd, offset, size, kind, …) and register it."""

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from typing import Any
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import NpuError
 from npurt.model.file_format import is_npurt, refuse_vendor_model
 
@@ -56,7 +56,7 @@ class RKNNLite:
         self._model: bytes | None = None
         self._ctx: Any = None
         self._frame_id = 0
-        self._calls = threading.Lock()          # held by inference() and release()
+        self._calls = forksafe.lock()          # held by inference() and release()
 
     # --- logging ----------------------------------------------------------------------------------------------------
     def _log(self, level: str, where: str, message: str) -> None:

@@ -105,7 +105,7 @@ class MatmulContext:
     quant: dict[str, mm.Quant] = field(default_factory=lambda: {n: mm.Quant.default() for n in _NAMES})
     handle: int = 0
     runs: int = 0
-    _exported: list = field(default_factory=list)   # ctypes arrays handed out by get_quant_params
+    _exported: dict = field(default_factory=dict)   # operand -> (quant, scale array, zp array) get_quant_params gave
     lock: threading.Lock = field(default_factory=threading.Lock)   # one run at a time; destroy waits for it
     coherence_violations: list[str] = field(default_factory=list)  # check mode: missed syncs of imported memory
 
@@ -320,9 +320,11 @@ def rknn_matmul_get_quant_params(ctx: Any, params: Any, scale: Any) -> int:
     p = struct_arg(params, rknn_quant_params, "params")
     out = _float_target(scale)                        # validated before anything is written
     q = ctx.quant["B"]
-    scales = (ctypes.c_float * q.scale.size)(*q.scale.tolist())
-    zps = (ctypes.c_int32 * max(1, q.zp.size))(*(q.zp.tolist() or [0]))
-    ctx._exported += [scales, zps]                   # valid until the context is destroyed
+    held = ctx._exported.get("B")
+    if held is None or held[0] is not q:             # one copy per quantisation of B, not one per call
+        held = ctx._exported["B"] = (q, (ctypes.c_float * q.scale.size)(*q.scale.tolist()),
+                                     (ctypes.c_int32 * max(1, q.zp.size))(*(q.zp.tolist() or [0])))
+    _, scales, zps = held                            # valid until B's quantisation changes or the context goes
     p.name = b"B"
     p.scale = ctypes.cast(scales, ctypes.POINTER(ctypes.c_float))
     p.scale_len = q.scale.size

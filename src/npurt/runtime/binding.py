@@ -13,12 +13,12 @@ made), so a buffer and every import or wrapper of the same memory collide, whate
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory.identity import FileRange, overlaps
 from npurt.model.attrs import TensorAttr
@@ -104,7 +104,7 @@ class RunGuard:
     """Process-wide registry of memory in use by running contexts (see the module doc)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         self._active: dict[int, _Active] = {}
 
     def enter(self, owner: int, ranges: Sequence[FileRange], what: str) -> None:

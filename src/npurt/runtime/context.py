@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import open_device
 from npurt.model.attrs import TensorAttr
@@ -50,7 +51,7 @@ from npurt.runtime.general import GeneralIo, InputData
 from npurt.runtime.io_path import IoPath
 from npurt.runtime.loader import ModelFamily, load_family
 from npurt.runtime.options import PRIORITIES, ContextOptions, MemSize
-from npurt.runtime.perf import PerfCounters, op_timings, run_executor
+from npurt.runtime.perf import PERF_MODES, PerfCounters, op_timings, run_executor
 from npurt.runtime.weights import WEIGHTS_UNSET, WeightStore, weight_digest
 from npurt.runtime.zero_copy import ZeroCopyIo
 from npurt.tensor import Layout
@@ -97,8 +98,10 @@ class Context:
         self.options = options or ContextOptions()
         if self.options.priority not in PRIORITIES:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"priority must be one of {PRIORITIES}")
+        if self.options.perf not in PERF_MODES:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"perf must be one of {PERF_MODES}, not {self.options.perf!r}")
         self._log = log or _default_sink
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         self._holder: int | None = None          # the thread inside a call (see _busy)
         self._weights_seen: int | None = None  # fingerprint of user weight memory at the last run
         self.destroyed = False
@@ -136,7 +139,11 @@ class Context:
         if self._plan is not None:
             _check_plan(self._plan, self.compiled, self.family.dynamic)
         self.initial = self.compiled
-        self.perf = PerfCounters()
+        self.perf = PerfCounters(mode=self.options.perf)
+        if self.options.perf == "predicted":
+            from npurt.soc.npu_timing import npu_figures
+            npu_figures(self.profile.name)          # NOT_SUPPORTED now, not at the first run, for SoCs without them
+        self._predicted: tuple[tuple, tuple[int, list]] | None = None
         self.core_mask = 0
         self.batch_core_num = 1
         self.coherence_violations: list[str] = []
@@ -482,8 +489,10 @@ class Context:
         self._bound_to = ex
         self._bound_io = (self._io, self._io.generation)
 
-    def run(self) -> None:
-        """Run the model once over the bound memory (see the module doc for what must be bound first)."""
+    def run(self, collect_perf: bool | None = None) -> None:
+        """Run the model once over the bound memory (see the module doc for what must be bound first);
+        `collect_perf` overrides the option of that name for this run (a QNN DETAILED profile asks per call)."""
+        collect = self.options.collect_perf if collect_perf is None else bool(collect_perf)
         with self._busy("run"):
             self._require_runnable("run")
             t0 = time.perf_counter_ns()
@@ -496,17 +505,22 @@ class Context:
             run_guard.enter(self.id, ranges, "internal memory")
             try:
                 self._io.before_run()
-                run_us, raw = run_executor(ex, self.options.collect_perf)
+                run_us, raw = run_executor(ex, collect)
                 self._io.after_run()
             finally:
                 run_guard.leave(self.id)
             self.perf.runs += 1
             self.perf.run_us = int(run_us)
             self.perf.total_us = (time.perf_counter_ns() - t0) // 1000
-            if self.options.collect_perf:
-                self.perf.ops = op_timings(self.compiled, raw)
-                for op in self.perf.ops:
-                    self._log("verbose", f"layer {op.index} {op.op_type} {op.name}: {op.time_us} us")
+            if self.options.perf == "predicted":
+                self.perf.run_us, ops = self._prediction()
+                self.perf.total_us = self.perf.run_us
+                self.perf.ops = list(ops) if collect else []
+            else:
+                self.perf.ops = op_timings(self.compiled, raw) if collect else []
+            word = " (predicted)" if self.options.perf == "predicted" else ""
+            for op in self.perf.ops:
+                self._log("verbose", f"layer {op.index} {op.op_type} {op.name}: {op.time_us} us{word}")
 
     def _notice_weight_changes(self) -> None:
         """User-owned weight memory (`weights_outside`) is what the NPU reads on every run: when its bytes changed
@@ -519,6 +533,19 @@ class Context:
                 self._executors.clear()
                 self._dirty = True
             self._weights_seen = seen
+
+    def _prediction(self) -> tuple[int, list]:
+        """The timing model's (run µs, per-op timings) for this context's model, SoC, core mask and SRAM (computed
+        once per model / cores / SRAM: the prediction is a pure function of them)."""
+        from npurt.runtime.perf import cores_of, predicted_timings
+        from npurt.runtime.report import context_layout
+        cores = cores_of(self.core_mask, self.profile.npu_cores)
+        sram = context_layout(self).sram_size
+        key = (id(self.compiled), id(self.plan), cores, sram)
+        if self._predicted is None or self._predicted[0] != key:
+            self._predicted = (key, predicted_timings(self.compiled, self.profile.name, cores, sram, self.plan))
+            self.perf.predicted_for = f"{self.profile.name}, {cores} core(s), SRAM {sram} B"
+        return self._predicted[1]
 
     def perf_detail(self, not_collected: str = "per-op timings were not collected (the context was created "
                                                "without collect_perf)") -> str:

@@ -20,10 +20,10 @@ import hashlib
 import json
 import math
 import os
-import threading
 from collections import OrderedDict
 from typing import Any, Sequence
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input
 from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt, refuse_vendor_model
@@ -34,7 +34,7 @@ META_SOURCE = "source_onnx_b64"
 ONNX_META_KEY = "npurt.dynamic_input"
 
 _cache: "OrderedDict[tuple, Any]" = OrderedDict()
-_cache_lock = threading.Lock()
+_cache_lock = forksafe.lock()
 _CACHE_SIZE = 16
 
 Shapes = list[tuple[int, ...]]

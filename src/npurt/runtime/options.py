@@ -22,6 +22,8 @@ class ContextOptions:
     - `sram`: place the internal arena in the device's free SRAM first, the rest in DDR.
     - `flush_inputs` / `invalidate_outputs`: the runtime's own cache maintenance of runtime-allocated input /
       output memory around each run (the vendor default); external (imported) memory is the user's to sync.
+    - `perf`: what the perf counters report: "measured" (CPU time of npurt's executor, the default) or "predicted"
+      (the NPU time npurt's timing model predicts for the SoC, core mask and SRAM; `npurt.runtime.perf`).
     - `cache_weights`: decode the weights into their compute form once per bind (default); False reads them from
       the weight memory on every run (the QNN HTP mirror: the weights region is what each execute uses).
     """
@@ -35,6 +37,7 @@ class ContextOptions:
     flush_inputs: bool = True
     invalidate_outputs: bool = True
     cache_weights: bool = True
+    perf: str = "measured"
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,9 @@ def pack_input(attr: TensorAttr, user: np.ndarray, out_view: np.ndarray, mean: S
     bound input buffer described by its native attr: normalise with mean/std, cast or quantise, lay out, pad."""
     raw = _check_view(attr, out_view)
     x = np.asarray(user)
+    if x.dtype.kind not in "biuf":
+        raise NpuError(ErrorCode.INVALID_INPUT, f"input {attr.name!r}: dtype {x.dtype} is not a number an NPU "
+                                                f"takes (complex, text and object arrays are refused)")
     if x.dtype.kind == "b":                 # BOOL inputs are the numbers 0 / 1, as the NPU reads them
         x = x.astype(np.uint8)
     nhwc = layout.lower() == "nhwc"

@@ -8,11 +8,11 @@ SHARE_WEIGHT_MEM contexts hold the same store; the store's own buffer is freed w
 from __future__ import annotations
 
 import hashlib
-import threading
 from typing import Any
 
 import numpy as np
 
+from npurt import forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory.coherence import snapshot
 from npurt.runtime.binding import MemRef
@@ -38,7 +38,7 @@ class WeightStore:
         self.ref: MemRef | None = None  # user-provided weight memory
         self.model_view = model_view    # zero-copy: the weights inside the model buffer
         self.holders = 1
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         if model_view is None and not outside and self.size:
             self.buffer = device.alloc(self.size, owner=owner, name="weight", cacheable=False)
             np.copyto(self.buffer.device_view(np.uint8, nbytes=self.size), self.blob.reshape(-1).view(np.uint8))

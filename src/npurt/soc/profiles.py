@@ -133,7 +133,7 @@ def get_profile(name: str | None = None) -> SocProfile:
 
     HTP profiles have `vtcm_size` set (the VTCM is their fast memory, also given as `sram_size`) and support none
     of the RKNN API or query rows."""
-    given = name or os.environ.get("NPURT_SOC") or DEFAULT_SOC
+    given = name if name is not None else (os.environ.get("NPURT_SOC") or DEFAULT_SOC)    # "" names no SoC
     key = given.strip().lower()
     hit = PROFILES.get(key)
     if hit is not None:
@@ -141,6 +141,6 @@ def get_profile(name: str | None = None) -> SocProfile:
     from npurt.soc import htp       # htp builds on SocProfile: imported at call time
     if htp.is_htp_soc(key):
         return htp.get_htp_profile(key).soc
-    source = "" if name else " (from $NPURT_SOC)"
+    source = "" if name is not None else " (from $NPURT_SOC)"
     known = ", ".join(sorted(PROFILES) + sorted(htp.HTP_PROFILES))
     raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown SoC {given!r}{source}; known: {known}")

@@ -69,6 +69,9 @@ def w_stride(width: int, align: int) -> int:
     return align_up(width, align)
 
 
+MAX_W_ALIGN = 4096          # a w_stride is the width aligned up; no alignment is coarser than this (elements)
+
+
 def native_shape(shape_nchw: Sequence[int], c2: int, c1: int | None = None,
                  w_stride: int | None = None) -> tuple[int, int, int, int, int]:
     """NC1HWC2 dims (N, C1, H, W', C2) for a logical NCHW shape; W' = w_stride if given (>= W), else W.
@@ -84,6 +87,8 @@ def native_shape(shape_nchw: Sequence[int], c2: int, c1: int | None = None,
     ws = w if w_stride in (None, 0) else int(w_stride)
     if ws < w:
         raise _bad(f"w_stride {ws} is smaller than the width {w}")
+    if ws > -(-w // MAX_W_ALIGN) * MAX_W_ALIGN:
+        raise _bad(f"w_stride {ws} pads the width {w} past any alignment (at most {MAX_W_ALIGN} elements)")
     dims = (n, int(c1), h, ws, int(c2))
     if math.prod(dims) > MAX_TENSOR_SIZE:
         raise _bad(f"native shape {dims} holds {math.prod(dims)} elements, more than a tensor can "

@@ -32,6 +32,19 @@ int rpcmem_to_fd(void *po);
 
 #define rpcmem_alloc_def(size) rpcmem_alloc(RPCMEM_HEAP_ID_SYSTEM, RPCMEM_DEFAULT_FLAGS, (size))
 
+/* FastRPC buffer registration (remote.h): register [buf, buf + size) of the rpcmem buffer of `fd`; fd -1
+ * deregisters buf. A range outside that buffer is refused with a log line. */
+#define FASTRPC_ATTR_NON_COHERENT 2
+#define FASTRPC_ATTR_COHERENT 4
+#define FASTRPC_ATTR_KEEP_MAP 8
+#define FASTRPC_ATTR_NOMAP 16
+#define FASTRPC_ATTR_FORCE_NOFLUSH 32
+#define FASTRPC_ATTR_FORCE_NOINVALIDATE 64
+#define FASTRPC_ATTR_TRY_MAP_STATIC 128
+void remote_register_buf(void *buf, int size, int fd);
+void remote_register_buf_attr(void *buf, int size, int fd, int attr);
+void remote_register_buf_attr2(void *buf, size_t size, int fd, int attr);
+
 #ifdef __cplusplus
 }
 #endif

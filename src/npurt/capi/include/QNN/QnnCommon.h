@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 #define QNN_API_VERSION_MAJOR 2
-#define QNN_API_VERSION_MINOR 32
+#define QNN_API_VERSION_MINOR 40
 #define QNN_API_VERSION_PATCH 0
 
 #define QNN_BACKEND_ID_NULL 0

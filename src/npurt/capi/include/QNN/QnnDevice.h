@@ -80,6 +80,10 @@ typedef Qnn_ErrorHandle_t (*QnnDevice_GetPlatformInfoFn_t)(Qnn_LogHandle_t logge
 typedef Qnn_ErrorHandle_t (*QnnDevice_FreePlatformInfoFn_t)(Qnn_LogHandle_t logger,
                                                             const QnnDevice_PlatformInfo_t *platformInfo);
 
+/* a backend's device infrastructure (for HTP: a QnnHtpDevice_Infrastructure_t*, see HTP/QnnHtpDevice.h) */
+typedef struct _QnnDevice_Infrastructure_t *QnnDevice_Infrastructure_t;
+typedef Qnn_ErrorHandle_t (*QnnDevice_GetInfrastructureFn_t)(const QnnDevice_Infrastructure_t *deviceInfra);
+
 #ifdef __cplusplus
 }
 #endif

@@ -241,7 +241,7 @@ typedef struct {
 #define QNN_TENSOR_INIT {QNN_TENSOR_VERSION_1, {QNN_TENSOR_V1_INIT}}
 
 
-/* Op configs (graphAddNode, backendValidateOpConfig): Qnn_Scalar_t 16 B, Qnn_Param_t 160 B, Qnn_OpConfig_t 80 B */
+/* a typed scalar (16 B: dataType @0, the value @8) */
 typedef struct {
     Qnn_DataType_t dataType;
     union {
@@ -259,6 +259,7 @@ typedef struct {
         const char *stringValue;
     };
 } Qnn_Scalar_t;
+/* Op configs (graphAddNode, backendValidateOpConfig): Qnn_Param_t 160 B, Qnn_OpConfig_t 80 B */
 #define QNN_SCALAR_INIT {QNN_DATATYPE_UNDEFINED, {0.0f}}
 
 typedef enum {
@@ -304,6 +305,12 @@ typedef struct {
 #define QNN_OPCONFIG_INIT {QNN_OPCONFIG_VERSION_1, {QNN_OPCONFIG_V1_INIT}}
 
 #define QNN_OP_PACKAGE_NAME_QTI_AISW "qti.aisw"
+
+/* an opaque blob (data, length) */
+typedef struct {
+    void *data;
+    uint64_t len;
+} Qnn_OpaqueObject_t;
 
 #ifdef __cplusplus
 }

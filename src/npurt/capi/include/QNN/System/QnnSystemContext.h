@@ -1,5 +1,6 @@
 /* npurt's System/QnnSystemContext.h: what a context binary holds, before it is loaded. npurt answers binary info
- * version 3 with graph info version 3; the infos live until systemContextFree of their handle. */
+ * version 3 with graph info version 3 (versions 1 and 2 are declared for programs that switch on the version); the
+ * infos live until systemContextFree of their handle. Sizes on x86-64: _BinaryInfo_t 144 B, _GraphInfo_t 88 B. */
 #ifndef NPURT_QNN_SYSTEM_CONTEXT_H
 #define NPURT_QNN_SYSTEM_CONTEXT_H
 
@@ -33,7 +34,27 @@ typedef enum {
     QNN_SYSTEM_CONTEXT_BINARY_INFO_UNDEFINED = 0x7FFFFFFF
 } QnnSystemContext_BinaryInfoVersion_t;
 
-/* version 3 of a graph's info; versions 1 and 2 are its first 5 and 7 members */
+/* graph info version 1: name and I/O tensors */
+typedef struct {
+    const char *graphName;
+    uint32_t numGraphInputs;
+    Qnn_Tensor_t *graphInputs;
+    uint32_t numGraphOutputs;
+    Qnn_Tensor_t *graphOutputs;
+} QnnSystemContext_GraphInfoV1_t;
+
+/* graph info version 2: version 1 and the updateable tensors */
+typedef struct {
+    const char *graphName;
+    uint32_t numGraphInputs;
+    Qnn_Tensor_t *graphInputs;
+    uint32_t numGraphOutputs;
+    Qnn_Tensor_t *graphOutputs;
+    uint32_t numUpdateableTensors;
+    Qnn_Tensor_t *updateableTensors;
+} QnnSystemContext_GraphInfoV2_t;
+
+/* graph info version 3 (what npurt fills): version 2, the backend's graph blob info and the op range */
 typedef struct {
     const char *graphName;
     uint32_t numGraphInputs;
@@ -51,10 +72,50 @@ typedef struct {
 typedef struct {
     QnnSystemContext_GraphInfoVersion_t version;
     union {
+        QnnSystemContext_GraphInfoV1_t graphInfoV1;
+        QnnSystemContext_GraphInfoV2_t graphInfoV2;
         QnnSystemContext_GraphInfoV3_t graphInfoV3;
     };
 } QnnSystemContext_GraphInfo_t;
 
+/* binary info version 1 */
+typedef struct {
+    uint32_t backendId;
+    const char *buildId;
+    Qnn_Version_t coreApiVersion;
+    Qnn_Version_t backendApiVersion;
+    const char *socVersion;
+    Qnn_Version_t hwInfoBlobVersion;
+    Qnn_Version_t contextBlobVersion;
+    uint32_t hwInfoBlobSize;
+    void *hwInfoBlob;
+    uint64_t contextBlobSize;
+    uint32_t numContextTensors;
+    Qnn_Tensor_t *contextTensors;
+    uint32_t numGraphs;
+    QnnSystemContext_GraphInfo_t *graphs;
+} QnnSystemContext_BinaryInfoV1_t;
+
+/* binary info version 2: version 1 and the platform info */
+typedef struct {
+    uint32_t backendId;
+    const char *buildId;
+    Qnn_Version_t coreApiVersion;
+    Qnn_Version_t backendApiVersion;
+    const char *socVersion;
+    Qnn_Version_t hwInfoBlobVersion;
+    Qnn_Version_t contextBlobVersion;
+    uint32_t hwInfoBlobSize;
+    void *hwInfoBlob;
+    uint64_t contextBlobSize;
+    uint32_t numContextTensors;
+    Qnn_Tensor_t *contextTensors;
+    uint32_t numGraphs;
+    QnnSystemContext_GraphInfo_t *graphs;
+    QnnDevice_PlatformInfo_t *platformInfo;
+} QnnSystemContext_BinaryInfoV2_t;
+
+/* binary info version 3 (what npurt fills) */
 typedef struct {
     uint32_t backendId;
     const char *buildId;
@@ -76,6 +137,8 @@ typedef struct {
 typedef struct {
     QnnSystemContext_BinaryInfoVersion_t version;
     union {
+        QnnSystemContext_BinaryInfoV1_t contextBinaryInfoV1;
+        QnnSystemContext_BinaryInfoV2_t contextBinaryInfoV2;
         QnnSystemContext_BinaryInfoV3_t contextBinaryInfoV3;
     };
 } QnnSystemContext_BinaryInfo_t;

@@ -1,10 +1,12 @@
 /* npurt's System/QnnSystemInterface.h: the provider table of libQnnSystem.so. QnnSystemInterface_t: backendId @0,
  * providerName @8, systemApiVersion @16 (12 B), the table from @32. npurt implements systemContextCreate,
- * systemContextGetBinaryInfo and systemContextFree; the other members are NULL (the header allows it). */
+ * systemContextGetBinaryInfo, systemContextFree and the three profile-serialization members; the other members are
+ * NULL (the header allows it). */
 #ifndef NPURT_QNN_SYSTEM_INTERFACE_H
 #define NPURT_QNN_SYSTEM_INTERFACE_H
 
 #include "System/QnnSystemContext.h"
+#include "System/QnnSystemProfile.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,9 +32,9 @@ typedef struct {
     void *systemDlcComposeGraphs;
     void *systemDlcGetOpMappings;
     void *systemDlcFree;
-    void *systemProfileCreateSerializationTarget;
-    void *systemProfileSerializeEventData;
-    void *systemProfileFreeSerializationTarget;
+    QnnSystemProfile_CreateSerializationTargetFn_t systemProfileCreateSerializationTarget;
+    QnnSystemProfile_SerializeEventDataFn_t systemProfileSerializeEventData;
+    QnnSystemProfile_FreeSerializationTargetFn_t systemProfileFreeSerializationTarget;
 } QnnSystemInterface_ImplementationV1_15_t;
 
 typedef struct {

@@ -1,0 +1,172 @@
+"""Published architectures at their real input sizes, with random weights: the models of the timing model's
+calibration and validation rows (rknn_model_zoo's benchmark table). Timing depends on structure, not weights.
+
+- `resnet50_v2`: ResNet50-v2 as in the ONNX model zoo's resnet50-v2-7 (pre-activation bottlenecks [3, 4, 6, 3],
+  BatchNormalization + Relu before each conv, 1x1 projection shortcuts, 224x224).
+- `yolov5`: YOLOv5 v6+ (6x6 stem, C3 blocks, SPPF, PANet) with rknn_model_zoo's head: the three 1x1 detect convs
+  are the outputs ([1, 255, 80, 80], ...), the decode moved to post-processing. `width`/`depth` give n/s/m.
+- `yolov8`: YOLOv8 (C2f blocks, SPPF, PANet) with rknn_model_zoo's head: per level the box conv [1, 64, h, w],
+  the class conv + Sigmoid [1, 80, h, w] and their ReduceSum + Clip [1, 1, h, w]; DFL moved to post-processing.
+MobileNetV2 (mobilenetv2-12) is `npurt.model.zoo.mobilenet_v2_like`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+
+from npurt.model.zoo import _Graph
+
+
+def _ch(c: float, width: float, max_channels: int = 1024) -> int:
+    return int(math.ceil(min(c, max_channels) * width / 8) * 8)
+
+
+def _n(n: int, depth: float) -> int:
+    return max(round(n * depth), 1) if n > 1 else n
+
+
+def resnet50_v2(size: int = 224, num_classes: int = 1000, seed: int = 0) -> onnx.ModelProto:
+    """ResNet50-v2 (pre-activation), as resnet50-v2-7 of the ONNX model zoo."""
+    g = _Graph(seed)
+
+    def bn_relu(x, c):
+        return g.node("Relu", [g.bn(x, c)])
+
+    x = g.bn("data", 3)
+    x = g.conv(x, 3, 64, 7, 2, bias=False)
+    x = g.node("MaxPool", [bn_relu(x, 64)], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for stage, (blocks, width) in enumerate(((3, 64), (4, 128), (6, 256), (3, 512))):
+        cout = width * 4
+        for b in range(blocks):
+            stride = 2 if (b == 0 and stage > 0) else 1
+            pre = bn_relu(x, cin)
+            short = g.conv(pre, cin, cout, 1, stride, bias=False, gain=1.0) if (cin != cout or stride > 1) else x
+            y = g.conv(pre, cin, width, 1, bias=False)
+            y = g.conv(bn_relu(y, width), width, width, 3, stride, bias=False)
+            y = g.conv(bn_relu(y, width), width, cout, 1, bias=False, gain=1.0)
+            x = g.node("Add", [y, short])
+            cin = cout
+    x = g.node("Flatten", [g.node("GlobalAveragePool", [bn_relu(x, cin)])], axis=1)
+    w = g.const(g.rng.normal(0, np.sqrt(1 / cin), (num_classes, cin)).astype(np.float32))
+    y = g.node("Gemm", [x, w, g.const(np.zeros(num_classes, np.float32), "b")], "resnetv24_dense0_fwd", transB=1)
+    return g.model([("data", [1, 3, size, size])], [(y, [1, num_classes])], "resnet50_v2")
+
+
+def _cv(g: _Graph, act: str):
+    def cv(x, cin, cout, k=1, s=1):
+        y = g.conv(x, cin, cout, k, s, gain=2.0, pad=(k - 1) // 2)
+        return g.silu(y) if act == "silu" else g.node("Relu", [y])
+    return cv
+
+
+def _sppf(g: _Graph, cv, x, cin, cout):
+    c = cin // 2
+    ys = [cv(x, cin, c)]
+    for _ in range(3):
+        ys.append(g.node("MaxPool", [ys[-1]], kernel_shape=[5, 5], strides=[1, 1], pads=[2, 2, 2, 2]))
+    return cv(g.node("Concat", ys, axis=1), 4 * c, cout)
+
+
+def _up(g: _Graph, x):
+    if not hasattr(g, "_scales"):
+        g._scales = g.const(np.array([1, 1, 2, 2], np.float32), "scales")
+    return g.node("Resize", [x, "", g._scales], mode="nearest")
+
+
+def yolov5(size: int = 640, width: float = 0.5, depth: float = 0.33, num_classes: int = 80, act: str = "silu",
+           seed: int = 0) -> onnx.ModelProto:
+    """YOLOv5 (v6+) with rknn_model_zoo's head; width/depth 0.25/0.33 = n, 0.5/0.33 = s, 0.75/0.67 = m."""
+    g = _Graph(seed)
+    cv = _cv(g, act)
+
+    def c3(x, cin, cout, n, shortcut=True):
+        c = cout // 2
+        a, b = cv(x, cin, c), cv(x, cin, c)
+        for _ in range(n):
+            y = cv(cv(a, c, c), c, c, 3)
+            a = g.node("Add", [a, y]) if shortcut else y
+        return cv(g.node("Concat", [a, b], axis=1), 2 * c, cout)
+
+    c = [_ch(v, width) for v in (64, 128, 256, 512, 1024)]
+    x = cv("images", 3, c[0], 6, 2)
+    x = c3(cv(x, c[0], c[1], 3, 2), c[1], c[1], _n(3, depth))
+    p3 = c3(cv(x, c[1], c[2], 3, 2), c[2], c[2], _n(6, depth))
+    p4 = c3(cv(p3, c[2], c[3], 3, 2), c[3], c[3], _n(9, depth))
+    x = c3(cv(p4, c[3], c[4], 3, 2), c[4], c[4], _n(3, depth))
+    x = _sppf(g, cv, x, c[4], c[4])
+    h10 = cv(x, c[4], c[3])
+    x = c3(g.node("Concat", [_up(g, h10), p4], axis=1), 2 * c[3], c[3], _n(3, depth), False)
+    h14 = cv(x, c[3], c[2])
+    o3 = c3(g.node("Concat", [_up(g, h14), p3], axis=1), 2 * c[2], c[2], _n(3, depth), False)
+    o4 = c3(g.node("Concat", [cv(o3, c[2], c[2], 3, 2), h14], axis=1), 2 * c[2], c[3], _n(3, depth), False)
+    o5 = c3(g.node("Concat", [cv(o4, c[3], c[3], 3, 2), h10], axis=1), 2 * c[3], c[4], _n(3, depth), False)
+    no = 3 * (5 + num_classes)
+    outs = []
+    for i, (feat, ch, stride) in enumerate(((o3, c[2], 8), (o4, c[3], 16), (o5, c[4], 32))):
+        outs.append((g.conv(feat, ch, no, 1, gain=1.0, out=f"output{i}"), [1, no, size // stride, size // stride]))
+    return g.model([("images", [1, 3, size, size])], outs, "yolov5")
+
+
+def yolov8(size: int = 640, width: float = 0.25, depth: float = 0.33, max_channels: int = 1024,
+           num_classes: int = 80, seed: int = 0) -> onnx.ModelProto:
+    """YOLOv8 with rknn_model_zoo's head; width/depth/max_channels 0.25/0.33/1024 = n, 0.5/0.33/1024 = s."""
+    g = _Graph(seed)
+    cv = _cv(g, "silu")
+
+    def c2f(x, cin, cout, n, shortcut):
+        c = cout // 2
+        ys = list(g.node("Split", [cv(x, cin, 2 * c), g.const(np.array([c, c], np.int64), "split")], n_out=2,
+                         axis=1))
+        for _ in range(n):
+            b = cv(cv(ys[-1], c, c, 3), c, c, 3)
+            ys.append(g.node("Add", [ys[-1], b]) if shortcut else b)
+        return cv(g.node("Concat", ys, axis=1), (2 + n) * c, cout)
+
+    c = [_ch(v, width, max_channels) for v in (64, 128, 256, 512, 1024)]
+    x = cv(cv("images", 3, c[0], 3, 2), c[0], c[1], 3, 2)
+    x = c2f(x, c[1], c[1], _n(3, depth), True)
+    p3 = c2f(cv(x, c[1], c[2], 3, 2), c[2], c[2], _n(6, depth), True)
+    p4 = c2f(cv(p3, c[2], c[3], 3, 2), c[3], c[3], _n(6, depth), True)
+    x = c2f(cv(p4, c[3], c[4], 3, 2), c[4], c[4], _n(3, depth), True)
+    p5 = _sppf(g, cv, x, c[4], c[4])
+    h4 = c2f(g.node("Concat", [_up(g, p5), p4], axis=1), c[4] + c[3], c[3], _n(3, depth), False)
+    o3 = c2f(g.node("Concat", [_up(g, h4), p3], axis=1), c[3] + c[2], c[2], _n(3, depth), False)
+    o4 = c2f(g.node("Concat", [cv(o3, c[2], c[2], 3, 2), h4], axis=1), c[2] + c[3], c[3], _n(3, depth), False)
+    o5 = c2f(g.node("Concat", [cv(o4, c[3], c[3], 3, 2), p5], axis=1), c[3] + c[4], c[4], _n(3, depth), False)
+    reg, nc = 16, num_classes
+    c2, c3 = max(16, c[2] // 4, reg * 4), max(c[2], min(nc, 100))
+    zero, one = g.const(np.array(0.0, np.float32), "zero"), g.const(np.array(1.0, np.float32), "one")
+    axes = g.const(np.array([1], np.int64), "axes")
+    outs = []
+    for i, (feat, ch, stride) in enumerate(((o3, c[2], 8), (o4, c[3], 16), (o5, c[4], 32))):
+        h = size // stride
+        box = g.conv(cv(cv(feat, ch, c2, 3), c2, c2, 3), c2, 4 * reg, 1, gain=1.0, out=f"box{i}")
+        cls = g.node("Sigmoid", [g.conv(cv(cv(feat, ch, c3, 3), c3, c3, 3), c3, nc, 1, gain=1.0)], f"score{i}")
+        total = g.node("Clip", [g.node("ReduceSum", [cls, axes], keepdims=1), zero, one], f"score_sum{i}")
+        outs += [(box, [1, 4 * reg, h, h]), (cls, [1, nc, h, h]), (total, [1, 1, h, h])]
+    return g.model([("images", [1, 3, size, size])], outs, "yolov8")
+
+
+# The named variants of rknn_model_zoo's table (`npurt.model.sources.ZOO` names).
+def yolov5s() -> onnx.ModelProto:
+    return yolov5(width=0.5, depth=0.33)
+
+
+def yolov5n() -> onnx.ModelProto:
+    return yolov5(width=0.25, depth=0.33)
+
+
+def yolov5s_relu() -> onnx.ModelProto:
+    return yolov5(width=0.5, depth=0.33, act="relu")
+
+
+def yolov8n() -> onnx.ModelProto:
+    return yolov8(width=0.25, depth=0.33)
+
+
+def yolov8s() -> onnx.ModelProto:
+    return yolov8(width=0.5, depth=0.33)
+
