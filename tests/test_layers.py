@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 LAYERS = ("soc", "memory", "tensor", "plan", "model", "timing", "exec", "runtime", "mirror_kit", "rknn", "qnn", "api",
-          "capi", "cli")
+          "toolkit", "capi", "cli")
 RANK = {name: i for i, name in enumerate(LAYERS)}
-BASE = ("errors", "_version", "_kernels", "files")  # importable by every layer; they import no npurt module but
+BASE = ("errors", "_version", "_kernels", "files", "forksafe")  # importable by every layer; they import no npurt module but
 COMPILED = "_c"                        # npurt.errors, and a base module its compiled extension (`_kernels_c`)
 TOP = "cli"                            # may import everything
 SRC = Path(__file__).resolve().parent.parent / "src" / "npurt"
@@ -47,6 +47,8 @@ def _imports(tree: ast.AST, module: str, is_package: bool) -> list[str]:
                 base = package[:len(package) - (node.level - 1)]
                 prefix = ".".join(base + ([node.module] if node.module else []))
                 found.extend([prefix] if node.module else [f"{prefix}.{a.name}" for a in node.names])
+            elif node.module == "npurt":         # `from npurt import forksafe` imports npurt.forksafe
+                found.extend(f"npurt.{a.name}" for a in node.names)
             elif node.module:
                 found.append(node.module)
         for child in ast.iter_child_nodes(node):
@@ -110,7 +112,8 @@ def test_imports_follow_the_layer_order():
      "npurt.model.compiled", ["typing"]),
     ("from . import constants", "npurt.rknn.api", ["npurt.rknn.constants"]),
     ("from ..plan import greedy", "npurt.qnn.htp_plan", ["npurt.plan"]),
-    ("from npurt import __version__", "npurt.rknn.api_query", ["npurt"]),
+    ("from npurt import __version__", "npurt.rknn.api_query", ["npurt.__version__"]),   # not a layer: refused
+    ("from npurt import forksafe", "npurt.runtime.loader", ["npurt.forksafe"]),
 ])
 def test_import_collection(source, module, expected):
     """The collector itself: function bodies are seen, TYPE_CHECKING blocks are not, relative imports resolve."""

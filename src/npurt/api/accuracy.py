@@ -6,10 +6,11 @@
   quantised, as the model stores them), so only that op's own error shows.
 
 The reference is onnxruntime on the original ONNX with the intermediate tensors exposed as outputs (float32, graph
-optimisations off); a compiled tensor onnxruntime does not have (one npurt made, e.g. a precision conversion) is
-computed from the reference values of its inputs by npurt's float kernels. Errors are the cosine similarity and the
-normalised euclidean distance ||x - ref|| / ||ref||, each the mean over the analysed inputs. Both runs are the
-executor's own steps (the in-place paths included) over the model's planned memory.
+optimisations off; with `reference="auto"` and no onnxruntime installed, npurt's own float32 run of the optimised
+graph, `FloatReference`); a compiled tensor the reference does not have (one npurt made, e.g. a precision
+conversion) is computed from the reference values of its inputs by npurt's float kernels. Errors are the cosine
+similarity and the normalised euclidean distance ||x - ref|| / ||ref||, each the mean over the analysed inputs. Both
+runs are the executor's own steps (the in-place paths included) over the model's planned memory.
 """
 from __future__ import annotations
 
@@ -154,16 +155,46 @@ def _check_inputs(inputs: Sequence[Sequence[np.ndarray]], compiled: Any) -> list
     return samples
 
 
+class FloatReference:
+    """npurt's own float32 run of the optimised ONNX graph, with onnxruntime's `run(names, feeds)` /
+    `get_inputs()`: the reference of `analyse(..., reference="auto")` when onnxruntime is not installed (the
+    toolkit face's light install). Tensors the passes fused away are absent (None)."""
+
+    def __init__(self, onnx_model: Any) -> None:
+        from npurt.exec.compile import optimize
+        from npurt.model.onnx_import import import_onnx
+        self.graph = optimize(import_onnx(onnx_model))
+
+    def get_inputs(self) -> list[Any]:
+        from types import SimpleNamespace
+        return [SimpleNamespace(name=n) for n in self.graph.inputs]
+
+    def run(self, names: Sequence[str], feeds: dict[str, np.ndarray]) -> list[Any]:
+        from npurt.exec.evaluate import evaluate_node
+        from npurt.model.calibrate import iterate_float
+        want, got = set(names), {}
+        for name, value in iterate_float(self.graph, feeds, evaluate_node):
+            if name in want:
+                got[name] = np.array(value, np.float32) if np.asarray(value).dtype.kind == "f" else value
+        return [got.get(n) for n in names]
+
+
 class _Analysis:
     """The executor bound to host memory plus the reference session; one `sample()` call per input."""
 
-    def __init__(self, compiled: Any, onnx_model: Any) -> None:
+    def __init__(self, compiled: Any, onnx_model: Any, reference: str = "onnxruntime") -> None:
         from npurt.exec.evaluate import evaluate_node
         from npurt.exec.executor import Executor, allocate
         self.compiled = compiled
         g = compiled.graph
         self.names = list(g.inputs) + [o for n in g.nodes for o in n.outputs if o and o in compiled.storage]
-        self.session, self.ref_names = reference_session(onnx_model, self.names)
+        try:
+            self.session, self.ref_names = reference_session(onnx_model, self.names)
+        except NpuError:
+            if reference != "auto":
+                raise
+            self.session = FloatReference(onnx_model)
+            self.ref_names = list(self.names)
         self.feed_names = [i.name for i in self.session.get_inputs()]
         self.evaluate = evaluate_node
         self.weights, internal, self.ins, outs = allocate(compiled)
@@ -179,7 +210,8 @@ class _Analysis:
             if x.dtype.kind == "f" and (c.mean or c.std):
                 x = apply_normalization(x, c.mean[k] if c.mean else None, c.std[k] if c.std else None)
             feeds[name] = x
-        ref = dict(zip(self.ref_names, self.session.run(self.ref_names, {n: feeds[n] for n in self.feed_names})))
+        got = self.session.run(self.ref_names, {n: feeds[n] for n in self.feed_names})
+        ref = {n: v for n, v in zip(self.ref_names, got) if v is not None}
         ref.update({n: np.asarray(v, np.float32) for n, v in feeds.items() if np.asarray(v).dtype.kind == "f"})
         for node in g.nodes:           # tensors npurt made: from the reference values of their inputs
             if all(o in ref for o in node.outputs if o):
@@ -192,7 +224,8 @@ class _Analysis:
                     ref[o] = v
         return ref
 
-    def sample(self, sample: list[np.ndarray]) -> None:
+    def sample(self, sample: list[np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Add one input's errors to the sums; (reference values, values of the entire quantised run) by name."""
         from npurt.runtime.user_io import pack_input
         c, g, ex = self.compiled, self.compiled.graph, self.ex
         ref = self._reference(sample)
@@ -221,6 +254,7 @@ class _Analysis:
             r = np.asarray(r, np.float32).reshape(c.storage[name].shape)
             self.sums[name] += (cosine(entire[name], r), euclidean(entire[name], r),
                                 cosine(single[name], r), euclidean(single[name], r))
+        return ref, entire
 
 
 def _producer(graph: Any, name: str) -> str:
@@ -229,15 +263,20 @@ def _producer(graph: Any, name: str) -> str:
 
 
 def analyse(compiled: Any, onnx_model: Any, inputs: Sequence[Sequence[np.ndarray]],
-            on_sample: Callable[[int], None] | None = None) -> AccuracyReport:
+            on_sample: Callable[[int], None] | None = None, reference: str = "onnxruntime",
+            on_values: Callable[[dict, dict], None] | None = None) -> AccuracyReport:
     """The report of `compiled` against onnxruntime on `onnx_model` (the ONNX it was compiled from) over `inputs`
-    (one list of arrays per sample, ONNX layout); `on_sample(k)` is called after each sample (progress)."""
+    (one list of arrays per sample, ONNX layout); `on_sample(k)` is called after each sample (progress).
+    `reference="auto"`: npurt's own float32 run (`FloatReference`) when onnxruntime is not installed.
+    `on_values(reference, quantised)` gets each sample's tensor values by name (the toolkit's snapshot dumps)."""
     from npurt.model.report import dtype_name
     t0 = time.perf_counter()
     samples = _check_inputs(inputs, compiled)
-    run = _Analysis(compiled, read_onnx(onnx_model, external_data=True))
+    run = _Analysis(compiled, read_onnx(onnx_model, external_data=True), reference)
     for k, sample in enumerate(samples):
-        run.sample(sample)
+        values = run.sample(sample)
+        if on_values:
+            on_values(*values)
         if on_sample:
             on_sample(k + 1)
     g = compiled.graph

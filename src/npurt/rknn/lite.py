@@ -10,7 +10,8 @@ existing Lite programs run unchanged off the board — on `.npurt` files or plai
 
 Behaviour as the vendor's: every call returns 0 / -1 (`inference` the list of outputs or None) and logs an
 `E <call>: ...` line on failure; outputs are dequantised float32 in the model's logical (ONNX) layout; 4-D
-inputs are NHWC unless `data_format` says 'nchw'; `data_type` defaults to the array's own dtype (uint8 images,
+inputs are NHWC unless `data_format` says 'nchw' (a 3-D HWC image gets its batch axis, as the toolkit's
+`inference` adds it); `data_type` defaults to the array's own dtype (uint8 images,
 float32 tensors); a dynamic-shape model takes its shape from the input arrays (no set-shape call);
 `core_mask` takes only the NPU_CORE_* values, and only on multi-core SoCs (others warn and ignore it).
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -70,8 +72,6 @@ class RKNNLite:
             except OSError:
                 pass
 
-    def _runtime_sink(self, level: str, message: str) -> None:
-        self._log({"error": "E", "warning": "W"}.get(level, "I"), "RKNN", message)
 
     # --- model and runtime ---------------------------------------------------------------------------------------
     def load_rknn(self, path: str) -> int:
@@ -122,7 +122,7 @@ class RKNNLite:
         from npurt.runtime import Context
         try:
             soc = self._target_soc(target)
-            ctx = Context(self._model, soc=soc, log=self._runtime_sink, name="rknnlite")
+            ctx = Context(self._model, soc=soc, log=runtime_sink(self), name="rknnlite")
         except NpuError as exc:
             self._log("E", "init_runtime", f"RKNN Runtime init failed: {exc}")
             return -1
@@ -146,89 +146,24 @@ class RKNNLite:
         return 0
 
     # --- inference ----------------------------------------------------------------------------------------------
-    @staticmethod
-    def _per_input(value: Any, n: int, what: str) -> list[Any]:
-        if value is None or isinstance(value, (str, bool, int)):
-            return [value] * n
-        values = list(value)
-        if len(values) != n:
-            raise ValueError(f"{what} has {len(values)} entries, the model has {n} inputs")
-        return values
-
-    def _input_format(self, arr: np.ndarray, fmt: str | None, index: int) -> str:
-        """'nhwc' / 'nchw' for 4-D inputs (the Lite default NHWC; an array that only fits NCHW is NCHW)."""
-        if arr.ndim != 4:
-            return "undefined"
-        if fmt is not None:
-            fmt = str(fmt).lower()
-            if fmt not in ("nhwc", "nchw"):
-                raise ValueError(f"data_format must be 'nhwc' or 'nchw', got {fmt!r}")
-            return fmt
-        c = self._ctx.input_shape(index)[1]
-        if arr.shape[1] == c and arr.shape[3] != c:
-            return "nchw"
-        return "nhwc"
-
     def inference(self, inputs: Any, data_type: Any = None, data_format: Any = None,
                   inputs_pass_through: Any = None, get_frame_id: bool = False) -> Any:
         """Run the model on `inputs` (a list of arrays, one per model input): the outputs as float32 arrays in
         the model's logical layout, or None on failure (an `E inference:` line says why)."""
         with self._calls:                       # one inference at a time; release() waits for it
-            return self._inference(inputs, data_type, data_format, inputs_pass_through, get_frame_id)
-
-    def _inference(self, inputs: Any, data_type: Any, data_format: Any, inputs_pass_through: Any,
-                   get_frame_id: bool) -> Any:
-        if self._ctx is None:
-            self._log("E", "inference", "Runtime environment is not inited, please call init_runtime to init it "
-                                        "first!")
-            return None
-        from npurt.runtime import InputData
-        from npurt.tensor import DType, Layout
-        ctx = self._ctx
-        try:
-            arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
-            n = ctx.n_inputs
-            if len(arrays) != n:
-                raise ValueError(f"{len(arrays)} inputs given, the model has {n}")
-            types = self._per_input(data_type, n, "data_type")
-            fmts = self._per_input(data_format, n, "data_format")
-            through = self._per_input(inputs_pass_through, n, "inputs_pass_through")
-            items, shapes = [], []
-            for i, (arr, dt, fmt, pt) in enumerate(zip(arrays, types, fmts, through)):
-                arr = np.asarray(arr)
-                if dt is None:
-                    if arr.dtype == np.float64:
-                        arr = arr.astype(np.float32)
-                    dt = arr.dtype.name
-                dt = _DTYPES.get(str(dt).lower(), str(dt).lower())
-                if not pt and dt in _DTYPES and arr.dtype != np.dtype(dt):
-                    arr = arr.astype(dt)                  # the values are given as data_type: convert, not reinterpret
-                want = ctx.input_shape(i)
-                if arr.ndim != len(want):
-                    hint = ": add the batch axis (np.expand_dims(x, 0))" if arr.ndim == len(want) - 1 else ""
-                    raise ValueError(f"inputs[{i}] is {arr.ndim}-D {tuple(arr.shape)}, the model's input {i} is "
-                                     f"{len(want)}-D {want}{hint}")
-                layout = self._input_format(arr, fmt, i)
-                if layout == "nhwc":
-                    shapes.append((arr.shape[0], arr.shape[3], arr.shape[1], arr.shape[2]))
-                else:
-                    shapes.append(tuple(arr.shape))
-                lay = {"nhwc": Layout.NHWC, "nchw": Layout.NCHW}.get(layout, Layout.UNDEFINED)
-                items.append(InputData(i, arr, DType.parse(dt), lay, pass_through=bool(pt)))
-            if ctx.family.dynamic and not any(it.pass_through for it in items):
-                current = [tuple(ctx.input_shape(i)) for i in range(n)]
-                if [tuple(map(int, s)) for s in shapes] != current:
-                    ctx.set_input_shapes(shapes)
-            ctx.set_inputs(items)
-            ctx.run()
-            outputs = ctx.get_outputs(want_float=True)
-        except (NpuError, ValueError, TypeError) as exc:
-            self._log("E", "inference", str(exc))
-            return None
-        self._frame_id += 1
-        if get_frame_id:
-            return outputs, self._frame_id
-        return outputs
+            if self._ctx is None:
+                self._log("E", "inference", "Runtime environment is not inited, please call init_runtime to init "
+                                            "it first!")
+                return None
+            try:
+                outputs = infer(self._ctx, inputs, data_type, data_format, inputs_pass_through)
+            except (NpuError, ValueError, TypeError) as exc:
+                self._log("E", "inference", str(exc))
+                return None
+            self._frame_id += 1
+            if get_frame_id:
+                return outputs, self._frame_id
+            return outputs
 
     # --- information ------------------------------------------------------------------------------------------------
     def get_sdk_version(self) -> str | None:
@@ -236,10 +171,7 @@ class RKNNLite:
         if self._ctx is None:
             self._log("E", "get_sdk_version", "Runtime environment is not inited, please call init_runtime first!")
             return None
-        from npurt.rknn.api_query import API_VERSION, DRV_VERSION
-        return (f"RKNN VERSION:\n  API: {API_VERSION}\n"
-                f"  DRV: rknn_server: none (npurt runs on the host), rknnrt: {API_VERSION}, driver: {DRV_VERSION}\n"
-                f"  TARGET: {self._ctx.profile.name}")
+        return sdk_version_text(self._ctx)
 
     def list_support_target_platform(self, rknn_model: str | None = None) -> dict[str, list[str]]:
         """The SoCs npurt emulates; with `rknn_model` (a `.npurt` file) also the one it was compiled for."""
@@ -293,3 +225,96 @@ class RKNNLite:
             self.release()
         except Exception:
             pass
+
+
+def runtime_sink(owner: Any) -> Any:
+    """A runtime Context's log sink that writes its lines as `RKNN:` lines through `owner._log`, holding `owner`
+    weakly: a context that held its owner would keep both (and their device memory) alive until the cycle
+    collector runs."""
+    ref = weakref.ref(owner)
+
+    def sink(level: str, message: str) -> None:
+        obj = ref()
+        if obj is not None:
+            obj._log({"error": "E", "warning": "W"}.get(level, "I"), "RKNN", message)
+    return sink
+
+
+def sdk_version_text(ctx: Any) -> str:
+    """`get_sdk_version()`'s text (the vendor's layout) for a runtime Context: npurt's API and driver versions."""
+    from npurt.rknn.api_query import API_VERSION, DRV_VERSION
+    return (f"RKNN VERSION:\n  API: {API_VERSION}\n"
+            f"  DRV: rknn_server: none (npurt runs on the host), rknnrt: {API_VERSION}, driver: {DRV_VERSION}\n"
+            f"  TARGET: {ctx.profile.name}")
+
+
+def _per_input(value: Any, n: int, what: str) -> list[Any]:
+    if value is None or isinstance(value, (str, bool, int)):
+        return [value] * n
+    values = list(value)
+    if len(values) != n:
+        raise ValueError(f"{what} has {len(values)} entries, the model has {n} inputs")
+    return values
+
+
+def input_layout(ctx: Any, arr: np.ndarray, fmt: str | None, index: int) -> str:
+    """'nhwc' / 'nchw' for 4-D inputs (the Lite default NHWC; an array that only fits NCHW is NCHW)."""
+    if arr.ndim != 4:
+        return "undefined"
+    if fmt is not None:
+        fmt = str(fmt).lower()
+        if fmt not in ("nhwc", "nchw"):
+            raise ValueError(f"data_format must be 'nhwc' or 'nchw', got {fmt!r}")
+        return fmt
+    c = ctx.input_shape(index)[1]
+    if arr.shape[1] == c and arr.shape[3] != c:
+        return "nchw"
+    return "nhwc"
+
+
+def infer(ctx: Any, inputs: Any, data_type: Any = None, data_format: Any = None,
+          inputs_pass_through: Any = None) -> list[np.ndarray]:
+    """One inference on a runtime Context through its general path, with the vendor Python APIs' input rules
+    (shared by `RKNNLite` and the toolkit face `npurt.toolkit.RKNN`): one array per input (a bare array for one
+    input), `data_type` per input (default: the array's own dtype), 4-D inputs NHWC unless `data_format` says
+    'nchw', a 3-D HWC image for a 4-D input gets its batch axis (as the toolkit's `inference` does), a dynamic-shape
+    model switches to the arrays' shapes. Float32 outputs in the logical layout; ValueError / NpuError on bad input."""
+    from npurt.runtime import InputData
+    from npurt.tensor import DType, Layout
+    arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
+    n = ctx.n_inputs
+    if len(arrays) != n:
+        raise ValueError(f"{len(arrays)} inputs given, the model has {n}")
+    types = _per_input(data_type, n, "data_type")
+    fmts = _per_input(data_format, n, "data_format")
+    through = _per_input(inputs_pass_through, n, "inputs_pass_through")
+    items, shapes = [], []
+    for i, (arr, dt, fmt, pt) in enumerate(zip(arrays, types, fmts, through)):
+        arr = np.asarray(arr)
+        if dt is None:
+            if arr.dtype == np.float64:
+                arr = arr.astype(np.float32)
+            dt = arr.dtype.name
+        dt = _DTYPES.get(str(dt).lower(), str(dt).lower())
+        if not pt and dt in _DTYPES and arr.dtype != np.dtype(dt):
+            arr = arr.astype(dt)                  # the values are given as data_type: convert, not reinterpret
+        want = ctx.input_shape(i)
+        if arr.ndim == 3 and len(want) == 4:
+            arr = arr[None]                       # an HWC (or CHW) image: the batch axis, as the toolkit adds it
+        if arr.ndim != len(want):
+            raise ValueError(f"inputs[{i}] is {arr.ndim}-D {tuple(arr.shape)}, the model's input {i} is "
+                             f"{len(want)}-D {want}")
+        layout = input_layout(ctx, arr, fmt, i)
+        if layout == "nhwc":
+            shapes.append((arr.shape[0], arr.shape[3], arr.shape[1], arr.shape[2]))
+        else:
+            shapes.append(tuple(arr.shape))
+        lay = {"nhwc": Layout.NHWC, "nchw": Layout.NCHW}.get(layout, Layout.UNDEFINED)
+        items.append(InputData(i, arr, DType.parse(dt), lay, pass_through=bool(pt)))
+    if ctx.family.dynamic and not any(it.pass_through for it in items):
+        current = [tuple(ctx.input_shape(i)) for i in range(n)]
+        if [tuple(map(int, s)) for s in shapes] != current:
+            ctx.set_input_shapes(shapes)
+    ctx.set_inputs(items)
+    ctx.run()
+    return ctx.get_outputs(want_float=True)
