@@ -55,17 +55,24 @@ def _qnn_ep_devices(cdsprpc: str) -> tuple:
     return tuple(d for d in ort.get_ep_devices() if d.ep_name == "QNNExecutionProvider")
 
 
-def qnn_ep_session(model: str | os.PathLike, lib_dir: str | os.PathLike, threads: int = 1, **options: str):
+def qnn_ep_session(model: str | os.PathLike, lib_dir: str | os.PathLike, threads: int = 1, fallback: bool = False,
+                   profile: str | None = None, config: dict | None = None, **options: str):
     """An InferenceSession of `model` on onnxruntime's QNN EP with `backend_path` = npurt's libQnnHtp.so in
-    `lib_dir` (its libQnnSystem.so beside it), CPU fallback disabled, the EP `options` as given (default options
-    otherwise: no skip_qnn_version_check)."""
+    `lib_dir` (its libQnnSystem.so beside it), CPU fallback disabled unless `fallback`, onnxruntime's profiling (per
+    node: which provider ran it) written to the `profile` prefix if given, session `config` entries (e.g.
+    `ep.context_enable`), the EP `options` as given (default options otherwise: no skip_qnn_version_check)."""
     import onnxruntime as ort
 
     devices = _qnn_ep_devices(os.path.join(lib_dir, "libcdsprpc.so"))
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.log_severity_level = 3
-    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    if profile:
+        so.enable_profiling, so.profile_file_prefix = True, profile
+    if not fallback:
+        so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    for key, value in (config or {}).items():
+        so.add_session_config_entry(key, str(value))
     so.add_provider_for_devices(list(devices), {"backend_path": os.path.join(lib_dir, "libQnnHtp.so"),
                                                 **{k: str(v) for k, v in options.items()}})
     return ort.InferenceSession(str(model), sess_options=so)

@@ -242,6 +242,10 @@ __attribute__((constructor)) static void npurt_python_global(void)
     Dl_info info;
     if (dladdr((void *)&Py_IsInitialized, &info) && info.dli_fname)
         dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+    /* never unmapped: the Python objects of the embedded module (its Lib, its functions) live in this library's
+       memory and stay in sys.modules after a client's dlclose (onnxruntime's EP unloads its backend) */
+    if (dladdr((void *)&npurt_python_global, &info) && info.dli_fname)
+        dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
 static int npurt_start_python(void)

@@ -63,17 +63,5 @@ def checked_bytes(addr: int, nbytes: int, what: str) -> bytes:
 
 
 def c_string(addr: int, what: str, limit: int = _MAX_STRING) -> bytes | None:
-    """The NUL-terminated string at `addr` (without the NUL), read page by page; None for NULL."""
-    if not addr:
-        return None
-    out = b""
-    while len(out) < limit:
-        chunk = 4096 - (addr + len(out)) % 4096          # never cross into a page not yet known to be mapped
-        part = raw.safe_read(addr + len(out), min(chunk, limit - len(out)))
-        if part is None:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} 0x{addr:x} is not a readable string")
-        end = part.find(b"\0")
-        if end >= 0:
-            return out + part[:end]
-        out += part
-    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: no NUL within {limit} bytes")
+    """The NUL-terminated string at `addr` (without the NUL); None for NULL (`npurt.memory.raw.c_string`)."""
+    return raw.c_string(addr, what, limit)

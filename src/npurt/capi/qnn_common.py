@@ -104,8 +104,20 @@ def interface_struct(members: list[Member], reserved: tuple[str, ...], type_name
     return "typedef struct {\n" + "\n".join(lines) + f"\n}} {type_name};\n"
 
 
+# Structs a member takes by value (graphAddNode's and backendValidateOpConfig's op config): the C member passes
+# their address on to the adapter, which reads them as it reads any struct pointer.
+_BY_VALUE = ("Qnn_OpConfig_t",)
+
+
 def _address(ctype: str, pointer: bool) -> bool:
-    return pointer or ctype.endswith("Handle_t") or ctype.endswith("Callback_t")
+    return pointer or ctype.endswith("Handle_t") or ctype.endswith("Callback_t") or ctype in _BY_VALUE
+
+
+def _pass(p) -> str:
+    """How the C member hands parameter `p` to its adapter."""
+    if p.ctype in _BY_VALUE and not p.pointer:
+        return f"(uintptr_t)&{p.name}"
+    return f"(uintptr_t){p.name}" if _address(p.ctype, p.pointer) else p.name
 
 
 def _params(member: Member):
@@ -143,7 +155,7 @@ def table_source(members: list[Member], prefix: str, not_supported: str) -> str:
         params = _params(m)
         cargs = ", ".join(("uintptr_t " if _address(p.ctype, p.pointer) else _SCALARS[p.ctype] + " ") + p.name
                           for p in params)
-        call = ", ".join(f"(uintptr_t){p.name}" if _address(p.ctype, p.pointer) else p.name for p in params)
+        call = ", ".join(_pass(p) for p in params)
         at_exit = "    if (npurt_exiting_now()) return QNN_SUCCESS;\n" if is_release(m.name) else ""
         out.append(f"uint64_t {prefix}{m.name}({cargs});\n"
                    f"static Qnn_ErrorHandle_t m_{m.name}({m.params})\n{{\n{at_exit}"

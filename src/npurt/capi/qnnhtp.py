@@ -348,3 +348,60 @@ def qnn_setMemoryConfig(deviceId: int, coreId: int, config: int) -> int:
     configs = (as_struct_list(config, None, q.QnnHtpPerfInfrastructure_MemoryConfig_t, "config", address=True)
                if config else None)
     return PERF_INFRASTRUCTURE.setMemoryConfig(deviceId, coreId, configs)
+
+
+# --- graph building (the mirror's `graph_build` members; op configs and tensors are read through guarded pointers) --
+def _configs(addr: int, cls: type, what: str) -> list | None:
+    """A NULL-terminated `const T**` config list (None for NULL)."""
+    return as_struct_list(addr, None, cls, what, address=True) if addr else None
+
+
+@adapter("contextCreate", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
+def qnn_contextCreate(backend: int, device: int, config: int, context: int) -> int:
+    return _table().contextCreate(backend, device or None, _configs(config, q.QnnContext_Config_t, "config"),
+                                  _cell(context, "context"))
+
+
+@adapter("backendValidateOpConfig", C.QNN_BACKEND_ERROR_INVALID_ARGUMENT)
+def qnn_backendValidateOpConfig(backend: int, opConfig: int) -> int:
+    return _table().backendValidateOpConfig(backend, guard.struct_at(q.Qnn_OpConfig_t, opConfig, "opConfig",
+                                                                     write=False))
+
+
+@adapter("graphCreate", C.QNN_GRAPH_ERROR_INVALID_ARGUMENT)
+def qnn_graphCreate(contextHandle: int, graphName: int, config: int, graphHandle: int) -> int:
+    name = guard.c_string(graphName, "graphName")
+    return _table().graphCreate(contextHandle, name, _configs(config, q.QnnGraph_Config_t, "config"),
+                                _cell(graphHandle, "graphHandle"))
+
+
+@adapter("tensorCreateGraphTensor", C.QNN_TENSOR_ERROR_INVALID_TENSOR_PARAM)
+def qnn_tensorCreateGraphTensor(graph: int, tensor: int) -> int:
+    return _table().tensorCreateGraphTensor(graph, guard.struct_at(q.Qnn_Tensor_t, tensor, "tensor"))
+
+
+@adapter("tensorCreateContextTensor", C.QNN_TENSOR_ERROR_INVALID_TENSOR_PARAM)
+def qnn_tensorCreateContextTensor(context: int, tensor: int) -> int:
+    return _table().tensorCreateContextTensor(context, guard.struct_at(q.Qnn_Tensor_t, tensor, "tensor"))
+
+
+@adapter("graphAddNode", C.QNN_GRAPH_ERROR_INVALID_OP_CONFIG)
+def qnn_graphAddNode(graphHandle: int, opConfig: int) -> int:
+    return _table().graphAddNode(graphHandle, guard.struct_at(q.Qnn_OpConfig_t, opConfig, "opConfig", write=False))
+
+
+@adapter("graphFinalize", C.QNN_GRAPH_ERROR_INVALID_ARGUMENT)
+def qnn_graphFinalize(graphHandle: int, profileHandle: int, signalHandle: int) -> int:
+    return _table().graphFinalize(graphHandle, profileHandle or None, signalHandle or None)
+
+
+@adapter("contextGetBinarySize", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
+def qnn_contextGetBinarySize(context: int, binaryBufferSize: int) -> int:
+    return _table().contextGetBinarySize(context, guard.struct_at(ctypes.c_uint64, binaryBufferSize,
+                                                                  "binaryBufferSize"))
+
+
+@adapter("contextGetBinary", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
+def qnn_contextGetBinary(context: int, binaryBuffer: int, binaryBufferSize: int, writtenBufferSize: int) -> int:
+    return _table().contextGetBinary(context, binaryBuffer or None, binaryBufferSize,
+                                     guard.struct_at(ctypes.c_uint64, writtenBufferSize, "writtenBufferSize"))

@@ -17,7 +17,7 @@ from npurt.exec.kernels.blas import blas_threads, policy_threads
 from npurt.exec.kernels.recurrent import check_recurrent
 from npurt.model.compiled import CompiledModel
 from npurt.model.sources import resolve_dataset, resolve_model
-from npurt.model.compiler import calibrate_shapes, compile_onnx
+from npurt.model.compiler import calibrate_shapes, compile_graph, compile_onnx
 from npurt.model.ir import Graph, Node, node_guard
 from npurt.model.options import CompileOptions, CustomOpImpl
 from npurt.model.passes import NodeEvaluator
@@ -32,6 +32,17 @@ def supported_ops() -> list[str]:
 def optimize(graph: Graph) -> Graph:
     """The model layer's pass pipeline with the kernels as evaluator and `supported_ops()` as the op set."""
     return _optimize(graph, evaluate_node, supported_ops())
+
+
+def compile_ir(graph: Graph, soc: str | None, precision: str,
+               qparams: Mapping[str, tuple[float, int]] | None = None) -> CompiledModel:
+    """Compile an IR graph another front end built (`npurt.model.qnn_import`) with this layer's kernels: at
+    `precision`, int8 with the given `qparams` (nodes whose real-valued outputs have none run in fp16)."""
+    options = CompileOptions(precision=precision, qparams=dict(qparams) if precision == "int8" else None)
+    compiled = compile_graph(graph, soc, options, evaluate=evaluate_node, supported=supported_ops(),
+                             unquantized_in_float=True)
+    check_kernel_attrs(compiled.graph)
+    return compiled
 
 
 def with_custom_ops(evaluate: NodeEvaluator, custom_ops: Mapping[str, CustomOpImpl]) -> NodeEvaluator:

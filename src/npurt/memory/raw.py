@@ -218,3 +218,20 @@ def read_u32_array(addr: object, count: int) -> list[int] | None:
         return None
     raw = safe_read(value, 4 * count)
     return None if raw is None else list((ctypes.c_uint32 * count).from_buffer_copy(raw))
+
+
+def c_string(addr: int, what: str, limit: int = 4096) -> bytes | None:
+    """The NUL-terminated string at `addr` (without the NUL), read page by page; None for NULL."""
+    if not addr:
+        return None
+    out = b""
+    while len(out) < limit:
+        chunk = 4096 - (addr + len(out)) % 4096          # never cross into a page not yet known to be mapped
+        part = safe_read(addr + len(out), min(chunk, limit - len(out)))
+        if part is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} 0x{addr:x} is not a readable string")
+        end = part.find(b"\0")
+        if end >= 0:
+            return out + part[:end]
+        out += part
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: no NUL within {limit} bytes")

@@ -89,6 +89,13 @@ class HandleTable:
             entry = self._objects.pop(int(handle), None)
         return None if entry is None else entry[1]
 
+    def replace(self, handle: int, obj: Any, kind: str = "") -> None:
+        """Let live `handle` stand for `obj` from now on (an object that takes over another's handle)."""
+        with self._lock:
+            if int(handle) not in self._objects:
+                raise KeyError(handle)
+            self._objects[int(handle)] = (kind, obj)
+
     def retire(self, handle: int) -> None:
         """Keep freed `handle` resolvable for a while (the last `keep_retired` of them)."""
         for old in self._retired.add(int(handle)):

@@ -113,11 +113,36 @@ def compile_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str 
                  *, evaluate: NodeEvaluator, supported: Collection[str], progress: bool = True) -> CompiledModel:
     """Compile an ONNX model for `soc` as `options` say (`npurt.model.options`), with the kernels given as
     `evaluate` and `supported` (see the module doc); `progress` shows the calibration's bar."""
-    profile = get_profile(soc)
     options = options.checked()
-    precision, mean, std = options.precision, options.mean, options.std
     supported = frozenset(supported)
     graph = optimize(import_onnx(model, options.input_shapes), evaluate, supported)
+    return _compile_optimized(graph, soc, options, evaluate=evaluate, supported=supported, progress=progress)
+
+
+@never_internal
+def compile_graph(graph: Graph, soc: str | None, options: CompileOptions, *, evaluate: NodeEvaluator,
+                  supported: Collection[str], unquantized_in_float: bool = False) -> CompiledModel:
+    """Compile an IR graph another front end built (`model.qnn_import`) as `compile_onnx` compiles an imported
+    ONNX model. `unquantized_in_float`: with `options.qparams`, the nodes whose real-valued outputs have none run in
+    float (fp16) instead of being an error."""
+    options = options.checked()
+    supported = frozenset(supported)
+    graph = optimize(graph, evaluate, supported)
+    if unquantized_in_float and options.qparams is not None:
+        qp = options.qparams
+
+        def unquantized(t: str) -> bool:
+            return bool(t) and graph.tensors[t].is_float and t not in qp and t not in graph.constants
+        names = [n.name for n in graph.nodes if any(unquantized(o) for o in n.outputs)
+                 or n.op_type == "Convert" and unquantized(n.inputs[0])]
+        options = options.replace(float_layers=tuple(dict.fromkeys(names)))
+    return _compile_optimized(graph, soc, options, evaluate=evaluate, supported=supported, progress=False)
+
+
+def _compile_optimized(graph: Graph, soc: str | None, options: CompileOptions, *, evaluate: NodeEvaluator,
+                       supported: frozenset, progress: bool) -> CompiledModel:
+    profile = get_profile(soc)
+    precision, mean, std = options.precision, options.mean, options.std
     _check_supported(graph, supported)
     _constant_outputs(graph)
     means = _per_input(mean, len(graph.inputs), "mean")

@@ -87,6 +87,12 @@ class Graph:
     inputs: list[str]
     outputs: list[str]
     constants: dict[str, np.ndarray] = field(default_factory=dict)
+    weight_steps: dict[str, np.ndarray] = field(default_factory=dict)
+    """Per output channel, the quantization step a constant weight already lies on (a front end whose graph carries
+    its own weight quantization, `model.qnn_import`): int8 compilation keeps it where it fits."""
+    keep: set[str] = field(default_factory=set)
+    """Tensors the graph itself rounds to its own scale/offset (`model.qnn_import`): no pass folds them away (a
+    BatchNormalization into the Conv before it, an activation into its producer), so each rounding happens."""
 
     def link(self) -> "Graph":
         """Recompute producer/consumer indices and the weight/input/output flags from nodes and lists."""

@@ -125,7 +125,7 @@ def _fold_one_affine(graph: Graph, node: Node) -> bool:
     for x in node.inputs[:2]:
         info = graph.tensors.get(x)
         if info is None or info.producer is None or len(info.consumers) != 1 or info.is_output \
-                or info.shape is None or len(info.shape) < 3 or not info.is_float:
+                or info.shape is None or len(info.shape) < 3 or not info.is_float or x in graph.keep:
             continue
         conv = graph.nodes[info.producer]
         if conv.op_type not in ("Conv", "ConvTranspose") or conv.activation or conv.domain \
@@ -196,7 +196,8 @@ def _hardswish_chain(graph: Graph, clip: Node) -> tuple[int, int, int, str] | No
     except KeyError:
         return None
     t = graph.tensors.get(clip.inputs[0])
-    if bounds != (0.0, 6.0) or t is None or t.producer is None or len(t.consumers) != 1 or t.is_output:
+    if bounds != (0.0, 6.0) or t is None or t.producer is None or len(t.consumers) != 1 or t.is_output \
+            or t.name in graph.keep or clip.outputs[0] in graph.keep:
         return None
     add = graph.nodes[t.producer]
     if add.op_type != "Add" or add.domain or add.activation or len(add.inputs) != 2:
@@ -244,7 +245,7 @@ def fuse_activations(graph: Graph, supported: Collection[str]) -> Graph:
         if act.op_type not in FUSABLE_ACTIVATIONS or act.domain:
             continue
         x = graph.tensor(act.inputs[0])
-        if x.producer is None or len(x.consumers) != 1 or x.is_output or not x.is_float:
+        if x.producer is None or len(x.consumers) != 1 or x.is_output or not x.is_float or x.name in graph.keep:
             continue
         op = graph.nodes[x.producer]
         if op.op_type not in FUSING_OPS or op.activation or op.op_type not in supported or op.domain:

@@ -111,7 +111,8 @@ def encode_weights(graph: Graph, precision: str, act_qparams: dict[str, tuple[fl
             axes = {_weight_axis(graph.nodes[i].op_type, p, graph.nodes[i].attrs, value.shape) for i, p in uses}
             if len(axes) == 1 and None not in axes and np.all(np.isfinite(value)):
                 axis = axes.pop()
-                q, scales = quantize_per_channel(value.astype(np.float32), axis, "int8")
+                q, scales = quantize_per_channel(value.astype(np.float32), axis, "int8",
+                                                 graph.weight_steps.get(name))
                 add(f"{name}#scale", scales, "float32")
                 add(name, q, logical, axis, f"{name}#scale")
                 weight_scales[name] = scales

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 class QnnContext:
     """One loaded context binary on one backend."""
 
+    parent: "QnnContext | None" = None      # the contextCreate context a graph built through the graph API is in
+
     def __init__(self, backend: Backend, compiled: CompiledModel, *, deferred: bool, priority: int,
                  concurrent: bool, multi_contexts: bool) -> None:
         self.backend = backend

@@ -167,14 +167,35 @@ def _spec(index: int, is_input: bool, native: TensorAttr, st: Any, io: str, layo
                       shape)
 
 
+def _declared_spec(index: int, is_input: bool, native: TensorAttr, st: Any, declared: dict) -> TensorSpec:
+    """The spec of an I/O tensor of a graph built through the graph API: exactly as its APP_WRITE / APP_READ tensor
+    was declared (data type, dims in the graph's own layout, scale/offset); the IR's shape is those dims."""
+    shape = tuple(int(d) for d in st.shape)
+    dtype = DType.parse(declared["dtype"])
+    quantized = declared.get("scale") is not None
+    nbytes = dtype.nbytes(math.prod(shape))
+    offset = int(declared.get("offset") or 0)
+    user = dataclasses.replace(native, fmt=Layout.NCHW if len(shape) == 4 else Layout.UNDEFINED, type=dtype,
+                               dims=list(shape), n_dims=len(shape), n_elems=math.prod(shape), size=nbytes,
+                               size_with_stride=nbytes, w_stride=0, h_stride=0, pass_through=0,
+                               qnt_type=QntType.AFFINE_ASYMMETRIC if quantized else QntType.NONE,
+                               scale=float(declared["scale"]) if quantized else 1.0, zp=-offset if quantized else 0)
+    return TensorSpec(index, native.name, is_input, int(declared["qnn_type"]), shape, nbytes,
+                      float(declared.get("scale") or 1.0), offset, user, native, shape)
+
+
 def tensor_specs(ctx_or_model: Any) -> tuple[list[TensorSpec], list[TensorSpec]]:
     """The graph's input and output tensor specs (from a `QnnContext` or a `CompiledModel`)."""
     m = getattr(ctx_or_model, "compiled", ctx_or_model)
     io, layout = m.meta.get("qnn_io", "float32"), m.meta.get("qnn_io_layout", "nhwc")
+    declared = m.meta.get("qnn_tensors", {})        # a graph built through the graph API
     out: tuple[list[TensorSpec], list[TensorSpec]] = ([], [])
     for is_input, attrs in ((True, m.native_input_attrs), (False, m.native_output_attrs)):
         for i, attr in enumerate(attrs):
-            (out[0] if is_input else out[1]).append(_spec(i, is_input, attr, m.storage[attr.name], io, layout))
+            st = m.storage[attr.name]
+            spec = _declared_spec(i, is_input, attr, st, declared[attr.name]) if attr.name in declared \
+                else _spec(i, is_input, attr, st, io, layout)
+            (out[0] if is_input else out[1]).append(spec)
     return out
 
 
@@ -260,7 +281,7 @@ class QnnGraph:
             if rec is None or rec.kind not in (ION, SHARED):
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what}: {handle:#x} is not a registered tensor "
                                                                  f"memory handle")
-            if rec.context is not self.context:
+            if rec.context is not self.context and rec.context is not self.context.parent:
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR,
                                f"{what}: memory handle {handle:#x} is registered with another context")
             if rec.nbytes < spec.nbytes:

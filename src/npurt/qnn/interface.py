@@ -30,6 +30,7 @@ from npurt.qnn import services
 from npurt.qnn.backend import Backend, QnnDevice, lookup
 from npurt.qnn.context import QnnContext
 from npurt.qnn.graph import QnnGraph
+from npurt.qnn.graph_build import BuildGraph, GraphBuilding
 from npurt.qnn.boundary import BACKEND_INVALID_HANDLE, DEVICE_INVALID_HANDLE, QnnError, from_npu, qnn_call
 from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY
 from npurt.runtime.loader import MAX_ONNX, load_family
@@ -104,8 +105,9 @@ def _context(handle: Any, code: int = C.QNN_CONTEXT_ERROR_INVALID_HANDLE) -> Qnn
 # ---------------------------------------------------------------------------------------------------------
 # the table
 # ---------------------------------------------------------------------------------------------------------
-class QnnInterfaceTable:
-    """`QnnInterface_ImplementationV2_40_t`: the functions of the HTP mirror for one use case and SoC."""
+class QnnInterfaceTable(GraphBuilding):
+    """`QnnInterface_ImplementationV2_40_t`: the functions of the HTP mirror for one use case and SoC (the
+    graph-building members come from `graph_build.GraphBuilding`)."""
 
     def __init__(self, use_case: str, soc: str, configured: bool = True) -> None:
         self.use_case = use_case
@@ -465,6 +467,8 @@ class QnnInterfaceTable:
                      profileHandle: Any = None, signalHandle: Any = None) -> int:
         """QnnGraph_execute(graph, inputs, n, outputs, n, profile, signal): run with RAW or MEMHANDLE tensors."""
         graph = lookup(graphHandle, QnnGraph)
+        if graph is None and lookup(graphHandle, BuildGraph) is not None:
+            raise QnnError(C.QNN_GRAPH_ERROR_GRAPH_NOT_FINALIZED, "the graph is not finalized (graphFinalize)")
         if graph is None:
             raise QnnError(C.QNN_GRAPH_ERROR_INVALID_HANDLE, f"graph handle {pointer_value(graphHandle):#x} is "
                                                              f"not a graph")

@@ -457,6 +457,73 @@ class Qnn_Tensor_t(Structure):
 
 
 # ---------------------------------------------------------------------------------------------
+# QnnTypes.h: op configs (graphAddNode, backendValidateOpConfig) and QnnGraph.h configs
+# ---------------------------------------------------------------------------------------------
+Qnn_ParamType_t = _enum
+Qnn_OpConfigVersion_t = _enum
+QnnGraph_ConfigOption_t = _enum
+
+
+class _Qnn_ScalarUnion(Union):
+    """A scalar param's value, by its data type."""
+
+    _fields_ = [("floatValue", c_float), ("doubleValue", c_double), ("uint64Value", c_uint64),
+                ("int64Value", c_int64), ("uint32Value", c_uint32), ("int32Value", c_int32),
+                ("uint16Value", c_uint16), ("int16Value", c_int16), ("uint8Value", c_uint8),
+                ("int8Value", c_int8), ("bool8Value", c_uint8), ("stringValue", c_char_p)]
+
+
+class Qnn_Scalar_t(Structure):
+    """A scalar param: its data type and value (16 bytes)."""
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("dataType", Qnn_DataType_t), ("_u", _Qnn_ScalarUnion)]
+
+
+class _Qnn_ParamUnion(Union):
+    _fields_ = [("scalarParam", Qnn_Scalar_t), ("tensorParam", Qnn_Tensor_t)]
+
+
+class Qnn_Param_t(Structure):
+    """A named op param: a scalar or a (STATIC) tensor (160 bytes; the union at offset 16)."""
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("paramType", Qnn_ParamType_t), ("name", c_char_p), ("_u", _Qnn_ParamUnion)]
+
+
+class Qnn_OpConfigV1_t(Structure):
+    """One op: name, package, type, params, input and output tensors (72 bytes)."""
+
+    _fields_ = [("name", c_char_p), ("packageName", c_char_p), ("typeName", c_char_p),
+                ("numOfParams", c_uint32), ("params", POINTER(Qnn_Param_t)),
+                ("numOfInputs", c_uint32), ("inputTensors", POINTER(Qnn_Tensor_t)),
+                ("numOfOutputs", c_uint32), ("outputTensors", POINTER(Qnn_Tensor_t))]
+
+
+class _Qnn_OpConfigUnion(Union):
+    _fields_ = [("v1", Qnn_OpConfigV1_t)]
+
+
+class Qnn_OpConfig_t(Structure):
+    """A versioned op config (80 bytes), passed by value to graphAddNode and backendValidateOpConfig."""
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("version", Qnn_OpConfigVersion_t), ("_u", _Qnn_OpConfigUnion)]
+
+
+class _QnnGraph_ConfigUnion(Union):
+    _fields_ = [("customConfig", c_void_p), ("priority", Qnn_Priority_t), ("profileHandle", c_void_p),
+                ("numProfilingExecutions", c_uint64)]
+
+
+class QnnGraph_Config_t(Structure):
+    """One graph config option (16 bytes); lists are NULL-terminated arrays of pointers."""
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("option", QnnGraph_ConfigOption_t), ("_u", _QnnGraph_ConfigUnion)]
+
+
+# ---------------------------------------------------------------------------------------------
 # QnnDevice.h / QnnHtpDevice.h: what deviceGetPlatformInfo reports (layouts measured on the SDK's x86-64 library)
 # ---------------------------------------------------------------------------------------------
 class QnnHtpDevice_OnChipDeviceInfoExtension_t(Structure):
@@ -528,19 +595,6 @@ class QnnDevice_PlatformInfo_t(Structure):
 # ---------------------------------------------------------------------------------------------
 # QnnTypes.h scalars, QnnProfile.h events, QnnHtpPerfInfrastructure.h power / memory configs
 # ---------------------------------------------------------------------------------------------
-class Qnn_Scalar_t(Structure):
-    """A typed scalar (16 bytes: dataType @0, the value @8)."""
-
-    class _U(Union):
-        _fields_ = [("floatValue", c_float), ("doubleValue", c_double), ("uint64Value", c_uint64),
-                    ("int64Value", c_int64), ("uint32Value", c_uint32), ("int32Value", c_int32),
-                    ("uint16Value", c_uint16), ("int16Value", c_int16), ("uint8Value", c_uint8),
-                    ("int8Value", c_int8), ("bool8Value", c_uint8), ("stringValue", c_char_p)]
-
-    _anonymous_ = ("_u",)
-    _fields_ = [("dataType", Qnn_DataType_t), ("_u", _U)]
-
-
 class Qnn_OpaqueObject_t(Structure):
     """An opaque blob: data pointer and length."""
 

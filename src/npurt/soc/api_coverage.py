@@ -48,9 +48,10 @@ QNN_HTP_PERF_INFRASTRUCTURE_MEMBERS: tuple[str, ...] = ("createPowerConfigId", "
 QNN_INTERFACE_RESERVED: tuple[str, ...] = tuple(f"reserved{i}" for i in range(len(QNN_INTERFACE_MEMBERS),
                                                                               QNN_INTERFACE_SLOTS))
 
-_ONLINE = ("building graphs op by op (online prepare) is not emulated: npurt's HTP backend loads context binaries "
-           "(a compiled .npurt or an ONNX model), as deployed programs do")
-_SERIALISE = "writing a context back out as a binary is not emulated: binaries are made by `npurt convert`"
+_ONLINE = ("op packages, subgraphs and tensor updates are not emulated: graphs are built from the qti.aisw ops "
+           "(docs/qnn-graphs.md lists them)")
+_SERIALISE = ("binary sections and incremental binaries are not emulated: contextGetBinary writes the whole context "
+              "binary")
 _ASYNC = "asynchronous execution and signals are not emulated: graphExecute runs to completion before it returns"
 _RECONFIGURE = "reconfiguring after creation is not emulated: npurt reads configs only where the object is created"
 _INFO = ("device info / backend property queries are not emulated: deviceGetPlatformInfo reports the HTP (VTCM size, "
@@ -61,19 +62,10 @@ NOT_EMULATED: Mapping[str, str] = MappingProxyType({
     "backendSetConfig": _RECONFIGURE,
     "backendRegisterOpPackage": _ONLINE,
     "backendGetSupportedOperations": _ONLINE,
-    "backendValidateOpConfig": _ONLINE,
-    "contextCreate": _ONLINE,
     "contextSetConfig": _RECONFIGURE,
-    "contextGetBinarySize": _SERIALISE,
-    "contextGetBinary": _SERIALISE,
-    "graphCreate": _ONLINE,
     "graphCreateSubgraph": _ONLINE,
     "graphSetConfig": _RECONFIGURE,
-    "graphAddNode": _ONLINE,
-    "graphFinalize": _ONLINE,
     "graphExecuteAsync": _ASYNC,
-    "tensorCreateContextTensor": _ONLINE,
-    "tensorCreateGraphTensor": _ONLINE,
     "deviceSetConfig": _RECONFIGURE,
     "deviceGetInfo": _INFO,
     "signalCreate": _ASYNC,

@@ -140,11 +140,13 @@ def choose_affine_params(min_value: float, max_value: float, dtype: DType | str 
     return scale, zp
 
 
-def quantize_per_channel(w: np.ndarray, axis: int = 0,
-                         dtype: DType | str = DType.INT8) -> tuple[np.ndarray, np.ndarray]:
+def quantize_per_channel(w: np.ndarray, axis: int = 0, dtype: DType | str = DType.INT8,
+                         steps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric per-channel weights: scale_c = max|w_c| / qmax, q = sat(rint(w / scale_c)) in [-qmax, qmax].
 
     Returns (q, scales) with scales float32 of length w.shape[axis]; an all-zero channel gets scale 1.0.
+    `steps` (one per channel): the grid the weights were already quantized on (a graph that carries its own weight
+    quantization); a channel whose values fit [-qmax, qmax] steps keeps that step as its scale, so it is exact.
     """
     w = np.asarray(w)
     dt = _qtype(dtype, (DType.INT8, DType.INT16))
@@ -161,9 +163,16 @@ def quantize_per_channel(w: np.ndarray, axis: int = 0,
     scales = np.where(absmax > 0, absmax / qmax, 1.0).astype(np.float32)
     bshape = [1] * w.ndim
     bshape[axis] = -1
+    low = np.full(scales.shape, -qmax, np.float32)
+    if steps is not None and np.shape(steps) == scales.shape and w.size:
+        given = np.asarray(steps, np.float32)
+        k = np.rint(np.divide(w, np.where(given > 0, given, 1).reshape(bshape), dtype=np.float32))
+        fits = (given > 0) & (np.min(k, axis=reduce_axes) >= -qmax - 1) & (np.max(k, axis=reduce_axes) <= qmax)
+        scales = np.where(fits, given, scales).astype(np.float32)
+        low = np.where(fits, -qmax - 1, low).astype(np.float32)     # the full int range: -128 is a weight too
     t = np.divide(w, scales.reshape(bshape), dtype=np.float32)
     np.rint(t, out=t)
-    np.clip(t, -qmax, qmax, out=t)
+    np.clip(t, low.reshape(bshape), qmax, out=t)
     return t.astype(dt.numpy_dtype), scales
 
 

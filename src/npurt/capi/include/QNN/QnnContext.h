@@ -116,6 +116,13 @@ typedef Qnn_ErrorHandle_t (*QnnContext_CreateFromBinaryFn_t)(Qnn_BackendHandle_t
                                                              Qnn_ContextBinarySize_t binaryBufferSize,
                                                              Qnn_ContextHandle_t *context,
                                                              Qnn_ProfileHandle_t profile);
+typedef Qnn_ErrorHandle_t (*QnnContext_CreateFn_t)(Qnn_BackendHandle_t backend, Qnn_DeviceHandle_t device,
+                                                   const QnnContext_Config_t **config, Qnn_ContextHandle_t *context);
+typedef Qnn_ErrorHandle_t (*QnnContext_GetBinarySizeFn_t)(Qnn_ContextHandle_t context,
+                                                          Qnn_ContextBinarySize_t *binaryBufferSize);
+typedef Qnn_ErrorHandle_t (*QnnContext_GetBinaryFn_t)(Qnn_ContextHandle_t context, void *binaryBuffer,
+                                                      Qnn_ContextBinarySize_t binaryBufferSize,
+                                                      Qnn_ContextBinarySize_t *writtenBufferSize);
 typedef Qnn_ErrorHandle_t (*QnnContext_GetPropertyFn_t)(Qnn_ContextHandle_t contextHandle,
                                                         QnnContext_Property_t **properties);
 typedef Qnn_ErrorHandle_t (*QnnContext_FinalizeFn_t)(Qnn_ContextHandle_t context, Qnn_ProfileHandle_t profile);

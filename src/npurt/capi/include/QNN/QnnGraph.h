@@ -40,6 +40,29 @@ typedef enum {
     QNN_GRAPH_MAX_ERROR = QNN_MAX_ERROR_GRAPH
 } QnnGraph_Error_t;
 
+/* Graph configs are accepted and not used (they tune the HTP's own optimiser) */
+typedef enum {
+    QNN_GRAPH_CONFIG_OPTION_CUSTOM = 0,
+    QNN_GRAPH_CONFIG_OPTION_UNDEFINED = 0x7FFFFFFF
+} QnnGraph_ConfigOption_t;
+
+typedef struct {
+    QnnGraph_ConfigOption_t option;
+    union {
+        void *customConfig;
+        Qnn_Priority_t priority;
+        Qnn_ProfileHandle_t profileHandle;
+        uint64_t numProfilingExecutions;
+    };
+} QnnGraph_Config_t;
+
+typedef Qnn_ErrorHandle_t (*QnnGraph_CreateFn_t)(Qnn_ContextHandle_t contextHandle, const char *graphName,
+                                                 const QnnGraph_Config_t **config, Qnn_GraphHandle_t *graphHandle);
+typedef Qnn_ErrorHandle_t (*QnnGraph_AddNodeFn_t)(Qnn_GraphHandle_t graphHandle, Qnn_OpConfig_t opConfig);
+typedef Qnn_ErrorHandle_t (*QnnGraph_FinalizeFn_t)(Qnn_GraphHandle_t graphHandle, Qnn_ProfileHandle_t profileHandle,
+                                                   Qnn_SignalHandle_t signalHandle);
+typedef Qnn_ErrorHandle_t (*QnnTensor_CreateGraphTensorFn_t)(Qnn_GraphHandle_t graph, Qnn_Tensor_t *tensor);
+typedef Qnn_ErrorHandle_t (*QnnTensor_CreateContextTensorFn_t)(Qnn_ContextHandle_t context, Qnn_Tensor_t *tensor);
 typedef Qnn_ErrorHandle_t (*QnnGraph_RetrieveFn_t)(Qnn_ContextHandle_t contextHandle, const char *graphName,
                                                    Qnn_GraphHandle_t *graphHandle);
 typedef Qnn_ErrorHandle_t (*QnnGraph_ExecuteFn_t)(Qnn_GraphHandle_t graphHandle, const Qnn_Tensor_t *inputs,

@@ -45,24 +45,24 @@ typedef struct {
     QnnBackend_GetBuildIdFn_t backendGetBuildId;                  /*  4 */
     QnnInterface_NotSupportedFn_t backendRegisterOpPackage;       /*  5 */
     QnnInterface_NotSupportedFn_t backendGetSupportedOperations;  /*  6 */
-    QnnInterface_NotSupportedFn_t backendValidateOpConfig;        /*  7 */
+    QnnBackend_ValidateOpConfigFn_t backendValidateOpConfig;      /*  7 */
     QnnBackend_FreeFn_t backendFree;                              /*  8 */
-    QnnInterface_NotSupportedFn_t contextCreate;                  /*  9 */
+    QnnContext_CreateFn_t contextCreate;                          /*  9 */
     QnnInterface_NotSupportedFn_t contextSetConfig;               /* 10 */
-    QnnInterface_NotSupportedFn_t contextGetBinarySize;           /* 11 */
-    QnnInterface_NotSupportedFn_t contextGetBinary;               /* 12 */
+    QnnContext_GetBinarySizeFn_t contextGetBinarySize;            /* 11 */
+    QnnContext_GetBinaryFn_t contextGetBinary;                    /* 12 */
     QnnContext_CreateFromBinaryFn_t contextCreateFromBinary;      /* 13 */
     QnnContext_FreeFn_t contextFree;                              /* 14 */
-    QnnInterface_NotSupportedFn_t graphCreate;                    /* 15 */
+    QnnGraph_CreateFn_t graphCreate;                              /* 15 */
     QnnInterface_NotSupportedFn_t graphCreateSubgraph;            /* 16 */
     QnnInterface_NotSupportedFn_t graphSetConfig;                 /* 17 */
-    QnnInterface_NotSupportedFn_t graphAddNode;                   /* 18 */
-    QnnInterface_NotSupportedFn_t graphFinalize;                  /* 19 */
+    QnnGraph_AddNodeFn_t graphAddNode;                            /* 18 */
+    QnnGraph_FinalizeFn_t graphFinalize;                          /* 19 */
     QnnGraph_RetrieveFn_t graphRetrieve;                          /* 20 */
     QnnGraph_ExecuteFn_t graphExecute;                            /* 21 */
     QnnInterface_NotSupportedFn_t graphExecuteAsync;              /* 22 */
-    QnnInterface_NotSupportedFn_t tensorCreateContextTensor;      /* 23 */
-    QnnInterface_NotSupportedFn_t tensorCreateGraphTensor;        /* 24 */
+    QnnTensor_CreateContextTensorFn_t tensorCreateContextTensor;  /* 23 */
+    QnnTensor_CreateGraphTensorFn_t tensorCreateGraphTensor;      /* 24 */
     QnnLog_CreateFn_t logCreate;                                  /* 25 */
     QnnLog_SetLogLevelFn_t logSetLogLevel;                        /* 26 */
     QnnLog_FreeFn_t logFree;                                      /* 27 */

@@ -240,6 +240,7 @@ typedef struct {
      QNN_QUANTIZE_PARAMS_INIT, 0u, NULL, QNN_TENSORMEMTYPE_UNDEFINED, {QNN_CLIENT_BUFFER_INIT}}
 #define QNN_TENSOR_INIT {QNN_TENSOR_VERSION_1, {QNN_TENSOR_V1_INIT}}
 
+
 /* a typed scalar (16 B: dataType @0, the value @8) */
 typedef struct {
     Qnn_DataType_t dataType;
@@ -258,6 +259,52 @@ typedef struct {
         const char *stringValue;
     };
 } Qnn_Scalar_t;
+/* Op configs (graphAddNode, backendValidateOpConfig): Qnn_Param_t 160 B, Qnn_OpConfig_t 80 B */
+#define QNN_SCALAR_INIT {QNN_DATATYPE_UNDEFINED, {0.0f}}
+
+typedef enum {
+    QNN_PARAMTYPE_SCALAR = 0,
+    QNN_PARAMTYPE_TENSOR = 1,
+    QNN_PARAMTYPE_UNDEFINED = 0xFFFFFFFF
+} Qnn_ParamType_t;
+
+typedef struct {
+    Qnn_ParamType_t paramType;
+    const char *name;
+    union {
+        Qnn_Scalar_t scalarParam;
+        Qnn_Tensor_t tensorParam; /* a STATIC tensor */
+    };
+} Qnn_Param_t;
+#define QNN_PARAM_INIT {QNN_PARAMTYPE_UNDEFINED, NULL, {QNN_SCALAR_INIT}}
+
+typedef struct {
+    const char *name;
+    const char *packageName; /* "qti.aisw" */
+    const char *typeName;    /* e.g. "Conv2d" */
+    uint32_t numOfParams;
+    Qnn_Param_t *params;
+    uint32_t numOfInputs;
+    Qnn_Tensor_t *inputTensors;
+    uint32_t numOfOutputs;
+    Qnn_Tensor_t *outputTensors;
+} Qnn_OpConfigV1_t;
+#define QNN_OPCONFIG_V1_INIT {NULL, NULL, NULL, 0u, NULL, 0u, NULL, 0u, NULL}
+
+typedef enum {
+    QNN_OPCONFIG_VERSION_1 = 1,
+    QNN_OPCONFIG_VERSION_UNDEFINED = 0x7FFFFFFF
+} Qnn_OpConfigVersion_t;
+
+typedef struct {
+    Qnn_OpConfigVersion_t version;
+    union {
+        Qnn_OpConfigV1_t v1;
+    };
+} Qnn_OpConfig_t;
+#define QNN_OPCONFIG_INIT {QNN_OPCONFIG_VERSION_1, {QNN_OPCONFIG_V1_INIT}}
+
+#define QNN_OP_PACKAGE_NAME_QTI_AISW "qti.aisw"
 
 /* an opaque blob (data, length) */
 typedef struct {

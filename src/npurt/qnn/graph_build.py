@@ -1,0 +1,594 @@
+"""QNN graph building: contextCreate, graphCreate, tensorCreateGraphTensor / tensorCreateContextTensor,
+graphAddNode, graphFinalize, backendValidateOpConfig, contextGetBinarySize / contextGetBinary.
+
+These members only collect: a `Qnn_Tensor_t` becomes a `model.qnn_import.QnnTensor` (static data copied at
+creation), a `Qnn_OpConfig_t` a `QnnOp` (checked with the front end's `check_op`, so a node that could not be built
+is refused when it is added, and `backendValidateOpConfig` says yes exactly to what `graphFinalize` builds).
+`graphFinalize` hands the collected graph to the front end (`model.qnn_import.translate`) and the compiler (same
+quantisation, planner and executor as any model); the compiled model is loaded like a context binary into a
+`QnnContext` whose parent is the contextCreate context, and its `QnnGraph` takes over the graph's handle, so
+graphExecute, memRegister'd handles of the parent context and contextGetBinary work as for a loaded binary.
+
+Every pointer in a tensor or op config (names, dims, quantization arrays, static data, params) is read through
+`npurt.memory.raw` (EFAULT-safe); a failure is the member's QNN code and one `<E>` log line, nothing kept.
+"""
+from __future__ import annotations
+
+import ctypes
+import itertools
+from typing import Any, Callable
+
+import numpy as np
+
+from npurt.errors import ErrorCode, NpuError
+from npurt.memory.cargs import as_struct, as_struct_list
+from npurt.memory.raw import c_string, pointer_value, read_u32_array, safe_read, safe_write
+from npurt.model import qnn_import as qi
+from npurt.qnn import constants as C
+from npurt.qnn.backend import HANDLES, Backend, QnnDevice, lookup
+from npurt.qnn.boundary import QnnError, from_npu, qnn_call
+from npurt.qnn.context import QnnContext
+from npurt.qnn.mem_registry import REGISTRY
+from npurt.qnn.structs import (Qnn_AxisScaleOffset_t, Qnn_OpConfig_t, Qnn_OpConfigV1_t, Qnn_Param_t,
+                               Qnn_ScaleOffset_t, Qnn_Tensor_t, Qnn_TensorV1_t, QnnContext_Config_t,
+                               QnnGraph_Config_t)
+
+# Qnn_DataType_t -> (numpy dtype of the stored values, fixed point)
+DATA_TYPES: dict[int, tuple[str, bool]] = {
+    C.QNN_DATATYPE_FLOAT_32: ("float32", False), C.QNN_DATATYPE_FLOAT_16: ("float16", False),
+    C.QNN_DATATYPE_INT_8: ("int8", False), C.QNN_DATATYPE_UINT_8: ("uint8", False),
+    C.QNN_DATATYPE_INT_16: ("int16", False), C.QNN_DATATYPE_UINT_16: ("uint16", False),
+    C.QNN_DATATYPE_INT_32: ("int32", False), C.QNN_DATATYPE_UINT_32: ("uint32", False),
+    C.QNN_DATATYPE_INT_64: ("int64", False), C.QNN_DATATYPE_UINT_64: ("uint64", False),
+    C.QNN_DATATYPE_BOOL_8: ("bool", False),
+    C.QNN_DATATYPE_SFIXED_POINT_8: ("int8", True), C.QNN_DATATYPE_UFIXED_POINT_8: ("uint8", True),
+    C.QNN_DATATYPE_SFIXED_POINT_16: ("int16", True), C.QNN_DATATYPE_UFIXED_POINT_16: ("uint16", True),
+    C.QNN_DATATYPE_SFIXED_POINT_32: ("int32", True), C.QNN_DATATYPE_UFIXED_POINT_32: ("uint32", True),
+}
+_KINDS = {C.QNN_TENSOR_TYPE_APP_WRITE: qi.APP_WRITE, C.QNN_TENSOR_TYPE_APP_READ: qi.APP_READ,
+          C.QNN_TENSOR_TYPE_NATIVE: qi.NATIVE, C.QNN_TENSOR_TYPE_STATIC: qi.STATIC}
+_MAX_RANK = 8
+_IDS = itertools.count(1)
+
+
+def _field_address(struct: ctypes.Structure, cls: type, name: str) -> int:
+    """The pointer stored in field `name` of `struct` (read from the struct's bytes, never dereferenced)."""
+    return ctypes.c_void_p.from_address(ctypes.addressof(struct) + getattr(cls, name).offset).value or 0
+
+
+def _text(struct: ctypes.Structure, cls: type, name: str, what: str) -> str | None:
+    raw = c_string(_field_address(struct, cls, name), what)
+    return None if raw is None else raw.decode("utf-8", "replace")
+
+
+def _body(t: Qnn_Tensor_t) -> Any:
+    if int(t.version) == C.QNN_TENSOR_VERSION_1:
+        return t.v1
+    if int(t.version) == C.QNN_TENSOR_VERSION_2:
+        return t.v2
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown tensor version {int(t.version)}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Qnn_Tensor_t -> QnnTensor
+# ---------------------------------------------------------------------------------------------------------
+def _quant(v: Any, dtype: str, dims: tuple[int, ...], name: str) -> qi.Quant:
+    q = v.quantizeParams
+    enc = int(q.quantizationEncoding)
+    if int(q.encodingDefinition) != C.QNN_DEFINITION_DEFINED:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: a fixed-point tensor needs defined "
+                                                   f"quantization parameters")
+    if enc in (C.QNN_QUANTIZATION_ENCODING_SCALE_OFFSET, C.QNN_QUANTIZATION_ENCODING_BW_SCALE_OFFSET):
+        so = q.scaleOffsetEncoding if enc == C.QNN_QUANTIZATION_ENCODING_SCALE_OFFSET else q.bwScaleOffsetEncoding
+        scale, offset, axis = np.array(so.scale, np.float32), np.array(int(so.offset), np.int64), None
+    elif enc == C.QNN_QUANTIZATION_ENCODING_AXIS_SCALE_OFFSET:
+        ax = q.axisScaleOffsetEncoding
+        n, axis = int(ax.numScaleOffsets), int(ax.axis)
+        if not 0 <= axis < len(dims) or n != dims[axis]:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: axis {axis} with {n} scale/offsets for "
+                                                       f"dims {list(dims)}")
+        raw = safe_read(_field_address(ax, Qnn_AxisScaleOffset_t, "scaleOffset"),
+                        n * ctypes.sizeof(Qnn_ScaleOffset_t))
+        if raw is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: scaleOffset is not readable")
+        pairs = (Qnn_ScaleOffset_t * n).from_buffer_copy(raw)
+        scale = np.array([p.scale for p in pairs], np.float32)
+        offset = np.array([p.offset for p in pairs], np.int64)
+    elif enc == C.QNN_QUANTIZATION_ENCODING_BW_AXIS_SCALE_OFFSET:
+        bw = q.bwAxisScaleOffsetEncoding
+        n, axis = int(bw.numElements), int(bw.axis)
+        if not 0 <= axis < len(dims) or n != dims[axis]:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: axis {axis} with {n} scales for dims "
+                                                       f"{list(dims)}")
+        scales = safe_read(pointer_value(ctypes.cast(bw.scales, ctypes.c_void_p).value), 4 * n)
+        offs_addr = pointer_value(ctypes.cast(bw.offsets, ctypes.c_void_p).value)
+        offsets = safe_read(offs_addr, 4 * n) if offs_addr else bytes(4 * n)
+        if scales is None or offsets is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: scales / offsets are not readable")
+        scale = np.frombuffer(scales, np.float32).copy()
+        offset = np.frombuffer(offsets, np.int32).astype(np.int64)
+    else:
+        raise NpuError(ErrorCode.NOT_SUPPORTED, f"tensor {name!r}: quantization encoding {enc} is not supported")
+    if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: scale must be positive")
+    return qi.Quant(scale, offset, axis)
+
+
+def decode_tensor(t: Any, what: str, *, static_data: bool = True) -> tuple[qi.QnnTensor, int, int]:
+    """(QnnTensor, id, QNN data type) of a `Qnn_Tensor_t`; NpuError INVALID_ARGUMENT / NOT_SUPPORTED on anything
+    npurt cannot take. A STATIC tensor's data is copied now (`static_data`)."""
+    t = as_struct(t, Qnn_Tensor_t, address=True)
+    if t is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} is NULL or not a Qnn_Tensor_t")
+    v = _body(t)
+    name = _text(v, Qnn_TensorV1_t, "name", f"{what} name")
+    if not name:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} has no name")
+    kind = _KINDS.get(int(v.type))
+    if kind is None:
+        raise NpuError(ErrorCode.NOT_SUPPORTED, f"tensor {name!r}: tensor type {int(v.type)} is not supported "
+                                                f"(APP_WRITE, APP_READ, NATIVE, STATIC are)")
+    if int(v.dataFormat) != C.QNN_TENSOR_DATA_FORMAT_DENSE:
+        raise NpuError(ErrorCode.NOT_SUPPORTED, f"tensor {name!r}: only dense tensors are supported")
+    dtype_info = DATA_TYPES.get(int(v.dataType))
+    if dtype_info is None:
+        raise NpuError(ErrorCode.NOT_SUPPORTED, f"tensor {name!r}: data type {int(v.dataType):#x} is not supported")
+    dtype, fixed = dtype_info
+    rank = int(v.rank)
+    dims = read_u32_array(_field_address(v, Qnn_TensorV1_t, "dimensions"), rank) if rank <= _MAX_RANK else None
+    if dims is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: rank {rank} with unreadable dimensions")
+    if any(d == 0 for d in dims):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: dims {dims} has a zero dimension")
+    quant = _quant(v, dtype, tuple(dims), name) if fixed else None
+    data = None
+    if kind == qi.STATIC and static_data:
+        nbytes = int(np.prod(dims, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if int(v.memType) != C.QNN_TENSORMEMTYPE_RAW:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: STATIC data must be a RAW client buffer")
+        size, addr = int(v.clientBuf.dataSize), pointer_value(v.clientBuf.data)
+        if size != nbytes or not addr:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: STATIC data must be {nbytes} bytes "
+                                                       f"(dims {dims}, {dtype}), got {size} bytes at {addr:#x}")
+        raw = safe_read(addr, nbytes)
+        if raw is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: STATIC data at {addr:#x} is not readable")
+        data = np.frombuffer(raw, dtype).reshape(dims).copy()
+    return qi.QnnTensor(name, kind, dtype, tuple(dims), quant, data), int(v.id), int(v.dataType)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Qnn_OpConfig_t -> QnnOp
+# ---------------------------------------------------------------------------------------------------------
+_SCALARS = {C.QNN_DATATYPE_FLOAT_32: "floatValue", C.QNN_DATATYPE_FLOAT_64: "doubleValue",
+            C.QNN_DATATYPE_UINT_64: "uint64Value", C.QNN_DATATYPE_INT_64: "int64Value",
+            C.QNN_DATATYPE_UINT_32: "uint32Value", C.QNN_DATATYPE_INT_32: "int32Value",
+            C.QNN_DATATYPE_UINT_16: "uint16Value", C.QNN_DATATYPE_INT_16: "int16Value",
+            C.QNN_DATATYPE_UINT_8: "uint8Value", C.QNN_DATATYPE_INT_8: "int8Value",
+            C.QNN_DATATYPE_BOOL_8: "bool8Value"}
+
+
+def _param_value(p: Qnn_Param_t, name: str) -> Any:
+    if int(p.paramType) == C.QNN_PARAMTYPE_SCALAR:
+        field = _SCALARS.get(int(p.scalarParam.dataType))
+        if field is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"param {name!r}: scalar data type "
+                                                       f"{int(p.scalarParam.dataType):#x} is not supported")
+        value = getattr(p.scalarParam, field)
+        return bool(value) if field == "bool8Value" else value
+    if int(p.paramType) == C.QNN_PARAMTYPE_TENSOR:
+        tensor, _, _ = decode_tensor(p.tensorParam, f"param {name!r}")
+        if tensor.data is None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"param {name!r}: a tensor param must be STATIC with data")
+        return tensor.values()
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"param {name!r}: unknown param type {int(p.paramType)}")
+
+
+def decode_op(config: Any, resolve: Callable[[Any, str], str]) -> qi.QnnOp:
+    """A `QnnOp` of a `Qnn_OpConfig_t` (or a pointer to one); `resolve(tensor, what)` names each input / output
+    tensor (looking it up among the created ones, or taking its description for validation)."""
+    cfg = as_struct(config, Qnn_OpConfig_t, address=True)
+    if cfg is None:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "opConfig is not a Qnn_OpConfig_t")
+    if int(cfg.version) != C.QNN_OPCONFIG_VERSION_1:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown op config version {int(cfg.version)}")
+    v1 = cfg.v1
+    name = _text(v1, Qnn_OpConfigV1_t, "name", "op name") or ""
+    package = _text(v1, Qnn_OpConfigV1_t, "packageName", "packageName")
+    op_type = _text(v1, Qnn_OpConfigV1_t, "typeName", "typeName")
+    if not name or not package or not op_type:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "an op config needs a name, a packageName and a typeName")
+    arrays = {}
+    for field, count, cls in (("params", v1.numOfParams, Qnn_Param_t), ("inputTensors", v1.numOfInputs,
+                                                                         Qnn_Tensor_t),
+                              ("outputTensors", v1.numOfOutputs, Qnn_Tensor_t)):
+        n = int(count)
+        addr = _field_address(v1, Qnn_OpConfigV1_t, field)
+        if n and (n > 4096 or safe_read(addr, n * ctypes.sizeof(cls)) is None):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"op {name!r}: {field} ({n}) is not readable")
+        arrays[field] = [cls.from_address(addr + k * ctypes.sizeof(cls)) for k in range(n)]
+    params = {}
+    for p in arrays["params"]:
+        pname = _text(p, Qnn_Param_t, "name", "param name")
+        if not pname:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"op {name!r}: a param has no name")
+        params[pname] = _param_value(p, pname)
+    ins = [resolve(t, f"op {name!r} input {k}") for k, t in enumerate(arrays["inputTensors"])]
+    outs = [resolve(t, f"op {name!r} output {k}") for k, t in enumerate(arrays["outputTensors"])]
+    return qi.QnnOp(name, package, op_type, params, ins, outs)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the objects
+# ---------------------------------------------------------------------------------------------------------
+class BuildContext(QnnContext):
+    """A context made by contextCreate: its graphs are built op by op; each finalized graph runs in a child
+    `QnnContext` holding its compiled model. Registered memory belongs to this context."""
+
+    def __init__(self, backend: Backend) -> None:        # noqa: super().__init__ needs a binary; set what it sets
+        import threading
+        self.backend = backend
+        self.compiled = None
+        self.deferred = False
+        self.finalized = True
+        self.freed = False
+        self.priority = C.QNN_PRIORITY_DEFAULT
+        self.concurrent = False
+        self.multi_contexts = False
+        self.lock = threading.RLock()
+        self.graphs = {}
+        self.building: dict[str, BuildGraph] = {}
+        self.tensors: dict[str, qi.QnnTensor] = {}      # context tensors, shared by its graphs
+        self.ids: dict[int, str] = {}                   # context tensor ids
+        self.children: list[QnnContext] = []
+        self.runtime = None
+        self.external = {}
+        self.handle = HANDLES.add(self)
+        backend.contexts.append(self)
+
+    def required_size(self, kind: str) -> int:
+        return 0
+
+    def finalize(self) -> None:
+        raise QnnError(C.QNN_CONTEXT_ERROR_UNSUPPORTED_FEATURE, "a contextCreate context needs no finalization")
+
+    def binary(self) -> bytes:
+        """The context binary: the one finalized graph's compiled model (npurt's format)."""
+        if len(self.children) != 1 or len(self.building) != 1:
+            raise QnnError(C.QNN_CONTEXT_ERROR_GET_BINARY_FAILED,
+                           f"npurt writes a context binary of one finalized graph; this context has "
+                           f"{len(self.building)} graph(s), {len(self.children)} finalized")
+        return self.children[0].compiled.to_bytes()
+
+    def free(self) -> None:
+        with self.lock:
+            if self.freed:
+                return
+            self.freed = True
+            for graph in self.building.values():
+                graph.drop()
+            for child in self.children:
+                child.free()
+            REGISTRY.release_context(self)
+            if self in self.backend.contexts:
+                self.backend.contexts.remove(self)
+            HANDLES.remove(self.handle)
+
+
+class BuildGraph:
+    """A graph being built: its tensors (by name, with their ids) and ops, until graphFinalize."""
+
+    def __init__(self, ctx: BuildContext, name: str) -> None:
+        self.context = ctx
+        self.name = name
+        self.tensors: dict[str, qi.QnnTensor] = {}
+        self.ids: dict[int, str] = {}
+        self.io_types: dict[str, int] = {}          # APP_WRITE / APP_READ name -> its Qnn_DataType_t
+        self.ops: list[qi.QnnOp] = []
+        self.produced: set[str] = set()
+        self.finalized = False
+        self.handle = HANDLES.add(self)
+
+    def known(self) -> dict[str, qi.QnnTensor]:
+        return {**self.context.tensors, **self.tensors}
+
+    def lookup(self, t: Any, what: str) -> str:
+        """The name of a created tensor an op config refers to (by id, else by name); NpuError if none."""
+        tensor = as_struct(t, Qnn_Tensor_t, address=True)
+        v = _body(tensor)
+        ids = {**self.context.ids, **self.ids}
+        if int(v.id) in ids:
+            return ids[int(v.id)]
+        name = _text(v, Qnn_TensorV1_t, "name", f"{what} name")
+        if name and name in self.known():
+            return name
+        raise NpuError(ErrorCode.INVALID_INPUT, f"{what} ({name!r}, id {int(v.id)}) is not a tensor of graph "
+                                                f"{self.name!r} or its context")
+
+    def drop(self) -> None:
+        if not self.finalized:
+            HANDLES.remove(self.handle)
+
+
+def add_tensor(owner: "BuildGraph | BuildContext", t: Any) -> None:
+    """tensorCreate*Tensor: decode, check the name is new, assign and write back the id."""
+    tensor, _, qnn_type = decode_tensor(t, "tensor")
+    graphs = [owner] if isinstance(owner, BuildGraph) else list(owner.building.values())
+    ctx = owner.context if isinstance(owner, BuildGraph) else owner
+    if tensor.name in ctx.tensors or any(tensor.name in g.tensors for g in graphs):
+        raise QnnError(C.QNN_TENSOR_ERROR_ALREADY_EXISTS, f"a tensor named {tensor.name!r} already exists")
+    if isinstance(owner, BuildContext) and tensor.kind != qi.STATIC:
+        raise QnnError(C.QNN_TENSOR_ERROR_UNSUPPORTED_TENSOR_PARAM, f"context tensor {tensor.name!r}: npurt "
+                                                                    f"shares STATIC context tensors only")
+    if tensor.kind in (qi.APP_WRITE, qi.APP_READ) and (tensor.quant is not None and tensor.quant.axis is not None):
+        raise QnnError(C.QNN_TENSOR_ERROR_UNSUPPORTED_TENSOR_PARAM, f"tensor {tensor.name!r}: graph I/O must be "
+                                                                    f"quantized per tensor")
+    new_id = next(_IDS)
+    body = _body(as_struct(t, Qnn_Tensor_t, address=True))
+    cell = ctypes.c_uint32(new_id)
+    if not safe_write(ctypes.addressof(body), ctypes.addressof(cell), 4):
+        raise QnnError(C.QNN_TENSOR_ERROR_INVALID_TENSOR_PARAM, f"tensor {tensor.name!r} is not writable (id)")
+    if isinstance(owner, BuildGraph):
+        owner.tensors[tensor.name] = tensor
+        owner.ids[new_id] = tensor.name
+        if tensor.kind in (qi.APP_WRITE, qi.APP_READ):
+            owner.io_types[tensor.name] = qnn_type
+    else:
+        owner.tensors[tensor.name] = tensor
+        owner.ids[new_id] = tensor.name
+
+
+def _io_declaration(t: qi.QnnTensor, qnn_type: int) -> dict:
+    """What a finalized graph's I/O tensor looks like to QNN (`CompiledModel.meta["qnn_tensors"]`)."""
+    out: dict[str, Any] = {"qnn_type": qnn_type, "dtype": t.dtype, "dims": list(t.dims)}
+    if t.quant is not None:
+        out.update(scale=float(t.quant.scale), offset=int(t.quant.offset))
+    return out
+
+
+def finalize_graph(graph: BuildGraph, compile_ir: Callable) -> None:
+    """graphFinalize: translate, compile, load into a child context; the QnnGraph takes over the handle."""
+    from npurt.qnn.graph import QnnGraph
+    tensors = graph.known()
+    inputs = [n for n, t in graph.tensors.items() if t.kind == qi.APP_WRITE]
+    outputs = [n for n, t in graph.tensors.items() if t.kind == qi.APP_READ]
+    try:
+        model = qi.translate(graph.name, tensors, graph.ops, inputs, outputs)
+        compiled = compile_ir(model, graph.context.backend.profile.name)
+    except NpuError as exc:
+        raise QnnError(C.QNN_GRAPH_ERROR_FINALIZE_FAILED, f"graph {graph.name!r}: {exc.message}") from exc
+    compiled.meta["qnn_tensors"] = {n: _io_declaration(tensors[n], graph.io_types[n]) for n in inputs + outputs}
+    ctx = graph.context
+    child = QnnContext(ctx.backend, compiled, deferred=False, priority=ctx.priority, concurrent=False,
+                       multi_contexts=False)
+    child.parent = ctx
+    try:
+        child.finalize()
+    except QnnError:
+        child.free()
+        raise
+    qgraph: QnnGraph = child.graphs[compiled.graph.name]
+    HANDLES.remove(qgraph.handle)
+    qgraph.handle = graph.handle
+    HANDLES.replace(graph.handle, qgraph)
+    graph.finalized = True
+    ctx.children.append(child)
+    ctx.graphs[graph.name] = qgraph
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the members (mixed into the interface table)
+# ---------------------------------------------------------------------------------------------------------
+def _out_handle(out: Any, value: int, code: int, what: str) -> None:
+    cell = as_struct(out, ctypes.c_void_p)
+    if cell is None:
+        raise QnnError(code, f"{what} out-parameter must be a handle cell")
+    cell.value = value
+
+
+def _graph(handle: Any, code: int = C.QNN_GRAPH_ERROR_INVALID_HANDLE) -> BuildGraph:
+    from npurt.qnn.graph import QnnGraph
+    g = lookup(handle, BuildGraph)
+    if g is None and lookup(handle, QnnGraph) is not None:
+        raise QnnError(C.QNN_GRAPH_ERROR_GRAPH_FINALIZED, f"graph {pointer_value(handle):#x} is finalized")
+    if g is None or g.context.freed:
+        raise QnnError(code, f"graph handle {pointer_value(handle):#x} is not a graph being built")
+    return g
+
+
+def _build_context(handle: Any, code: int) -> BuildContext:
+    ctx = lookup(handle, QnnContext)
+    if ctx is None or ctx.freed:
+        raise QnnError(code, f"context handle {pointer_value(handle):#x} is not a live context")
+    if not isinstance(ctx, BuildContext):
+        raise QnnError(C.QNN_GRAPH_ERROR_UNSUPPORTED_FEATURE if code // 1000 == 6 else code,
+                       "this context was created from a binary; graphs are built in a contextCreate context")
+    return ctx
+
+
+def _compile_ir(model: qi.QnnModel, soc: str) -> Any:
+    from npurt.exec.compile import compile_ir
+    return compile_ir(model.graph, soc, model.precision, model.qparams)
+
+
+def _supported() -> Any:
+    from npurt.exec.compile import supported_ops
+    return frozenset(supported_ops())
+
+
+def _infer(graph: Any) -> Any:
+    from npurt.exec.compile import optimize
+    return optimize(graph)
+
+
+def _checked(op: qi.QnnOp, tensors: dict, code: int, unsupported: int) -> None:
+    try:
+        qi.check_op(op, tensors, _supported(), _infer)
+    except NpuError as exc:
+        raise QnnError(unsupported if exc.code is ErrorCode.NOT_SUPPORTED else code, exc.message) from None
+
+
+class GraphBuilding:
+    """The graph-building members of `QnnInterfaceTable`."""
+
+    @qnn_call("contextCreate")
+    def contextCreate(self, backend: Any, device: Any, config: Any, context: Any) -> int:
+        """QnnContext_create(backend, device, config, &context): an empty context to build graphs in."""
+        b = lookup(backend, Backend)
+        if b is None or b.freed:
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid backend handle")
+        d = lookup(device, QnnDevice) if device is not None and pointer_value(device) else None
+        if d is None and device is not None and pointer_value(device) or d is not None and (d.freed or
+                                                                                              not d.matches(b)):
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid device handle")
+        if as_struct(context, ctypes.c_void_p) is None:
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context out-parameter must be a "
+                                                                 "Qnn_ContextHandle_t")
+        if config is not None:
+            try:
+                as_struct_list(config, None, QnnContext_Config_t, "config")
+            except NpuError as exc:
+                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, exc.message) from None
+        _out_handle(context, BuildContext(b).handle, C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context")
+        return C.QNN_SUCCESS
+
+    @qnn_call("backendValidateOpConfig")
+    def backendValidateOpConfig(self, backend: Any, opConfig: Any) -> int:
+        """QnnBackend_validateOpConfig(backend, opConfig): QNN_SUCCESS exactly when graphAddNode and graphFinalize
+        can build the op (its tensors as described in the config)."""
+        b = lookup(backend, Backend)
+        if b is None or b.freed:
+            raise QnnError(C.QNN_BACKEND_ERROR_INVALID_HANDLE, "invalid backend handle")
+        tensors: dict[str, qi.QnnTensor] = {}
+
+        def describe(t: Any, what: str) -> str:
+            tensor, _, _ = decode_tensor(t, what)
+            tensors[tensor.name] = tensor
+            return tensor.name
+        try:
+            op = decode_op(opConfig, describe)
+        except NpuError as exc:
+            raise QnnError(C.QNN_BACKEND_ERROR_INVALID_ARGUMENT, exc.message) from None
+        code = C.QNN_BACKEND_ERROR_OP_PACKAGE_NOT_FOUND if op.package != qi.PACKAGE else \
+            C.QNN_BACKEND_ERROR_INVALID_ARGUMENT
+        _checked(op, tensors, code, code)
+        return C.QNN_SUCCESS
+
+    @qnn_call("graphCreate")
+    def graphCreate(self, contextHandle: Any, graphName: Any, config: Any, graphHandle: Any) -> int:
+        """QnnGraph_create(ctx, name, config, &graph): an empty graph (configs are accepted; they tune the HTP's
+        optimisation, which npurt's compiler does not need)."""
+        ctx = _build_context(contextHandle, C.QNN_GRAPH_ERROR_INVALID_HANDLE)
+        name = graphName.decode() if isinstance(graphName, (bytes, bytearray)) else graphName
+        if not isinstance(name, str) or not name:
+            raise QnnError(C.QNN_GRAPH_ERROR_INVALID_NAME, "graphName is NULL or empty")
+        if as_struct(graphHandle, ctypes.c_void_p) is None:
+            raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, "graph out-parameter must be a Qnn_GraphHandle_t")
+        if config is not None:
+            try:
+                as_struct_list(config, None, QnnGraph_Config_t, "config")
+            except NpuError as exc:
+                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, exc.message) from None
+        with ctx.lock:
+            if name in ctx.building:
+                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_NAME, f"the context already has a graph {name!r}")
+            graph = BuildGraph(ctx, name)
+            ctx.building[name] = graph
+        _out_handle(graphHandle, graph.handle, C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, "graph")
+        return C.QNN_SUCCESS
+
+    @qnn_call("tensorCreateGraphTensor")
+    def tensorCreateGraphTensor(self, graph: Any, tensor: Any) -> int:
+        """QnnTensor_createGraphTensor(graph, &tensor): declare a tensor (STATIC data copied now); writes its id."""
+        g = _graph(graph, C.QNN_TENSOR_ERROR_INVALID_HANDLE)
+        with g.context.lock:
+            try:
+                add_tensor(g, tensor)
+            except NpuError as exc:
+                raise QnnError(C.QNN_TENSOR_ERROR_UNSUPPORTED_TENSOR_PARAM if exc.code is ErrorCode.NOT_SUPPORTED
+                               else C.QNN_TENSOR_ERROR_INVALID_TENSOR_PARAM, exc.message) from None
+        return C.QNN_SUCCESS
+
+    @qnn_call("tensorCreateContextTensor")
+    def tensorCreateContextTensor(self, context: Any, tensor: Any) -> int:
+        """QnnTensor_createContextTensor(ctx, &tensor): a STATIC tensor every graph of the context can use."""
+        ctx = _build_context(context, C.QNN_TENSOR_ERROR_INVALID_HANDLE)
+        with ctx.lock:
+            try:
+                add_tensor(ctx, tensor)
+            except NpuError as exc:
+                raise QnnError(C.QNN_TENSOR_ERROR_UNSUPPORTED_TENSOR_PARAM if exc.code is ErrorCode.NOT_SUPPORTED
+                               else C.QNN_TENSOR_ERROR_INVALID_TENSOR_PARAM, exc.message) from None
+        return C.QNN_SUCCESS
+
+    @qnn_call("graphAddNode")
+    def graphAddNode(self, graph: Any, opConfig: Any) -> int:
+        """QnnGraph_addNode(graph, opConfig): an op on created tensors, checked as backendValidateOpConfig does."""
+        g = _graph(graph)
+        with g.context.lock:
+            try:
+                op = decode_op(opConfig, g.lookup)
+            except NpuError as exc:
+                code = C.QNN_GRAPH_ERROR_INVALID_TENSOR if exc.code is ErrorCode.INVALID_INPUT else \
+                    C.QNN_GRAPH_ERROR_INVALID_OP_CONFIG
+                raise QnnError(code, exc.message) from None
+            if any(n in g.produced for n in op.outputs):
+                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_OP_CONFIG, f"op {op.name!r}: an output is already produced "
+                                                                    f"by another node")
+            _checked(op, g.known(), C.QNN_GRAPH_ERROR_INVALID_OP_CONFIG, C.QNN_GRAPH_ERROR_UNSUPPORTED_FEATURE)
+            g.ops.append(op)
+            g.produced.update(op.outputs)
+        return C.QNN_GRAPH_NO_ERROR
+
+    @qnn_call("graphFinalize")
+    def graphFinalize(self, graphHandle: Any, profileHandle: Any = None, signalHandle: Any = None) -> int:
+        """QnnGraph_finalize(graph, profile, signal): compile the graph (npurt's compiler, HTP memory plan)."""
+        g = _graph(graphHandle)
+        with g.context.lock:
+            finalize_graph(g, _compile_ir)
+        return C.QNN_GRAPH_NO_ERROR
+
+    @qnn_call("contextGetBinarySize")
+    def contextGetBinarySize(self, context: Any, binaryBufferSize: Any) -> int:
+        """QnnContext_getBinarySize(ctx, &size): the size of the context binary contextGetBinary writes."""
+        size = as_struct(binaryBufferSize, ctypes.c_uint64)
+        if size is None:
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "binaryBufferSize is NULL")
+        size.value = len(_binary_of(context))
+        return C.QNN_SUCCESS
+
+    @qnn_call("contextGetBinary")
+    def contextGetBinary(self, context: Any, binaryBuffer: Any, binaryBufferSize: int,
+                         writtenBufferSize: Any) -> int:
+        """QnnContext_getBinary(ctx, buffer, size, &written): npurt's context binary (contextCreateFromBinary
+        loads it back)."""
+        data = _binary_of(context)
+        written = as_struct(writtenBufferSize, ctypes.c_uint64)
+        if written is None:
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "writtenBufferSize is NULL")
+        if int(binaryBufferSize) < len(data):
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT,
+                           f"binaryBufferSize {int(binaryBufferSize)} is smaller than the {len(data)}-byte binary")
+        if isinstance(binaryBuffer, (bytearray, memoryview)):
+            memoryview(binaryBuffer)[:len(data)] = data
+        else:
+            src = ctypes.create_string_buffer(data, len(data))
+            addr = pointer_value(binaryBuffer)
+            if not addr or not safe_write(addr, ctypes.addressof(src), len(data)):
+                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "binaryBuffer is NULL or not writable")
+        written.value = len(data)
+        return C.QNN_SUCCESS
+
+
+def _binary_of(context: Any) -> bytes:
+    ctx = lookup(context, QnnContext)
+    if ctx is None or ctx.freed:
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, f"context handle {pointer_value(context):#x} is not a "
+                                                           f"live context")
+    if isinstance(ctx, BuildContext):
+        return ctx.binary()
+    try:
+        return ctx.compiled.to_bytes()
+    except NpuError as exc:
+        raise from_npu(exc, "context", "cannot write the context binary",
+                       general=C.QNN_CONTEXT_ERROR_GET_BINARY_FAILED) from exc
