@@ -4,7 +4,6 @@ runs in a C program against npurt's librknnrt.so and in RKNNLite with equal outp
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 import subprocess
 import sys

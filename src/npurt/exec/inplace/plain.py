@@ -10,29 +10,19 @@ import numpy as np
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.epilogue import copier, stored_table
-from npurt.exec.inplace.slots import Skip, all_values, bits
-from npurt.tensor import DType, Layout
+from npurt.exec.inplace.slots import Skip, activation, all_values, bits, stored_kind
+from npurt.tensor import Layout
 
 
 def plain_kind(st) -> str | None:
     """'fp16' / 'int8' for a tensor stored plainly (its logical shape in C order), else None."""
     if st.layout not in (Layout.UNDEFINED, Layout.NCHW) or tuple(st.dims) != tuple(st.shape):
         return None
-    if st.dtype is DType.FLOAT16 and not st.quantized:
-        return "fp16"
-    if st.dtype is DType.INT8 and st.quantized:
-        return "int8"
-    return None
+    return stored_kind(st)
 
 
 def _plain(name: str, ctx: StepBinding) -> tuple[Any, str]:
-    if not name or name not in ctx.storage or name in ctx.constants:
-        raise Skip
-    st = ctx.storage[name]
-    kind = plain_kind(st)
-    if kind is None:
-        raise Skip
-    return st, kind
+    return activation(name, ctx, plain_kind)
 
 
 def _mover(dst: np.ndarray, src: np.ndarray, si, so, kind: str) -> Callable[[], None]:

@@ -1,7 +1,7 @@
 """The activations in-place steps handle (NC1HWC2 fp16, or quantised int8) and their stored values."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -13,10 +13,8 @@ class Skip(Exception):
     """Raised while preparing a step the in-place path does not handle; the executor keeps the generic path."""
 
 
-def kind_of(st) -> str | None:
-    """'fp16' / 'int8' for an NC1HWC2 activation the in-place steps handle, else None."""
-    if st.layout is not Layout.NC1HWC2 or len(st.shape) != 4 or st.dims[3] != st.shape[3]:
-        return None
+def stored_kind(st) -> str | None:
+    """'fp16' / 'int8' for a tensor stored as plain float16 or quantised int8, whatever its layout; else None."""
     if st.dtype is DType.FLOAT16 and not st.quantized:
         return "fp16"
     if st.dtype is DType.INT8 and st.quantized:
@@ -24,15 +22,23 @@ def kind_of(st) -> str | None:
     return None
 
 
-def activation(name: str, ctx: StepBinding) -> tuple[Any, str]:
-    """(storage, kind) of activation `name`; Skip when it is missing, a constant or not a kind in-place steps handle."""
+def kind_of(st) -> str | None:
+    """'fp16' / 'int8' for an NC1HWC2 activation the in-place steps handle, else None."""
+    if st.layout is not Layout.NC1HWC2 or len(st.shape) != 4 or st.dims[3] != st.shape[3]:
+        return None
+    return stored_kind(st)
+
+
+def activation(name: str, ctx: StepBinding, kind: Callable[[Any], str | None] = kind_of) -> tuple[Any, str]:
+    """(storage, kind) of activation `name` (`kind`: which storage a step handles, NC1HWC2 by default); Skip when it
+    is missing, a constant or not a kind the step handles."""
     if not name or name not in ctx.storage or name in ctx.constants:
         raise Skip
     st = ctx.storage[name]
-    kind = kind_of(st)
-    if kind is None:
+    found = kind(st)
+    if found is None:
         raise Skip
-    return st, kind
+    return st, found
 
 
 def constant_inputs(names, ctx: StepBinding) -> list:
