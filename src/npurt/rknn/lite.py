@@ -40,8 +40,8 @@ from npurt.model.file_format import is_npurt, refuse_vendor_model
 _DTYPES = {"int8": "int8", "uint8": "uint8", "int16": "int16", "float16": "float16", "float32": "float32"}
 
 
-class RKNNLite:
-    """The vendor Lite class's API over an npurt runtime Context (see the module doc)."""
+class CoreMasks:
+    """The `core_mask` values of the vendor's Python classes (RKNNLite and the toolkit's RKNN)."""
 
     NPU_CORE_AUTO = 0x0
     NPU_CORE_0 = 0x1
@@ -51,6 +51,10 @@ class RKNNLite:
     NPU_CORE_0_1_2 = 0x7
     NPU_CORE_ALL = 0xFFFF
     _CORE_MASKS = (0x0, 0x1, 0x2, 0x4, 0x3, 0x7, 0xFFFF)
+
+
+class RKNNLite(CoreMasks):
+    """The vendor Lite class's API over an npurt runtime Context (see the module doc)."""
 
     def __init__(self, verbose: bool = False, verbose_file: str | None = None) -> None:
         self.verbose = bool(verbose)
@@ -108,7 +112,7 @@ class RKNNLite:
         return None
 
     def init_runtime(self, target: str | None = None, device_id: str | None = None, async_mode: bool = False,
-                     core_mask: int = NPU_CORE_AUTO) -> int:
+                     core_mask: int = CoreMasks.NPU_CORE_AUTO) -> int:
         """Create the runtime for the loaded model on `target` (default: see the module doc); 0 / -1."""
         if self._model is None:
             self._log("E", "init_runtime", "Model is not loaded yet, this interface should be called after "

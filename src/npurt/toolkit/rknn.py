@@ -36,7 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from npurt.errors import NpuError
-from npurt.rknn.lite import runtime_sink
+from npurt.rknn.lite import CoreMasks, infer, input_layout, runtime_sink, sdk_version_text
 
 PLATFORMS = ("rv1103", "rv1103b", "rv1106", "rv1106b", "rv1126b", "rk2118", "rk3562", "rk3566", "rk3568", "rk3576",
              "rk3588")
@@ -86,17 +86,8 @@ def _norm_lists(values: Any, what: str) -> list[list[float]] | None:
     return out
 
 
-class RKNN:
+class RKNN(CoreMasks):
     """rknn-toolkit2's `RKNN` class on npurt (see the module doc)."""
-
-    NPU_CORE_AUTO = 0x0
-    NPU_CORE_0 = 0x1
-    NPU_CORE_1 = 0x2
-    NPU_CORE_2 = 0x4
-    NPU_CORE_0_1 = 0x3
-    NPU_CORE_0_1_2 = 0x7
-    NPU_CORE_ALL = 0xFFFF
-    _CORE_MASKS = (0x0, 0x1, 0x2, 0x4, 0x3, 0x7, 0xFFFF)
 
     def __init__(self, verbose: bool = False, verbose_file: str | None = None) -> None:
         self.verbose = verbose
@@ -344,7 +335,7 @@ class RKNN:
     # --- runtime ----------------------------------------------------------------------------------------------------
     @_status()
     def init_runtime(self, target: str | None = None, device_id: str | None = None, perf_debug: bool = False,
-                     eval_mem: bool = False, async_mode: bool = False, core_mask: int = NPU_CORE_AUTO,
+                     eval_mem: bool = False, async_mode: bool = False, core_mask: int = CoreMasks.NPU_CORE_AUTO,
                      fallback_prior_device: str = "cpu") -> int:
         """Load the model on an emulated NPU: `target` None emulates the model's target_platform, a SoC name that
         SoC (no board is connected); 0 / -1."""
@@ -389,7 +380,6 @@ class RKNN:
         """Run the model: a list of float32 arrays in the model's (ONNX) output shapes, or None on failure.
         `inputs`: one array per input (uint8 / float, NHWC by default for 4-D inputs, 'nchw' per `data_format`;
         a 3-D HWC image gets its batch axis); `inputs_pass_through` 1 skips mean/std for that input."""
-        from npurt.rknn.lite import infer
         self._require_runtime()
         if inputs_pass_through is not None:
             inputs = self._undo_normalization(inputs, data_format, inputs_pass_through)
@@ -400,7 +390,6 @@ class RKNN:
     def _undo_normalization(self, inputs: Any, data_format: Any, through: Any) -> list[np.ndarray]:
         """The toolkit's pass-through (the input skips mean/std): npurt's runtime fuses them into input packing, so
         such an input is given as the raw values that mean/std map to it (x * std + mean, per channel)."""
-        from npurt.rknn.lite import input_layout
         arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
         n = len(arrays)
         through = [through] * n if isinstance(through, (int, bool)) else list(through)
@@ -441,7 +430,6 @@ class RKNN:
         """eval_perf on a runtime that has run nothing yet: zeros for every input (the times do not depend on them)."""
         if self._frame_id:
             return
-        from npurt.rknn.lite import infer
         zeros = [np.zeros(self._ctx.input_shape(i), np.float32) for i in range(self._ctx.n_inputs)]
         infer(self._ctx, zeros, None, "nchw")
 
@@ -463,7 +451,6 @@ class RKNN:
         if self._ctx is None:
             self._log("E", "get_sdk_version", "Runtime environment is not inited, please call init_runtime first!")
             return None
-        from npurt.rknn.lite import sdk_version_text
         return sdk_version_text(self._ctx)
 
     def list_devices(self) -> tuple[list[str], list[str]]:
@@ -515,7 +502,6 @@ class RKNN:
 
     def _target_outputs(self, sample: list[np.ndarray], target: str) -> dict[str, np.ndarray]:
         """The model outputs of an inference on the runtime emulating `target` (the analysis' runtime column)."""
-        from npurt.rknn.lite import infer
         from npurt.runtime import Context
         soc = self._soc(str(target).lower())
         compiled = self._compiled if soc == self._compiled.soc else \
