@@ -44,3 +44,47 @@ def test_inplace_and_generic_paths_agree(build, precision):
             assert np.abs(a - b).max() <= 5e-3 * max(np.abs(b).max(), 1.0), name
         else:                                          # int8 codes: folded scales move a value by a few steps (measured: at most 4)
             assert np.abs(a - b).max() <= 4, name
+
+
+def _pool_model(channels: int, **pool_attrs):
+    """input -> 1x1 Conv -> MaxPool(**pool_attrs) -> 1x1 Conv: a MaxPool between two NC1HWC2 slots."""
+    from npurt.model.zoo import _Graph
+    g = _Graph(0)
+    x = g.node("MaxPool", [g.conv("input", 3, channels, 1)], **pool_attrs)
+    y = g.conv(x, channels, 4, 1)
+    k, s, d = pool_attrs["kernel_shape"], pool_attrs["strides"], pool_attrs.get("dilations", [1, 1])
+    out = [(n - (kk - 1) * dd - 1) // ss + 1 for n, kk, ss, dd in zip((13, 12), k, s, d)]
+    return g.model([("input", [1, 3, 13, 12])], [(y, [1, 4] + out)], "pool")
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8", "int8-requantised"])
+@pytest.mark.parametrize("channels,attrs", [
+    (16, {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    (12, {"kernel_shape": [3, 2], "strides": [1, 2], "dilations": [2, 1]}),
+    (20, {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 0}),
+], ids=["2x2", "dilated-padded-lanes", "3x3s2"])
+def test_inplace_maxpool_is_byte_identical(precision, channels, attrs):
+    """The in-place MaxPool step stores exactly the generic path's bytes (fp16; int8 with the same or another
+    output quantisation, which goes through the requantisation table)."""
+    import dataclasses
+    rng = np.random.default_rng(7)
+    model = _pool_model(channels, **attrs)
+    int8 = precision.startswith("int8")
+    cm = npurt.compile(model, soc="rk3588", quantize=_calibration(rng, (1, 3, 13, 12)) if int8 else None,
+                       progress=False)
+    index, node = next((i, n) for i, n in enumerate(cm.graph.nodes) if n.op_type == "MaxPool")
+    src, dst = node.inputs[0], node.outputs[0]
+    if precision == "int8-requantised":
+        st = cm.storage[dst]
+        cm.storage[dst] = dataclasses.replace(st, scale=st.scale * 1.37, zp=st.zp + 5)
+    value = rng.standard_normal(cm.storage[src].shape).astype(np.float32) * 3
+    value[0, 0, 0, :4] = [0.0, -0.0, np.inf, -np.inf] if not int8 else 0.0
+    stored = []
+    for inplace in (True, False):
+        ex = Executor(cm, inplace=inplace)
+        ex.bind(*allocate(cm))
+        assert (not ex._steps[index][2] and not ex._steps[index][3]) == inplace
+        ex.write_tensor(src, value)
+        ex.run_step(index)
+        stored.append(ex.tensor_view(dst).view(np.uint8).copy())
+    assert np.array_equal(stored[0], stored[1])
