@@ -88,3 +88,33 @@ def test_inplace_maxpool_is_byte_identical(precision, channels, attrs):
         ex.run_step(index)
         stored.append(ex.tensor_view(dst).view(np.uint8).copy())
     assert np.array_equal(stored[0], stored[1])
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8", "int8-requantised"])
+@pytest.mark.parametrize("channels", [16, 20, 64])
+def test_inplace_global_average_pool_is_byte_identical(precision, channels):
+    """The in-place GlobalAveragePool step stores exactly the generic path's bytes (same sums, same rounding)."""
+    import dataclasses
+    from npurt.model.zoo import _Graph
+    rng = np.random.default_rng(8)
+    g = _Graph(0)
+    x = g.node("GlobalAveragePool", [g.conv("input", 3, channels, 1)])
+    model = g.model([("input", [1, 3, 7, 9])], [(g.conv(x, channels, 4, 1), [1, 4, 1, 1])], "gap")
+    int8 = precision.startswith("int8")
+    cm = npurt.compile(model, soc="rk3588", quantize=_calibration(rng, (1, 3, 7, 9)) if int8 else None,
+                       progress=False)
+    index, node = next((i, n) for i, n in enumerate(cm.graph.nodes) if n.op_type == "GlobalAveragePool")
+    src, dst = node.inputs[0], node.outputs[0]
+    if precision == "int8-requantised":
+        st = cm.storage[dst]
+        cm.storage[dst] = dataclasses.replace(st, scale=st.scale * 0.61, zp=st.zp - 3)
+    value = rng.standard_normal(cm.storage[src].shape).astype(np.float32) * 3
+    stored = []
+    for inplace in (True, False):
+        ex = Executor(cm, inplace=inplace)
+        ex.bind(*allocate(cm))
+        assert (not ex._steps[index][2] and not ex._steps[index][3]) == inplace
+        ex.write_tensor(src, value)
+        ex.run_step(index)
+        stored.append(ex.tensor_view(dst).view(np.uint8).copy())
+    assert np.array_equal(stored[0], stored[1])

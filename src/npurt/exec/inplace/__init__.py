@@ -5,7 +5,7 @@ slot -> NCHW float32 -> kernel -> NCHW float32 -> slot round trip.
 slots and writes its outputs into theirs (native layout and type, padding lanes zero); None otherwise, and the
 executor keeps the generic path. Every buffer is prepared at bind; the per-run work is a few numpy calls with
 `out=`. The arithmetic is the generic path's. One module per op family: `elementwise` (unary tables, binary ops),
-`channels` (Concat / Split by whole C1 blocks), `reshape` (NC1HWC2 into a plain slot), `resize` (nearest), `pool` (MaxPool),
+`channels` (Concat / Split by whole C1 blocks), `reshape` (NC1HWC2 into a plain slot), `resize` (nearest), `pool` (MaxPool, GlobalAveragePool),
 `conv` (dense and depthwise), `plain` (Concat / Split / unary ops on plainly stored tensors); `epilogue` is the
 store they share.
 """
@@ -19,7 +19,7 @@ from npurt.exec.inplace import plain
 from npurt.exec.inplace.channels import concat, split
 from npurt.exec.inplace.conv import conv
 from npurt.exec.inplace.elementwise import BINARY, UNARY, binary, unary
-from npurt.exec.inplace.pool import max_pool
+from npurt.exec.inplace.pool import global_average_pool, max_pool
 from npurt.exec.inplace.reshape import unpack_reshape
 from npurt.exec.inplace.resize import resize_nearest
 from npurt.exec.inplace.binding import StepBinding
@@ -61,6 +61,8 @@ def _prepare(op: str, node: Any, kernel: Callable, attrs: dict, ctx: StepBinding
         return conv(node, attrs, ctx)
     if op == "MaxPool":
         return max_pool(node, attrs, ctx)
+    if op == "GlobalAveragePool":
+        return global_average_pool(node, attrs, ctx)
     if op in ("Reshape", "Flatten"):
         return unpack_reshape(node, ctx)
     if op == "Resize" and attrs.get("mode", "nearest") == "nearest":

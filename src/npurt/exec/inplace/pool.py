@@ -11,7 +11,7 @@ import numpy as np
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.epilogue import copier, stored_table
-from npurt.exec.inplace.slots import Skip, activation, all_values, bits
+from npurt.exec.inplace.slots import Skip, activation, all_values, bits, quantize
 from npurt.exec.kernels.pool import _pool_geometry
 
 
@@ -68,4 +68,42 @@ def max_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
             narrow()
         if requantise is not None:
             requantise()
+    return run
+
+
+def global_average_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
+    """GlobalAveragePool between NC1HWC2 slots: the stored values widened to float32 (int8 dequantised as the slot
+    reader does), each channel's H x W plane made contiguous as in the NCHW array the kernel gets, and `np.mean`
+    over it — the kernel's own call on the same memory order, so the same sums."""
+    si, ki = activation(node.inputs[0], ctx)
+    so, ko = activation(node.outputs[0], ctx)
+    if ki != ko or si.dims[1] != so.dims[1] or si.dims[4] != so.dims[4] or si.dtype is not so.dtype \
+            or tuple(so.shape[2:]) != (1, 1):
+        raise Skip
+    x, y = ctx.slot(node.inputs[0]), ctx.slot(node.outputs[0])
+    n, c1, h, w, c2 = x.shape
+    wide = ctx.scratch2(x.size).reshape(x.shape)
+    planes = ctx.typed_scratch(np.float32, x.size).reshape(n, c1, c2, h, w)
+    means = ctx.scratch(n * c1 * c2).reshape(n, c1, c2, 1, 1)
+    if ki == "fp16":
+        widen = copier(wide, x)
+        narrow = copier(y, means.reshape(y.shape))
+    else:
+        scale, shift = np.float32(si.scale), np.float32(si.zp * si.scale)
+        lanes = so.shape[1] - (c1 - 1) * c2
+        padding = y[:, -1, ..., lanes:]
+
+        def widen() -> None:
+            np.multiply(x, scale, out=wide)
+            np.subtract(wide, shift, out=wide)
+
+        def narrow() -> None:
+            y[...] = quantize(means.reshape(y.shape), so)
+            padding.fill(0)
+
+    def run() -> None:
+        widen()
+        np.copyto(planes, wide.transpose(0, 1, 4, 2, 3))
+        np.mean(planes, axis=(3, 4), dtype=np.float32, out=means, keepdims=True)
+        narrow()
     return run
