@@ -118,3 +118,24 @@ def test_inplace_global_average_pool_is_byte_identical(precision, channels):
         ex.run_step(index)
         stored.append(ex.tensor_view(dst).view(np.uint8).copy())
     assert np.array_equal(stored[0], stored[1])
+
+
+def test_inplace_gemm_softmax_on_plain_fp16_slots_are_byte_identical():
+    """small_convnet's classifier (Gemm, Softmax on plain (1, 10) fp16 slots) stores the generic path's bytes."""
+    from npurt.model.zoo import small_convnet
+    rng = np.random.default_rng(9)
+    cm = npurt.compile(small_convnet(size=16), soc="rk3588", progress=False)
+    index = next(i for i, n in enumerate(cm.graph.nodes) if n.op_type == "Gemm")
+    src = cm.graph.nodes[index].inputs[0]
+    value = rng.standard_normal(cm.storage[src].shape).astype(np.float32) * 4
+    stored = []
+    for inplace in (True, False):
+        ex = Executor(cm, inplace=inplace)
+        ex.bind(*allocate(cm))
+        assert all((not s[2] and not s[3]) == inplace for s in ex._steps[index:])
+        ex.write_tensor(src, value)
+        for i in range(index, len(ex._steps)):
+            ex.run_step(i)
+        stored.append([ex.tensor_view(n.outputs[0]).view(np.uint8).copy() for n in cm.graph.nodes[index:]])
+    for a, b in zip(*stored):
+        assert np.array_equal(a, b)

@@ -1,6 +1,7 @@
 """Ops on plain slots: tensors stored in their logical shape, C order (UNDEFINED or NCHW layout, no padded rows), as
 float16 or quantised int8 — a detection head's (1, C, N) tensors. Concat / Split are block copies (int8 with other
-quantisation through the 256-entry requantisation table); unary ops are the table gather of `elementwise`."""
+quantisation through the 256-entry requantisation table); unary ops are the table gather of `elementwise`; Gemm /
+Softmax on fp16 call their kernel between the slots (`kernel_step`)."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -100,3 +101,43 @@ def unary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callabl
     table = stored_table(ki, y, so)
     src, dst = bits(ctx.slot(node.inputs[0])), bits(ctx.slot(node.outputs[0]))
     return _kernels.lookup_fn(dst, table, src) or (lambda: np.take(table, src, out=dst, mode="clip"))
+
+
+KERNEL_OPS = ("Gemm", "Softmax")
+
+
+def kernel_step(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
+    """An op whose activations are all plain fp16 slots (a classifier's Gemm / Softmax on (1, C) tensors): its own
+    kernel on the widened float32 values, cast back into the output slots — the generic path's arithmetic without
+    its per-run reader/writer glue. int8 stays generic: its prepared reader/writer measured as fast as this."""
+    loads, args = [], []
+    for t in node.inputs:
+        if t and t in ctx.constants:
+            args.append(ctx.constants[t])
+            continue
+        if not t or len(loads) == 2:
+            raise Skip
+        _plain_fp16(t, ctx)
+        x = ctx.slot(t)
+        wide = (ctx.scratch if not loads else ctx.scratch2)(x.size).reshape(x.shape)
+        loads.append(copier(wide, x))
+        args.append(wide)
+    stores = []
+    for t in node.outputs:
+        if not t:
+            raise Skip
+        _plain_fp16(t, ctx)
+        stores.append(ctx.slot(t))
+
+    def run() -> None:
+        for load in loads:
+            load()
+        for dst, y in zip(stores, kernel(args, attrs)):
+            np.copyto(dst, np.asarray(y, np.float32).reshape(dst.shape), casting="unsafe")
+    return run
+
+
+def _plain_fp16(name: str, ctx: StepBinding) -> None:
+    if _plain(name, ctx)[1] != "fp16":
+        raise Skip
+
