@@ -46,6 +46,22 @@ def test_inplace_and_generic_paths_agree(build, precision):
             assert np.abs(a - b).max() <= 4, name
 
 
+def _assert_steps_store_the_same(cm, first: int, stop: int, src: str, value: np.ndarray) -> None:
+    """Steps first..stop-1 take the in-place path (and not with inplace=False) and, run on `value` written into
+    `src`, store byte for byte what the generic path stores."""
+    stored = []
+    for inplace in (True, False):
+        ex = Executor(cm, inplace=inplace)
+        ex.bind(*allocate(cm))
+        assert all((not s[2] and not s[3]) == inplace for s in ex._steps[first:stop])
+        ex.write_tensor(src, value)
+        for i in range(first, stop):
+            ex.run_step(i)
+        stored.append([ex.tensor_view(n.outputs[0]).view(np.uint8).copy() for n in cm.graph.nodes[first:stop]])
+    for a, b in zip(*stored):
+        assert np.array_equal(a, b)
+
+
 def _pool_model(channels: int, **pool_attrs):
     """input -> 1x1 Conv -> MaxPool(**pool_attrs) -> 1x1 Conv: a MaxPool between two NC1HWC2 slots."""
     from npurt.model.zoo import _Graph
@@ -79,15 +95,7 @@ def test_inplace_maxpool_is_byte_identical(precision, channels, attrs):
         cm.storage[dst] = dataclasses.replace(st, scale=st.scale * 1.37, zp=st.zp + 5)
     value = rng.standard_normal(cm.storage[src].shape).astype(np.float32) * 3
     value[0, 0, 0, :4] = [0.0, -0.0, np.inf, -np.inf] if not int8 else 0.0
-    stored = []
-    for inplace in (True, False):
-        ex = Executor(cm, inplace=inplace)
-        ex.bind(*allocate(cm))
-        assert (not ex._steps[index][2] and not ex._steps[index][3]) == inplace
-        ex.write_tensor(src, value)
-        ex.run_step(index)
-        stored.append(ex.tensor_view(dst).view(np.uint8).copy())
-    assert np.array_equal(stored[0], stored[1])
+    _assert_steps_store_the_same(cm, index, index + 1, src, value)
 
 
 @pytest.mark.parametrize("precision", ["fp16", "int8", "int8-requantised"])
@@ -109,15 +117,7 @@ def test_inplace_global_average_pool_is_byte_identical(precision, channels):
         st = cm.storage[dst]
         cm.storage[dst] = dataclasses.replace(st, scale=st.scale * 0.61, zp=st.zp - 3)
     value = rng.standard_normal(cm.storage[src].shape).astype(np.float32) * 3
-    stored = []
-    for inplace in (True, False):
-        ex = Executor(cm, inplace=inplace)
-        ex.bind(*allocate(cm))
-        assert (not ex._steps[index][2] and not ex._steps[index][3]) == inplace
-        ex.write_tensor(src, value)
-        ex.run_step(index)
-        stored.append(ex.tensor_view(dst).view(np.uint8).copy())
-    assert np.array_equal(stored[0], stored[1])
+    _assert_steps_store_the_same(cm, index, index + 1, src, value)
 
 
 def test_inplace_gemm_softmax_on_plain_fp16_slots_are_byte_identical():
@@ -128,14 +128,4 @@ def test_inplace_gemm_softmax_on_plain_fp16_slots_are_byte_identical():
     index = next(i for i, n in enumerate(cm.graph.nodes) if n.op_type == "Gemm")
     src = cm.graph.nodes[index].inputs[0]
     value = rng.standard_normal(cm.storage[src].shape).astype(np.float32) * 4
-    stored = []
-    for inplace in (True, False):
-        ex = Executor(cm, inplace=inplace)
-        ex.bind(*allocate(cm))
-        assert all((not s[2] and not s[3]) == inplace for s in ex._steps[index:])
-        ex.write_tensor(src, value)
-        for i in range(index, len(ex._steps)):
-            ex.run_step(i)
-        stored.append([ex.tensor_view(n.outputs[0]).view(np.uint8).copy() for n in cm.graph.nodes[index:]])
-    for a, b in zip(*stored):
-        assert np.array_equal(a, b)
+    _assert_steps_store_the_same(cm, index, len(cm.graph.nodes), src, value)

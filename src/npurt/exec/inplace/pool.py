@@ -20,12 +20,23 @@ def _windows(axis: int, k: int, stride: int, dil: int, n_out: int) -> list[tuple
     return [(slice(None),) * axis + (slice(o * dil, o * dil + (n_out - 1) * stride + 1, stride),) for o in range(k)]
 
 
-def max_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
+def _pair(node: Any, ctx: StepBinding) -> tuple[Any, Any, str]:
+    """(input storage, output storage, kind) of a pool between two NC1HWC2 slots of one type and C1 x C2 blocking."""
     si, ki = activation(node.inputs[0], ctx)
     so, ko = activation(node.outputs[0], ctx)
     if ki != ko or si.dims[1] != so.dims[1] or si.dims[4] != so.dims[4] or si.dtype is not so.dtype \
-            or any(node.outputs[1:]) or len(si.shape) != 4:
+            or any(node.outputs[1:]):
         raise Skip
+    return si, so, ki
+
+
+def _padding_lanes(y: np.ndarray, so) -> np.ndarray:
+    """The last C1 block's padding lanes of slot `y` (empty when the channels fill it): they must stay zero."""
+    return y[:, -1, ..., so.shape[1] - (so.dims[1] - 1) * so.dims[4]:]
+
+
+def max_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
+    si, so, ki = _pair(node, ctx)
     k, strides, dil, pb, pe_ext, _, out = _pool_geometry(tuple(si.shape), attrs)
     if any(pb) or any(pe_ext) or tuple(so.shape[2:]) != tuple(out):
         raise Skip
@@ -48,8 +59,7 @@ def max_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
             ybits = bits(y)
             lookup = _kernels.lookup_fn(ybits, table, ybits) or \
                 (lambda: np.take(table, ybits.copy(), out=ybits, mode="clip"))
-            lanes = so.shape[1] - (so.dims[1] - 1) * so.dims[4]
-            padding = y[:, -1, ..., lanes:]              # the last C1 block's padding lanes stay zero
+            padding = _padding_lanes(y, so)
 
             def requantise() -> None:
                 lookup()
@@ -75,10 +85,8 @@ def global_average_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[]
     """GlobalAveragePool between NC1HWC2 slots: the stored values widened to float32 (int8 dequantised as the slot
     reader does), each channel's H x W plane made contiguous as in the NCHW array the kernel gets, and `np.mean`
     over it — the kernel's own call on the same memory order, so the same sums."""
-    si, ki = activation(node.inputs[0], ctx)
-    so, ko = activation(node.outputs[0], ctx)
-    if ki != ko or si.dims[1] != so.dims[1] or si.dims[4] != so.dims[4] or si.dtype is not so.dtype \
-            or tuple(so.shape[2:]) != (1, 1):
+    si, so, ki = _pair(node, ctx)
+    if tuple(so.shape[2:]) != (1, 1):
         raise Skip
     x, y = ctx.slot(node.inputs[0]), ctx.slot(node.outputs[0])
     n, c1, h, w, c2 = x.shape
@@ -90,8 +98,7 @@ def global_average_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[]
         narrow = copier(y, means.reshape(y.shape))
     else:
         scale, shift = np.float32(si.scale), np.float32(si.zp * si.scale)
-        lanes = so.shape[1] - (c1 - 1) * c2
-        padding = y[:, -1, ..., lanes:]
+        padding = _padding_lanes(y, so)
 
         def widen() -> None:
             np.multiply(x, scale, out=wide)
