@@ -100,8 +100,9 @@ def global_average_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[]
         scale, shift = np.float32(si.scale), np.float32(si.zp * si.scale)
         padding = _padding_lanes(y, so)
 
-        def widen() -> None:
-            np.multiply(x, scale, out=wide)
+        def widen() -> None:                     # int8 -> float32 is exact: the reader's int8 * float32 product
+            np.copyto(wide, x)
+            np.multiply(wide, scale, out=wide)
             np.subtract(wide, shift, out=wide)
 
         def narrow() -> None:
