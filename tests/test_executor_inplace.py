@@ -73,6 +73,20 @@ def _pool_model(channels: int, **pool_attrs):
     return g.model([("input", [1, 3, 13, 12])], [(y, [1, 4] + out)], "pool")
 
 
+def _compiled_pool(model, op: str, precision: str, rng, shape: tuple, requantise: tuple[float, int]):
+    """(compiled model, step index of `op`, its input) in `precision`; "int8-requantised" moves the output's scale
+    and zero point by `requantise` so the step goes through the requantisation table."""
+    import dataclasses
+    int8 = precision.startswith("int8")
+    cm = npurt.compile(model, soc="rk3588", quantize=_calibration(rng, shape) if int8 else None, progress=False)
+    index, node = next((i, n) for i, n in enumerate(cm.graph.nodes) if n.op_type == op)
+    out = node.outputs[0]
+    if precision == "int8-requantised":
+        st = cm.storage[out]
+        cm.storage[out] = dataclasses.replace(st, scale=st.scale * requantise[0], zp=st.zp + requantise[1])
+    return cm, index, node.inputs[0]
+
+
 @pytest.mark.parametrize("precision", ["fp16", "int8", "int8-requantised"])
 @pytest.mark.parametrize("channels,attrs", [
     (16, {"kernel_shape": [2, 2], "strides": [2, 2]}),
@@ -82,17 +96,10 @@ def _pool_model(channels: int, **pool_attrs):
 def test_inplace_maxpool_is_byte_identical(precision, channels, attrs):
     """The in-place MaxPool step stores exactly the generic path's bytes (fp16; int8 with the same or another
     output quantisation, which goes through the requantisation table)."""
-    import dataclasses
     rng = np.random.default_rng(7)
     model = _pool_model(channels, **attrs)
     int8 = precision.startswith("int8")
-    cm = npurt.compile(model, soc="rk3588", quantize=_calibration(rng, (1, 3, 13, 12)) if int8 else None,
-                       progress=False)
-    index, node = next((i, n) for i, n in enumerate(cm.graph.nodes) if n.op_type == "MaxPool")
-    src, dst = node.inputs[0], node.outputs[0]
-    if precision == "int8-requantised":
-        st = cm.storage[dst]
-        cm.storage[dst] = dataclasses.replace(st, scale=st.scale * 1.37, zp=st.zp + 5)
+    cm, index, src = _compiled_pool(model, "MaxPool", precision, rng, (1, 3, 13, 12), (1.37, 5))
     value = rng.standard_normal(cm.storage[src].shape).astype(np.float32) * 3
     value[0, 0, 0, :4] = [0.0, -0.0, np.inf, -np.inf] if not int8 else 0.0
     _assert_steps_store_the_same(cm, index, index + 1, src, value)
@@ -102,20 +109,12 @@ def test_inplace_maxpool_is_byte_identical(precision, channels, attrs):
 @pytest.mark.parametrize("channels", [16, 20, 64])
 def test_inplace_global_average_pool_is_byte_identical(precision, channels):
     """The in-place GlobalAveragePool step stores exactly the generic path's bytes (same sums, same rounding)."""
-    import dataclasses
     from npurt.model.zoo import _Graph
     rng = np.random.default_rng(8)
     g = _Graph(0)
     x = g.node("GlobalAveragePool", [g.conv("input", 3, channels, 1)])
     model = g.model([("input", [1, 3, 7, 9])], [(g.conv(x, channels, 4, 1), [1, 4, 1, 1])], "gap")
-    int8 = precision.startswith("int8")
-    cm = npurt.compile(model, soc="rk3588", quantize=_calibration(rng, (1, 3, 7, 9)) if int8 else None,
-                       progress=False)
-    index, node = next((i, n) for i, n in enumerate(cm.graph.nodes) if n.op_type == "GlobalAveragePool")
-    src, dst = node.inputs[0], node.outputs[0]
-    if precision == "int8-requantised":
-        st = cm.storage[dst]
-        cm.storage[dst] = dataclasses.replace(st, scale=st.scale * 0.61, zp=st.zp - 3)
+    cm, index, src = _compiled_pool(model, "GlobalAveragePool", precision, rng, (1, 3, 7, 9), (0.61, -3))
     value = rng.standard_normal(cm.storage[src].shape).astype(np.float32) * 3
     _assert_steps_store_the_same(cm, index, index + 1, src, value)
 

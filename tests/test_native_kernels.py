@@ -161,24 +161,28 @@ def test_layout_kernels_match_numpy(p):
     K.set_level("")
 
 
+def _nhwc_input_attr(n: int, h: int, w: int, c: int, w_stride: int, out: str):
+    """An NHWC native input attr of type `out` (float32 / float16 / int8 with scale 0.021, zp -7), rows `w_stride`."""
+    from npurt.model.attrs import QntType, TensorAttr
+    from npurt.tensor import DType, Layout
+    dtype = {"float32": DType.FLOAT32, "float16": DType.FLOAT16, "int8": DType.INT8}[out]
+    quant = out == "int8"
+    return TensorAttr(index=0, name="x", n_dims=4, dims=[n, h, w, c], n_elems=n * h * w * c,
+                      size=dtype.nbytes(n * h * w * c), fmt=Layout.NHWC, type=dtype, w_stride=w_stride,
+                      qnt_type=QntType.AFFINE_ASYMMETRIC if quant else QntType.NONE, scale=0.021 if quant else 1.0,
+                      zp=-7 if quant else 0, size_with_stride=dtype.nbytes(n * h * w_stride * c))
+
+
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 2), h=st.integers(1, 9), w=st.integers(1, 40), c=st.integers(1, 4),
        pad_in=st.integers(0, 5), pad_out=st.integers(0, 5), seed=st.integers(0, 2**32 - 1),
        out=st.sampled_from(["float32", "float16", "int8"]))
 def test_image_input_pass_matches_numpy(n, h, w, c, pad_in, pad_out, seed, out):
-    from npurt.model.attrs import QntType, TensorAttr
     from npurt.runtime.user_io import pack_input
-    from npurt.tensor import DType, Layout
     rng = np.random.default_rng(seed)
     frame = rng.integers(0, 256, (n, h, w + pad_in, c), dtype=np.uint8)[:, :, :w, :]
     mean, std = list(rng.uniform(0, 255, c)), list(rng.uniform(0.5, 80, c))
-    dtype = {"float32": DType.FLOAT32, "float16": DType.FLOAT16, "int8": DType.INT8}[out]
-    quant = out == "int8"
-    ws = w + pad_out
-    attr = TensorAttr(index=0, name="x", n_dims=4, dims=[n, h, w, c], n_elems=n * h * w * c,
-                      size=dtype.nbytes(n * h * w * c), fmt=Layout.NHWC, type=dtype, w_stride=ws,
-                      qnt_type=QntType.AFFINE_ASYMMETRIC if quant else QntType.NONE, scale=0.021 if quant else 1.0,
-                      zp=-7 if quant else 0, size_with_stride=dtype.nbytes(n * h * ws * c))
+    attr = _nhwc_input_attr(n, h, w, c, w + pad_out, out)
     got, ref = (np.full(attr.size_with_stride, 7, np.uint8) for _ in range(2))
     pack_input(attr, frame, got, mean, std, layout="nhwc")
     _numpy(pack_input, attr, frame, ref, mean, std, layout="nhwc")
@@ -192,20 +196,12 @@ def test_image_input_pass_matches_numpy(n, h, w, c, pad_in, pad_out, seed, out):
 def test_float_input_pack_matches_numpy(n, h, w, c, pad_out, seed, normalise, layout, out):
     """float32 user inputs (NCHW, or NHWC) into an NHWC native input: the compiled transposing store (cast or
     quantised) gives numpy's bytes, with and without mean / std."""
-    from npurt.model.attrs import QntType, TensorAttr
     from npurt.runtime.user_io import pack_input
-    from npurt.tensor import DType, Layout
     rng = np.random.default_rng(seed)
     x = (rng.standard_normal((n, c, h, w)) * 3).astype(np.float32)
     x.flat[::11] = 127.5 * 0.021                       # values on a rounding tie after quantisation
     mean, std = (list(rng.uniform(-1, 1, c)), list(rng.uniform(0.5, 2, c))) if normalise else (None, None)
-    dtype = {"float32": DType.FLOAT32, "float16": DType.FLOAT16, "int8": DType.INT8}[out]
-    quant = out == "int8"
-    ws = w + pad_out
-    attr = TensorAttr(index=0, name="x", n_dims=4, dims=[n, h, w, c], n_elems=n * h * w * c,
-                      size=dtype.nbytes(n * h * w * c), fmt=Layout.NHWC, type=dtype, w_stride=ws,
-                      qnt_type=QntType.AFFINE_ASYMMETRIC if quant else QntType.NONE, scale=0.021 if quant else 1.0,
-                      zp=-7 if quant else 0, size_with_stride=dtype.nbytes(n * h * ws * c))
+    attr = _nhwc_input_attr(n, h, w, c, w + pad_out, out)
     user = x if layout == "nchw" else np.ascontiguousarray(x.transpose(0, 2, 3, 1))
     got, ref = (np.full(attr.size_with_stride, 7, np.uint8) for _ in range(2))
     pack_input(attr, user, got, mean, std, layout=layout)

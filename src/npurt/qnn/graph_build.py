@@ -221,6 +221,17 @@ def decode_op(config: Any, resolve: Callable[[Any, str], str]) -> qi.QnnOp:
 # ---------------------------------------------------------------------------------------------------------
 # the objects
 # ---------------------------------------------------------------------------------------------------------
+
+def _create_tensor(owner: Any, lock: Any, tensor: Any) -> int:
+    """`add_tensor(owner, tensor)` under `lock`, its refusal as the tensor API's code (unsupported vs invalid)."""
+    with lock:
+        try:
+            add_tensor(owner, tensor)
+        except NpuError as exc:
+            raise QnnError(C.QNN_TENSOR_ERROR_UNSUPPORTED_TENSOR_PARAM if exc.code is ErrorCode.NOT_SUPPORTED
+                           else C.QNN_TENSOR_ERROR_INVALID_TENSOR_PARAM, exc.message) from None
+    return C.QNN_SUCCESS
+
 class BuildContext(QnnContext):
     """A context made by contextCreate: its graphs are built op by op; each finalized graph runs in a child
     `QnnContext` holding its compiled model. Registered memory belongs to this context."""
@@ -501,25 +512,13 @@ class GraphBuilding:
     def tensorCreateGraphTensor(self, graph: Any, tensor: Any) -> int:
         """QnnTensor_createGraphTensor(graph, &tensor): declare a tensor (STATIC data copied now); writes its id."""
         g = _graph(graph, C.QNN_TENSOR_ERROR_INVALID_HANDLE)
-        with g.context.lock:
-            try:
-                add_tensor(g, tensor)
-            except NpuError as exc:
-                raise QnnError(C.QNN_TENSOR_ERROR_UNSUPPORTED_TENSOR_PARAM if exc.code is ErrorCode.NOT_SUPPORTED
-                               else C.QNN_TENSOR_ERROR_INVALID_TENSOR_PARAM, exc.message) from None
-        return C.QNN_SUCCESS
+        return _create_tensor(g, g.context.lock, tensor)
 
     @qnn_call("tensorCreateContextTensor")
     def tensorCreateContextTensor(self, context: Any, tensor: Any) -> int:
         """QnnTensor_createContextTensor(ctx, &tensor): a STATIC tensor every graph of the context can use."""
         ctx = _build_context(context, C.QNN_TENSOR_ERROR_INVALID_HANDLE)
-        with ctx.lock:
-            try:
-                add_tensor(ctx, tensor)
-            except NpuError as exc:
-                raise QnnError(C.QNN_TENSOR_ERROR_UNSUPPORTED_TENSOR_PARAM if exc.code is ErrorCode.NOT_SUPPORTED
-                               else C.QNN_TENSOR_ERROR_INVALID_TENSOR_PARAM, exc.message) from None
-        return C.QNN_SUCCESS
+        return _create_tensor(ctx, ctx.lock, tensor)
 
     @qnn_call("graphAddNode")
     def graphAddNode(self, graph: Any, opConfig: Any) -> int:

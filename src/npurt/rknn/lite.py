@@ -40,8 +40,9 @@ from npurt.model.file_format import is_npurt, refuse_vendor_model
 _DTYPES = {"int8": "int8", "uint8": "uint8", "int16": "int16", "float16": "float16", "float32": "float32"}
 
 
-class CoreMasks:
-    """The `core_mask` values of the vendor's Python classes (RKNNLite and the toolkit's RKNN)."""
+class VendorClass:
+    """What the vendor's Python classes (RKNNLite and the toolkit's RKNN) share: the `core_mask` values and
+    `get_sdk_version` (both keep their context in `_ctx` and log through `_log`)."""
 
     NPU_CORE_AUTO = 0x0
     NPU_CORE_0 = 0x1
@@ -52,8 +53,15 @@ class CoreMasks:
     NPU_CORE_ALL = 0xFFFF
     _CORE_MASKS = (0x0, 0x1, 0x2, 0x4, 0x3, 0x7, 0xFFFF)
 
+    def get_sdk_version(self) -> str | None:
+        """The runtime and driver versions, in the vendor's text layout (None before init_runtime)."""
+        if self._ctx is None:
+            self._log("E", "get_sdk_version", "Runtime environment is not inited, please call init_runtime first!")
+            return None
+        return sdk_version_text(self._ctx)
 
-class RKNNLite(CoreMasks):
+
+class RKNNLite(VendorClass):
     """The vendor Lite class's API over an npurt runtime Context (see the module doc)."""
 
     def __init__(self, verbose: bool = False, verbose_file: str | None = None) -> None:
@@ -112,7 +120,7 @@ class RKNNLite(CoreMasks):
         return None
 
     def init_runtime(self, target: str | None = None, device_id: str | None = None, async_mode: bool = False,
-                     core_mask: int = CoreMasks.NPU_CORE_AUTO) -> int:
+                     core_mask: int = VendorClass.NPU_CORE_AUTO) -> int:
         """Create the runtime for the loaded model on `target` (default: see the module doc); 0 / -1."""
         if self._model is None:
             self._log("E", "init_runtime", "Model is not loaded yet, this interface should be called after "
@@ -170,13 +178,6 @@ class RKNNLite(CoreMasks):
             return outputs
 
     # --- information ------------------------------------------------------------------------------------------------
-    def get_sdk_version(self) -> str | None:
-        """The runtime and driver versions, in the vendor's text layout (None before init_runtime)."""
-        if self._ctx is None:
-            self._log("E", "get_sdk_version", "Runtime environment is not inited, please call init_runtime first!")
-            return None
-        return sdk_version_text(self._ctx)
-
     def list_support_target_platform(self, rknn_model: str | None = None) -> dict[str, list[str]]:
         """The SoCs npurt emulates; with `rknn_model` (a `.npurt` file) also the one it was compiled for."""
         from npurt.soc import PROFILES

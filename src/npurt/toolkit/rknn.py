@@ -36,7 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from npurt.errors import NpuError
-from npurt.rknn.lite import CoreMasks, infer, input_layout, runtime_sink, sdk_version_text
+from npurt.rknn.lite import VendorClass, infer, input_layout, runtime_sink
 
 PLATFORMS = ("rv1103", "rv1103b", "rv1106", "rv1106b", "rv1126b", "rk2118", "rk3562", "rk3566", "rk3568", "rk3576",
              "rk3588")
@@ -86,7 +86,7 @@ def _norm_lists(values: Any, what: str) -> list[list[float]] | None:
     return out
 
 
-class RKNN(CoreMasks):
+class RKNN(VendorClass):
     """rknn-toolkit2's `RKNN` class on npurt (see the module doc)."""
 
     def __init__(self, verbose: bool = False, verbose_file: str | None = None) -> None:
@@ -335,7 +335,7 @@ class RKNN(CoreMasks):
     # --- runtime ----------------------------------------------------------------------------------------------------
     @_status()
     def init_runtime(self, target: str | None = None, device_id: str | None = None, perf_debug: bool = False,
-                     eval_mem: bool = False, async_mode: bool = False, core_mask: int = CoreMasks.NPU_CORE_AUTO,
+                     eval_mem: bool = False, async_mode: bool = False, core_mask: int = VendorClass.NPU_CORE_AUTO,
                      fallback_prior_device: str = "cpu") -> int:
         """Load the model on an emulated NPU: `target` None emulates the model's target_platform, a SoC name that
         SoC (no board is connected); 0 / -1."""
@@ -445,13 +445,6 @@ class RKNN(CoreMasks):
         if is_print:
             print(format_memory(figures, len(self._compiled.to_bytes())))
         return figures
-
-    def get_sdk_version(self) -> str | None:
-        """The runtime and driver versions (after init_runtime), in the vendor's text layout."""
-        if self._ctx is None:
-            self._log("E", "get_sdk_version", "Runtime environment is not inited, please call init_runtime first!")
-            return None
-        return sdk_version_text(self._ctx)
 
     def list_devices(self) -> tuple[list[str], list[str]]:
         """(adb_devices, ntb_devices): npurt's emulated devices, one per SoC it emulates (no board)."""
