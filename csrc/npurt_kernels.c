@@ -336,11 +336,23 @@ NPK_TILE(tile_e2, 8, _mm_unpacklo_epi16, _mm_unpackhi_epi16, 3)
 NPK_TILE(tile_e4, 4, _mm_unpacklo_epi32, _mm_unpackhi_epi32, 2)
 #endif
 
+/* element copies of constant size (inlined moves, not a memcpy call per element) */
+#define NPK_TRANSPOSE_SCALAR(E)                                                                            \
+    for (int64_t c = 0; c < C; c++)                                                                        \
+        for (int64_t r = 0; r < R; r++)                                                                    \
+            memcpy(d + c * ds + r * E, s + r * ss + c * E, E)
+
 static void transpose_scalar(const char *s, int64_t ss, char *d, int64_t ds, int64_t R, int64_t C, int e)
 {
-    for (int64_t c = 0; c < C; c++)
-        for (int64_t r = 0; r < R; r++)
-            memcpy(d + c * ds + r * e, s + r * ss + c * e, (size_t)e);
+    switch (e) {
+    case 1: NPK_TRANSPOSE_SCALAR(1); break;
+    case 2: NPK_TRANSPOSE_SCALAR(2); break;
+    case 4: NPK_TRANSPOSE_SCALAR(4); break;
+    default:
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t r = 0; r < R; r++)
+                memcpy(d + c * ds + r * e, s + r * ss + c * e, (size_t)e);
+    }
 }
 
 #ifdef NPK_X86
@@ -456,6 +468,8 @@ int npk_planes_to_lanes(int conv, const void *src, int64_t sn, int64_t sc, int64
                 const char *srow = (const char *)src + (n * sn + k0 * sc + h * sh) * es;
                 for (int64_t w0 = 0; w0 < width; w0 += P) {
                     int64_t p = width - w0 < P ? width - w0 : P;
+                    if (lanes < C2)                     /* padding lanes: the chunk zeroed once, then filled */
+                        memset(drow + w0 * C2 * ed, 0, (size_t)(p * C2 * ed));
                     if (plain) {
                         transpose(srow + w0 * es, sc * es, drow + w0 * C2 * ed, C2 * ed, lanes, p, ed);
                     } else {
@@ -463,9 +477,6 @@ int npk_planes_to_lanes(int conv, const void *src, int64_t sn, int64_t sc, int64
                             cast_run(conv, srow + (k * sc + w0) * es, stage + k * p * ed, p, a, b);
                         transpose(stage, p * ed, drow + w0 * C2 * ed, C2 * ed, lanes, p, ed);
                     }
-                    if (lanes < C2)
-                        for (int64_t w = w0; w < w0 + p; w++)
-                            memset(drow + (w * C2 + lanes) * ed, 0, (size_t)((C2 - lanes) * ed));
                 }
                 if (!contiguous && Wd > W)
                     memset(drow + W * C2 * ed, 0, (size_t)((Wd - W) * C2 * ed));
@@ -715,6 +726,37 @@ int npk_lookup(const void *table, int out_size, const void *a, const void *b, in
         if (index == 1) for (int64_t i = 0; i < n; i++) o[i] = t[a16[i]];
         else if (index == 0) for (int64_t i = 0; i < n; i++) o[i] = t[a8[i]];
         else for (int64_t i = 0; i < n; i++) o[i] = t[(uint32_t)a8[i] << 8 | b8[i]];
+    }
+    return 0;
+}
+
+#define NPK_LOOKUP_LANES(T, INDEX)                                                                         \
+    do {                                                                                                   \
+        const T *t = table;                                                                                \
+        T *o = out;                                                                                        \
+        for (int64_t p = 0; p < pixels; p++, o += c2) {                                                    \
+            const int64_t i0 = p * c2;                                                                     \
+            for (int64_t k = 0; k < lanes; k++) { const int64_t i = i0 + k; o[k] = t[INDEX]; }             \
+            for (int64_t k = lanes; k < c2; k++) o[k] = 0;                                                 \
+        }                                                                                                  \
+    } while (0)
+
+int npk_lookup_lanes(const void *table, int out_size, const void *a, const void *b, int index, void *out,
+                     int64_t pixels, int64_t c2, int64_t lanes)
+{
+    if ((out_size != 1 && out_size != 2) || index < 0 || index > 2 || pixels < 0 || c2 < 1 || lanes < 0
+        || lanes > c2 || (index == 2 && !b))
+        return -1;
+    const uint8_t *a8 = a, *b8 = b;
+    const uint16_t *a16 = a;
+    if (out_size == 2) {
+        if (index == 1) NPK_LOOKUP_LANES(uint16_t, a16[i]);
+        else if (index == 0) NPK_LOOKUP_LANES(uint16_t, a8[i]);
+        else NPK_LOOKUP_LANES(uint16_t, (uint32_t)a8[i] << 8 | b8[i]);
+    } else {
+        if (index == 1) NPK_LOOKUP_LANES(uint8_t, a16[i]);
+        else if (index == 0) NPK_LOOKUP_LANES(uint8_t, a8[i]);
+        else NPK_LOOKUP_LANES(uint8_t, (uint32_t)a8[i] << 8 | b8[i]);
     }
     return 0;
 }

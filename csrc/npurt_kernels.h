@@ -137,6 +137,11 @@ int npk_depthwise(const struct npk_dw *p, int64_t c_lo, int64_t c_hi);
  * 256-entry table), 1: a[i] (uint16, 65536 entries), 2: a[i] << 8 | b[i] (two uint8, 65536 entries) */
 int npk_lookup(const void *table, int out_size, const void *a, const void *b, int index, void *out, int64_t n);
 
+/* the same over `pixels` groups of c2 entries of which the first `lanes` are looked up and the rest set to 0 (an
+ * NC1HWC2 block whose last lanes are channel padding) */
+int npk_lookup_lanes(const void *table, int out_size, const void *a, const void *b, int index, void *out,
+                     int64_t pixels, int64_t c2, int64_t lanes);
+
 /* out[i] = float16(float32(a[i]) op float32(b[i])) for float16 arrays, op 0 add, 1 subtract, 2 multiply (numpy's
  * ufunc with dtype=float32, then the casting store) */
 int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n);

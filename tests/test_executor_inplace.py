@@ -128,3 +128,90 @@ def test_inplace_gemm_softmax_on_plain_fp16_slots_are_byte_identical():
     src = cm.graph.nodes[index].inputs[0]
     value = rng.standard_normal(cm.storage[src].shape).astype(np.float32) * 4
     _assert_steps_store_the_same(cm, index, len(cm.graph.nodes), src, value)
+
+
+def _assert_each_step_stores_the_same(cm, x: np.ndarray, exact_ops: set[str]) -> None:
+    """Every step of an `exact_ops` type takes the in-place path and, started from the generic run's memory as it is
+    before that step, stores the generic path's bytes."""
+    bufs = [allocate(cm) for _ in range(2)]
+    exs = [Executor(cm, inplace=flag) for flag in (True, False)]
+    for ex, (w, a, ins, outs) in zip(exs, bufs):
+        a[:] = 0xAB                                    # stale bytes: padding lanes must be written, not inherited
+        ex.bind(w, a, ins, outs)
+        pack_input(cm.native_input_attrs[0], x, ins[0])
+    checked = 0
+    for i, node in enumerate(cm.graph.nodes):
+        bufs[0][1][:] = bufs[1][1]
+        for mine, theirs in zip(bufs[0][3], bufs[1][3]):
+            mine[:] = theirs
+        for ex in exs:
+            ex.run_step(i)
+        if node.op_type not in exact_ops:
+            continue
+        step = exs[0]._steps[i]
+        assert not step[2] and not step[3], f"{node.name} ({node.op_type}) is not in place"
+        for t in node.outputs:
+            assert np.array_equal(exs[0].tensor_view(t).view(np.uint8), exs[1].tensor_view(t).view(np.uint8)), t
+        checked += 1
+    assert checked
+
+
+_DECODE_OPS = {"Sigmoid", "Mul", "Add", "Split", "Concat", "Reshape", "Resize"}
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+def test_inplace_decode_head_steps_are_byte_identical(precision, level):
+    """yolo_head's decode tail — (1, 255, H, W) reshaped to (1, 3, 85, H*W) in NC1HWC2 (3 used lanes), Sigmoid, Split
+    and Concat along H, Mul / Add with the grid and anchor constants (int8: every step requantises) — stores the
+    generic path's bytes at every instruction-set level."""
+    from npurt.model.zoo import yolo_head
+    rng = np.random.default_rng(11)
+    shape = (1, 3, 64, 64)
+    cm = npurt.compile(yolo_head(size=64), soc="rk3588", quantize=_calibration(rng, shape) if precision == "int8"
+                       else None, progress=False)
+    _assert_each_step_stores_the_same(cm, rng.standard_normal(shape).astype(np.float32) * 2, _DECODE_OPS)
+
+
+def _width_model(channels: int):
+    """Conv -> Split on W -> Concat on W (swapped) -> Reshape to other NC1HWC2 dims -> Mul by a (1, 1, H, 1)
+    constant -> Add a scalar -> Sub from a per-channel constant -> Conv."""
+    from npurt.model.zoo import _Graph
+    g = _Graph(0)
+    y = g.conv("input", 3, channels, 1)
+    a, b = g.node("Split", [y, g.const(np.array([5, 7], np.int64), "split")], n_out=2, axis=3)
+    y = g.node("Concat", [b, a], axis=-1)
+    y = g.node("Reshape", [y, g.const(np.array([1, 3, channels, 36], np.int64), "shape")])
+    rows = np.random.default_rng(0).standard_normal((1, 1, channels, 1)).astype(np.float32)
+    y = g.node("Mul", [y, g.const(rows, "rows")])
+    y = g.node("Add", [y, g.const(np.array(0.75, np.float32), "scalar")])
+    y = g.node("Sub", [g.const(np.array([1.5, -2.0, 0.25], np.float32).reshape(1, 3, 1, 1), "lanes"), y])
+    out = g.conv(y, 3, 4, 1)
+    return g.model([("input", [1, 3, 9, 12])], [(out, [1, 4, channels, 36])], "width")
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+@pytest.mark.parametrize("channels", [9, 24])
+def test_inplace_width_split_concat_reshape_and_constants_are_byte_identical(precision, channels, level):
+    """Split / Concat on W, an NC1HWC2 -> NC1HWC2 Reshape into 3 used lanes, and Mul / Add / Sub with a
+    row constant, a scalar and a per-channel constant (either operand order) store the generic path's bytes."""
+    rng = np.random.default_rng(12)
+    shape = (1, 3, 9, 12)
+    cm = npurt.compile(_width_model(channels), soc="rk3588", quantize=_calibration(rng, shape)
+                       if precision == "int8" else None, progress=False)
+    _assert_each_step_stores_the_same(cm, rng.standard_normal(shape).astype(np.float32), _DECODE_OPS | {"Sub"})
+
+
+def test_inplace_decode_steps_without_compiled_kernels_are_byte_identical():
+    """The numpy fallbacks of the same steps (compiled kernels off) store the generic path's bytes."""
+    import npurt._kernels as kernels
+    rng = np.random.default_rng(13)
+    shape = (1, 3, 9, 12)
+    before = kernels.set_enabled(False)
+    try:
+        for precision in ("fp16", "int8"):
+            cm = npurt.compile(_width_model(9), soc="rk3588", quantize=_calibration(rng, shape)
+                               if precision == "int8" else None, progress=False)
+            _assert_each_step_stores_the_same(cm, rng.standard_normal(shape).astype(np.float32),
+                                              _DECODE_OPS | {"Sub"})
+    finally:
+        kernels.set_enabled(before)

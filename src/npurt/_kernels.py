@@ -523,8 +523,11 @@ def lookup(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray | No
     return True
 
 
-def lookup_fn(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray | None = None):
-    """`lookup(out, table, a, b)` prepared once: a zero-argument function, or None when `lookup` would decline."""
+def lookup_fn(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray | None = None,
+              lanes: tuple[int, int] | None = None):
+    """`lookup(out, table, a, b)` prepared once: a zero-argument function, or None when `lookup` would decline.
+    `lanes` = (C2, L): the arrays are groups of C2 entries of which only the first L are looked up, the others set
+    to 0 (the last, partly used C1 block of an NC1HWC2 slot)."""
     if not _enabled or not _writable(out) or not all(isinstance(v, np.ndarray) and v.flags.c_contiguous
                                                      for v in (out, table, a) + ((b,) if b is not None else ())):
         return None
@@ -538,6 +541,12 @@ def lookup_fn(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray |
         return None
     args = (_ptr(table), out.itemsize, _ptr(a), _ptr(b) if b is not None else ffi.NULL, index, _ptr(out), out.size)
     call = lib.npk_lookup
+    if lanes is not None:
+        c2, used = lanes
+        if out.shape[-1] != c2 or not 0 <= used <= c2:
+            return None
+        args = args[:-1] + (out.size // c2, c2, used)
+        call = lib.npk_lookup_lanes
 
     def run() -> None:
         call(*args)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from npurt.exec.inplace import plain
-from npurt.exec.inplace.channels import concat, split
+from npurt.exec.inplace.channels import concat, spatial_concat, spatial_split, split
 from npurt.exec.inplace.conv import conv
 from npurt.exec.inplace.elementwise import BINARY, UNARY, binary, unary
 from npurt.exec.inplace.pool import global_average_pool, max_pool
@@ -54,9 +54,11 @@ def _prepare(op: str, node: Any, kernel: Callable, attrs: dict, ctx: StepBinding
     if op in BINARY:
         return binary(node, kernel, attrs, ctx)
     if op == "Concat":
-        return _first(lambda: concat(node, attrs, ctx), lambda: plain.concat(node, attrs, ctx))
+        return _first(lambda: concat(node, attrs, ctx), lambda: spatial_concat(node, attrs, ctx),
+                      lambda: plain.concat(node, attrs, ctx))
     if op == "Split":
-        return _first(lambda: split(node, ctx), lambda: plain.split(node, attrs, ctx))
+        return _first(lambda: split(node, ctx), lambda: spatial_split(node, attrs, ctx),
+                      lambda: plain.split(node, attrs, ctx))
     if op == "Conv":
         return conv(node, attrs, ctx)
     if op == "MaxPool":

@@ -6,38 +6,36 @@
 - binary Add/Sub/Mul of two identically stored tensors: fp16 computes in float32 in one ufunc call
   (`dtype=float32`, cast once on store); int8 uses a 65536-entry table indexed by the two stored bytes. When both
   inputs are functions of one tensor x (SiLU's Mul(x, Sigmoid(x))), one table over x's stored values.
+- binary Add/Sub/Mul of a tensor and a constant (a decode head's grid and anchors): a one-value constant is a unary
+  op (one table); any other constant broadcast to the output is packed at bind into the output's NC1HWC2 lanes as
+  float32 (zero padding lanes), then one ufunc over the slot (int8: dequantised, computed, requantised).
 
 Table gathers run in the compiled kernels (`_kernels.lookup`), else np.take(mode="clip"): indices are stored bit patterns, always in range, and skipping the bounds
 check measured 20% faster than the default mode.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.kernels import apply_activation
-from npurt.exec.inplace.epilogue import padding_lanes, stored_table, zero
+from npurt.exec.inplace.epilogue import padding_lanes, stored_table, table_gather, zero
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.slots import Skip, activation, all_values, bits, constant_inputs, dequantize, kind_of
+from npurt.exec.inplace.slots import (Skip, activation, all_values, bits, constant_inputs, dequantize, kind_of,
+                                      quantize)
 
 UNARY = {"Sigmoid", "Relu", "LeakyRelu", "Elu", "Selu", "Softplus", "HardSigmoid", "HardSwish", "Tanh", "Erf",
          "Gelu", "Mish", "Abs", "Neg", "Exp", "Clip", "Softsign", "ThresholdedRelu", "Celu"}
 BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}
+PACKED_LIMIT = 4 << 20      # bytes of a constant packed into an output's lanes (float32); larger ones stay generic
 
 
 def _gather_step(table: np.ndarray, src_name: str, out_name: str, ctx: StepBinding) -> Callable[[], None]:
     """A step storing table[stored bits of `src_name`] into `out_name`'s slot, padding lanes zero."""
-    src, dst = bits(ctx.slot(src_name)), bits(ctx.slot(out_name))
-    pads = padding_lanes(ctx.storage[out_name], ctx.slot(out_name))
-
-    gather = _kernels.lookup_fn(dst, table, src) or (lambda: np.take(table, src, out=dst, mode="clip"))
-
-    def run() -> None:
-        gather()
-        zero(pads)
-    return run
+    return table_gather(ctx.slot(out_name), table, ctx.slot(src_name), ctx.storage[out_name].shape[1])
 
 
 def unary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
@@ -58,6 +56,8 @@ def unary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callabl
 def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     if len(node.inputs) != 2 or len(node.outputs) != 1:
         raise Skip
+    if any(t in ctx.constants for t in node.inputs):
+        return _with_constant(node, kernel, attrs, ctx)
     sa, ka = activation(node.inputs[0], ctx)
     sb, kb = activation(node.inputs[1], ctx)
     so, ko = activation(node.outputs[0], ctx)
@@ -132,3 +132,52 @@ def _of_one_tensor(node, kernel, attrs, ctx: StepBinding, kind: str, so) -> Call
                     else dequantize(table_bits.view(np.int8), ctx.storage[t]))
     y = kernel(args, attrs)[0]
     return _gather_step(stored_table(kind, y, so), roots[0], node.outputs[0], ctx)
+
+
+def _with_constant(node, kernel, attrs, ctx: StepBinding) -> Callable[[], None]:
+    """Add/Sub/Mul of an NC1HWC2 activation and a constant, as the generic path computes it: the kernel on the
+    float32 values (the constant's decoded value), stored as the output stores."""
+    k = 0 if node.inputs[0] in ctx.constants else 1              # which input is the constant
+    x = node.inputs[1 - k]
+    sx, kind = activation(x, ctx)
+    so, ko = activation(node.outputs[0], ctx)
+    c = ctx.constants[node.inputs[k]]
+    if ko != kind or sx.dims != so.dims or sx.shape != so.shape or c.ndim > len(sx.shape) \
+            or any(n not in (1, m) for n, m in zip(c.shape[::-1], sx.shape[::-1])):
+        raise Skip
+    if c.size == 1:                                                # a unary op of x: one table
+        _, values = all_values(kind, sx)
+        args = [values, c.reshape(1)][::1 if k == 1 else -1]
+        table = stored_table(kind, kernel(args, attrs)[0], so)
+        return _gather_step(table, x, node.outputs[0], ctx)
+    if math.prod(so.dims) * 4 > PACKED_LIMIT:
+        raise Skip
+    packed = _packed(c, so)
+    a, o = ctx.slot(x), ctx.slot(node.outputs[0])
+    operands = (a, packed) if k == 1 else (packed, a)
+    if kind == "fp16":
+        if attrs.get("activation") is not None:
+            raise Skip
+        ufunc = BINARY[node.op_type]
+        return lambda: ufunc(*operands, out=o, dtype=np.float32, casting="unsafe")
+    wide = ctx.scratch(a.size)[:a.size].reshape(a.shape)
+    pads = padding_lanes(so, o)
+    args = (wide, packed) if k == 1 else (packed, wide)
+
+    def run_int8() -> None:
+        if not _kernels.dequantize(wide, a, sx.scale, sx.zp * sx.scale):
+            np.copyto(wide, dequantize(a, sx))
+        y = kernel(list(args), attrs)[0]
+        if not _kernels.quantize(o, y, 1.0 / so.scale, so.zp):
+            np.copyto(o, quantize(y, so))
+        zero(pads)
+    return run_int8
+
+
+def _packed(c: np.ndarray, st) -> np.ndarray:
+    """Constant `c` broadcast to `st`'s logical shape, in `st`'s NC1HWC2 lanes as float32, padding lanes zero."""
+    n, ch, h, w = st.shape
+    c1, c2 = st.dims[1], st.dims[4]
+    planes = np.zeros((n, c1 * c2, h, w), np.float32)
+    planes[:, :ch] = np.broadcast_to(np.asarray(c, np.float32), st.shape)
+    return np.ascontiguousarray(planes.reshape(n, c1, c2, h, w).transpose(0, 1, 3, 4, 2))

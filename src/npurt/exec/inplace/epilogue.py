@@ -2,17 +2,24 @@
 activation, int8 requantisation and saturation, rounding) and zeros in the padding lanes."""
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.kernels import apply_activation
-from npurt.exec.inplace.slots import quantize
+from npurt.exec.inplace.slots import bits, quantize
 
 
 def padding_lanes(st, view: np.ndarray) -> list[np.ndarray]:
     """Views of the padding lanes of an NC1HWC2 slot (channels >= C, including whole extra C1 blocks)."""
-    c, c2, c1 = st.shape[1], st.dims[4], st.dims[1]
-    full, rem = divmod(c, c2)
+    return _lanes_beyond(view, st.shape[1])
+
+
+def _lanes_beyond(view: np.ndarray, channels: int) -> list[np.ndarray]:
+    """Views of the lanes of NC1HWC2 `view` past its first `channels` channels."""
+    c1, c2 = view.shape[1], view.shape[4]
+    full, rem = divmod(channels, c2)
     out = []
     if rem:
         out.append(view[:, full, :, :, rem:])
@@ -43,6 +50,45 @@ def copier(dst: np.ndarray, src: np.ndarray):
     """`cast_copy(dst, src)` prepared at bind: the compiled copy with its arguments decided once where the kernels
     take the pair, else a function calling `cast_copy`."""
     return _kernels.cast_fn(dst, src) or (lambda: cast_copy(dst, src))
+
+
+def table_gather(dst: np.ndarray, table: np.ndarray, src: np.ndarray, channels: int) -> Callable[[], None]:
+    """A step storing table[src] (stored bit patterns) into NC1HWC2 view `dst` for its first `channels` channels,
+    padding lanes zero: the compiled lookup per contiguous run of full C1 blocks and, for a partly used block, only
+    its used lanes (a (1, 3, 85, N) tensor uses 3 of 16 int8 lanes); else np.take over everything, then the zeros."""
+    d, s = bits(dst), bits(src)
+    c2 = dst.shape[4]
+    full, rem = divmod(channels, c2)
+    calls: list | None = []
+    for n in range(dst.shape[0]):
+        runs = [(d[n, :full], s[n, :full], None)] if full else []
+        if full and not (runs[0][0].flags.c_contiguous and runs[0][1].flags.c_contiguous):
+            runs = [(d[n, k], s[n, k], None) for k in range(full)]
+        if rem:
+            runs.append((d[n, full], s[n, full], (c2, rem)))
+        for dn, sn, lanes in runs:
+            call = _kernels.lookup_fn(dn, table, sn, lanes=lanes)
+            if call is None:
+                calls = None
+                break
+            calls.append(call)
+        if calls is None:
+            break
+    extra = dst[:, full + (1 if rem else 0):]
+    if calls is None:
+        pads = _lanes_beyond(dst, channels)
+
+        def run_numpy() -> None:
+            np.take(table, s, out=d, mode="clip")
+            zero(pads)
+        return run_numpy
+
+    def run() -> None:
+        for call in calls:
+            call()
+        if extra.size:
+            extra.fill(0)
+    return run
 
 
 def stored_table(kind: str, y: np.ndarray, st) -> np.ndarray:
