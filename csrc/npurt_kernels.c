@@ -334,7 +334,54 @@ int npk_cast_nd(int conv, int ndim, const int64_t *shape, const void *src, const
 NPK_TILE(tile_e1, 16, _mm_unpacklo_epi8, _mm_unpackhi_epi8, 4)
 NPK_TILE(tile_e2, 8, _mm_unpacklo_epi16, _mm_unpackhi_epi16, 3)
 NPK_TILE(tile_e4, 4, _mm_unpacklo_epi32, _mm_unpackhi_epi32, 2)
+
+/* the same with only the first R source rows read and the others zero: n pixels of R planes into n whole 16-byte
+ * lane groups, the padding lanes written zero in the same stores */
+#define NPK_TILE_ROWS(name, n, unlo, unhi, stages)                                                         \
+    static inline void name(const char *s, int64_t ss, char *d, int64_t ds, int64_t R)                     \
+    {                                                                                                      \
+        __m128i r[n], o[n];                                                                                \
+        for (int i = 0; i < n; i++)                                                                        \
+            r[i] = i < R ? _mm_loadu_si128((const __m128i *)(s + i * ss)) : _mm_setzero_si128();          \
+        for (int st = 0; st < stages; st++) {                                                              \
+            for (int j = 0; j < n / 2; j++) {                                                              \
+                o[2 * j] = unlo(r[j], r[j + n / 2]);                                                       \
+                o[2 * j + 1] = unhi(r[j], r[j + n / 2]);                                                   \
+            }                                                                                              \
+            memcpy(r, o, sizeof r);                                                                        \
+        }                                                                                                  \
+        for (int i = 0; i < n; i++) _mm_storeu_si128((__m128i *)(d + i * ds), r[i]);                       \
+    }
+NPK_TILE_ROWS(rows_part_e1, 16, _mm_unpacklo_epi8, _mm_unpackhi_epi8, 4)
+NPK_TILE_ROWS(rows_part_e2, 8, _mm_unpacklo_epi16, _mm_unpackhi_epi16, 3)
+NPK_TILE_ROWS(rows_part_e4, 4, _mm_unpacklo_epi32, _mm_unpackhi_epi32, 2)
 #endif
+
+static void transpose_scalar(const char *s, int64_t ss, char *d, int64_t ds, int64_t R, int64_t C, int e);
+
+/* lanes < C2 = 16 / e planes of p pixels into whole 16-byte groups (padding lanes zero): the zero-row tiles on x86,
+ * else zeros then the transpose; 0 when the case is not this one */
+static int pack_narrow(const char *s, int64_t ss, char *d, int64_t lanes, int64_t p, int e)
+{
+#ifdef NPK_X86
+    typedef void (*part_fn)(const char *, int64_t, char *, int64_t, int64_t);
+    static const part_fn part[] = {0, rows_part_e1, rows_part_e2, 0, rows_part_e4};
+    if (e != 1 && e != 2 && e != 4)
+        return 0;
+    const int64_t t = 16 / e;
+    int64_t w = 0;
+    for (; w + t <= p; w += t)
+        part[e](s + w * e, ss, d + w * 16, 16, lanes);
+    if (w < p) {
+        memset(d + w * 16, 0, (size_t)((p - w) * 16));
+        transpose_scalar(s + w * e, ss, d + w * 16, 16, lanes, p - w, e);
+    }
+    return 1;
+#else
+    (void)s; (void)ss; (void)d; (void)lanes; (void)p; (void)e;
+    return 0;
+#endif
+}
 
 /* element copies of constant size (inlined moves, not a memcpy call per element) */
 #define NPK_TRANSPOSE_SCALAR(E)                                                                            \
@@ -468,6 +515,9 @@ int npk_planes_to_lanes(int conv, const void *src, int64_t sn, int64_t sc, int64
                 const char *srow = (const char *)src + (n * sn + k0 * sc + h * sh) * es;
                 for (int64_t w0 = 0; w0 < width; w0 += P) {
                     int64_t p = width - w0 < P ? width - w0 : P;
+                    if (plain && lanes < C2 && C2 * ed == 16
+                        && pack_narrow(srow + w0 * es, sc * es, drow + w0 * 16, lanes, p, ed))
+                        continue;
                     if (lanes < C2)                     /* padding lanes: the chunk zeroed once, then filled */
                         memset(drow + w0 * C2 * ed, 0, (size_t)(p * C2 * ed));
                     if (plain) {
@@ -736,8 +786,9 @@ int npk_lookup(const void *table, int out_size, const void *a, const void *b, in
         T *o = out;                                                                                        \
         for (int64_t p = 0; p < pixels; p++, o += c2) {                                                    \
             const int64_t i0 = p * c2;                                                                     \
+            if (c2 * (int64_t)sizeof(T) == 16) memset(o, 0, 16);   /* one store, not a memset call */       \
+            else for (int64_t k = lanes; k < c2; k++) o[k] = 0;                                            \
             for (int64_t k = 0; k < lanes; k++) { const int64_t i = i0 + k; o[k] = t[INDEX]; }             \
-            for (int64_t k = lanes; k < c2; k++) o[k] = 0;                                                 \
         }                                                                                                  \
     } while (0)
 

@@ -158,6 +158,11 @@ def _with_constant(node, kernel, attrs, ctx: StepBinding) -> Callable[[], None]:
     if kind == "fp16":
         if attrs.get("activation") is not None:
             raise Skip
+        half = packed.astype(np.float16)
+        if np.array_equal(half.astype(np.float32), packed):         # an fp16 model's constants: exact as fp16
+            compiled = _kernels.binary_f16_fn(node.op_type, o, *((a, half) if k == 1 else (half, a)))
+            if compiled is not None:
+                return compiled
         ufunc = BINARY[node.op_type]
         return lambda: ufunc(*operands, out=o, dtype=np.float32, casting="unsafe")
     wide = ctx.scratch(a.size)[:a.size].reshape(a.shape)
