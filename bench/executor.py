@@ -4,7 +4,9 @@ Rows: every vision zoo model — mobilenet_v2_like (224), mobilenet_v1 (224), yo
 small_convnet (32, the per-op overhead case) — in npurt fp16 and int8 (activations in native layout and
 type in a bound arena; `Executor.run()` only, inputs already packed) against onnxruntime float32
 (`InferenceSession.run`). ORT's intra_op_num_threads is the executor's BLAS thread count ($NPURT_BLAS_THREADS,
-default 1; `--threads N` sets it). ratio = npurt / onnxruntime (goals: fp16 <= 2.5, int8 <= 2).
+default 1; `--threads N` sets it and the compiled conv steps' $NPURT_EXEC_THREADS). ratio = npurt / onnxruntime
+(goals: fp16 <= 2.5, int8 <= 2). `NPURT_NATIVE_LEVEL=avx2` runs npurt's kernels at the AVX2 level (a laptop's
+path) on a bigger CPU; onnxruntime keeps its own best.
 Also reported: how many steps run in place (`npurt.exec.inplace`: computed on their NC1HWC2 slots, with their
 conversions fused in, so not separable), the share of npurt time spent in the generic steps' slot conversions
 (native layout/type <-> float32), and the kernels-only ratio (npurt time minus those conversions, over ORT).
@@ -128,7 +130,7 @@ def main() -> None:
 
     quick = "--quick" in sys.argv
     if "--threads" in sys.argv:
-        os.environ["NPURT_BLAS_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
+        os.environ["NPURT_BLAS_THREADS"] = os.environ["NPURT_EXEC_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
     rows = run(quick=quick, inplace="--generic" not in sys.argv)
     console = Console(width=160)
     console.print(f"{cpu()}; threads (npurt BLAS = onnxruntime intra_op): {rows[0]['threads'] if rows else blas_threads()}")

@@ -97,39 +97,47 @@ static inline __attribute__((always_inline)) void store8(const struct npk_convf 
                      _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
+/* one tile: NPF_R2 pixels x 16 channels from j, accumulators in registers (a separate inlined function, as the
+ * AVX-512 tile: written inline in the loop nest, GCC kept storing the 12 accumulators to the stack every step) */
+__attribute__((target("avx2,fma,f16c")))
+static inline __attribute__((always_inline)) void tilef_avx2(const struct npk_convf *p, const float *const *xr,
+                                                             int nr, int64_t j, int64_t pix0)
+{
+    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n;
+    __m256 acc[NPF_R2][2];
+    for (int r = 0; r < NPF_R2; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    const float *wk = p->w + j;
+    for (int dy = 0; dy < p->kh; dy++)
+        for (int dx = 0; dx < p->kw; dx++)
+            for (int64_t b = 0; b < p->c1; b++) {
+                const int64_t off = b * plane + dy * p->dh * row + dx * p->dw * p->cc;
+                for (int64_t c = 0; c < p->cc; c++, wk += n) {
+                    const __m256 b0 = _mm256_loadu_ps(wk), b1 = _mm256_loadu_ps(wk + 8);
+                    for (int r = 0; r < NPF_R2; r++) {
+                        const __m256 a = _mm256_set1_ps(xr[r][off + c]);
+                        acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+                        acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+                    }
+                }
+            }
+    const __m256 bias0 = _mm256_loadu_ps(p->bias + j), bias1 = _mm256_loadu_ps(p->bias + j + 8);
+    for (int r = 0; r < nr; r++) {
+        store8(p, pix0 + r, j, _mm256_add_ps(acc[r][0], bias0));
+        store8(p, pix0 + r, j + 8, _mm256_add_ps(acc[r][1], bias1));
+    }
+}
+
 __attribute__((target("avx2,fma,f16c")))
 static void convf_avx2(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
 {
-    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n;
+    const int64_t row = p->wp * p->cc;
     for (int64_t oy = oy_lo; oy < oy_hi; oy++)
         for (int64_t ox0 = 0; ox0 < p->wo; ox0 += NPF_R2) {
             const int nr = p->wo - ox0 < NPF_R2 ? (int)(p->wo - ox0) : NPF_R2;
             const float *xr[NPF_R2];
             for (int r = 0; r < NPF_R2; r++)
                 xr[r] = p->x + oy * p->sh * row + (ox0 + (r < nr ? r : nr - 1)) * p->sw * p->cc;
-            for (int64_t j = 0; j < n; j += 16) {
-                __m256 acc[NPF_R2][2];
-                for (int r = 0; r < NPF_R2; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-                const float *wk = p->w + j;
-                for (int dy = 0; dy < p->kh; dy++)
-                    for (int dx = 0; dx < p->kw; dx++)
-                        for (int64_t b = 0; b < p->c1; b++) {
-                            const int64_t off = b * plane + dy * p->dh * row + dx * p->dw * p->cc;
-                            for (int64_t c = 0; c < p->cc; c++, wk += n) {
-                                const __m256 b0 = _mm256_loadu_ps(wk), b1 = _mm256_loadu_ps(wk + 8);
-                                for (int r = 0; r < NPF_R2; r++) {
-                                    const __m256 a = _mm256_broadcast_ss(xr[r] + off + c);
-                                    acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
-                                    acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
-                                }
-                            }
-                        }
-                const __m256 bias0 = _mm256_loadu_ps(p->bias + j), bias1 = _mm256_loadu_ps(p->bias + j + 8);
-                for (int r = 0; r < nr; r++) {
-                    store8(p, oy * p->wo + ox0 + r, j, _mm256_add_ps(acc[r][0], bias0));
-                    store8(p, oy * p->wo + ox0 + r, j + 8, _mm256_add_ps(acc[r][1], bias1));
-                }
-            }
+            for (int64_t j = 0; j < p->n; j += 16) tilef_avx2(p, xr, nr, j, oy * p->wo + ox0);
         }
 }
 

@@ -5,7 +5,8 @@ AVX2 + F16C, or portable C) and the GIL released inside every call.
 Pure functions over numpy buffers, importable by every layer. Each returns True when it did the work and False when
 the arrays are not a case it handles (a dtype pair, a stride): the caller then runs its numpy code, which stays the
 reference the results are bit-identical to. `NPURT_NATIVE=0` in the environment turns every kernel off (the
-pure-numpy path); `set_enabled` and `set_level` do the same from Python (tests compare every instruction set).
+pure-numpy path); `NPURT_NATIVE_LEVEL=avx2` (or portable, avx512) caps the instruction set, to measure a laptop's
+path on a bigger CPU; `set_enabled` and `set_level` do the same from Python (tests compare every instruction set).
 The conv steps split their rows over `$NPURT_EXEC_THREADS` threads (default 1; a shared pool, read at bind).
 """
 from __future__ import annotations
@@ -100,6 +101,10 @@ def set_level(name: str) -> str:
     if lib is None:
         return "none"
     return LEVELS[lib.npk_set_level(LEVELS.index(name) if name else -1)]
+
+
+if lib is not None and os.environ.get("NPURT_NATIVE_LEVEL", "") in LEVELS:
+    set_level(os.environ["NPURT_NATIVE_LEVEL"])
 
 
 def _ptr(a: np.ndarray):
