@@ -1,6 +1,6 @@
 /* float16-model Conv in float32 (see npurt_kernels.h, `struct npk_convf`): a direct convolution over a padded
  * (C1, Hp, Wp, CC) input, every output summed over k = 0, 1, ... K-1 in that order, then + bias, the fused activation and the
- * float16 store into the output's NC1HWC2 blocks. Inputs and weights hold float16 values, so each product is exact
+ * float16 store into the output's NC1HWC2 blocks. Weights packed (N / 16, K, 16). Inputs and weights hold float16 values, so each product is exact
  * in float32 and a fused multiply-add rounds exactly as numpy's multiply-then-add: the AVX paths use FMA and still
  * give the numpy reference's bits (`npurt.exec.inplace.conv_fp16.accumulate`).
  */
@@ -41,6 +41,31 @@ static inline void store_one(const struct npk_convf *p, int64_t pix, int64_t ch,
         p->out[(ch / p->out_c2) * p->out_plane + pix * p->out_c2 + ch % p->out_c2] = f32_to_f16(activate(v, p));
 }
 
+/* K, the weights' rows: they come packed as (N / 16, K, 16), each 16-channel block's K x 16 contiguous (read as a
+ * stream; rows of the plain (K, N) matrix sit N * 4 bytes apart and a 4 KiB stride thrashes the L1 sets) */
+static inline int64_t kdim(const struct npk_convf *p)
+{
+    return (int64_t)p->kh * p->kw * p->c1 * p->cc;
+}
+
+/* the input pointers of output pixels q0 .. q0 + nr - 1 (flattened over rows, so a 7-wide map is not 6 + 1 tiles),
+ * the rest of R repeating the last one */
+static inline void tile_inputs(const struct npk_convf *p, int64_t q0, int nr, int R, const float **xr)
+{
+    const int64_t row = p->wp * p->cc;
+    for (int r = 0; r < R; r++) {
+        const int64_t q = q0 + (r < nr ? r : nr - 1), oy = q / p->wo, ox = q % p->wo;
+        xr[r] = p->x + oy * p->sh * row + ox * p->sw * p->cc;
+    }
+}
+
+/* channel blocks outside the pixel tiles when the weights outweigh the input (late layers: a 16-channel slice of the
+ * weights stays in cache over every pixel instead of all weights streaming once per tile); same sums either way */
+static inline int weights_outer(const struct npk_convf *p)
+{
+    return (int64_t)p->kh * p->kw * p->c1 * p->cc * p->n > p->c1 * p->hp * p->wp * p->cc;
+}
+
 static void convf_portable(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
 {
     const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n;
@@ -49,12 +74,12 @@ static void convf_portable(const struct npk_convf *p, int64_t oy_lo, int64_t oy_
             const float *x0 = p->x + oy * p->sh * row + ox * p->sw * p->cc;
             for (int64_t j = 0; j < n; j += 16) {
                 float acc[16] = {0};
-                const float *wk = p->w + j;
+                const float *wk = p->w + j * kdim(p);
                 for (int dy = 0; dy < p->kh; dy++)
                     for (int dx = 0; dx < p->kw; dx++)
                         for (int64_t b = 0; b < p->c1; b++) {
                             const float *xs = x0 + b * plane + dy * p->dh * row + dx * p->dw * p->cc;
-                            for (int64_t c = 0; c < p->cc; c++, wk += n)
+                            for (int64_t c = 0; c < p->cc; c++, wk += 16)
                                 for (int t = 0; t < 16; t++) acc[t] = acc[t] + xs[c] * wk[t];
                         }
                 for (int t = 0; t < 16; t++) store_one(p, oy * p->wo + ox, j + t, acc[t] + p->bias[j + t]);
@@ -106,12 +131,12 @@ static inline __attribute__((always_inline)) void tilef_avx2(const struct npk_co
     const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n;
     __m256 acc[NPF_R2][2];
     for (int r = 0; r < NPF_R2; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    const float *wk = p->w + j;
+    const float *wk = p->w + j * kdim(p);
     for (int dy = 0; dy < p->kh; dy++)
         for (int dx = 0; dx < p->kw; dx++)
             for (int64_t b = 0; b < p->c1; b++) {
                 const int64_t off = b * plane + dy * p->dh * row + dx * p->dw * p->cc;
-                for (int64_t c = 0; c < p->cc; c++, wk += n) {
+                for (int64_t c = 0; c < p->cc; c++, wk += 16) {
                     const __m256 b0 = _mm256_loadu_ps(wk), b1 = _mm256_loadu_ps(wk + 8);
                     for (int r = 0; r < NPF_R2; r++) {
                         const __m256 a = _mm256_set1_ps(xr[r][off + c]);
@@ -130,15 +155,22 @@ static inline __attribute__((always_inline)) void tilef_avx2(const struct npk_co
 __attribute__((target("avx2,fma,f16c")))
 static void convf_avx2(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
 {
-    const int64_t row = p->wp * p->cc;
-    for (int64_t oy = oy_lo; oy < oy_hi; oy++)
-        for (int64_t ox0 = 0; ox0 < p->wo; ox0 += NPF_R2) {
-            const int nr = p->wo - ox0 < NPF_R2 ? (int)(p->wo - ox0) : NPF_R2;
-            const float *xr[NPF_R2];
-            for (int r = 0; r < NPF_R2; r++)
-                xr[r] = p->x + oy * p->sh * row + (ox0 + (r < nr ? r : nr - 1)) * p->sw * p->cc;
-            for (int64_t j = 0; j < p->n; j += 16) tilef_avx2(p, xr, nr, j, oy * p->wo + ox0);
-        }
+    const int64_t q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo;
+    const float *xr[NPF_R2];
+    if (weights_outer(p)) {
+        for (int64_t j = 0; j < p->n; j += 16)
+            for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPF_R2) {
+                const int nr = q_hi - q0 < NPF_R2 ? (int)(q_hi - q0) : NPF_R2;
+                tile_inputs(p, q0, nr, NPF_R2, xr);
+                tilef_avx2(p, xr, nr, j, q0);
+            }
+        return;
+    }
+    for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPF_R2) {
+        const int nr = q_hi - q0 < NPF_R2 ? (int)(q_hi - q0) : NPF_R2;
+        tile_inputs(p, q0, nr, NPF_R2, xr);
+        for (int64_t j = 0; j < p->n; j += 16) tilef_avx2(p, xr, nr, j, q0);
+    }
 }
 
 /* ---- AVX-512 ---------------------------------------------------------------------------------------------- */
@@ -153,14 +185,15 @@ static inline __attribute__((always_inline)) void tilef_avx512(const struct npk_
     __m512 acc[NPF_R3][3];
     for (int r = 0; r < NPF_R3; r++)
         for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_setzero_ps();
-    const float *wk = p->w + j0 * 16;
+    const int64_t K = kdim(p);
+    const float *wk = p->w + j0 * 16 * K;
     for (int dy = 0; dy < p->kh; dy++)
         for (int dx = 0; dx < p->kw; dx++)
             for (int64_t bk = 0; bk < p->c1; bk++) {
                 const int64_t off = bk * plane + dy * p->dh * row + dx * p->dw * p->cc;
-                for (int64_t c = 0; c < p->cc; c++, wk += n) {
+                for (int64_t c = 0; c < p->cc; c++, wk += 16) {
                     __m512 b[3];
-                    for (int j = 0; j < NJ; j++) b[j] = _mm512_loadu_ps(wk + j * 16);
+                    for (int j = 0; j < NJ; j++) b[j] = _mm512_loadu_ps(wk + j * 16 * K);
                     for (int r = 0; r < NPF_R3; r++) {
                         const __m512 a = _mm512_set1_ps(xr[r][off + c]);
                         for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_fmadd_ps(a, b[j], acc[r][j]);
@@ -178,22 +211,36 @@ static inline __attribute__((always_inline)) void tilef_avx512(const struct npk_
     }
 }
 
+/* the channel blocks [j0, j0 + 3 * groups) ... as tiles of 3, then the last 2 or 1, for the pixel tile at q0 */
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c,fma")))
+static inline __attribute__((always_inline)) void tiles_avx512(const struct npk_convf *p, const float *const *xr,
+                                                               int nr, int64_t j0, int64_t j1, int64_t q0)
+{
+    int64_t j = j0;
+    for (; j + 3 <= j1; j += 3) tilef_avx512(p, xr, nr, j, 3, q0);
+    if (j1 - j == 2) tilef_avx512(p, xr, nr, j, 2, q0);
+    else if (j1 - j == 1) tilef_avx512(p, xr, nr, j, 1, q0);
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl,f16c,fma")))
 static void convf_avx512(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
 {
-    const int64_t row = p->wp * p->cc, blocks = p->n / 16;
-    for (int64_t oy = oy_lo; oy < oy_hi; oy++)
-        for (int64_t ox0 = 0; ox0 < p->wo; ox0 += NPF_R3) {
-            const int nr = p->wo - ox0 < NPF_R3 ? (int)(p->wo - ox0) : NPF_R3;
-            const float *xr[NPF_R3];
-            for (int r = 0; r < NPF_R3; r++)
-                xr[r] = p->x + oy * p->sh * row + (ox0 + (r < nr ? r : nr - 1)) * p->sw * p->cc;
-            const int64_t pix0 = oy * p->wo + ox0;
-            int64_t j0 = 0;
-            for (; j0 + 3 <= blocks; j0 += 3) tilef_avx512(p, xr, nr, j0, 3, pix0);
-            if (blocks - j0 == 2) tilef_avx512(p, xr, nr, j0, 2, pix0);
-            else if (blocks - j0 == 1) tilef_avx512(p, xr, nr, j0, 1, pix0);
-        }
+    const int64_t blocks = p->n / 16, q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo;
+    const float *xr[NPF_R3];
+    if (weights_outer(p)) {
+        for (int64_t j0 = 0; j0 < blocks; j0 += 3)
+            for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPF_R3) {
+                const int nr = q_hi - q0 < NPF_R3 ? (int)(q_hi - q0) : NPF_R3;
+                tile_inputs(p, q0, nr, NPF_R3, xr);
+                tiles_avx512(p, xr, nr, j0, j0 + 3 < blocks ? j0 + 3 : blocks, q0);
+            }
+        return;
+    }
+    for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPF_R3) {
+        const int nr = q_hi - q0 < NPF_R3 ? (int)(q_hi - q0) : NPF_R3;
+        tile_inputs(p, q0, nr, NPF_R3, xr);
+        tiles_avx512(p, xr, nr, 0, blocks, q0);
+    }
 }
 #endif
 

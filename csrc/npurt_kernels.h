@@ -92,8 +92,8 @@ int npk_conv8(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi);
 
 /* float32 conv of float16 values (npurt_convf.c): y[pix, j] = sum over k = 0..K-1 in order of x[pix, k] * w[k, j],
  * then + bias[j], over a padded input x (C1, Hp, Wp, CC) with k = ((dy * kw + dx) * C1 + b) * CC + c (block b, lane
- * c; NC1HWC2, or NHWC as C1 = 1) and w (K, n), n a
- * multiple of 16; when `out` is set, the activation `act` (0 none, 1 Relu, 2 Clip to [p0, p1], 3 LeakyRelu with
+ * c; NC1HWC2, or NHWC as C1 = 1) and w[k, j] stored at w + (j / 16) * K * 16 + k * 16 + j % 16 (16-channel blocks,
+ * each K x 16 contiguous), n a multiple of 16; when `out` is set, the activation `act` (0 none, 1 Relu, 2 Clip to [p0, p1], 3 LeakyRelu with
  * alpha p0) and a float16 store of channels j < out_channels at out + (j / out_c2) * out_plane + pix * out_c2
  * + j % out_c2 (an NC1HWC2 slot), else the float32 sum into y (pix, n). Output rows [oy_lo, oy_hi). */
 struct npk_convf {

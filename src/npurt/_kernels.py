@@ -456,7 +456,8 @@ def float_conv(x: np.ndarray, weights: np.ndarray, bias: np.ndarray, kernel: tup
     p.c1, p.hp, p.wp, p.cc = c1, hp, wp, cc
     p.kh, p.kw, p.sh, p.sw, p.dh, p.dw = kh, kw, sh, sw, dh, dw
     p.ho, p.wo, p.n = ho, wo, n
-    p.w = ffi.cast("float *", weights.ctypes.data)
+    blocks = np.ascontiguousarray(weights.reshape(k, n // 16, 16).transpose(1, 0, 2))   # (N/16, K, 16): streamed
+    p.w = ffi.cast("float *", blocks.ctypes.data)
     p.bias = ffi.cast("float *", bias.ctypes.data)
     p.act, p.p0, p.p1 = int(activation[0]), float(np.float32(activation[1])), float(np.float32(activation[2]))
     if out is not None:
@@ -464,7 +465,7 @@ def float_conv(x: np.ndarray, weights: np.ndarray, bias: np.ndarray, kernel: tup
         p.out_c2, p.out_channels, p.out_plane = out.shape[3], out.shape[0] * out.shape[3], ho * wo * out.shape[3]
     p.y = ffi.cast("float *", y.ctypes.data) if y is not None else ffi.NULL
     run = _parallel(lib.npk_convf, [(p, lo, hi) for lo, hi in _row_parts(ho)])
-    run.arrays = (x, weights, bias, out, y, p)     # the memory the pointers point into stays alive with the function
+    run.arrays = (x, blocks, bias, out, y, p)      # the memory the pointers point into stays alive with the function
     return run
 
 
