@@ -53,9 +53,10 @@ static inline int64_t kdim(const struct npk_convf *p)
 static inline void tile_inputs(const struct npk_convf *p, int64_t q0, int nr, int R, const float **xr)
 {
     const int64_t row = p->wp * p->cc;
+    int64_t oy = q0 / p->wo, ox = q0 % p->wo;       /* one division per tile, then steps along the row */
     for (int r = 0; r < R; r++) {
-        const int64_t q = q0 + (r < nr ? r : nr - 1), oy = q / p->wo, ox = q % p->wo;
         xr[r] = p->x + oy * p->sh * row + ox * p->sw * p->cc;
+        if (r + 1 < nr && ++ox == p->wo) { ox = 0; oy++; }
     }
 }
 

@@ -21,7 +21,7 @@
 
 static inline int32_t load32(const void *p) { int32_t v; memcpy(&v, p, 4); return v; }
 
-static int weight_format(int level)   /* 0: int8 (K, N); 1: int16 pairs (K/2, N, 2); 3: int8 quads (K/4, N, 4) */
+static int weight_format(int level)   /* 0: int8 (K, N); 1: int16 pairs (N/16, K/2, 16, 2); 3: int8 quads (N/16, K/4, 16, 4) */
 {
     return level >= 3 ? 3 : (level >= 1 ? 1 : 0);
 }
@@ -31,6 +31,8 @@ int64_t npk_conv8_packed_size(int64_t k, int64_t n, int level)
     return weight_format(level) == 1 ? 2 * k * n : k * n;
 }
 
+/* formats 1 and 3 keep each 16-channel block's rows contiguous (streamed by the tiles; rows of the plain matrix sit
+ * N apart, and the 4 KiB strides of wide layers thrash the L1 sets) */
 int npk_conv8_pack(const int8_t *w, int64_t k, int64_t n, void *packed, int level)
 {
     int f = weight_format(level);
@@ -42,14 +44,32 @@ int npk_conv8_pack(const int8_t *w, int64_t k, int64_t n, void *packed, int leve
         int16_t *d = packed;
         for (int64_t p = 0; p < k / 2; p++)
             for (int64_t j = 0; j < n; j++)
-                for (int t = 0; t < 2; t++) d[(p * n + j) * 2 + t] = w[(2 * p + t) * n + j];
+                for (int t = 0; t < 2; t++) d[((j / 16) * (k / 2) + p) * 32 + (j % 16) * 2 + t] = w[(2 * p + t) * n + j];
     } else {
         int8_t *d = packed;
         for (int64_t q = 0; q < k / 4; q++)
             for (int64_t j = 0; j < n; j++)
-                for (int t = 0; t < 4; t++) d[(q * n + j) * 4 + t] = w[(4 * q + t) * n + j];
+                for (int t = 0; t < 4; t++) d[((j / 16) * (k / 4) + q) * 64 + (j % 16) * 4 + t] = w[(4 * q + t) * n + j];
     }
     return 0;
+}
+
+/* the input offsets of output pixels q0 .. q0 + nr - 1 (flattened over rows: a 7-wide map is not 6 + 1 tiles), the
+ * rest of R repeating the last one */
+static inline void tile_offsets(const struct npk_conv8 *p, int64_t q0, int nr, int R, int64_t *off)
+{
+    const int64_t row = p->wp * p->cc;
+    int64_t oy = q0 / p->wo, ox = q0 % p->wo;       /* one division per tile, then steps along the row */
+    for (int r = 0; r < R; r++) {
+        off[r] = oy * p->sh * row + ox * p->sw * p->cc;
+        if (r + 1 < nr && ++ox == p->wo) { ox = 0; oy++; }
+    }
+}
+
+/* channel blocks outside the pixel tiles when the weights outweigh the input (same sums either way) */
+static inline int weights_outer(const struct npk_conv8 *p)
+{
+    return (int64_t)p->kh * p->kw * p->c1 * p->cc * p->n > p->c1 * p->hp * p->wp * p->cc;
 }
 
 static inline float requant(int32_t acc, float m, float b) { float f = (float)acc * m; return f + b; }
@@ -123,56 +143,73 @@ static inline __m256 requant8_avx2(__m256i acc, const struct npk_conv8 *p, int64
     return _mm256_add_ps(f, _mm256_loadu_ps(p->bias + ch));
 }
 
+/* one tile: NPK_R2 pixels x 16 channels from j */
+__attribute__((target("avx2")))
+static inline __attribute__((always_inline)) void tile_avx2(const struct npk_conv8 *p, const int16_t *const *xr,
+                                                            int nr, int64_t j, int64_t pix0)
+{
+    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n, npairs = p->cc / 2;
+    const int64_t K = (int64_t)p->kh * p->kw * p->c1 * p->cc;
+    __m256i acc[NPK_R2][2];
+    for (int r = 0; r < NPK_R2; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    const int16_t *wq = (const int16_t *)p->w + (j / 16) * (K / 2) * 32;
+    for (int dy = 0; dy < p->kh; dy++)
+        for (int dx = 0; dx < p->kw; dx++)
+            for (int64_t c = 0; c < p->c1; c++) {
+                const int64_t off = c * plane + dy * p->dh * row + dx * p->dw * p->cc;
+                for (int64_t q = 0; q < npairs; q++, wq += 32) {
+                    const __m256i b0 = _mm256_loadu_si256((const __m256i *)wq);
+                    const __m256i b1 = _mm256_loadu_si256((const __m256i *)(wq + 16));
+                    for (int r = 0; r < NPK_R2; r++) {
+                        const __m256i a = _mm256_set1_epi32(load32(xr[r] + off + 2 * q));
+                        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(a, b0));
+                        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(a, b1));
+                    }
+                }
+            }
+    const __m256 lo = _mm256_set1_ps(p->lo), hi = _mm256_set1_ps(p->hi);
+    for (int r = 0; r < nr; r++) {
+        const int64_t pix = pix0 + r;
+        __m256 f0 = requant8_avx2(acc[r][0], p, j), f1 = requant8_avx2(acc[r][1], p, j + 8);
+        if (!p->out) {
+            _mm256_storeu_ps(p->y + pix * n + j, f0);
+            _mm256_storeu_ps(p->y + pix * n + j + 8, f1);
+            continue;
+        }
+        f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);
+        f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
+        __m256i w16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(_mm256_cvtps_epi32(f0), _mm256_cvtps_epi32(f1)), 0xD8);
+        __m128i w8 = _mm_packs_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
+        _mm_storeu_si128((__m128i *)(p->out + (j / 16) * p->out_plane + pix * 16), w8);
+    }
+}
+
 __attribute__((target("avx2")))
 static void conv8_avx2(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
 {
-    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n, npairs = p->cc / 2;
     const int64_t need_lo = oy_lo * p->sh, need_hi = (oy_hi - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh + 1;
+    const int64_t q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo;
     if (oy_hi <= oy_lo)
         return;
     widen_rows(p, need_lo, need_hi < p->hp ? need_hi : p->hp);
-    const __m256 lo = _mm256_set1_ps(p->lo), hi = _mm256_set1_ps(p->hi);
-    for (int64_t oy = oy_lo; oy < oy_hi; oy++)
-        for (int64_t ox0 = 0; ox0 < p->wo; ox0 += NPK_R2) {
-            const int nr = p->wo - ox0 < NPK_R2 ? (int)(p->wo - ox0) : NPK_R2;
-            const int16_t *xr[NPK_R2];
-            for (int r = 0; r < NPK_R2; r++)
-                xr[r] = p->wide + oy * p->sh * row + (ox0 + (r < nr ? r : nr - 1)) * p->sw * p->cc;
-            for (int64_t j = 0; j < n; j += 16) {
-                __m256i acc[NPK_R2][2];
-                for (int r = 0; r < NPK_R2; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-                const int16_t *wq = (const int16_t *)p->w + j * 2;
-                for (int dy = 0; dy < p->kh; dy++)
-                    for (int dx = 0; dx < p->kw; dx++)
-                        for (int64_t c = 0; c < p->c1; c++) {
-                            const int64_t off = c * plane + dy * p->dh * row + dx * p->dw * p->cc;
-                            for (int64_t q = 0; q < npairs; q++, wq += n * 2) {
-                                const __m256i b0 = _mm256_loadu_si256((const __m256i *)wq);
-                                const __m256i b1 = _mm256_loadu_si256((const __m256i *)(wq + 16));
-                                for (int r = 0; r < NPK_R2; r++) {
-                                    const __m256i a = _mm256_set1_epi32(load32(xr[r] + off + 2 * q));
-                                    acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(a, b0));
-                                    acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(a, b1));
-                                }
-                            }
-                        }
-                for (int r = 0; r < nr; r++) {
-                    const int64_t pix = oy * p->wo + ox0 + r;
-                    __m256 f0 = requant8_avx2(acc[r][0], p, j), f1 = requant8_avx2(acc[r][1], p, j + 8);
-                    if (!p->out) {
-                        _mm256_storeu_ps(p->y + pix * n + j, f0);
-                        _mm256_storeu_ps(p->y + pix * n + j + 8, f1);
-                        continue;
-                    }
-                    f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);
-                    f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
-                    __m256i w16 = _mm256_permute4x64_epi64(
-                        _mm256_packs_epi32(_mm256_cvtps_epi32(f0), _mm256_cvtps_epi32(f1)), 0xD8);
-                    __m128i w8 = _mm_packs_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
-                    _mm_storeu_si128((__m128i *)(p->out + (j / 16) * p->out_plane + pix * 16), w8);
-                }
+    int64_t off[NPK_R2];
+    const int16_t *xr[NPK_R2];
+    if (weights_outer(p)) {
+        for (int64_t j = 0; j < p->n; j += 16)
+            for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
+                const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
+                tile_offsets(p, q0, nr, NPK_R2, off);
+                for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
+                tile_avx2(p, xr, nr, j, q0);
             }
-        }
+        return;
+    }
+    for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
+        const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
+        tile_offsets(p, q0, nr, NPK_R2, off);
+        for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
+        for (int64_t j = 0; j < p->n; j += 16) tile_avx2(p, xr, nr, j, q0);
+    }
 }
 
 /* ---- AVX-512 VNNI (vpdpbusd on u8 x s8 quads) --------------------------------------------------------------- */
@@ -188,14 +225,15 @@ static inline __attribute__((always_inline)) void tile_vnni(const struct npk_con
     __m512i acc[NPK_R3][3];
     for (int r = 0; r < NPK_R3; r++)
         for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_setzero_si512();
-    const int8_t *wq = (const int8_t *)p->w + j0 * 64;
+    const int64_t kq = (int64_t)p->kh * p->kw * p->c1 * nquads;          /* K / 4 */
+    const int8_t *wq = (const int8_t *)p->w + j0 * kq * 64;
     for (int dy = 0; dy < p->kh; dy++)
         for (int dx = 0; dx < p->kw; dx++)
             for (int64_t c = 0; c < p->c1; c++) {
                 const int64_t off = c * plane + dy * p->dh * row + dx * p->dw * p->cc;
-                for (int64_t q = 0; q < nquads; q++, wq += n * 4) {
+                for (int64_t q = 0; q < nquads; q++, wq += 64) {
                     __m512i b[3];
-                    for (int j = 0; j < NJ; j++) b[j] = _mm512_loadu_si512((const void *)(wq + j * 64));
+                    for (int j = 0; j < NJ; j++) b[j] = _mm512_loadu_si512((const void *)(wq + j * kq * 64));
                     for (int r = 0; r < NPK_R3; r++) {
                         const __m512i a = _mm512_xor_si512(_mm512_set1_epi32(load32(xr[r] + off + 4 * q)), flip);
                         for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], a, b[j]);
@@ -222,21 +260,37 @@ static inline __attribute__((always_inline)) void tile_vnni(const struct npk_con
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+static inline __attribute__((always_inline)) void tiles_vnni(const struct npk_conv8 *p, const int8_t *const *xr,
+                                                             int nr, int64_t j0, int64_t j1, int64_t q0)
+{
+    int64_t j = j0;
+    for (; j + 3 <= j1; j += 3) tile_vnni(p, xr, nr, j, 3, q0);
+    if (j1 - j == 2) tile_vnni(p, xr, nr, j, 2, q0);
+    else if (j1 - j == 1) tile_vnni(p, xr, nr, j, 1, q0);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 static void conv8_vnni(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
 {
-    const int64_t row = p->wp * p->cc, blocks = p->n / 16;
-    for (int64_t oy = oy_lo; oy < oy_hi; oy++)
-        for (int64_t ox0 = 0; ox0 < p->wo; ox0 += NPK_R3) {
-            const int nr = p->wo - ox0 < NPK_R3 ? (int)(p->wo - ox0) : NPK_R3;
-            const int8_t *xr[NPK_R3];
-            for (int r = 0; r < NPK_R3; r++)
-                xr[r] = p->x + oy * p->sh * row + (ox0 + (r < nr ? r : nr - 1)) * p->sw * p->cc;
-            const int64_t pix0 = oy * p->wo + ox0;
-            int64_t j0 = 0;
-            for (; j0 + 3 <= blocks; j0 += 3) tile_vnni(p, xr, nr, j0, 3, pix0);
-            if (blocks - j0 == 2) tile_vnni(p, xr, nr, j0, 2, pix0);
-            else if (blocks - j0 == 1) tile_vnni(p, xr, nr, j0, 1, pix0);
-        }
+    const int64_t blocks = p->n / 16, q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo;
+    int64_t off[NPK_R3];
+    const int8_t *xr[NPK_R3];
+    if (weights_outer(p)) {
+        for (int64_t j0 = 0; j0 < blocks; j0 += 3)
+            for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R3) {
+                const int nr = q_hi - q0 < NPK_R3 ? (int)(q_hi - q0) : NPK_R3;
+                tile_offsets(p, q0, nr, NPK_R3, off);
+                for (int r = 0; r < NPK_R3; r++) xr[r] = p->x + off[r];
+                tiles_vnni(p, xr, nr, j0, j0 + 3 < blocks ? j0 + 3 : blocks, q0);
+            }
+        return;
+    }
+    for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R3) {
+        const int nr = q_hi - q0 < NPK_R3 ? (int)(q_hi - q0) : NPK_R3;
+        tile_offsets(p, q0, nr, NPK_R3, off);
+        for (int r = 0; r < NPK_R3; r++) xr[r] = p->x + off[r];
+        tiles_vnni(p, xr, nr, 0, blocks, q0);
+    }
 }
 #endif
 
