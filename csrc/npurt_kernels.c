@@ -279,10 +279,46 @@ static inline void cast_one(int conv, const char *s, char *d, float a, float b)
     }
 }
 
+/* rows of `bytes` bytes from s (stride ss) to d (stride ds), as copies of constant size (inlined moves, not a memcpy
+ * call per row of a few bytes) */
+#define NPK_SPREAD(B) case B: for (int64_t r = 0; r < rows; r++) memcpy(d + r * ds, s + r * ss, B); return
+static void spread(const char *s, int64_t ss, char *d, int64_t ds, int64_t rows, int64_t bytes)
+{
+    switch (bytes) {
+    NPK_SPREAD(1); NPK_SPREAD(2); NPK_SPREAD(3); NPK_SPREAD(4); NPK_SPREAD(6); NPK_SPREAD(8); NPK_SPREAD(12);
+    NPK_SPREAD(16); NPK_SPREAD(24); NPK_SPREAD(32);
+    default: for (int64_t r = 0; r < rows; r++) memcpy(d + r * ds, s + r * ss, (size_t)bytes);
+    }
+}
+
+/* rows of fewer than 16 elements (a 3-channel image's pixels into 4-lane groups): a conversion of adjacent source
+ * rows runs as one contiguous conversion into a stack buffer, then the rows are spread; copies spread directly */
+static int rows_narrow(int conv, int64_t rows, int64_t n, const char *s, int64_t ss, char *d, int64_t ds, float a,
+                       float b)
+{
+    const int es = src_size(conv), ed = dst_size(conv);
+    if (conv <= NPK_COPY4) {
+        spread(s, ss, d, ds, rows, n * es);
+        return 1;
+    }
+    if (ss != n * es)
+        return 0;
+    float buf[1024];
+    const int64_t per = 1024 / n;
+    for (int64_t r0 = 0; r0 < rows; r0 += per) {
+        const int64_t m = rows - r0 < per ? rows - r0 : per;
+        cast_run(conv, s + r0 * ss, buf, m * n, a, b);
+        spread((const char *)buf, n * ed, d + r0 * ds, ds, m, n * ed);
+    }
+    return 1;
+}
+
 static void cast_nd(int conv, int ndim, const int64_t *shape, const char *src, const int64_t *ss, char *dst,
                     const int64_t *ds, float a, float b)
 {
     if (ndim == 2 && ss[1] == src_size(conv) && ds[1] == dst_size(conv)) {
+        if (shape[1] < 16 && shape[0] > 1 && rows_narrow(conv, shape[0], shape[1], src, ss[0], dst, ds[0], a, b))
+            return;
         cast_rows(conv, shape[0], shape[1], src, ss[0], dst, ds[0], a, b);
         return;
     }

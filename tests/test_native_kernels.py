@@ -301,3 +301,20 @@ def test_threaded_slot_conversions_give_the_same_bytes(monkeypatch):
         finally:
             K.set_enabled(before)
     assert np.array_equal(results[0], results[1]) and np.array_equal(results[1], results[2])
+
+
+@pytest.mark.parametrize("pair", [(np.int8, np.int8), (np.float16, np.float16), (np.float16, np.float32),
+                                  (np.float32, np.float16), (np.int8, np.float32), (np.float32, np.float32)])
+@pytest.mark.parametrize("channels", [1, 3, 5])
+def test_narrow_pixel_rows_match_copyto(pair, channels, level):
+    """A few channels per pixel into wider lane groups (a 3-channel image into a padded 4-lane buffer): the
+    narrow-row path of `cast` stores numpy's bits, with the other lanes untouched."""
+    rng = np.random.default_rng(channels)
+    src_t, dst_t = pair
+    x = (rng.standard_normal((7, 2050, channels)) * 50).astype(src_t)
+    base = np.full((9, 2053, channels + 1), 3, dst_t)
+    dst = base[1:8, 2:2052, :channels]
+    ref = base.copy()
+    np.copyto(ref[1:8, 2:2052, :channels], x, casting="unsafe")
+    assert K.cast(dst, x)
+    _same_bits(base, ref)
