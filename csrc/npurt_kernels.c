@@ -794,10 +794,80 @@ int npk_normalize_u8(const uint8_t *src, int64_t src_row, void *dst, int64_t dst
 
 /* ---- table lookups ------------------------------------------------------------------------------------------ */
 
+/* byte tables (256 one-byte entries indexed by bytes) in registers: AVX-512 VBMI permutes 128 entries per
+ * instruction; AVX2 shuffles 16 per instruction and picks by the index's high nibble; the tail (and the portable
+ * level) in scalar code. `mask16`: after the lookup, bytes at positions >= lanes of each 16-byte group are zero. */
+#ifdef NPK_X86
+__attribute__((target("avx512f,avx512bw,avx512vbmi")))
+static int64_t lookup8_vbmi(const uint8_t *t, const uint8_t *a, uint8_t *o, int64_t n, int64_t lanes)
+{
+    const __m512i t0 = _mm512_loadu_si512((const void *)t), t1 = _mm512_loadu_si512((const void *)(t + 64));
+    const __m512i t2 = _mm512_loadu_si512((const void *)(t + 128)), t3 = _mm512_loadu_si512((const void *)(t + 192));
+    const __mmask64 keep = lanes >= 16 ? ~(__mmask64)0 : 0x0001000100010001ull * ((1u << lanes) - 1u);
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m512i x = _mm512_loadu_si512((const void *)(a + i));
+        const __m512i lo = _mm512_permutex2var_epi8(t0, x, t1), hi = _mm512_permutex2var_epi8(t2, x, t3);
+        const __m512i r = _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi);
+        _mm512_storeu_si512((void *)(o + i), _mm512_maskz_mov_epi8(keep, r));
+    }
+    return i;
+}
+
+__attribute__((target("avx2")))
+static int64_t lookup8_avx2(const uint8_t *t, const uint8_t *a, uint8_t *o, int64_t n, int64_t lanes)
+{
+    __m256i rows[16];
+    for (int k = 0; k < 16; k++) rows[k] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(t + 16 * k)));
+    uint8_t keep_bytes[32];
+    for (int k = 0; k < 32; k++) keep_bytes[k] = (k % 16) < lanes ? 0xFF : 0;
+    const __m256i keep = _mm256_loadu_si256((const __m256i *)keep_bytes), low = _mm256_set1_epi8(0x0F);
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(a + i));
+        const __m256i lo = _mm256_and_si256(x, low), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low);
+        __m256i r = _mm256_setzero_si256();
+        for (int k = 0; k < 16; k++)
+            r = _mm256_blendv_epi8(r, _mm256_shuffle_epi8(rows[k], lo), _mm256_cmpeq_epi8(hi, _mm256_set1_epi8((char)k)));
+        _mm256_storeu_si256((__m256i *)(o + i), _mm256_and_si256(r, keep));
+    }
+    return i;
+}
+
+static int has_vbmi(void)
+{
+    static int known = -1;
+    if (known < 0) { __builtin_cpu_init(); known = __builtin_cpu_supports("avx512vbmi"); }
+    return known;
+}
+#endif
+
+/* o[i] = t[a[i]] for i < n, zero where i % 16 >= lanes (lanes 16: no zeros); n a multiple of 16 when lanes < 16 */
+static void lookup8(const uint8_t *t, const uint8_t *a, uint8_t *o, int64_t n, int64_t lanes)
+{
+    int64_t i = 0;
+#ifdef NPK_X86
+    const int level = level_in_use < 0 ? npk_level() : level_in_use;
+    if (level >= 2 && has_vbmi()) i = lookup8_vbmi(t, a, o, n, lanes);
+    else if (level >= 1) i = lookup8_avx2(t, a, o, n, lanes);
+#endif
+    if (lanes >= 16)
+        for (; i < n; i++) o[i] = t[a[i]];
+    else                                /* whole 16-byte groups from here (n and the SIMD steps are multiples of 16) */
+        for (; i < n; i += 16) {
+            memset(o + i, 0, 16);
+            for (int64_t k = 0; k < lanes; k++) o[i + k] = t[a[i + k]];
+        }
+}
+
 int npk_lookup(const void *table, int out_size, const void *a, const void *b, int index, void *out, int64_t n)
 {
     if ((out_size != 1 && out_size != 2) || index < 0 || index > 2 || n < 0 || (index == 2 && !b))
         return -1;
+    if (out_size == 1 && index == 0) {
+        lookup8(table, a, out, n, 16);
+        return 0;
+    }
     const uint8_t *a8 = a, *b8 = b;
     const uint16_t *a16 = a;
     if (out_size == 2) {
@@ -834,6 +904,10 @@ int npk_lookup_lanes(const void *table, int out_size, const void *a, const void 
     if ((out_size != 1 && out_size != 2) || index < 0 || index > 2 || pixels < 0 || c2 < 1 || lanes < 0
         || lanes > c2 || (index == 2 && !b))
         return -1;
+    if (out_size == 1 && index == 0 && c2 == 16) {
+        lookup8(table, a, out, pixels * 16, lanes);
+        return 0;
+    }
     const uint8_t *a8 = a, *b8 = b;
     const uint16_t *a16 = a;
     if (out_size == 2) {

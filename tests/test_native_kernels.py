@@ -318,3 +318,21 @@ def test_narrow_pixel_rows_match_copyto(pair, channels, level):
     np.copyto(ref[1:8, 2:2052, :channels], x, casting="unsafe")
     assert K.cast(dst, x)
     _same_bits(base, ref)
+
+
+@pytest.mark.parametrize("size", [1, 31, 64, 1000, 4099])
+def test_byte_table_lookup_matches_take(size, level):
+    """Byte tables over byte indices (int8 unary ops, requantisation) at every level: np.take's bytes; the lane form
+    zeroes the bytes past the used lanes of each 16-byte group."""
+    rng = np.random.default_rng(size)
+    table = rng.integers(0, 256, 256).astype(np.uint8)
+    a = rng.integers(0, 256, size * 16).astype(np.uint8)
+    out = np.full(a.shape, 7, np.uint8)
+    assert K.lookup(out, table, a)
+    assert np.array_equal(out, np.take(table, a))
+    for used in (0, 3, 15, 16):
+        lanes = np.full((size, 16), 7, np.uint8)
+        K.lookup_fn(lanes, table, a.reshape(size, 16), lanes=(16, used))()
+        expect = np.take(table, a).reshape(size, 16)
+        expect[:, used:] = 0
+        assert np.array_equal(lanes, expect)
