@@ -203,3 +203,23 @@ def test_exec_threads_store_the_same_bytes(level, precision, monkeypatch):
     got = _stored(cm, x)
     for t in want:
         np.testing.assert_array_equal(got[t].view(np.uint8), want[t].view(np.uint8), err_msg=t)
+
+
+def test_late_layer_shapes_sum_exactly(level):
+    """A late layer — 512 input channels on a 7 x 5 map, 64 outputs: the weights outweigh the input (channel blocks
+    outside the pixel tiles) and pixel tiles cross output rows; int8 and float16 sums equal the references."""
+    rng = np.random.default_rng(21)
+    c1, cc, n, geometry = 32, 16, 64, ((1, 1), (1, 1), (1, 1), (7, 5))
+    x, w, out_hw = _int8_case(rng, c1, cc, 7, 5, *geometry[:3], n, "random")
+    colsum = w.astype(np.int64).sum(axis=0).astype(np.int32)
+    y = np.empty((35, n), np.float32)
+    K.int8_conv(x, w, colsum, -3, np.ones(n, np.float32), np.zeros(n, np.float32), *geometry, y=y,
+                wide=lambda k: np.empty(k, np.int16))()
+    np.testing.assert_array_equal(y, _int64_conv(x, w, *geometry[:3], out_hw, -3).astype(np.float32))
+    xf = rng.standard_normal((c1, 7, 5, cc)).astype(np.float16).astype(np.float32)
+    wf = (rng.standard_normal((c1 * cc, n)) / 8).astype(np.float16).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    yf = np.empty((35, n), np.float32)
+    K.float_conv(xf, wf, bias, *geometry, y=yf)()
+    want = conv_fp16.accumulate(conv_int8.columns(xf, *geometry), wf, np.empty_like(yf), np.empty_like(yf)) + bias
+    np.testing.assert_array_equal(yf.view(np.uint32), want.view(np.uint32))
