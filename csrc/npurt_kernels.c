@@ -352,29 +352,10 @@ int npk_cast_nd(int conv, int ndim, const int64_t *shape, const void *src, const
 
 #ifdef NPK_X86
 /* 16 rows of 16 bytes to 16 columns: four butterfly stages of unpacks on rows j and j + n/2 (element width 1, 2 or
- * 4 bytes gives the 16x16, 8x8 and 4x4 transposes) */
-#define NPK_TILE(name, n, unlo, unhi, stages)                                                              \
-    static inline void name(const char *s, int64_t ss, char *d, int64_t ds)                               \
-    {                                                                                                      \
-        __m128i r[n], o[n];                                                                                \
-        for (int i = 0; i < n; i++) r[i] = _mm_loadu_si128((const __m128i *)(s + i * ss));                 \
-        for (int st = 0; st < stages; st++) {                                                              \
-            for (int j = 0; j < n / 2; j++) {                                                              \
-                o[2 * j] = unlo(r[j], r[j + n / 2]);                                                       \
-                o[2 * j + 1] = unhi(r[j], r[j + n / 2]);                                                   \
-            }                                                                                              \
-            memcpy(r, o, sizeof r);                                                                        \
-        }                                                                                                  \
-        for (int i = 0; i < n; i++) _mm_storeu_si128((__m128i *)(d + i * ds), r[i]);                       \
-    }
-NPK_TILE(tile_e1, 16, _mm_unpacklo_epi8, _mm_unpackhi_epi8, 4)
-NPK_TILE(tile_e2, 8, _mm_unpacklo_epi16, _mm_unpackhi_epi16, 3)
-NPK_TILE(tile_e4, 4, _mm_unpacklo_epi32, _mm_unpackhi_epi32, 2)
-
-/* the same with only the first R source rows read and the others zero: n pixels of R planes into n whole 16-byte
- * lane groups, the padding lanes written zero in the same stores */
-#define NPK_TILE_ROWS(name, n, unlo, unhi, stages)                                                         \
-    static inline void name(const char *s, int64_t ss, char *d, int64_t ds, int64_t R)                     \
+ * 4 bytes gives the 16x16, 8x8 and 4x4 transposes). rows_part_*: only the first R source rows read, the others zero
+ * (n pixels of R planes into n whole 16-byte lane groups, padding lanes zero in the same stores); tile_*: all n. */
+#define NPK_TILE(part, name, n, unlo, unhi, stages)                                                        \
+    static inline void part(const char *s, int64_t ss, char *d, int64_t ds, int64_t R)                     \
     {                                                                                                      \
         __m128i r[n], o[n];                                                                                \
         for (int i = 0; i < n; i++)                                                                        \
@@ -387,10 +368,11 @@ NPK_TILE(tile_e4, 4, _mm_unpacklo_epi32, _mm_unpackhi_epi32, 2)
             memcpy(r, o, sizeof r);                                                                        \
         }                                                                                                  \
         for (int i = 0; i < n; i++) _mm_storeu_si128((__m128i *)(d + i * ds), r[i]);                       \
-    }
-NPK_TILE_ROWS(rows_part_e1, 16, _mm_unpacklo_epi8, _mm_unpackhi_epi8, 4)
-NPK_TILE_ROWS(rows_part_e2, 8, _mm_unpacklo_epi16, _mm_unpackhi_epi16, 3)
-NPK_TILE_ROWS(rows_part_e4, 4, _mm_unpacklo_epi32, _mm_unpackhi_epi32, 2)
+    }                                                                                                      \
+    static inline void name(const char *s, int64_t ss, char *d, int64_t ds) { part(s, ss, d, ds, n); }
+NPK_TILE(rows_part_e1, tile_e1, 16, _mm_unpacklo_epi8, _mm_unpackhi_epi8, 4)
+NPK_TILE(rows_part_e2, tile_e2, 8, _mm_unpacklo_epi16, _mm_unpackhi_epi16, 3)
+NPK_TILE(rows_part_e4, tile_e4, 4, _mm_unpacklo_epi32, _mm_unpackhi_epi32, 2)
 #endif
 
 static void transpose_scalar(const char *s, int64_t ss, char *d, int64_t ds, int64_t R, int64_t C, int e);
