@@ -145,3 +145,21 @@ int npk_lookup_lanes(const void *table, int out_size, const void *a, const void 
 /* out[i] = float16(float32(a[i]) op float32(b[i])) for float16 arrays, op 0 add, 1 subtract, 2 multiply (numpy's
  * ufunc with dtype=float32, then the casting store) */
 int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n);
+
+/* MaxPool straight from an NC1HWC2 slot (npurt_pool.c): x (planes, h, w, c2) C-contiguous float16 (xtype 0) or int8
+ * codes (xtype 1); y (planes, ho, wo, c2) = the max over the taps inside the image of each window (kernel kh x kw,
+ * strides, dilations, pads top pt / left pl), as numpy's np.maximum folds it (NaN met first kept, ties the later
+ * tap); int8 with `table`: table[max], except lanes >= `lanes` of every c1-th plane (the last C1 block of an
+ * image, whose lanes past the channels stay 0). Planes [plane_lo, plane_hi); -1 (nothing
+ * written) when a window has no tap inside the image. */
+struct npk_pool {
+    const void *x;
+    int32_t xtype;
+    int64_t planes, h, w, c2;
+    int32_t kh, kw, sh, sw, dh, dw, pt, pl;
+    int64_t ho, wo;
+    void *y;
+    const uint8_t *table;
+    int64_t c1, lanes;
+};
+int npk_max_pool(const struct npk_pool *p, int64_t plane_lo, int64_t plane_hi);

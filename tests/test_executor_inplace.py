@@ -69,7 +69,9 @@ def _pool_model(channels: int, **pool_attrs):
     x = g.node("MaxPool", [g.conv("input", 3, channels, 1)], **pool_attrs)
     y = g.conv(x, channels, 4, 1)
     k, s, d = pool_attrs["kernel_shape"], pool_attrs["strides"], pool_attrs.get("dilations", [1, 1])
-    out = [(n - (kk - 1) * dd - 1) // ss + 1 for n, kk, ss, dd in zip((13, 12), k, s, d)]
+    p, ceil = pool_attrs.get("pads", [0, 0, 0, 0]), pool_attrs.get("ceil_mode", 0)
+    span = [n + p[i] + p[i + 2] - (kk - 1) * dd - 1 for i, (n, kk, dd) in enumerate(zip((13, 12), k, d))]
+    out = [(-(-v // ss) if ceil else v // ss) + 1 for v, ss in zip(span, s)]
     return g.model([("input", [1, 3, 13, 12])], [(y, [1, 4] + out)], "pool")
 
 
@@ -87,28 +89,59 @@ def _compiled_pool(model, op: str, precision: str, rng, shape: tuple, requantise
     return cm, index, node.inputs[0]
 
 
-@pytest.mark.parametrize("precision", ["fp16", "int8", "int8-requantised"])
-@pytest.mark.parametrize("channels,attrs", [
-    (16, {"kernel_shape": [2, 2], "strides": [2, 2]}),
-    (12, {"kernel_shape": [3, 2], "strides": [1, 2], "dilations": [2, 1]}),
-    (20, {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 0}),
-], ids=["2x2", "dilated-padded-lanes", "3x3s2"])
-def test_inplace_maxpool_is_byte_identical(precision, channels, attrs):
-    """The in-place MaxPool step stores exactly the generic path's bytes (fp16; int8 with the same or another
-    output quantisation, which goes through the requantisation table)."""
-    rng = np.random.default_rng(7)
-    model = _pool_model(channels, **attrs)
-    int8 = precision.startswith("int8")
-    cm, index, src = _compiled_pool(model, "MaxPool", precision, rng, (1, 3, 13, 12), (1.37, 5))
+_POOLS = {
+    "2x2": (16, {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    "dilated-padded-lanes": (12, {"kernel_shape": [3, 2], "strides": [1, 2], "dilations": [2, 1]}),
+    "3x3s2": (20, {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 0}),
+    "sppf-5x5-pads": (16, {"kernel_shape": [5, 5], "strides": [1, 1], "pads": [2, 2, 2, 2]}),
+    "3x3s2-pads-ceil": (20, {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 0, 0, 1], "ceil_mode": 1}),
+}
+
+
+def _pool_value(cm, src: str, rng, int8: bool) -> np.ndarray:
+    """An input for the pool with signed zeros, infinities and (fp16) NaNs of both signs in some windows."""
     value = rng.standard_normal(cm.storage[src].shape).astype(np.float32) * 3
-    value[0, 0, 0, :4] = [0.0, -0.0, np.inf, -np.inf] if not int8 else 0.0
-    _assert_steps_store_the_same(cm, index, index + 1, src, value)
+    if not int8:
+        value[0, 0, 0, :4] = [0.0, -0.0, np.inf, -np.inf]
+        value[0, 1, 0:2, 0:2] = [[-0.0, 0.0], [0.0, -0.0]]
+        value[0, 2, 1, 1:4] = [np.nan, -np.nan, 5.0]
+        value[0, 3, 0:2, 2] = [-np.nan, np.nan]
+    return value
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8", "int8-requantised"])
+@pytest.mark.parametrize("pool", list(_POOLS))
+def test_inplace_maxpool_is_byte_identical(precision, pool, level):
+    """The in-place MaxPool step (one compiled call) stores exactly the generic path's bytes at every instruction-set
+    level — pads, ceil_mode, dilations, padded lanes, NaNs and signed zeros; int8 with the same or another output
+    quantisation, which goes through the requantisation table."""
+    rng = np.random.default_rng(7)
+    channels, attrs = _POOLS[pool]
+    cm, index, src = _compiled_pool(_pool_model(channels, **attrs), "MaxPool", precision, rng, (1, 3, 13, 12),
+                                    (1.37, 5))
+    _assert_steps_store_the_same(cm, index, index + 1, src, _pool_value(cm, src, rng, precision != "fp16"))
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8-requantised"])
+def test_inplace_maxpool_without_compiled_kernels_is_byte_identical(precision):
+    """The numpy fallback (kernels off, no padding) stores the generic path's bytes too."""
+    import npurt._kernels as kernels
+    rng = np.random.default_rng(7)
+    channels, attrs = _POOLS["3x3s2"]
+    before = kernels.set_enabled(False)
+    try:
+        cm, index, src = _compiled_pool(_pool_model(channels, **attrs), "MaxPool", precision, rng, (1, 3, 13, 12),
+                                        (1.37, 5))
+        _assert_steps_store_the_same(cm, index, index + 1, src, _pool_value(cm, src, rng, precision != "fp16"))
+    finally:
+        kernels.set_enabled(before)
 
 
 @pytest.mark.parametrize("precision", ["fp16", "int8", "int8-requantised"])
 @pytest.mark.parametrize("channels", [16, 20, 64])
-def test_inplace_global_average_pool_is_byte_identical(precision, channels):
-    """The in-place GlobalAveragePool step stores exactly the generic path's bytes (same sums, same rounding)."""
+def test_inplace_global_average_pool_is_byte_identical(precision, channels, level):
+    """The in-place GlobalAveragePool step stores exactly the generic path's bytes (same sums, same rounding) at every
+    instruction-set level."""
     from npurt.model.zoo import _Graph
     rng = np.random.default_rng(8)
     g = _Graph(0)

@@ -336,3 +336,19 @@ def test_byte_table_lookup_matches_take(size, level):
         expect = np.take(table, a).reshape(size, 16)
         expect[:, used:] = 0
         assert np.array_equal(lanes, expect)
+
+
+def test_max_pool_refuses_what_it_cannot_compute():
+    """A window wholly in the padding, mixed dtypes or a bad plane range: declined (None) or -1 from the C face, with
+    nothing written."""
+    x = np.arange(2 * 4 * 4 * 8, dtype=np.float16).reshape(2, 4, 4, 8)
+    out = np.full((2, 3, 3, 8), 7, np.float16)
+    assert K.max_pool(x, out, (1, 1), (2, 2), (1, 1), (2, 0)) is None          # the first row's window is all pad
+    assert K.max_pool(x, out.astype(np.float32), (2, 2), (1, 1), (1, 1), (0, 0)) is None
+    run = K.max_pool(x, out, (2, 2), (1, 1), (1, 1), (0, 0))
+    p = run.arrays[-1]
+    assert K.lib.npk_max_pool(p, 0, 3) == -1 and K.lib.npk_max_pool(p, 1, 0) == -1
+    assert K.lib.npk_max_pool(K.ffi.NULL, 0, 1) == -1
+    assert np.all(out == 7)
+    run()
+    assert np.array_equal(out, np.maximum.reduce([x[:, i:i + 3, j:j + 3] for i in (0, 1) for j in (0, 1)]))

@@ -118,11 +118,7 @@ def _writable(a: np.ndarray) -> bool:
 def cast(dst: np.ndarray, src: np.ndarray) -> bool:
     """np.copyto(dst, src, casting="unsafe") for float32 <-> float16, int8 -> float32 and same-dtype copies of 1/2/4-byte
     items, any strides (src broadcast to dst's shape). No overlap check: dst and src must not share memory."""
-    run = cast_fn(dst, src)
-    if run is None:
-        return False
-    run()
-    return True
+    return _ran(cast_fn(dst, src))
 
 
 def cast_fn(dst: np.ndarray, src: np.ndarray):
@@ -193,19 +189,44 @@ def _contiguous_pair(dst: np.ndarray, src: np.ndarray, src_dtype: np.dtype, dst_
 def quantize(dst: np.ndarray, src: np.ndarray, inv_scale: float, zp: float) -> bool:
     """dst = int8(clip(rint(src * inv_scale + zp), -128, 127)) in float32 arithmetic (NaN -> 0): numpy's
     multiply, add, rint, clip and cast, bit for bit. Contiguous float32 -> int8 only."""
-    if not _contiguous_pair(dst, src, _F32, _I8):
-        return False
-    lib.npk_cast(_QUANTIZE, _ptr(src), _ptr(dst), src.size, float(np.float32(inv_scale)), float(np.float32(zp)))
-    return True
+    return _ran(quantize_fn(dst, src, inv_scale, zp))
+
+
+def quantize_fn(dst: np.ndarray, src: np.ndarray, inv_scale: float, zp: float):
+    """`quantize(dst, src, inv_scale, zp)` prepared once: a zero-argument function, or None when it would decline."""
+    return _cast_call(dst, src, _F32, _I8, _QUANTIZE, inv_scale, zp)
 
 
 def dequantize(dst: np.ndarray, src: np.ndarray, scale: float, bias: float) -> bool:
     """dst = float32(src) * scale - bias in float32 (bias = zp * scale): numpy's multiply then subtract. Contiguous
     int8 -> float32 only."""
-    if not _contiguous_pair(dst, src, _I8, _F32):
+    return _ran(dequantize_fn(dst, src, scale, bias))
+
+
+def dequantize_fn(dst: np.ndarray, src: np.ndarray, scale: float, bias: float):
+    """`dequantize(dst, src, scale, bias)` prepared once: a zero-argument function, or None when it would decline."""
+    return _cast_call(dst, src, _I8, _F32, _DEQUANTIZE, scale, bias)
+
+
+def _ran(run) -> bool:
+    """Run a prepared kernel call if there is one; whether there was."""
+    if run is None:
         return False
-    lib.npk_cast(_DEQUANTIZE, _ptr(src), _ptr(dst), src.size, float(np.float32(scale)), float(np.float32(bias)))
+    run()
     return True
+
+
+def _cast_call(dst: np.ndarray, src: np.ndarray, src_dtype: np.dtype, dst_dtype: np.dtype, conv: int, a: float,
+               b: float):
+    if not _contiguous_pair(dst, src, src_dtype, dst_dtype):
+        return None
+    args = (conv, _ptr(src), _ptr(dst), src.size, float(np.float32(a)), float(np.float32(b)))
+    call = lib.npk_cast
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (dst, src)
+    return run
 
 
 def _conversion(src: np.dtype, dst: np.dtype, quant: tuple[float, float] | None) -> int | None:
@@ -255,20 +276,32 @@ def lanes_to_planes(dst: np.ndarray, src: np.ndarray, quant: tuple[float, float]
     """Unpack lanes `src` (N, C1, H, Ws, C2; C-contiguous) into planes `dst` (N, C, H, W; pixels of a row adjacent;
     C <= C1 * C2, W <= Ws): dst[n, c, h, w] = src[n, c // C2, h, w, c % C2], converted (float16 -> float32, or
     dequantised with `quant` = (scale, zp * scale)). NC1HWC2 -> NCHW, and NHWC -> NCHW as C1 = 1, C2 = C."""
+    return _ran(lanes_to_planes_fn(dst, src, quant, blocks))
+
+
+def lanes_to_planes_fn(dst: np.ndarray, src: np.ndarray, quant: tuple[float, float] | None = None,
+                       blocks: tuple[int, int] | None = None):
+    """`lanes_to_planes(dst, src, quant, blocks)` prepared once: a zero-argument function, or None when it would
+    decline."""
     if not _enabled or not _writable(dst) or not isinstance(src, np.ndarray) or src.ndim != 5 or dst.ndim != 4:
-        return False
+        return None
     conv = _conversion(src.dtype, dst.dtype, quant)
     n, c1, h, ws, c2 = src.shape
     strides = _element_strides(dst)
     if conv is None or strides is None or not src.flags.c_contiguous or strides[3] != 1 or dst.shape[0] != n \
             or dst.shape[2] != h or dst.shape[3] > ws or dst.shape[1] > c1 * c2:
-        return False
+        return None
     dn, dc, dh, _ = strides
     lo, hi = blocks or (0, c1)
     a, b = quant or (0.0, 0.0)
-    lib.npk_lanes_to_planes(conv, _ptr(src), _ptr(dst), dn, dc, dh, n, dst.shape[1], h, dst.shape[3], c1, c2, ws,
-                            lo, hi, float(np.float32(a)), float(np.float32(b)))
-    return True
+    args = (conv, _ptr(src), _ptr(dst), dn, dc, dh, n, dst.shape[1], h, dst.shape[3], c1, c2, ws, lo, hi,
+            float(np.float32(a)), float(np.float32(b)))
+    call = lib.npk_lanes_to_planes
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (dst, src)
+    return run
 
 
 def regroup(dst: np.ndarray, src: np.ndarray, width: int) -> bool:
@@ -519,14 +552,41 @@ def depthwise(x: np.ndarray, border: float, weights: np.ndarray, bias: np.ndarra
     return run
 
 
+def max_pool(x: np.ndarray, out: np.ndarray, kernel: tuple[int, int], strides: tuple[int, int],
+             dilations: tuple[int, int], pads: tuple[int, int], table: np.ndarray | None = None,
+             lanes: tuple[int, int] = (1, 0)):
+    """A zero-argument function computing MaxPool straight from an NC1HWC2 slot (`npk_max_pool`): `x` (P, H, W, C2)
+    float16 or int8 codes into `out` (P, Ho, Wo, C2) of the same dtype, taps outside H x W (`pads` = (top, left))
+    skipped; int8 stored through the 256-entry `table`, but for `lanes` = (C1, L) the last C1 block of each image
+    only its first L lanes (0 in the others). None when the arrays are not that case, a window lies wholly in the
+    padding, or the kernels are off."""
+    if not _enabled or x.ndim != 4 or x.dtype not in (_F16, _I8) or out.dtype != x.dtype or out.ndim != 4 \
+            or not x.flags.c_contiguous or not out.flags.c_contiguous or not out.flags.writeable \
+            or out.shape[0] != x.shape[0] or out.shape[3] != x.shape[3] or min(*kernel, *strides, *dilations) < 1 \
+            or min(pads) < 0:
+        return None
+    if table is not None and (x.dtype != _I8 or table.dtype != np.uint8 or table.shape != (256,)
+                              or not table.flags.c_contiguous or lanes[0] < 1 or not 0 <= lanes[1] <= x.shape[3]):
+        return None
+    for n_out, k, s, d, pad, size in zip(out.shape[1:3], kernel, strides, dilations, pads, x.shape[1:3]):
+        if any(not any(0 <= o * s - pad + t * d < size for t in range(k)) for o in range(n_out)):
+            return None
+    p = ffi.new("struct npk_pool *")
+    p.x, p.xtype, p.y = _ptr(x), 0 if x.dtype == _F16 else 1, _ptr(out)
+    p.planes, p.h, p.w, p.c2 = x.shape
+    p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, p.pt, p.pl = *kernel, *strides, *dilations, *pads
+    p.ho, p.wo = out.shape[1:3]
+    if table is not None:
+        p.table, (p.c1, p.lanes) = ffi.cast("uint8_t *", table.ctypes.data), lanes
+    run = _parallel(lib.npk_max_pool, [(p, lo, hi) for lo, hi in _row_parts(x.shape[0])])
+    run.arrays = (x, out, table, p)     # the memory the pointers point into stays alive with the function
+    return run
+
+
 def lookup(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray | None = None) -> bool:
     """out = table[a] (a uint8 or uint16), or table[a << 8 | b] for two uint8 arrays: np.take(table, index, out=out)
     over contiguous arrays of one shape, with a table covering every index (256 or 65536 entries of 1 or 2 bytes)."""
-    run = lookup_fn(out, table, a, b)
-    if run is None:
-        return False
-    run()
-    return True
+    return _ran(lookup_fn(out, table, a, b))
 
 
 def lookup_fn(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray | None = None,

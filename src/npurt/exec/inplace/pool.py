@@ -1,7 +1,8 @@
-"""MaxPool between NC1HWC2 slots, without padding: the pool kernel's own separable reduction (rows, then columns,
-with `np.maximum` in the same order) run on the stored values. Exact: fp16 -> float32 -> fp16 is lossless and max
-commutes with it; int8 dequantisation is increasing, so the max of the codes is the code of the max, stored through
-the 256-entry requantisation table (skipped when it is the identity)."""
+"""MaxPool between NC1HWC2 slots: one compiled call (`npk_max_pool`, padding included), or without the kernels and
+padding the pool kernel's own separable reduction (rows, then columns, with `np.maximum` in the same order) run on
+the stored values. Exact: fp16 -> float32 -> fp16 is lossless and max commutes with it; int8 dequantisation is
+increasing, so the max of the codes is the code of the max, stored through the 256-entry requantisation table
+(skipped when it is the identity)."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -38,9 +39,29 @@ def _padding_lanes(y: np.ndarray, so) -> np.ndarray:
 def max_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     si, so, ki = _pair(node, ctx)
     k, strides, dil, pb, pe_ext, _, out = _pool_geometry(tuple(si.shape), attrs)
-    if any(pb) or any(pe_ext) or tuple(so.shape[2:]) != tuple(out):
+    if tuple(so.shape[2:]) != tuple(out):
         raise Skip
     x, y = ctx.slot(node.inputs[0]), ctx.slot(node.outputs[0])
+    n, c1, h, w, c2 = x.shape
+    table = None
+    if ki == "int8":
+        _, values = all_values("int8", si)
+        table = stored_table("int8", values, so)
+        if np.array_equal(table, np.arange(256, dtype=np.uint16).astype(np.uint8)):
+            table = None
+    lanes = (c1, so.shape[1] - (c1 - 1) * c2)
+    compiled = _kernels.max_pool(x.reshape(n * c1, h, w, c2), y.reshape(n * c1, *y.shape[2:]), tuple(k),
+                                 tuple(strides), tuple(dil), tuple(pb), table, lanes)
+    if compiled is not None:
+        return compiled
+    if any(pb) or any(pe_ext):
+        raise Skip
+    return _numpy_max_pool(x, y, so, ki, table, ctx, k, strides, dil, out)
+
+
+def _numpy_max_pool(x: np.ndarray, y: np.ndarray, so, ki: str, table: np.ndarray | None, ctx: StepBinding, k, strides,
+                    dil, out) -> Callable[[], None]:
+    """MaxPool without padding in numpy: the reference kernel's separable reduction on the stored values."""
     n, c1, _, w, c2 = x.shape
     widen = narrow = None
     if ki == "fp16":                             # numpy's float16 maximum is slow: reduce in float32 (exact)
@@ -52,18 +73,15 @@ def max_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     row_windows = _windows(2, k[0], strides[0], dil[0], out[0])
     col_windows = _windows(3, k[1], strides[1], dil[1], out[1])
     requantise = None
-    if ki == "int8":
-        _, values = all_values("int8", si)
-        table = stored_table("int8", values, so)
-        if not np.array_equal(table, np.arange(256, dtype=np.uint16).astype(np.uint8)):
-            ybits = bits(y)
-            lookup = _kernels.lookup_fn(ybits, table, ybits) or \
-                (lambda: np.take(table, ybits.copy(), out=ybits, mode="clip"))
-            padding = _padding_lanes(y, so)
+    if table is not None:
+        ybits = bits(y)
+        lookup = _kernels.lookup_fn(ybits, table, ybits) or \
+            (lambda: np.take(table, ybits.copy(), out=ybits, mode="clip"))
+        padding = _padding_lanes(y, so)
 
-            def requantise() -> None:
-                lookup()
-                padding.fill(0)
+        def requantise() -> None:
+            lookup()
+            padding.fill(0)
 
     def run() -> None:
         if widen is not None:
@@ -83,35 +101,47 @@ def max_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
 
 def global_average_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     """GlobalAveragePool between NC1HWC2 slots: the stored values widened to float32 (int8 dequantised as the slot
-    reader does), each channel's H x W plane made contiguous as in the NCHW array the kernel gets, and `np.mean`
-    over it — the kernel's own call on the same memory order, so the same sums."""
+    reader does) into the channels' contiguous H x W planes, as in the NCHW array the kernel gets, and `np.mean`'s
+    own sum and division over them — the kernel's arithmetic on the same memory order, so the same results."""
     si, so, ki = _pair(node, ctx)
     if tuple(so.shape[2:]) != (1, 1):
         raise Skip
     x, y = ctx.slot(node.inputs[0]), ctx.slot(node.outputs[0])
     n, c1, h, w, c2 = x.shape
-    wide = ctx.scratch2(x.size).reshape(x.shape)
-    planes = ctx.typed_scratch(np.float32, x.size).reshape(n, c1, c2, h, w)
-    means = ctx.scratch(n * c1 * c2).reshape(n, c1, c2, 1, 1)
+    planes = ctx.typed_scratch(np.float32, x.size).reshape(n * c1 * c2, h * w)
+    means = ctx.scratch(n * c1 * c2)
+    count = np.intp(h * w)                       # np.mean divides the float32 sums by the element count, an intp
+    quant = None if ki == "fp16" else (si.scale, si.zp * si.scale)
+    widen = _kernels.lanes_to_planes_fn(planes.reshape(n, c1 * c2, h, w), x, quant) or \
+        _numpy_planes(planes.reshape(n, c1, c2, h, w), x, si, ki)
     if ki == "fp16":
-        widen = copier(wide, x)
         narrow = copier(y, means.reshape(y.shape))
     else:
-        scale, shift = np.float32(si.scale), np.float32(si.zp * si.scale)
         padding = _padding_lanes(y, so)
-
-        def widen() -> None:                     # int8 -> float32 is exact: the reader's int8 * float32 product
-            np.copyto(wide, x)
-            np.multiply(wide, scale, out=wide)
-            np.subtract(wide, shift, out=wide)
+        store = _kernels.quantize_fn(y.reshape(-1), means, 1.0 / so.scale, so.zp) or \
+            (lambda: np.copyto(y, quantize(means.reshape(y.shape), so)))
 
         def narrow() -> None:
-            y[...] = quantize(means.reshape(y.shape), so)
+            store()
             padding.fill(0)
 
     def run() -> None:
         widen()
-        np.copyto(planes, wide.transpose(0, 1, 4, 2, 3))
-        np.mean(planes, axis=(3, 4), dtype=np.float32, out=means, keepdims=True)
+        np.add.reduce(planes, axis=1, dtype=np.float32, out=means)
+        np.true_divide(means, count, out=means, casting="unsafe")
         narrow()
+    return run
+
+
+def _numpy_planes(planes: np.ndarray, x: np.ndarray, si, ki: str) -> Callable[[], None]:
+    """Stored NC1HWC2 values into float32 (N, C1, C2, H, W) planes in numpy (int8 dequantised as the reader does)."""
+    lanes = x.transpose(0, 1, 4, 2, 3)
+    if ki == "fp16":
+        return lambda: np.copyto(planes, lanes)
+    scale, shift = np.float32(si.scale), np.float32(si.zp * si.scale)
+
+    def run() -> None:                           # int8 -> float32 is exact: the reader's int8 * float32 product
+        np.copyto(planes, lanes)
+        np.multiply(planes, scale, out=planes)
+        np.subtract(planes, shift, out=planes)
     return run
