@@ -152,11 +152,15 @@ def test_inplace_global_average_pool_is_byte_identical(precision, channels, leve
     _assert_steps_store_the_same(cm, index, index + 1, src, value)
 
 
-def test_inplace_gemm_softmax_on_plain_fp16_slots_are_byte_identical():
-    """small_convnet's classifier (Gemm, Softmax on plain (1, 10) fp16 slots) stores the generic path's bytes."""
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+def test_inplace_gemm_softmax_on_plain_slots_are_byte_identical(precision, level):
+    """small_convnet's classifier (Gemm, Softmax on plain (1, 10) fp16 or int8 slots) stores the generic path's
+    bytes at every instruction-set level."""
     from npurt.model.zoo import small_convnet
     rng = np.random.default_rng(9)
-    cm = npurt.compile(small_convnet(size=16), soc="rk3588", progress=False)
+    shape = (1, 3, 16, 16)
+    cm = npurt.compile(small_convnet(size=16), soc="rk3588", quantize=_calibration(rng, shape)
+                       if precision == "int8" else None, progress=False)
     index = next(i for i, n in enumerate(cm.graph.nodes) if n.op_type == "Gemm")
     src = cm.graph.nodes[index].inputs[0]
     value = rng.standard_normal(cm.storage[src].shape).astype(np.float32) * 4
@@ -203,6 +207,19 @@ def test_inplace_decode_head_steps_are_byte_identical(precision, level):
     cm = npurt.compile(yolo_head(size=64), soc="rk3588", quantize=_calibration(rng, shape) if precision == "int8"
                        else None, progress=False)
     _assert_each_step_stores_the_same(cm, rng.standard_normal(shape).astype(np.float32) * 2, _DECODE_OPS)
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+def test_inplace_small_convnet_steps_are_byte_identical(precision, level):
+    """Every pooling and classifier step of small_convnet (MaxPool, GlobalAveragePool, Flatten, Gemm, Softmax) runs
+    in place and stores the generic path's bytes at every instruction-set level."""
+    from npurt.model.zoo import small_convnet
+    rng = np.random.default_rng(14)
+    shape = (1, 3, 32, 32)
+    cm = npurt.compile(small_convnet(size=32), soc="rk3588", quantize=_calibration(rng, shape)
+                       if precision == "int8" else None, progress=False)
+    _assert_each_step_stores_the_same(cm, rng.standard_normal(shape).astype(np.float32) * 2,
+                                      {"MaxPool", "GlobalAveragePool", "Flatten", "Gemm", "Softmax"})
 
 
 def _width_model(channels: int):

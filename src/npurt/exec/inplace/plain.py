@@ -1,7 +1,7 @@
 """Ops on plain slots: tensors stored in their logical shape, C order (UNDEFINED or NCHW layout, no padded rows), as
 float16 or quantised int8 — a detection head's (1, C, N) tensors. Concat / Split are block copies (int8 with other
 quantisation through the 256-entry requantisation table); unary ops are the table gather of `elementwise`; Gemm /
-Softmax on fp16 call their kernel between the slots (`kernel_step`)."""
+Softmax call their kernel between the slots (`kernel_step`)."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -11,7 +11,7 @@ import numpy as np
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.epilogue import copier, stored_table
-from npurt.exec.inplace.slots import Skip, activation, all_values, bits, stored_kind
+from npurt.exec.inplace.slots import Skip, activation, all_values, bits, dequantize, quantize, stored_kind
 from npurt.tensor import Layout
 
 
@@ -107,9 +107,9 @@ KERNEL_OPS = ("Gemm", "Softmax")
 
 
 def kernel_step(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
-    """An op whose activations are all plain fp16 slots (a classifier's Gemm / Softmax on (1, C) tensors): its own
-    kernel on the widened float32 values, cast back into the output slots — the generic path's arithmetic without
-    its per-run reader/writer glue. int8 stays generic: its prepared reader/writer measured as fast as this."""
+    """An op whose activations are all plain fp16 or int8 slots (a classifier's Gemm / Softmax on (1, C) tensors):
+    its own kernel on the values widened to float32 (int8 dequantised as the slot reader does), stored back as the
+    slot writer stores them (float16 cast, or quantised) — the generic path's arithmetic without its per-run glue."""
     loads, args = [], []
     for t in node.inputs:
         if t and t in ctx.constants:
@@ -117,27 +117,38 @@ def kernel_step(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> C
             continue
         if not t or len(loads) == 2:
             raise Skip
-        _plain_fp16(t, ctx)
+        st, kind = _plain(t, ctx)
         x = ctx.slot(t)
         wide = (ctx.scratch if not loads else ctx.scratch2)(x.size).reshape(x.shape)
-        loads.append(copier(wide, x))
+        loads.append(_widen(wide, x, st, kind))
         args.append(wide)
     stores = []
     for t in node.outputs:
         if not t:
             raise Skip
-        _plain_fp16(t, ctx)
-        stores.append(ctx.slot(t))
+        st, kind = _plain(t, ctx)
+        dst = ctx.slot(t)
+        staged = dst if kind == "fp16" else np.empty(dst.shape, np.float32)
+        stores.append((staged, None if kind == "fp16" else _narrow(dst, staged, st)))
 
     def run() -> None:
         for load in loads:
             load()
-        for dst, y in zip(stores, kernel(args, attrs)):
-            np.copyto(dst, np.asarray(y, np.float32).reshape(dst.shape), casting="unsafe")
+        for (staged, narrow), y in zip(stores, kernel(args, attrs)):
+            np.copyto(staged, np.asarray(y, np.float32).reshape(staged.shape), casting="unsafe")
+            if narrow is not None:
+                narrow()
     return run
 
 
-def _plain_fp16(name: str, ctx: StepBinding) -> None:
-    if _plain(name, ctx)[1] != "fp16":
-        raise Skip
+def _narrow(dst: np.ndarray, y: np.ndarray, st) -> Callable[[], None]:
+    """Store float32 `y` into plain int8 slot `dst` as the slot writer quantises it."""
+    return _kernels.quantize_fn(dst, y, 1.0 / st.scale, st.zp) or (lambda: np.copyto(dst, quantize(y, st)))
 
+
+def _widen(wide: np.ndarray, x: np.ndarray, st, kind: str) -> Callable[[], None]:
+    """Copy plain slot `x` into float32 `wide` as the slot reader reads it (float16 cast, or int8 dequantised)."""
+    if kind == "fp16":
+        return copier(wide, x)
+    return _kernels.dequantize_fn(wide, x, st.scale, st.zp * st.scale) or \
+        (lambda: np.copyto(wide, dequantize(x, st)))
