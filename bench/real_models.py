@@ -10,9 +10,9 @@ Run: python bench/real_models.py [--quick] [model ...]   (--quick: 2 repeats, fp
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from helpers import real_models as rm  # noqa: E402
 
 
-def _compile_child(name: str, precision: str, out: str, queue) -> None:
+def _compile_here(name: str, precision: str, out: str) -> None:
+    """Compile `name` in this (fresh) process, write it to `out` and print "seconds peak_rss_mib"."""
     import npurt
     spec = rm.MODELS[name]
     kw = {"quantize": [_input(name, k) for k in range(1, 5)]} if precision == "int8" else {}
@@ -33,12 +34,12 @@ def _compile_child(name: str, precision: str, out: str, queue) -> None:
                              input_shapes={spec.input: list(spec.shape)}, **kw)
     seconds = time.perf_counter() - t0
     Path(out).write_bytes(compiled.to_bytes())
-    queue.put((seconds, peak_rss_mib()))
+    print(seconds, peak_rss_mib())
 
 
 def peak_rss_mib() -> float:
     """This process's peak resident set (VmHWM: the high-water mark of its own address space, which starts afresh at
-    exec; getrusage's ru_maxrss would carry the forking parent's)."""
+    exec)."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
@@ -46,14 +47,12 @@ def peak_rss_mib() -> float:
 
 
 def compile_in_child(name: str, precision: str, out: str) -> tuple[float, float]:
-    """(compile seconds, peak RSS MiB) of compiling `name` in a fresh process; the result is written to `out`."""
-    ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
-    p = ctx.Process(target=_compile_child, args=(name, precision, out, queue))
-    p.start()
-    result = queue.get()
-    p.join()
-    return result
+    """(compile seconds, peak RSS MiB) of compiling `name` in a fresh process (this script run with --compile); the
+    result is written to `out`."""
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--compile", name, precision, out],
+                          capture_output=True, text=True, check=True)
+    seconds, rss = done.stdout.split()[-2:]
+    return float(seconds), float(rss)
 
 
 def _input(name: str, k: int):
@@ -67,11 +66,12 @@ def _input(name: str, k: int):
 
 
 
-def run(names: list[str], quick: bool = False) -> list[dict]:
+def run(quick: bool = False, names: list[str] | None = None) -> list[dict]:
+    """One row per (model, precision); every model of the tier unless `names` (what `npurt bench` runs)."""
     import npurt
     os.environ.setdefault("NPURT_BLAS_THREADS", "1")
     rows = []
-    for name in names:
+    for name in names or list(rm.MODELS):
         rm.model_path(name)                         # download / unzip outside the timed child
         x = _input(name, 0)
         session = rm._ort_session(name)
@@ -91,9 +91,12 @@ def run(names: list[str], quick: bool = False) -> list[dict]:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--compile"]:
+        _compile_here(*sys.argv[2:5])
+        return
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     print(cpu())
-    for row in run(args or list(rm.MODELS), quick="--quick" in sys.argv):
+    for row in run(quick="--quick" in sys.argv, names=args or None):
         print(", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
 
 

@@ -151,6 +151,15 @@ def test_bench_keeps_going_when_one_benchmark_fails(tmp_path, monkeypatch):
     assert d["rows"] == [{"bench": "b_fine", "name": "x", "ratio": 0.5}] and "a_broken" in d["errors"]
 
 
+def test_every_bench_runs_as_npurt_bench_calls_it():
+    """Each bench/NAME.py imports by path and its run() takes `quick` alone, as `npurt bench` calls it."""
+    import inspect
+    from npurt.cli.cmd_bench import available, bench_dir, load
+    folder = bench_dir()
+    for name in available(folder):
+        inspect.signature(load(folder, name).run).bind(quick=True)
+
+
 def test_bench_accuracy_quick():
     d = ok_json("bench", "--quick", "--only", "accuracy", timeout=600)
     row, = d["rows"]

@@ -34,6 +34,8 @@ MEANING = {
                   "the 1 s goal",
     "planner": "arena / lower bound (peak live bytes); 1 is optimal",
     "qnn_ort": "onnxruntime's QNN EP run on npurt's libQnnHtp.so / npurt's own graphExecute, same binary (goal <= 1.1)",
+    "real_models": "npurt Session.run(x) time / onnxruntime time on a real trained model (the optional tier's, its "
+                   "wheels downloaded once), 1 thread each (lower is better)",
     "toolkit": "npurt.toolkit.RKNN.inference time / onnxruntime fp32 (1 thread), same model (lower is better)",
     "zero_copy": "path time / Executor.run() alone on bound memory (1 = the I/O path adds nothing)",
 }
