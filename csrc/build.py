@@ -10,5 +10,7 @@ HEADER = Path(__file__).resolve().parent / "npurt_kernels.h"
 ffibuilder = FFI()
 ffibuilder.cdef("\n".join(line for line in HEADER.read_text(encoding="utf-8").splitlines()
                           if not line.startswith("#")))
-ffibuilder.set_source("npurt._kernels_c", '#include "npurt_kernels.h"', sources=["csrc/npurt_kernels.c", "csrc/npurt_int8.c", "csrc/npurt_convf.c", "csrc/npurt_pool.c"],
-                      include_dirs=["csrc"], extra_compile_args=["-O3", "-ffp-contract=off", "-fno-strict-aliasing"])
+SOURCES = ["npurt_kernels.c", "npurt_int8.c", "npurt_convf.c", "npurt_pool.c", "npurt_threads.c"]
+ffibuilder.set_source("npurt._kernels_c", '#include "npurt_kernels.h"', sources=[f"csrc/{name}" for name in SOURCES],
+                      include_dirs=["csrc"], extra_compile_args=["-O3", "-ffp-contract=off", "-fno-strict-aliasing", "-pthread"],
+                      extra_link_args=["-pthread"])

@@ -163,3 +163,9 @@ struct npk_pool {
     int64_t c1, lanes;
 };
 int npk_max_pool(const struct npk_pool *p, int64_t plane_lo, int64_t plane_hi);
+
+/* parts of one kernel call run in parallel (npurt_threads.c): part k is kernel `kind`'s (struct structs[k], rows
+ * or blocks [bounds[2k], bounds[2k + 1])); the caller runs part 0, persistent worker threads the others (nparts
+ * <= 64). 0, or -1 when a part returned -1 or the arguments are out of range. */
+enum npk_part_kind { NPK_PART_CONVF = 0, NPK_PART_CONV8 = 1, NPK_PART_DEPTHWISE = 2, NPK_PART_MAX_POOL = 3 };
+int npk_run_parts(int kind, void *const *structs, const int64_t *bounds, int nparts);

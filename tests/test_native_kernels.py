@@ -352,3 +352,49 @@ def test_max_pool_refuses_what_it_cannot_compute():
     assert np.all(out == 7)
     run()
     assert np.array_equal(out, np.maximum.reduce([x[:, i:i + 3, j:j + 3] for i in (0, 1) for j in (0, 1)]))
+
+
+def _threaded_pool(monkeypatch, seed: int):
+    """A 4-way threaded max pool over random float16 planes, with its numpy answer."""
+    monkeypatch.setenv("NPURT_EXEC_THREADS", "4")
+    x = np.random.default_rng(seed).standard_normal((8, 16, 16, 8)).astype(np.float16)
+    out = np.zeros((8, 8, 8, 8), np.float16)
+    run = K.max_pool(x, out, (2, 2), (2, 2), (1, 1), (0, 0))
+    want = np.maximum.reduce([x[:, i::2, j::2] for i in (0, 1) for j in (0, 1)])
+    return run, out, want
+
+
+def test_parts_on_worker_threads_concurrent_callers_and_fork(monkeypatch):
+    """Parts run on the persistent workers give the serial bytes; callers in several Python threads at once (one
+    gets the workers, the others run their parts themselves) and a forked child (which has no workers until it
+    starts its own) do too; bad arguments are refused."""
+    import threading
+    run, out, want = _threaded_pool(monkeypatch, 1)
+    assert len(run.parts[0]) == 4
+    run()
+    assert np.array_equal(out, want)
+    results = []
+
+    def caller(seed: int) -> None:
+        r, o, w = _threaded_pool(monkeypatch, seed)
+        for _ in range(50):
+            o[:] = 0
+            r()
+            results.append(np.array_equal(o, w))
+    threads = [threading.Thread(target=caller, args=(s,)) for s in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 150 and all(results)
+    pid = os.fork()
+    if pid == 0:                                        # the child: threaded parts again, then report by exit code
+        out[:] = 0
+        run()
+        os._exit(0 if np.array_equal(out, want) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    structs, bounds = run.parts[1], run.parts[2]
+    assert K.lib.npk_run_parts(3, K.ffi.NULL, bounds, 4) == -1
+    assert K.lib.npk_run_parts(3, structs, bounds, 0) == -1
+    assert K.lib.npk_run_parts(9, structs, bounds, 4) == -1

@@ -7,12 +7,12 @@ the arrays are not a case it handles (a dtype pair, a stride): the caller then r
 reference the results are bit-identical to. `NPURT_NATIVE=0` in the environment turns every kernel off (the
 pure-numpy path); `NPURT_NATIVE_LEVEL=avx2` (or portable, avx512) caps the instruction set, to measure a laptop's
 path on a bigger CPU; `set_enabled` and `set_level` do the same from Python (tests compare every instruction set).
-The conv steps split their rows over `$NPURT_EXEC_THREADS` threads (default 1; a shared pool, read at bind).
+The conv and pool steps split their rows over `$NPURT_EXEC_THREADS` threads (default 1, read at bind): one C call
+runs the parts on persistent worker threads (csrc/npurt_threads.c).
 """
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -35,13 +35,14 @@ _enabled = lib is not None and os.environ.get("NPURT_NATIVE", "1") != "0"
 
 
 def exec_threads() -> int:
-    """Threads a compiled conv step splits its output rows (depthwise: C1 blocks) over: $NPURT_EXEC_THREADS if a
-    positive integer, else 1. Read when a step is prepared (at bind)."""
+    """Threads a compiled conv or pool step splits its output rows (depthwise, pools: C1 blocks) over:
+    $NPURT_EXEC_THREADS if a positive integer, else 1. Read when a step is prepared (at bind)."""
     v = os.environ.get("NPURT_EXEC_THREADS", "")
     return int(v) if v.isdigit() and int(v) > 0 else 1
 
 
-_pool: ThreadPoolExecutor | None = None
+# the C kernels a step's parts can run in parallel (enum npk_part_kind)
+PART_KINDS = {"convf": 0, "conv8": 1, "depthwise": 2, "max_pool": 3}
 
 
 def _row_parts(rows: int) -> list[tuple[int, int]]:
@@ -50,22 +51,20 @@ def _row_parts(rows: int) -> list[tuple[int, int]]:
     return [(rows * k // t, rows * (k + 1) // t) for k in range(t)]
 
 
-def _parallel(call, parts: list):
-    """A zero-argument function running call(*part) for every part: the first on the calling thread, the others on
-    a shared pool (the C calls release the GIL), returning when all are done."""
-    global _pool
+def _parallel(kind: str, parts: list):
+    """A zero-argument function running kernel `kind` on every (struct, lo, hi) part: one C call, the first part on
+    the calling thread, the others on the module's persistent worker threads (`npk_run_parts`)."""
+    call = getattr(lib, f"npk_{kind}")
     if len(parts) == 1:
         args = parts[0]
         return lambda: call(*args)
-    if _pool is None or _pool._max_workers < len(parts) - 1:
-        _pool = ThreadPoolExecutor(len(parts) - 1, thread_name_prefix="npurt-exec")
-    pool, (first, rest) = _pool, (parts[0], parts[1:])
+    structs = ffi.new("void *[]", [ffi.cast("void *", p) for p, _, _ in parts])
+    bounds = ffi.new("int64_t[]", [v for _, lo, hi in parts for v in (lo, hi)])
+    args, run_parts = (PART_KINDS[kind], structs, bounds, len(parts)), lib.npk_run_parts
 
     def run() -> None:
-        pending = [pool.submit(call, *args) for args in rest]
-        call(*first)
-        for f in pending:
-            f.result()
+        run_parts(*args)
+    run.parts = (parts, structs, bounds)
     return run
 
 
@@ -450,7 +449,7 @@ def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, m
     if scratch is not None:              # each thread widens the input rows it reads into its own scratch
         for k, q in enumerate(structs):
             q.wide = ffi.cast("int16_t *", scratch[k * x.size:].ctypes.data)
-    run = _parallel(lib.npk_conv8, [(q, lo, hi) for q, (lo, hi) in zip(structs, parts)])
+    run = _parallel("conv8", [(q, lo, hi) for q, (lo, hi) in zip(structs, parts)])
     run.arrays = (x, packed, colsum, mult, bias, out, y, scratch, structs)   # the memory the pointers point into
     return run
 
@@ -497,7 +496,7 @@ def float_conv(x: np.ndarray, weights: np.ndarray, bias: np.ndarray, kernel: tup
         p.out = ffi.cast("uint16_t *", out.ctypes.data)
         p.out_c2, p.out_channels, p.out_plane = out.shape[3], out.shape[0] * out.shape[3], ho * wo * out.shape[3]
     p.y = ffi.cast("float *", y.ctypes.data) if y is not None else ffi.NULL
-    run = _parallel(lib.npk_convf, [(p, lo, hi) for lo, hi in _row_parts(ho)])
+    run = _parallel("convf", [(p, lo, hi) for lo, hi in _row_parts(ho)])
     run.arrays = (x, blocks, bias, out, y, p)      # the memory the pointers point into stays alive with the function
     return run
 
@@ -547,7 +546,7 @@ def depthwise(x: np.ndarray, border: float, weights: np.ndarray, bias: np.ndarra
         p.out = _ptr(out)
     else:
         p.y = ffi.cast("float *", y.ctypes.data)
-    run = _parallel(lib.npk_depthwise, [(p, lo, hi) for lo, hi in _row_parts(c1)])
+    run = _parallel("depthwise", [(p, lo, hi) for lo, hi in _row_parts(c1)])
     run.arrays = (x, weights, bias, out, y, p)     # the memory the pointers point into stays alive with the function
     return run
 
@@ -578,7 +577,7 @@ def max_pool(x: np.ndarray, out: np.ndarray, kernel: tuple[int, int], strides: t
     p.ho, p.wo = out.shape[1:3]
     if table is not None:
         p.table, (p.c1, p.lanes) = ffi.cast("uint8_t *", table.ctypes.data), lanes
-    run = _parallel(lib.npk_max_pool, [(p, lo, hi) for lo, hi in _row_parts(x.shape[0])])
+    run = _parallel("max_pool", [(p, lo, hi) for lo, hi in _row_parts(x.shape[0])])
     run.arrays = (x, out, table, p)     # the memory the pointers point into stays alive with the function
     return run
 
