@@ -7,16 +7,23 @@ from pathlib import Path
 from typing import Callable
 
 
-def median_pair(fa: Callable[[], object], fb: Callable[[], object], repeats: int) -> tuple[float, float]:
+def median_pair(fa: Callable[[], object], fb: Callable[[], object], repeats: int,
+                block: int = 1) -> tuple[float, float]:
     """Median seconds of `fa` and of `fb`, timed alternately (after one warm-up call each) so both see the same
-    machine load."""
+    machine load. `block` > 1 alternates blocks of that many calls, 20 ms apart, and times all but the first of
+    each: with several threads each side's idle workers spin for a while after its calls, taking the cores the
+    other's threads need."""
     fa(), fb()
     ta, tb = [], []
     for _ in range(repeats):
         for f, ts in ((fa, ta), (fb, tb)):
-            t0 = time.perf_counter()
-            f()
-            ts.append(time.perf_counter() - t0)
+            if block > 1:
+                time.sleep(0.02)
+            for k in range(block):
+                t0 = time.perf_counter()
+                f()
+                if k or block == 1:
+                    ts.append(time.perf_counter() - t0)
     return statistics.median(ta), statistics.median(tb)
 
 

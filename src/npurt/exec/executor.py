@@ -12,7 +12,9 @@ temp memory (`npurt.exec.temp`, `Executor.temp`; the runtime reports it as `mem_
 decoded from the bound weights view into their float32 compute form once per bind (`cache_weights=True`, the
 default; rebind after changing weight memory) or on every run (`cache_weights=False`).
 
-Threads: `run()` sets numpy's OpenBLAS to `policy_threads()` ($NPURT_BLAS_THREADS, default 1; read at bind).
+Threads: `run()` sets numpy's OpenBLAS to `policy_threads()` ($NPURT_BLAS_THREADS, default 1; read at bind), or
+to 1 when the compiled steps split over $NPURT_EXEC_THREADS > 1: OpenBLAS's idle workers spin on the cores the
+compiled steps' workers need (two threads each on 2 cores: MobileNetV2-like fp16 10.0 ms, 5.8 ms with BLAS on one).
 See `npurt.exec.kernels.blas` for the measurements behind the default.
 """
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Callable, MutableMapping
 
 import numpy as np
 
+import npurt._kernels as _kernels
 from npurt.errors import ErrorCode, NpuError
 from npurt.exec import inplace
 from npurt.exec.bind import SlotReader, SlotWriter, read_slot, write_slot
@@ -193,7 +196,7 @@ class Executor:
         self._views = views
         self._steps = self._prepare(w, views)
         self._calls = [_call(*step) for step in self._steps]
-        self._threads = policy_threads()
+        self._threads = 1 if _kernels.exec_threads() > 1 else policy_threads()
         self._bound = True
 
     def _weight_reader(self, name: str, w: np.ndarray) -> _WeightReader:
