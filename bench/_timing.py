@@ -10,7 +10,7 @@ from typing import Callable
 def median_pair(fa: Callable[[], object], fb: Callable[[], object], repeats: int,
                 block: int = 1) -> tuple[float, float]:
     """Median seconds of `fa` and of `fb`, timed alternately (after one warm-up call each) so both see the same
-    machine load. `block` > 1 alternates blocks of that many calls, 20 ms apart, and times all but the first of
+    machine load. `block` > 1 alternates blocks of that many calls, 0.1 s apart, and times all but the first of
     each: with several threads each side's idle workers spin for a while after its calls, taking the cores the
     other's threads need."""
     fa(), fb()
@@ -18,7 +18,7 @@ def median_pair(fa: Callable[[], object], fb: Callable[[], object], repeats: int
     for _ in range(repeats):
         for f, ts in ((fa, ta), (fb, tb)):
             if block > 1:
-                time.sleep(0.02)
+                time.sleep(0.1)
             for k in range(block):
                 t0 = time.perf_counter()
                 f()

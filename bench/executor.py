@@ -5,9 +5,10 @@ small_convnet (32, the per-op overhead case) — in npurt fp16 and int8 (activat
 type in a bound arena; `Executor.run()` only, inputs already packed) against onnxruntime float32
 (`InferenceSession.run`). ORT's intra_op_num_threads is the executor's BLAS thread count ($NPURT_BLAS_THREADS,
 default 1; `--threads N` sets it and the compiled conv steps' $NPURT_EXEC_THREADS). ratio = npurt / onnxruntime
-(goals: fp16 <= 2.5, int8 <= 2); with several threads the two alternate in blocks of 4 runs, 20 ms apart, the
-first of each untimed (either side's idle worker threads spin for a while after its runs and would take the other's
-cores). `NPURT_NATIVE_LEVEL=avx2` runs npurt's kernels at the AVX2 level (a laptop's path) on a bigger CPU;
+(goals: fp16 <= 2.5, int8 <= 2). With several threads the two alternate in blocks of 10 runs, 0.1 s apart, the
+first of each untimed: onnxruntime's idle workers spin (its default, and its best time) on the cores npurt's
+workers need, and run for run alternation measured that instead (MobileNetV2-like fp16 at 2 threads: npurt 8.2-12.7
+ms beside onnxruntime's runs, about 6 ms in blocks). `NPURT_NATIVE_LEVEL=avx2` runs npurt's kernels at the AVX2 level (a laptop's path) on a bigger CPU;
 onnxruntime keeps its own best.
 Also reported: how many steps run in place (`npurt.exec.inplace`: computed on their NC1HWC2 slots, with their
 conversions fused in, so not separable), the share of npurt time spent in the generic steps' slot conversions
@@ -115,7 +116,7 @@ def run(quick: bool = False, inplace: bool = True) -> list[dict]:
             ex = Executor(cm, inplace=inplace)
             ex.bind(w, a, ins, outs)
             pack_input(cm.native_input_attrs[0], x, ins[0])
-            t_np, t_ort = median_pair(ex.run, lambda: sess.run(None, {iname: x}), repeats, 1 if threads == 1 else 4)
+            t_np, t_ort = median_pair(ex.run, lambda: sess.run(None, {iname: x}), repeats if threads == 1 else 3, 1 if threads == 1 else 10)
             rows.append({"model": name, "precision": precision, "threads": threads,
                          "npurt_ms": t_np * 1e3, "ort_ms": t_ort * 1e3, "ratio": t_np / t_ort,
                          "conversion_share": (share := _conversion_share(ex, 1 if quick else 3)),
