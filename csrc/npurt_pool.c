@@ -52,90 +52,103 @@ static void store_codes(const struct npk_pool *p, const int8_t *m, int64_t plane
         out[l] = l < lanes ? (int8_t)p->table[(uint8_t)m[l]] : 0;
 }
 
-static void pool_portable(const struct npk_pool *p, int64_t plane, const int64_t *all)
+/* one output pixel's c2 lanes: the max over `n` taps (input pixel offsets from `x`) stored at `out` */
+typedef void pixel_fn(const struct npk_pool *p, const void *x, const int64_t *taps, int n, int64_t plane, void *out);
+
+/* every output pixel of `plane`, each by `pixel` (inlined into each instruction set's caller) */
+static inline __attribute__((always_inline)) void pool_plane(const struct npk_pool *p, int64_t plane,
+                                                             const int64_t *all, pixel_fn pixel)
 {
-    int64_t c2 = p->c2, size = p->h * p->w * c2, origin, buf[POOL_MAX_TAPS];
+    int64_t esize = p->xtype == 0 ? 2 : 1, origin, buf[POOL_MAX_TAPS];
     int n;
+    const char *x = (const char *)p->x + plane * p->h * p->w * p->c2 * esize;
     for (int64_t oy = 0; oy < p->ho; oy++)
         for (int64_t ox = 0; ox < p->wo; ox++) {
             const int64_t *taps = pool_taps(p, oy, ox, all, buf, &n, &origin);
-            int64_t pix = (plane * p->ho + oy) * p->wo + ox;
-            if (p->xtype == 0) {
-                const uint16_t *x = (const uint16_t *)p->x + plane * size + origin * c2;
-                uint16_t *out = (uint16_t *)p->y + pix * c2;
-                for (int64_t l = 0; l < c2; l++) {
-                    uint16_t mb = x[taps[0] * c2 + l];
-                    float mf = f16_to_f32(mb);
-                    for (int t = 1; t < n; t++) {
-                        uint16_t vb = x[taps[t] * c2 + l];
-                        float vf = f16_to_f32(vb);
-                        if (mf == mf && !(mf > vf)) {
-                            mb = vb;
-                            mf = vf;
-                        }
-                    }
-                    out[l] = mb;
-                }
-                continue;
-            }
-            const int8_t *x = (const int8_t *)p->x + plane * size + origin * c2;
-            int8_t m[256];
-            for (int64_t l = 0; l < c2; l++) {
-                int8_t v = x[taps[0] * c2 + l];
-                for (int t = 1; t < n; t++)
-                    if (x[taps[t] * c2 + l] > v)
-                        v = x[taps[t] * c2 + l];
-                m[l] = v;
-            }
-            store_codes(p, m, plane, (int8_t *)p->y + pix * c2);
+            pixel(p, x + origin * p->c2 * esize, taps, n, plane,
+                  (char *)p->y + ((plane * p->ho + oy) * p->wo + ox) * p->c2 * esize);
         }
+}
+
+static inline __attribute__((always_inline)) void pixel_portable(const struct npk_pool *p, const void *xv,
+                                                                 const int64_t *taps, int n, int64_t plane,
+                                                                 void *out)
+{
+    int64_t c2 = p->c2;
+    if (p->xtype == 0) {
+        const uint16_t *x = xv;
+        for (int64_t l = 0; l < c2; l++) {
+            uint16_t mb = x[taps[0] * c2 + l];
+            float mf = f16_to_f32(mb);
+            for (int t = 1; t < n; t++) {
+                uint16_t vb = x[taps[t] * c2 + l];
+                float vf = f16_to_f32(vb);
+                if (mf == mf && !(mf > vf)) {
+                    mb = vb;
+                    mf = vf;
+                }
+            }
+            ((uint16_t *)out)[l] = mb;
+        }
+        return;
+    }
+    const int8_t *x = xv;
+    int8_t m[256];
+    for (int64_t l = 0; l < c2; l++) {
+        int8_t v = x[taps[0] * c2 + l];
+        for (int t = 1; t < n; t++)
+            if (x[taps[t] * c2 + l] > v)
+                v = x[taps[t] * c2 + l];
+        m[l] = v;
+    }
+    store_codes(p, m, plane, out);
+}
+
+static void pool_portable(const struct npk_pool *p, int64_t plane, const int64_t *all)
+{
+    pool_plane(p, plane, all, pixel_portable);
 }
 
 #ifdef NPK_X86
 __attribute__((target("avx2,f16c")))
+static inline __attribute__((always_inline)) void pixel_avx2(const struct npk_pool *p, const void *xv,
+                                                             const int64_t *taps, int n, int64_t plane, void *out)
+{
+    int64_t c2 = p->c2;
+    if (p->xtype == 0) {
+        const uint16_t *x = xv;
+        for (int64_t l = 0; l < c2; l += 8) {
+            __m128i mb = _mm_loadu_si128((const __m128i *)(x + taps[0] * c2 + l));
+            __m256 mf = _mm256_cvtph_ps(mb);
+            for (int t = 1; t < n; t++) {
+                __m128i vb = _mm_loadu_si128((const __m128i *)(x + taps[t] * c2 + l));
+                __m256 vf = _mm256_cvtph_ps(vb);
+                __m256 take = _mm256_and_ps(_mm256_cmp_ps(mf, mf, _CMP_ORD_Q), _mm256_cmp_ps(mf, vf, _CMP_NGT_UQ));
+                __m256i t32 = _mm256_castps_si256(take);
+                mb = _mm_blendv_epi8(mb, vb, _mm_packs_epi32(_mm256_castsi256_si128(t32),
+                                                             _mm256_extracti128_si256(t32, 1)));
+                mf = _mm256_blendv_ps(mf, vf, take);
+            }
+            _mm_storeu_si128((__m128i *)((uint16_t *)out + l), mb);
+        }
+        return;
+    }
+    const int8_t *x = xv;
+    int8_t m[256];
+    for (int64_t l = 0; l < c2; l += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(x + taps[0] * c2 + l));
+        for (int t = 1; t < n; t++)
+            v = _mm_max_epi8(v, _mm_loadu_si128((const __m128i *)(x + taps[t] * c2 + l)));
+        _mm_storeu_si128((__m128i *)(p->table ? m + l : (int8_t *)out + l), v);
+    }
+    if (p->table)
+        store_codes(p, m, plane, out);
+}
+
+__attribute__((target("avx2,f16c")))
 static void pool_avx2(const struct npk_pool *p, int64_t plane, const int64_t *all)
 {
-    int64_t c2 = p->c2, size = p->h * p->w * c2, origin, buf[POOL_MAX_TAPS];
-    int n;
-    for (int64_t oy = 0; oy < p->ho; oy++)
-        for (int64_t ox = 0; ox < p->wo; ox++) {
-            const int64_t *taps = pool_taps(p, oy, ox, all, buf, &n, &origin);
-            int64_t pix = (plane * p->ho + oy) * p->wo + ox;
-            if (p->xtype == 0) {
-                const uint16_t *x = (const uint16_t *)p->x + plane * size + origin * c2;
-                uint16_t *out = (uint16_t *)p->y + pix * c2;
-                for (int64_t l = 0; l < c2; l += 8) {
-                    __m128i mb = _mm_loadu_si128((const __m128i *)(x + taps[0] * c2 + l));
-                    __m256 mf = _mm256_cvtph_ps(mb);
-                    for (int t = 1; t < n; t++) {
-                        __m128i vb = _mm_loadu_si128((const __m128i *)(x + taps[t] * c2 + l));
-                        __m256 vf = _mm256_cvtph_ps(vb);
-                        __m256 take = _mm256_and_ps(_mm256_cmp_ps(mf, mf, _CMP_ORD_Q),
-                                                    _mm256_cmp_ps(mf, vf, _CMP_NGT_UQ));
-                        __m256i t32 = _mm256_castps_si256(take);
-                        mb = _mm_blendv_epi8(mb, vb, _mm_packs_epi32(_mm256_castsi256_si128(t32),
-                                                                     _mm256_extracti128_si256(t32, 1)));
-                        mf = _mm256_blendv_ps(mf, vf, take);
-                    }
-                    _mm_storeu_si128((__m128i *)(out + l), mb);
-                }
-                continue;
-            }
-            const int8_t *x = (const int8_t *)p->x + plane * size + origin * c2;
-            int8_t m[256];
-            for (int64_t l = 0; l < c2; l += 16) {
-                __m128i v = _mm_loadu_si128((const __m128i *)(x + taps[0] * c2 + l));
-                for (int t = 1; t < n; t++)
-                    v = _mm_max_epi8(v, _mm_loadu_si128((const __m128i *)(x + taps[t] * c2 + l)));
-                if (!p->table) {
-                    _mm_storeu_si128((__m128i *)((int8_t *)p->y + pix * c2 + l), v);
-                    continue;
-                }
-                _mm_storeu_si128((__m128i *)(m + l), v);
-            }
-            if (p->table)
-                store_codes(p, m, plane, (int8_t *)p->y + pix * c2);
-        }
+    pool_plane(p, plane, all, pixel_avx2);
 }
 #endif
 
