@@ -72,16 +72,12 @@ def _numpy_max_pool(x: np.ndarray, y: np.ndarray, so, ki: str, table: np.ndarray
     rows = ctx.typed_scratch(x.dtype, n * c1 * out[0] * w * c2).reshape(n, c1, out[0], w, c2)
     row_windows = _windows(2, k[0], strides[0], dil[0], out[0])
     col_windows = _windows(3, k[1], strides[1], dil[1], out[1])
-    requantise = None
-    if table is not None:
+    after = [narrow] if narrow is not None else []
+    if table is not None:                        # requantise, keeping the padding lanes zero
         ybits = bits(y)
-        lookup = _kernels.lookup_fn(ybits, table, ybits) or \
-            (lambda: np.take(table, ybits.copy(), out=ybits, mode="clip"))
         padding = _padding_lanes(y, so)
-
-        def requantise() -> None:
-            lookup()
-            padding.fill(0)
+        after += [_kernels.lookup_fn(ybits, table, ybits) or
+                  (lambda: np.take(table, ybits.copy(), out=ybits, mode="clip")), lambda: padding.fill(0)]
 
     def run() -> None:
         if widen is not None:
@@ -92,10 +88,8 @@ def _numpy_max_pool(x: np.ndarray, y: np.ndarray, so, ki: str, table: np.ndarray
         np.copyto(y, rows[col_windows[0]])
         for win in col_windows[1:]:
             np.maximum(y, rows[win], out=y)
-        if narrow is not None:
-            narrow()
-        if requantise is not None:
-            requantise()
+        for step in after:
+            step()
     return run
 
 
