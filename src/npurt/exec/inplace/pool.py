@@ -50,8 +50,10 @@ def max_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
         if np.array_equal(table, np.arange(256, dtype=np.uint16).astype(np.uint8)):
             table = None
     lanes = (c1, so.shape[1] - (c1 - 1) * c2)
-    compiled = _kernels.max_pool(x.reshape(n * c1, h, w, c2), y.reshape(n * c1, *y.shape[2:]), tuple(k),
-                                 tuple(strides), tuple(dil), tuple(pb), table, lanes)
+    compiled = None
+    if x.flags.c_contiguous and y.flags.c_contiguous:       # so the reshapes below are views of the slots
+        compiled = _kernels.max_pool(x.reshape(n * c1, h, w, c2), y.reshape(n * c1, *y.shape[2:]), tuple(k),
+                                     tuple(strides), tuple(dil), tuple(pb), table, lanes)
     if compiled is not None:
         return compiled
     if any(pb) or any(pe_ext):
