@@ -222,6 +222,45 @@ def test_inplace_small_convnet_steps_are_byte_identical(precision, level):
                                       {"MaxPool", "GlobalAveragePool", "Flatten", "Gemm", "Softmax"})
 
 
+def _excitation_model(channels: int):
+    """Conv -> squeeze-excitation (GlobalAveragePool, 1x1 Conv, HardSigmoid) -> Mul(x, scale) and Sub(scale, x):
+    binary ops between an NC1HWC2 activation and a per-channel (1, C, 1, 1) one computed at run time."""
+    from npurt.model.zoo import _Graph
+    g = _Graph(0)
+    x = g.conv("input", 3, channels, 1)
+    scale = g.node("HardSigmoid", [g.conv(g.node("GlobalAveragePool", [x]), channels, channels, 1)])
+    y = g.node("Mul", [x, scale])
+    y = g.node("Sub", [scale, y])
+    return g.model([("input", [1, 3, 9, 12])], [(g.conv(y, channels, 4, 1), [1, 4, 9, 12])], "excitation")
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+@pytest.mark.parametrize("channels", [20, 32])
+def test_inplace_excitation_ops_are_byte_identical(precision, channels, level):
+    """Mul / Sub of an activation and a run-time per-channel scale (either operand order, padded lanes) run in
+    place and store the generic path's bytes at every instruction-set level."""
+    rng = np.random.default_rng(15)
+    shape = (1, 3, 9, 12)
+    cm = npurt.compile(_excitation_model(channels), soc="rk3588", quantize=_calibration(rng, shape)
+                       if precision == "int8" else None, progress=False)
+    _assert_each_step_stores_the_same(cm, rng.standard_normal(shape).astype(np.float32), {"Mul", "Sub"})
+
+
+def test_inplace_excitation_ops_without_compiled_kernels_are_byte_identical():
+    """Their numpy fallbacks (compiled kernels off) store the generic path's bytes too."""
+    import npurt._kernels as kernels
+    rng = np.random.default_rng(16)
+    shape = (1, 3, 9, 12)
+    before = kernels.set_enabled(False)
+    try:
+        for precision in ("fp16", "int8"):
+            cm = npurt.compile(_excitation_model(20), soc="rk3588", quantize=_calibration(rng, shape)
+                               if precision == "int8" else None, progress=False)
+            _assert_each_step_stores_the_same(cm, rng.standard_normal(shape).astype(np.float32), {"Mul", "Sub"})
+    finally:
+        kernels.set_enabled(before)
+
+
 def _width_model(channels: int):
     """Conv -> Split on W -> Concat on W (swapped) -> Reshape to other NC1HWC2 dims -> Mul by a (1, 1, H, 1)
     constant -> Add a scalar -> Sub from a per-channel constant -> Conv."""

@@ -9,6 +9,8 @@
 - binary Add/Sub/Mul of a tensor and a constant (a decode head's grid and anchors): a one-value constant is a unary
   op (one table); any other constant broadcast to the output is packed at bind into the output's NC1HWC2 lanes as
   float32 (zero padding lanes), then one ufunc over the slot (int8: dequantised, computed, requantised).
+- binary Add/Sub/Mul of a tensor and a per-channel (N, C, 1, 1) tensor computed at run time (squeeze-excitation):
+  both widened to float32 in their lanes, the kernel broadcasting one over the other, stored as the output stores.
 
 Table gathers run in the compiled kernels (`_kernels.lookup`), else np.take(mode="clip"): indices are stored bit patterns, always in range, and skipping the bounds
 check measured 20% faster than the default mode.
@@ -22,7 +24,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.kernels import apply_activation
-from npurt.exec.inplace.epilogue import padding_lanes, stored_table, table_gather, zero
+from npurt.exec.inplace.epilogue import cast_copy, padding_lanes, stored_table, table_gather, widen, zero
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.slots import (Skip, activation, all_values, bits, constant_inputs, dequantize, kind_of,
                                       quantize)
@@ -61,7 +63,11 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
     sa, ka = activation(node.inputs[0], ctx)
     sb, kb = activation(node.inputs[1], ctx)
     so, ko = activation(node.outputs[0], ctx)
-    if not (ka == kb == ko) or not (sa.dims == sb.dims == so.dims) or not (sa.shape == sb.shape == so.shape):
+    if not (ka == kb == ko):
+        raise Skip
+    if sa.shape != sb.shape:
+        return _with_channel_vector(node, kernel, attrs, ctx, ko)
+    if not (sa.dims == sb.dims == so.dims) or not (sa.shape == so.shape):
         raise Skip
     derived = _of_one_tensor(node, kernel, attrs, ctx, ka, so)
     if derived is not None:
@@ -177,6 +183,35 @@ def _with_constant(node, kernel, attrs, ctx: StepBinding) -> Callable[[], None]:
             np.copyto(o, quantize(y, so))
         zero(pads)
     return run_int8
+
+
+def _with_channel_vector(node, kernel, attrs, ctx: StepBinding, kind: str) -> Callable[[], None]:
+    """Add/Sub/Mul of an NC1HWC2 activation and a per-channel (N, C, 1, 1) one computed at run time (a
+    squeeze-excitation scale): both widened to float32 in their own lanes (int8 dequantised as the reader does), the
+    kernel broadcasting the vector's lanes over the pixels, the result stored as the output stores."""
+    shapes = [ctx.storage[t].shape for t in node.inputs]
+    k = 0 if tuple(shapes[0][2:]) == (1, 1) else 1                 # which input is the vector
+    sx, sv, so = (ctx.storage[t] for t in (node.inputs[1 - k], node.inputs[k], node.outputs[0]))
+    if tuple(sv.shape[2:]) != (1, 1) or sv.shape[:2] != sx.shape[:2] or sx.shape != so.shape or sx.dims != so.dims \
+            or sv.dims[1] != sx.dims[1] or sv.dims[4] != sx.dims[4]:
+        raise Skip
+    x, v, o = ctx.slot(node.inputs[1 - k]), ctx.slot(node.inputs[k]), ctx.slot(node.outputs[0])
+    wide = ctx.scratch(x.size)[:x.size].reshape(x.shape)
+    vector = np.empty(v.shape, np.float32)
+    loads = [widen(wide, x, sx, kind), widen(vector, v, sv, kind)]
+    args = [wide, vector][::1 if k == 1 else -1]
+    pads = padding_lanes(so, o)
+
+    def run() -> None:
+        for load in loads:
+            load()
+        y = kernel(args, attrs)[0]
+        if kind == "fp16":
+            cast_copy(o, y)
+        elif not _kernels.quantize(o, y, 1.0 / so.scale, so.zp):
+            np.copyto(o, quantize(y, so))
+        zero(pads)
+    return run
 
 
 def _packed(c: np.ndarray, st) -> np.ndarray:

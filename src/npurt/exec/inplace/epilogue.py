@@ -8,7 +8,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.kernels import apply_activation
-from npurt.exec.inplace.slots import bits, quantize
+from npurt.exec.inplace.slots import bits, dequantize, quantize
 
 
 def padding_lanes(st, view: np.ndarray) -> list[np.ndarray]:
@@ -50,6 +50,14 @@ def copier(dst: np.ndarray, src: np.ndarray):
     """`cast_copy(dst, src)` prepared at bind: the compiled copy with its arguments decided once where the kernels
     take the pair, else a function calling `cast_copy`."""
     return _kernels.cast_fn(dst, src) or (lambda: cast_copy(dst, src))
+
+
+def widen(wide: np.ndarray, x: np.ndarray, st, kind: str) -> Callable[[], None]:
+    """Copy slot `x` into float32 `wide` as the slot reader reads it (float16 cast, or int8 dequantised)."""
+    if kind == "fp16":
+        return copier(wide, x)
+    return _kernels.dequantize_fn(wide, x, st.scale, st.zp * st.scale) or \
+        (lambda: np.copyto(wide, dequantize(x, st)))
 
 
 def table_gather(dst: np.ndarray, table: np.ndarray, src: np.ndarray, channels: int) -> Callable[[], None]:

@@ -10,8 +10,8 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.epilogue import copier, stored_table
-from npurt.exec.inplace.slots import Skip, activation, all_values, bits, dequantize, quantize, stored_kind
+from npurt.exec.inplace.epilogue import copier, stored_table, widen
+from npurt.exec.inplace.slots import Skip, activation, all_values, bits, quantize, stored_kind
 from npurt.tensor import Layout
 
 
@@ -120,7 +120,7 @@ def kernel_step(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> C
         st, kind = _plain(t, ctx)
         x = ctx.slot(t)
         wide = (ctx.scratch if not loads else ctx.scratch2)(x.size).reshape(x.shape)
-        loads.append(_widen(wide, x, st, kind))
+        loads.append(widen(wide, x, st, kind))
         args.append(wide)
     stores = []
     for t in node.outputs:
@@ -148,9 +148,3 @@ def _narrow(dst: np.ndarray, y: np.ndarray, st, kind: str) -> Callable[[], None]
     return _kernels.quantize_fn(dst, y, 1.0 / st.scale, st.zp) or (lambda: np.copyto(dst, quantize(y, st)))
 
 
-def _widen(wide: np.ndarray, x: np.ndarray, st, kind: str) -> Callable[[], None]:
-    """Copy plain slot `x` into float32 `wide` as the slot reader reads it (float16 cast, or int8 dequantised)."""
-    if kind == "fp16":
-        return copier(wide, x)
-    return _kernels.dequantize_fn(wide, x, st.scale, st.zp * st.scale) or \
-        (lambda: np.copyto(wide, dequantize(x, st)))
