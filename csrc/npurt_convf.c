@@ -313,76 +313,106 @@ static inline __attribute__((always_inline)) __m256 dw_load8(const struct npk_dw
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p->x + i))));
 }
 
-/* one output row of one block: acc[ox * c2 + l] over the taps in order, whole rows at a time */
+/* padded row y of block c (input row y - pt, or all border) as float32 with its border columns: out[x] = input
+ * (y - pt, x - pl) or the border value, x < wp */
 __attribute__((target("avx2,fma,f16c")))
-static void dw_row_avx2(const struct npk_dw *p, int64_t c, int64_t oy, float *acc)
+static void dw_padded_row(const struct npk_dw *p, int64_t c, int64_t y, float *out, int64_t wp)
 {
-    const int64_t c2 = p->c2, row = p->wo * c2;
+    const int64_t c2 = p->c2, iy = y - p->pt;
     const __m256 border = _mm256_set1_ps(p->border);
-    for (int t = 0; t < p->kh * p->kw; t++) {
-        const int dy = t / p->kw, dx = t % p->kw;
-        const int64_t iy = oy * p->sh + dy - p->pt;
-        const int inside = iy >= 0 && iy < p->h;
-        /* output columns whose input column ix = ox * sw + dx - pl is inside [0, w) */
-        int64_t lo = 0, hi = 0;
-        if (inside) {
-            lo = p->pl - dx > 0 ? (p->pl - dx + p->sw - 1) / p->sw : 0;
-            hi = p->w - 1 + p->pl - dx >= 0 ? (p->w - 1 + p->pl - dx) / p->sw + 1 : 0;
-            if (hi > p->wo) hi = p->wo;
-            if (lo > hi) lo = hi;
-        }
-        const float *wt = p->wt + (t * p->c1 + c) * c2;
-        const int64_t base = (c * p->h + iy) * p->ws * c2;
-        for (int64_t l = 0; l < c2; l += 8) {
-            const __m256 w8 = _mm256_loadu_ps(wt + l), pb = _mm256_mul_ps(border, w8);
-            float *a = acc + l;
-            int64_t ox = 0;
-            for (; ox < lo; ox++) {
-                __m256 v = t == 0 ? pb : _mm256_add_ps(_mm256_loadu_ps(a + ox * c2), pb);
-                _mm256_storeu_ps(a + ox * c2, v);
-            }
-            for (; ox < hi; ox++) {
-                const __m256 prod = _mm256_mul_ps(dw_load8(p, base + (ox * p->sw + dx - p->pl) * c2 + l), w8);
-                _mm256_storeu_ps(a + ox * c2, t == 0 ? prod : _mm256_add_ps(_mm256_loadu_ps(a + ox * c2), prod));
-            }
-            for (; ox < p->wo; ox++) {
-                __m256 v = t == 0 ? pb : _mm256_add_ps(_mm256_loadu_ps(a + ox * c2), pb);
-                _mm256_storeu_ps(a + ox * c2, v);
+    int64_t x0 = p->pl < wp ? p->pl : wp, x1 = p->pl + p->w < wp ? p->pl + p->w : wp;
+    if (iy < 0 || iy >= p->h)
+        x0 = x1 = wp;
+    for (int64_t i = 0; i < x0 * c2; i += 8)
+        _mm256_storeu_ps(out + i, border);
+    const int64_t base = (c * p->h + iy) * p->ws * c2 - p->pl * c2;
+    for (int64_t i = x0 * c2; i < x1 * c2; i += 8)
+        _mm256_storeu_ps(out + i, dw_load8(p, base + i));
+    for (int64_t i = (x1 > x0 ? x1 : x0) * c2; i < wp * c2; i += 8)
+        _mm256_storeu_ps(out + i, border);
+}
+
+/* stores lanes [l, l + 8) of output element o: float32, int8 codes of rint(clamp) or float16 after the activation */
+__attribute__((target("avx2,fma,f16c")))
+static inline __attribute__((always_inline)) void dw_store8(const struct npk_dw *p, struct npk_convf *a, int64_t o,
+                                                            __m256 v, __m256 lo, __m256 hi)
+{
+    if (p->mode == 2) {
+        _mm256_storeu_ps(p->y + o, v);
+    } else if (p->mode == 1) {
+        __m256i q = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+        __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        _mm_storel_epi64((__m128i *)((int8_t *)p->out + o), _mm_packs_epi16(q16, q16));
+    } else {
+        a->out = (uint16_t *)p->out + o;
+        store8(a, 0, 0, v);
+    }
+}
+
+/* `n` (<= 4) output pixels of block c from ox on, lanes [l, l + 8): each pixel's taps summed in tap order in its own
+ * register (the pixels' sums are independent chains), then the bias, stored */
+__attribute__((target("avx2,fma,f16c")))
+static inline __attribute__((always_inline)) void dw_pixels8(const struct npk_dw *p, struct npk_convf *a,
+                                                             const float *const *rows, int64_t c, int64_t oy,
+                                                             int64_t ox, int n, int64_t l, __m256 lo, __m256 hi)
+{
+    const int64_t c2 = p->c2, step = p->sw * c2;
+    const float *wt = p->wt + c * c2 + l;
+    __m256 acc[4];
+    for (int dy = 0, t = 0; dy < p->kh; dy++) {
+        const float *row = rows[dy] + ox * p->sw * c2 + l;
+        for (int dx = 0; dx < p->kw; dx++, t++) {
+            const __m256 w8 = _mm256_loadu_ps(wt + (int64_t)t * p->c1 * c2);
+            const float *x = row + dx * c2;
+            for (int j = 0; j < n; j++) {
+                const __m256 prod = _mm256_mul_ps(_mm256_loadu_ps(x + j * step), w8);
+                acc[j] = t == 0 ? prod : _mm256_add_ps(acc[j], prod);
             }
         }
     }
-    (void)row;
+    const __m256 bias = _mm256_loadu_ps(p->bias + c * c2 + l);
+    for (int j = 0; j < n; j++)
+        dw_store8(p, a, ((c * p->ho + oy) * p->wo + ox + j) * c2 + l, _mm256_add_ps(acc[j], bias), lo, hi);
 }
 
+/* the input rows as float32 with their border, each converted once into a ring of kh rows, then four output
+ * pixels at a time */
 __attribute__((target("avx2,fma,f16c")))
 static int dw_avx2(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
 {
-    const int64_t c2 = p->c2, row = p->wo * c2;
+    const int64_t c2 = p->c2, wp = (p->wo - 1) * p->sw + p->kw;
     const __m256 lo = _mm256_set1_ps(p->p0), hi = _mm256_set1_ps(p->p1);
-    float *acc = malloc((size_t)row * sizeof(float));
-    if (!acc)
+    if (p->ho < 1 || p->wo < 1)
+        return 0;
+    float *ring = malloc((size_t)(p->kh * wp * c2) * sizeof(float) + (size_t)p->kh * (sizeof(int64_t) + sizeof(float *)));
+    if (!ring)
         return -1;
+    int64_t *held = (int64_t *)(ring + p->kh * wp * c2);        /* the padded row each ring slot holds */
+    const float **rows = (const float **)(held + p->kh);
     struct npk_convf a = {0};
     a.act = p->act; a.p0 = p->p0; a.p1 = p->p1; a.out_c2 = 8; a.out_channels = 8; a.n = 8;
-    for (int64_t c = c_lo; c < c_hi; c++)
+    for (int64_t c = c_lo; c < c_hi; c++) {
+        for (int k = 0; k < p->kh; k++)
+            held[k] = -1;
         for (int64_t oy = 0; oy < p->ho; oy++) {
-            dw_row_avx2(p, c, oy, acc);
-            const int64_t o0 = (c * p->ho + oy) * row;
-            for (int64_t i = 0; i < row; i += 8) {
-                const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(p->bias + c * c2 + i % c2));
-                if (p->mode == 2) {
-                    _mm256_storeu_ps(p->y + o0 + i, v);
-                } else if (p->mode == 1) {
-                    __m256i q = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
-                    __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-                    _mm_storel_epi64((__m128i *)((int8_t *)p->out + o0 + i), _mm_packs_epi16(q16, q16));
-                } else {
-                    a.out = (uint16_t *)p->out + o0 + i;
-                    store8(&a, 0, 0, v);
+            for (int dy = 0; dy < p->kh; dy++) {
+                const int64_t y = oy * p->sh + dy, slot = y % p->kh;
+                if (held[slot] != y) {
+                    dw_padded_row(p, c, y, ring + slot * wp * c2, wp);
+                    held[slot] = y;
                 }
+                rows[dy] = ring + slot * wp * c2;
+            }
+            for (int64_t l = 0; l < c2; l += 8) {
+                int64_t ox = 0;
+                for (; ox + 4 <= p->wo; ox += 4)
+                    dw_pixels8(p, &a, rows, c, oy, ox, 4, l, lo, hi);
+                for (; ox < p->wo; ox++)
+                    dw_pixels8(p, &a, rows, c, oy, ox, 1, l, lo, hi);
             }
         }
-    free(acc);
+    }
+    free(ring);
     return 0;
 }
 #endif

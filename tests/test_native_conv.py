@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
@@ -150,8 +150,12 @@ def _stored(cm, x) -> dict:
 
 @pytest.mark.timeout(300)
 @settings(max_examples=25, deadline=None)
+@example(c=20, m=20, size=(3, 12), kernel=(5, 5), strides=(1, 1), dilations=(1, 1), pads=(2, 2, 2, 2),
+         depthwise=True, act="Relu", precision="int8", seed=1)             # a 5x5 depthwise on a 3-row map
+@example(c=24, m=24, size=(9, 13), kernel=(5, 3), strides=(2, 1), dilations=(1, 1), pads=(2, 1, 1, 0),
+         depthwise=True, act=None, precision="fp16", seed=2)
 @given(c=st.integers(1, 40), m=st.integers(1, 40), size=st.tuples(st.integers(3, 12), st.integers(3, 13)),
-       kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)), strides=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+       kernel=st.tuples(st.integers(1, 5), st.integers(1, 5)), strides=st.tuples(st.integers(1, 2), st.integers(1, 2)),
        dilations=st.tuples(st.integers(1, 2), st.integers(1, 2)), pads=st.tuples(*[st.integers(0, 2)] * 4),
        depthwise=st.booleans(), act=st.sampled_from([None, "Relu", "Sigmoid"]),
        precision=st.sampled_from(["fp16", "int8"]), seed=st.integers(0, 2**16))
