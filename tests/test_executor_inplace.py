@@ -246,21 +246,6 @@ def test_inplace_excitation_ops_are_byte_identical(precision, channels, level):
     _assert_each_step_stores_the_same(cm, rng.standard_normal(shape).astype(np.float32), {"Mul", "Sub"})
 
 
-def test_inplace_excitation_ops_without_compiled_kernels_are_byte_identical():
-    """Their numpy fallbacks (compiled kernels off) store the generic path's bytes too."""
-    import npurt._kernels as kernels
-    rng = np.random.default_rng(16)
-    shape = (1, 3, 9, 12)
-    before = kernels.set_enabled(False)
-    try:
-        for precision in ("fp16", "int8"):
-            cm = npurt.compile(_excitation_model(20), soc="rk3588", quantize=_calibration(rng, shape)
-                               if precision == "int8" else None, progress=False)
-            _assert_each_step_stores_the_same(cm, rng.standard_normal(shape).astype(np.float32), {"Mul", "Sub"})
-    finally:
-        kernels.set_enabled(before)
-
-
 def _width_model(channels: int):
     """Conv -> Split on W -> Concat on W (swapped) -> Reshape to other NC1HWC2 dims -> Mul by a (1, 1, H, 1)
     constant -> Add a scalar -> Sub from a per-channel constant -> Conv."""
@@ -290,17 +275,19 @@ def test_inplace_width_split_concat_reshape_and_constants_are_byte_identical(pre
     _assert_each_step_stores_the_same(cm, rng.standard_normal(shape).astype(np.float32), _DECODE_OPS | {"Sub"})
 
 
-def test_inplace_decode_steps_without_compiled_kernels_are_byte_identical():
-    """The numpy fallbacks of the same steps (compiled kernels off) store the generic path's bytes."""
+@pytest.mark.parametrize("build,ops", [(lambda: _width_model(9), _DECODE_OPS | {"Sub"}),
+                                       (lambda: _excitation_model(20), {"Mul", "Sub"})], ids=["decode", "excitation"])
+def test_inplace_steps_without_compiled_kernels_are_byte_identical(build, ops):
+    """The numpy fallbacks of the decode and squeeze-excitation steps (compiled kernels off) store the generic path's
+    bytes."""
     import npurt._kernels as kernels
     rng = np.random.default_rng(13)
     shape = (1, 3, 9, 12)
     before = kernels.set_enabled(False)
     try:
         for precision in ("fp16", "int8"):
-            cm = npurt.compile(_width_model(9), soc="rk3588", quantize=_calibration(rng, shape)
+            cm = npurt.compile(build(), soc="rk3588", quantize=_calibration(rng, shape)
                                if precision == "int8" else None, progress=False)
-            _assert_each_step_stores_the_same(cm, rng.standard_normal(shape).astype(np.float32),
-                                              _DECODE_OPS | {"Sub"})
+            _assert_each_step_stores_the_same(cm, rng.standard_normal(shape).astype(np.float32), ops)
     finally:
         kernels.set_enabled(before)
