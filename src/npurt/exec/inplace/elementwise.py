@@ -24,10 +24,9 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.kernels import apply_activation
-from npurt.exec.inplace.epilogue import cast_copy, padding_lanes, stored_table, table_gather, widen, zero
+from npurt.exec.inplace.epilogue import padding_lanes, store, stored_table, table_gather, widen, zero
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.slots import (Skip, activation, all_values, bits, constant_inputs, dequantize, kind_of,
-                                      quantize)
+from npurt.exec.inplace.slots import Skip, activation, all_values, bits, constant_inputs, dequantize, kind_of
 
 UNARY = {"Sigmoid", "Relu", "LeakyRelu", "Elu", "Selu", "Softplus", "HardSigmoid", "HardSwish", "Tanh", "Erf",
          "Gelu", "Mish", "Abs", "Neg", "Exp", "Clip", "Softsign", "ThresholdedRelu", "Celu"}
@@ -172,15 +171,13 @@ def _with_constant(node, kernel, attrs, ctx: StepBinding) -> Callable[[], None]:
         ufunc = BINARY[node.op_type]
         return lambda: ufunc(*operands, out=o, dtype=np.float32, casting="unsafe")
     wide = ctx.scratch(a.size)[:a.size].reshape(a.shape)
+    load = widen(wide, a, sx, kind)
     pads = padding_lanes(so, o)
-    args = (wide, packed) if k == 1 else (packed, wide)
+    args = [wide, packed] if k == 1 else [packed, wide]
 
     def run_int8() -> None:
-        if not _kernels.dequantize(wide, a, sx.scale, sx.zp * sx.scale):
-            np.copyto(wide, dequantize(a, sx))
-        y = kernel(list(args), attrs)[0]
-        if not _kernels.quantize(o, y, 1.0 / so.scale, so.zp):
-            np.copyto(o, quantize(y, so))
+        load()
+        store(o, kernel(args, attrs)[0], so, kind)
         zero(pads)
     return run_int8
 
@@ -205,11 +202,7 @@ def _with_channel_vector(node, kernel, attrs, ctx: StepBinding, kind: str) -> Ca
     def run() -> None:
         for load in loads:
             load()
-        y = kernel(args, attrs)[0]
-        if kind == "fp16":
-            cast_copy(o, y)
-        elif not _kernels.quantize(o, y, 1.0 / so.scale, so.zp):
-            np.copyto(o, quantize(y, so))
+        store(o, kernel(args, attrs)[0], so, kind)
         zero(pads)
     return run
 

@@ -53,11 +53,29 @@ def copier(dst: np.ndarray, src: np.ndarray):
 
 
 def widen(wide: np.ndarray, x: np.ndarray, st, kind: str) -> Callable[[], None]:
-    """Copy slot `x` into float32 `wide` as the slot reader reads it (float16 cast, or int8 dequantised)."""
+    """Copy slot `x` into float32 `wide` as the slot reader reads it (float16 cast, or int8 dequantised), prepared at
+    bind."""
     if kind == "fp16":
         return copier(wide, x)
     return _kernels.dequantize_fn(wide, x, st.scale, st.zp * st.scale) or \
         (lambda: np.copyto(wide, dequantize(x, st)))
+
+
+def narrow(dst: np.ndarray, y: np.ndarray, st, kind: str) -> Callable[[], None]:
+    """Store float32 buffer `y` into slot `dst` as the slot writer stores it, prepared at bind: `store` for a buffer
+    known now."""
+    if kind == "fp16":
+        return copier(dst, y)
+    return _kernels.quantize_fn(dst, y, 1.0 / st.scale, st.zp) or (lambda: np.copyto(dst, quantize(y, st)))
+
+
+def store(dst: np.ndarray, y: np.ndarray, st, kind: str) -> None:
+    """Store a fresh float32 result `y` into slot `dst` as the slot writer stores it: a float16 cast (compiled:
+    numpy's own takes some 70 ns a value on values that underflow float16), or quantised."""
+    if kind == "fp16":
+        cast_copy(dst, y)
+    elif not _kernels.quantize(dst, y, 1.0 / st.scale, st.zp):
+        np.copyto(dst, quantize(y, st))
 
 
 def table_gather(dst: np.ndarray, table: np.ndarray, src: np.ndarray, channels: int) -> Callable[[], None]:

@@ -10,8 +10,8 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.epilogue import copier, stored_table, widen
-from npurt.exec.inplace.slots import Skip, activation, all_values, bits, quantize, stored_kind
+from npurt.exec.inplace.epilogue import copier, narrow, stored_table, widen
+from npurt.exec.inplace.slots import Skip, activation, all_values, bits, stored_kind
 from npurt.tensor import Layout
 
 
@@ -129,22 +129,12 @@ def kernel_step(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> C
         st, kind = _plain(t, ctx)
         dst = ctx.slot(t)
         staged = np.empty(dst.shape, np.float32)
-        stores.append((staged, _narrow(dst, staged, st, kind)))
+        stores.append((staged, narrow(dst, staged, st, kind)))
 
     def run() -> None:
         for load in loads:
             load()
-        for (staged, narrow), y in zip(stores, kernel(args, attrs)):
+        for (staged, stored), y in zip(stores, kernel(args, attrs)):
             np.copyto(staged, np.asarray(y, np.float32).reshape(staged.shape))
-            narrow()
+            stored()
     return run
-
-
-def _narrow(dst: np.ndarray, y: np.ndarray, st, kind: str) -> Callable[[], None]:
-    """Store float32 `y` into plain slot `dst` as the slot writer does (float16 cast — compiled: numpy's own cast
-    takes some 70 ns a value on the many that underflow float16, a softmax over 6625 classes — or quantised)."""
-    if kind == "fp16":
-        return copier(dst, y)
-    return _kernels.quantize_fn(dst, y, 1.0 / st.scale, st.zp) or (lambda: np.copyto(dst, quantize(y, st)))
-
-

@@ -11,8 +11,8 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.epilogue import copier, stored_table
-from npurt.exec.inplace.slots import Skip, activation, all_values, bits, quantize
+from npurt.exec.inplace.epilogue import copier, narrow, stored_table
+from npurt.exec.inplace.slots import Skip, activation, all_values, bits
 from npurt.exec.kernels.pool import _pool_geometry
 
 
@@ -110,22 +110,15 @@ def global_average_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[]
     quant = None if ki == "fp16" else (si.scale, si.zp * si.scale)
     widen = _kernels.lanes_to_planes_fn(planes.reshape(n, c1 * c2, h, w), x, quant) or \
         _numpy_planes(planes.reshape(n, c1, c2, h, w), x, si, ki)
-    if ki == "fp16":
-        narrow = copier(y, means.reshape(y.shape))
-    else:
-        padding = _padding_lanes(y, so)
-        store = _kernels.quantize_fn(y.reshape(-1), means, 1.0 / so.scale, so.zp) or \
-            (lambda: np.copyto(y, quantize(means.reshape(y.shape), so)))
-
-        def narrow() -> None:
-            store()
-            padding.fill(0)
+    store = narrow(y.reshape(-1), means, so, ki)
+    padding = _padding_lanes(y, so)              # int8 codes of zero are not zero: the padding lanes are reset
 
     def run() -> None:
         widen()
         np.add.reduce(planes, axis=1, dtype=np.float32, out=means)
         np.true_divide(means, count, out=means, casting="unsafe")
-        narrow()
+        store()
+        padding.fill(0)
     return run
 
 
