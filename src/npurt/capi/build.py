@@ -14,9 +14,10 @@ writes and compiles one C file with cffi's embedding mode (`ffi.embedding_api` /
   declared to cffi as `int...`, i.e. whatever integer type the header gives them).
 
 Start-up, in C, before cffi's own (pitfalls of a prototype, each handled here):
-- one start per process, whichever library is called first and from however many threads: every library links
-  `libnpurt_process.so` (built beside it from `npurt_process.c`, loaded once per process), whose mutex serialises
-  the interpreter's start and each library's binding; the first library's hooks start the interpreter;
+- one start per process, whichever library is called first and from however many threads: every library carries
+  the process state of `npurt_process.c` (start mutex, calls in flight, exit and fork hooks) and, at load, takes
+  the earliest-loaded npurt library's as the process's (so each library is one file, and they still share one);
+  the mutex serialises the interpreter's start and each library's binding; the first library's hooks start it;
 - the interpreter is configured, not defaulted: isolated (no PYTHON* variables, no user site), no signal handlers,
   `executable` = the Python that built the library, so a venv's `pyvenv.cfg` and site-packages are used; the
   source folder of the building npurt goes first on `sys.path` — the library runs the npurt that built it;
@@ -36,10 +37,8 @@ Specs: `npurt.capi.rknnrt` (librknnrt.so, librknnmrt.so); other libraries give t
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -49,11 +48,11 @@ from pathlib import Path
 from npurt.errors import ErrorCode, NpuError
 
 __all__ = ["LibrarySpec", "Function", "parse_functions", "header_functions", "build_library", "check_toolchain",
-           "PROCESS_LIBRARY"]
+           "PROCESS_SYMBOL"]
 
 SRC_DIR = Path(__file__).resolve().parents[2]       # the folder holding the `npurt` package
-PROCESS_SOURCE = Path(__file__).resolve().parent / "npurt_process.c"
-PROCESS_LIBRARY = "libnpurt_process.so"             # the state every npurt library of a process shares
+PROCESS_SOURCE = Path(__file__).resolve().parent / "npurt_process.c"   # compiled into every library
+PROCESS_SYMBOL = "npurt_process_v1"                 # each library's exported process table (npurt_process.c)
 
 _DECL = re.compile(r"^\s*(?P<ret>[\w\s\*]+?)\s*\b(?P<name>[A-Za-z_]\w*)\s*\((?P<params>.*)\)\s*$", re.S)
 _PARAM_NAME = re.compile(r"([A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)*$")
@@ -213,20 +212,6 @@ _RUNTIME_C = r"""
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* libnpurt_process.so: the once, the calls in flight, exit and fork, shared by every npurt library */
-struct npurt_process_hooks {
-    int (*start)(void);
-    void (*before_fork)(void);
-    void (*after_fork_parent)(void);
-    void (*after_fork_child)(void);
-};
-void npurt_process_lock(void);
-void npurt_process_unlock(void);
-int npurt_process_enter(void);
-void npurt_process_leave(void);
-int npurt_process_exiting(void);
-void npurt_process_start(const struct npurt_process_hooks *hooks);
 
 static pthread_once_t npurt_once = PTHREAD_ONCE_INIT;
 static int npurt_ready;                 /* set by the init code once every function is bound */
@@ -401,29 +386,12 @@ def check_toolchain() -> str:
     return cc
 
 
-def build_process_library(lib_dir: Path) -> Path:
-    """Compile `libnpurt_process.so` (no Python in it) into `lib_dir`, replacing any older one atomically."""
-    cc = check_toolchain()
-    target = Path(lib_dir) / PROCESS_LIBRARY
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{PROCESS_LIBRARY}.{os.getpid()}.tmp")
-    proc = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-Wall", str(PROCESS_SOURCE), "-o", str(tmp),
-                           f"-Wl,-soname,{PROCESS_LIBRARY}", "-Wl,-z,nodelete", "-lpthread"],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise NpuError(ErrorCode.INTERNAL, f"compiling {PROCESS_LIBRARY} failed: {proc.stderr.strip()}")
-    tmp.replace(target)
-    return target
-
-
 def build_library(spec: LibrarySpec, lib_dir: Path, work_dir: Path | None = None) -> Path:
-    """Compile `spec` into `lib_dir/spec.name` (and `libnpurt_process.so` beside it, which it links); returns its
+    """Compile `spec` into `lib_dir/spec.name` (one file: it needs only libpython and the C library); returns its
     path. Needs the system C compiler and Python headers."""
     import cffi
 
     check_toolchain()
-    build_process_library(lib_dir)
     functions = spec.parsed()
     typedefs = sorted(set().union(*(f.typedef_names() for f in functions)))
     cdef = "".join(f"typedef int... {t};\n" for t in typedefs)
@@ -438,19 +406,19 @@ def build_library(spec: LibrarySpec, lib_dir: Path, work_dir: Path | None = None
                                             errors=_python_errors(spec, functions), library=spec.name))
     defines = {"NPURT_PYTHON": _c_string(sys.executable), "NPURT_LIBRARY": _c_string(spec.name), **spec.defines}
     source = "".join(f"#define {k} {v}\n" for k, v in defines.items())
-    source += "".join(f'#include "{h}"\n' for h in spec.headers) + _RUNTIME_C
+    source += "".join(f'#include "{h}"\n' for h in spec.headers) + PROCESS_SOURCE.read_text() + _RUNTIME_C
     source += "".join(f"{_internal_decl(f)};\n" for f in functions) + spec.extra_source + "\n"
     source += "".join(_wrapper(spec, f) for f in functions)
     libdir = sysconfig.get_config_var("LIBDIR")
     lib_dir = Path(lib_dir)
     lib_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="npurt-capi-", dir=work_dir) as tmp:
-        exports = Path(tmp) / "exports.map"            # only the API is exported (not cffi's PyInit_...)
-        exports.write_text("{ global: " + "".join(f"{f.name}; " for f in functions) + "local: *; };\n")
+        exports = Path(tmp) / "exports.map"            # the API and the process table (not cffi's PyInit_...)
+        exports.write_text("{ global: " + "".join(f"{f.name}; " for f in functions) + f"{PROCESS_SYMBOL}; "
+                           "local: *; };\n")
         ffi.set_source(spec.module_name, source, include_dirs=[str(spec.header_dir)],
                        extra_compile_args=["-O2", "-Wno-unused-function"],
-                       library_dirs=[str(lib_dir.resolve())], libraries=[PROCESS_LIBRARY[3:-3]],
-                       extra_link_args=[f"-Wl,-soname,{spec.name}", f"-Wl,-rpath,{libdir}", "-Wl,-rpath,$ORIGIN",
+                       extra_link_args=[f"-Wl,-soname,{spec.name}", f"-Wl,-rpath,{libdir}",
                                         "-Wl,-z,nodelete", f"-Wl,--version-script={exports}"])
         built = Path(ffi.compile(tmpdir=tmp, target=spec.name, verbose=False))
         target = lib_dir / spec.name

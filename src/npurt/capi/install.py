@@ -5,12 +5,11 @@ systems look for (`lib/pkgconfig/librknnrt.pc`, `lib/cmake/rknnrt/rknnrtConfig.c
     DIR/include/rpcmem.h, qurt_alloc.h, QNN/QnnInterface.h, ..., QNN/HTP/*.h, QNN/System/*.h  (docs/qnn-c-api.md)
     DIR/lib/librknnrt.so, librknnmrt.so
     DIR/lib/libcdsprpc.so, libQnnHtp.so, libQnnSystem.so
-    DIR/lib/libnpurt_process.so  (the state the libraries of one process share; they find it beside them)
     DIR/lib/pkgconfig/librknnrt.pc, librknnmrt.pc
     DIR/lib/cmake/rknnrt/rknnrtConfig.cmake, rknnrtConfigVersion.cmake
 
-The pkg-config and CMake files locate the prefix relative to themselves, so the folder can be moved. The libraries
-run the npurt (and the Python environment) that built them.
+The pkg-config and CMake files locate the prefix relative to themselves, so the folder can be moved. Each library
+is one file (it needs no other file of the prefix) and runs the npurt (and the Python environment) that built it.
 """
 from __future__ import annotations
 

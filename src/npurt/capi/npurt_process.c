@@ -1,5 +1,5 @@
-/* libnpurt_process.so: the state every npurt library of a process shares (they link it, so the dynamic loader
- * loads it once per process, whichever way — RTLD_LOCAL or not — each library was loaded).
+/* The state every npurt library of a process shares, compiled into each library (so each is one file that works
+ * copied alone) and agreed on at load time: one library's copy serves the whole process.
  *
  * - one start: the first library to be called starts the embedded interpreter (its `start` hook) under a
  *   process-wide mutex; every library then binds its own Python half under the same mutex;
@@ -9,10 +9,19 @@
  *   with `_exit(status)` after flushing stdio, so no library destructor runs under them;
  * - fork: when npurt started the interpreter, `pthread_atfork` hooks of the first library hand the interpreter
  *   over to the forking thread (prepare), and re-create its state in the child (see npurt.capi.build).
- * No Python here: the hooks are the first library's functions (npurt libraries are never unloaded). */
+ *
+ * How the libraries agree: each exports its table of these functions as `npurt_process_v1` (rename it when the
+ * table changes). At load, a library's constructor looks the symbol up in every loaded object, in load order
+ * (dl_iterate_phdr, then dlopen(RTLD_NOLOAD) + dlsym, which also sees libraries loaded RTLD_LOCAL), and uses the
+ * table of the earliest-loaded npurt library, else its own. The loader only appends objects and npurt libraries
+ * are never unloaded (-z nodelete), so every library of the process picks the same one. No Python here: the
+ * hooks are the first started library's functions. */
+#include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,16 +33,16 @@ struct npurt_process_hooks {
 };
 
 static pthread_mutex_t npurt_process_mutex = PTHREAD_MUTEX_INITIALIZER;
-static const struct npurt_process_hooks *npurt_hooks;
+static const struct npurt_process_hooks *npurt_first_hooks;
 static int npurt_owns_python;
 static int npurt_in_flight;
 static int npurt_exiting;
 static __thread int npurt_depth;       /* calls of this thread in flight (a callback may call npurt again) */
 
-void npurt_process_lock(void) { pthread_mutex_lock(&npurt_process_mutex); }
-void npurt_process_unlock(void) { pthread_mutex_unlock(&npurt_process_mutex); }
+static void npurt_own_lock(void) { pthread_mutex_lock(&npurt_process_mutex); }
+static void npurt_own_unlock(void) { pthread_mutex_unlock(&npurt_process_mutex); }
 
-int npurt_process_enter(void)
+static int npurt_own_enter(void)
 {
     __atomic_add_fetch(&npurt_in_flight, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&npurt_exiting, __ATOMIC_SEQ_CST)) {
@@ -44,14 +53,13 @@ int npurt_process_enter(void)
     return 1;
 }
 
-void npurt_process_leave(void)
+static void npurt_own_leave(void)
 {
     npurt_depth--;
     __atomic_sub_fetch(&npurt_in_flight, 1, __ATOMIC_SEQ_CST);
 }
 
-/* 1 once the process is exiting (its on_exit handler ran): release calls then succeed without entering Python. */
-int npurt_process_exiting(void) { return __atomic_load_n(&npurt_exiting, __ATOMIC_SEQ_CST); }
+static int npurt_own_exiting(void) { return __atomic_load_n(&npurt_exiting, __ATOMIC_SEQ_CST); }
 
 static void npurt_process_at_exit(int status, void *arg)
 {
@@ -68,34 +76,106 @@ static void npurt_process_at_exit(int status, void *arg)
     }
 }
 
-static void npurt_before_fork(void)
+static void npurt_process_before_fork(void)
 {
     if (npurt_owns_python)
-        npurt_hooks->before_fork();
+        npurt_first_hooks->before_fork();
 }
 
-static void npurt_after_fork_parent(void)
+static void npurt_process_after_fork_parent(void)
 {
     if (npurt_owns_python)
-        npurt_hooks->after_fork_parent();
+        npurt_first_hooks->after_fork_parent();
 }
 
-static void npurt_after_fork_child(void)
+static void npurt_process_after_fork_child(void)
 {
     /* the other threads' calls do not exist in the child */
     __atomic_store_n(&npurt_in_flight, npurt_depth, __ATOMIC_SEQ_CST);
     pthread_mutex_init(&npurt_process_mutex, NULL);
     if (npurt_owns_python)
-        npurt_hooks->after_fork_child();
+        npurt_first_hooks->after_fork_child();
 }
 
 /* Called with the mutex held by each library's first call: the first one's hooks start the interpreter. */
-void npurt_process_start(const struct npurt_process_hooks *hooks)
+static void npurt_own_start(const struct npurt_process_hooks *hooks)
 {
-    if (npurt_hooks != NULL)
+    if (npurt_first_hooks != NULL)
         return;
-    npurt_hooks = hooks;
+    npurt_first_hooks = hooks;
     npurt_owns_python = hooks->start();
     on_exit(npurt_process_at_exit, NULL);
-    pthread_atfork(npurt_before_fork, npurt_after_fork_parent, npurt_after_fork_child);
+    pthread_atfork(npurt_process_before_fork, npurt_process_after_fork_parent, npurt_process_after_fork_child);
 }
+
+struct npurt_process {
+    void (*lock)(void);
+    void (*unlock)(void);
+    int (*enter)(void);
+    void (*leave)(void);
+    int (*exiting)(void);
+    void (*start)(const struct npurt_process_hooks *hooks);
+};
+
+static const struct npurt_process npurt_own = {
+    npurt_own_lock, npurt_own_unlock, npurt_own_enter, npurt_own_leave, npurt_own_exiting, npurt_own_start,
+};
+/* the exported name of this library's table (an alias: the library's own references stay its own) */
+extern const struct npurt_process npurt_process_v1 __attribute__((alias("npurt_own"), visibility("default")));
+
+static const struct npurt_process *npurt_process = &npurt_own;  /* the process's table, set at load */
+
+struct npurt_loaded { char **names; size_t count, size; };
+
+static int npurt_collect(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct npurt_loaded *loaded = data;
+    char **grown;
+    (void)size;
+    if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0')
+        return 0;                       /* the program itself (its npurt libraries are listed on their own) */
+    if (loaded->count == loaded->size) {
+        grown = realloc(loaded->names, (loaded->size * 2 + 16) * sizeof(char *));
+        if (grown == NULL)
+            return 1;
+        loaded->names = grown;
+        loaded->size = loaded->size * 2 + 16;
+    }
+    loaded->names[loaded->count] = strdup(info->dlpi_name);
+    loaded->count += loaded->names[loaded->count] != NULL;
+    return 0;
+}
+
+/* The earliest-loaded object defining `npurt_process_v1` gives the process's table. Names are collected first:
+   dlopen inside dl_iterate_phdr's callback could deadlock with another thread's dlopen. */
+__attribute__((constructor)) static void npurt_process_find(void)
+{
+    struct npurt_loaded loaded = {NULL, 0, 0};
+    const struct npurt_process *found = NULL;
+    size_t i;
+    Dl_info info;
+    dl_iterate_phdr(npurt_collect, &loaded);
+    for (i = 0; i < loaded.count; i++) {
+        void *handle = found ? NULL : dlopen(loaded.names[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (handle != NULL) {
+            const struct npurt_process *table = dlsym(handle, "npurt_process_v1");
+            /* defined by that object itself, not found through its dependencies */
+            if (table != NULL && dladdr((const void *)table, &info) && info.dli_fname != NULL
+                && strcmp(info.dli_fname, loaded.names[i]) == 0)
+                found = table;
+            dlclose(handle);
+        }
+        free(loaded.names[i]);
+    }
+    free(loaded.names);
+    if (found != NULL)
+        npurt_process = found;
+}
+
+static void npurt_process_lock(void) { npurt_process->lock(); }
+static void npurt_process_unlock(void) { npurt_process->unlock(); }
+static int npurt_process_enter(void) { return npurt_process->enter(); }
+static void npurt_process_leave(void) { npurt_process->leave(); }
+/* 1 once the process is exiting (its on_exit handler ran): release calls then succeed without entering Python. */
+static int npurt_process_exiting(void) { return npurt_process->exiting(); }
+static void npurt_process_start(const struct npurt_process_hooks *hooks) { npurt_process->start(hooks); }
