@@ -22,10 +22,10 @@ def run(args: argparse.Namespace) -> int:
     import runpy
     import sys
     import traceback
+    from npurt.files import regular_input
     from npurt.toolkit import vendor_names
     script = os.fspath(args.script)
-    if not os.path.isfile(script):
-        raise OSError(2, "No such file or directory", script)
+    regular_input(script, "script")             # a directory or FIFO is named as such, not "no such file"
     vendor_names.install()
     sys.argv = [script, *args.args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
