@@ -122,3 +122,90 @@ def test_rknn_init_says_what_the_model_path_is(tmp_path, capsys, kind, words):
     assert ctx.value == 0 and state() == before
     line = errline(capsys, "rknn_init", *words)
     assert "does not exist" not in line
+
+
+# --- rknn_set_io_mem: the attr must be the tensor's --------------------------------------------------------------
+
+def _edited(attr, field: str, value):
+    from npurt.rknn import rknn_tensor_attr
+    bad = rknn_tensor_attr.from_buffer_copy(attr)
+    if field.startswith("dims"):
+        bad.dims[int(field[5:-1])] = value
+    else:
+        setattr(bad, field, value)
+    return bad
+
+
+@pytest.mark.parametrize("field,value,words", [
+    ("n_dims", 100, ("attr.n_dims 100", "1 to 16")),
+    ("n_dims", 0, ("attr.n_dims 0",)),
+    ("dims[1]", 0, ("attr.dims [1, 0, 10, 3]", "the tensor's dims are")),
+    ("dims[2]", 2 ** 32 - 1, (f"attr.dims [1, 8, {2 ** 32 - 1}, 3]",)),
+    ("size_with_stride", 2 ** 32 - 1, (f"attr.size_with_stride {2 ** 32 - 1}", "the tensor's is 768")),
+    ("w_stride", 1, ("attr.w_stride 1", "less than the width 10")),
+])
+def test_set_io_mem_refuses_an_attr_that_is_not_the_tensors(capsys, field, value, words):
+    from npurt.rknn import (RKNN_ERR_PARAM_INVALID, RKNN_QUERY_NATIVE_INPUT_ATTR, RKNN_SUCC, rknn_create_mem,
+                            rknn_destroy, rknn_destroy_mem, rknn_set_io_mem, rknn_tensor_attr)
+    from npurt.rknn.api import context_of
+    from helpers.rknn import init, query
+    ctx = init()
+    ia = rknn_tensor_attr(index=0)
+    query(ctx, RKNN_QUERY_NATIVE_INPUT_ATTR, ia)
+    assert [ia.dims[i] for i in range(4)] == [1, 8, 10, 3] and ia.size_with_stride == 768  # NHWC, w_stride 16
+    mem = rknn_create_mem(ctx, ia.size_with_stride)
+    before = state()
+    capsys.readouterr()
+    assert rknn_set_io_mem(ctx, mem, _edited(ia, field, value)) == RKNN_ERR_PARAM_INVALID
+    errline(capsys, "rknn_set_io_mem", *words)
+    assert state() == before and context_of(ctx).io_path is None                        # nothing bound
+    assert rknn_set_io_mem(ctx, mem, ia) == RKNN_SUCC                                   # the queried attr binds
+    wide = _edited(ia, "w_stride", 10)                                                  # == width: accepted
+    assert rknn_set_io_mem(ctx, mem, wide) == RKNN_SUCC
+    rknn_destroy_mem(ctx, mem)
+    rknn_destroy(ctx)
+
+
+# --- integers are integers: a float is refused, never truncated --------------------------------------------------
+
+@pytest.mark.parametrize("call,words", [
+    (lambda T, x: T.nchw_to_nc1hwc2(x, 8.5), "C2 must be an integer, got 8.5"),
+    (lambda T, x: T.nchw_to_nc1hwc2(x, 8.0), "C2 must be an integer, got 8.0"),      # integral: refused the same
+    (lambda T, x: T.nchw_to_nc1hwc2(x, 8, c1=1.0), "C1 must be an integer"),
+    (lambda T, x: T.nchw_to_nc1hwc2(x, 8, w_stride=4.5), "w_stride must be an integer"),
+    (lambda T, x: T.native_shape((1, 3, 2, 4.0), 8), "a dimension must be an integer"),
+    (lambda T, x: T.nc1hwc2_to_nchw(np.zeros((1, 1, 2, 4, 8), np.float32), 3, width=2.5), "width must be an integer"),
+    (lambda T, x: T.unpack_int4(np.zeros(4, np.uint8), 5.5), "n_elems must be an integer, got 5.5"),
+    (lambda T, x: T.size_with_stride((1, 3, 2, 4), "NCHW", "float32", w_stride=8.0), "w_stride must be an integer"),
+])
+def test_tensor_functions_refuse_non_integers(call, words):
+    import npurt.tensor as T
+    from npurt.errors import ErrorCode, NpuError
+    x = np.arange(24, dtype=np.float32).reshape(1, 3, 2, 4)
+    with pytest.raises(NpuError) as info:
+        call(T, x)
+    assert info.value.code == ErrorCode.INVALID_ARGUMENT and words in info.value.message
+    assert T.nchw_to_nc1hwc2(x, np.int64(8)).shape == (1, 1, 2, 4, 8)             # numpy integers are integers
+    assert T.unpack_int4(np.zeros(4, np.uint8), np.int32(5)).shape == (5,)
+
+
+def test_mem_view_and_mem_sync_refuse_non_integers(capsys):
+    from npurt.errors import NpuError
+    from npurt.rknn import (RKNN_ERR_PARAM_INVALID, RKNN_MEMORY_SYNC_TO_DEVICE, RKNN_SUCC, mem_view, rknn_create_mem,
+                            rknn_destroy, rknn_destroy_mem, rknn_mem_sync)
+    from helpers.rknn import init
+    ctx = init()
+    mem = rknn_create_mem(ctx, 64)
+    for kwargs, words in ((dict(count=1.5), "count must be an integer, got 1.5"),
+                          (dict(count=2.0), "count must be an integer, got 2.0"),
+                          (dict(offset=4.0), "offset must be an integer")):
+        with pytest.raises(NpuError) as info:
+            mem_view(mem, np.float32, **kwargs)
+        assert words in info.value.message
+    assert mem_view(mem, np.float32, count=np.int64(2), offset=4).shape == (2,)
+    capsys.readouterr()
+    assert rknn_mem_sync(ctx, mem, 1.0) == RKNN_ERR_PARAM_INVALID
+    errline(capsys, "rknn_mem_sync", "sync mode must be an integer, got 1.0")
+    assert rknn_mem_sync(ctx, mem, RKNN_MEMORY_SYNC_TO_DEVICE) == RKNN_SUCC
+    rknn_destroy_mem(ctx, mem)
+    rknn_destroy(ctx)
