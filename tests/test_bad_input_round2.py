@@ -3,6 +3,9 @@ mirror is called (exit 2 from the CLI; the RKNN status and an `E RKNN:` line fro
 from __future__ import annotations
 
 import os
+import stat
+import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -209,3 +212,45 @@ def test_mem_view_and_mem_sync_refuse_non_integers(capsys):
     assert rknn_mem_sync(ctx, mem, RKNN_MEMORY_SYNC_TO_DEVICE) == RKNN_SUCC
     rknn_destroy_mem(ctx, mem)
     rknn_destroy(ctx)
+
+
+# --- newcomer papercuts -----------------------------------------------------------------------------------------
+
+def test_help_describes_the_tool_with_one_line_per_command():
+    p = subprocess.run([sys.executable, "-m", "npurt.cli.main", "--help"], capture_output=True, text=True,
+                       env={**os.environ, "COLUMNS": "80"}, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "Layers" not in p.stdout and "imports only" not in p.stdout            # no developer notes
+    assert "without the board" in p.stdout and "npurt demo" in p.stdout
+    from npurt.cli.main import _command_modules
+    commands = [m.__name__.rsplit("cmd_", 1)[1] for m in _command_modules()]
+    lines = p.stdout.splitlines()
+    for cmd in commands:
+        at = [k for k, line in enumerate(lines) if line.startswith(f"    {cmd} ")]
+        assert len(at) == 1, (cmd, p.stdout)
+        follows = lines[at[0] + 1]
+        assert not follows.startswith(" " * 10), (cmd, follows)                     # its help is one line
+    assert max(map(len, lines)) <= 80
+
+
+def test_capi_libraries_all_have_the_linkers_mode():
+    from helpers.capi import prefix
+    umask = os.umask(0)
+    os.umask(umask)
+    modes = {lib.name: stat.S_IMODE(lib.stat().st_mode) for lib in (prefix() / "lib").glob("*.so")}
+    assert "libnpurt_process.so" in modes and "librknnrt.so" in modes
+    assert set(modes.values()) == {0o777 & ~umask}, modes                            # 0755 under umask 022
+
+
+@pytest.mark.parametrize("soc,native,padding", [
+    ("rv1106", "(1, 2, 4, 4, 16)", "lanes 5..15 of block C1=1"),
+    ("rk2118", "(1, 3, 4, 4, 4)", "lanes 1..3 of block C1=2"),         # no int8 on rk2118: its float16 C2
+])
+def test_demo_walk_through_uses_the_soc_asked_for(soc, native, padding):
+    p = npurt("demo", "--soc", soc, "--model", "small_convnet", "--runs", "1")
+    assert p.returncode == 0, p.stderr
+    text = " ".join(p.stdout.split())                                  # rich wraps long lines
+    assert f"on {soc} (C2 = " in text and f"native {native}" in text and padding in text
+    assert "rk3568" not in text and "back to NCHW: equal" in text
+    q = npurt("demo", "--profiles", "--soc", soc)
+    assert q.returncode == 0 and f"native {native}" in " ".join(q.stdout.split())

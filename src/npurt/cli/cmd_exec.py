@@ -10,7 +10,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("exec", help="run a script written for rknn-toolkit2 (rknn.api.RKNN) / RKNNLite on npurt",
+    p = sub.add_parser("exec", help="run an rknn-toolkit2 / RKNNLite Python script unchanged",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("script", help="the Python script (e.g. convert.py)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
