@@ -90,8 +90,7 @@ def parse_floats(text: str | None, what: str) -> list[float] | None:
 def _layout_hint(shape: tuple[int, ...], want: tuple[int, ...]) -> str:
     """A hint when an input array is the model's NCHW shape stored NHWC (an image as read, not transposed)."""
     if len(shape) == 4 and (shape[0], shape[3], shape[1], shape[2]) == want:
-        return (f": it looks like an NHWC array for this NCHW input; transpose it (numpy: x.transpose(0, 3, 1, 2)) "
-                f"before saving")
+        return ": it looks like an NHWC array for this NCHW input; transpose it first (numpy: x.transpose(0, 3, 1, 2))"
     return ""
 
 
