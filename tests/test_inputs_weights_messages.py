@@ -94,7 +94,7 @@ def test_alloc_outside_runs_read_the_weight_memory_the_user_bound():
 
 def test_internal_memory_cannot_also_be_the_contexts_input_or_output(capsys):
     ctx, weight, internal, ia, oa = _outside_context()
-    ia.size = ia.size_with_stride = min(internal.size, 4 * int(np.prod(X_SHAPE)))
+    ia.size = min(internal.size, 4 * int(np.prod(X_SHAPE)))        # size_with_stride is read-only (checked)
     assert rknn_set_io_mem(ctx, internal, ia) == RKNN_ERR_PARAM_INVALID
     errline(capsys, "internal memory")
     for m in (weight, internal):

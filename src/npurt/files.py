@@ -31,14 +31,16 @@ def _stat(path: Path, what: str) -> os.stat_result | None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
-def regular_input(path: "str | os.PathLike", what: str = "input") -> Path:
-    """`path` when it names an existing regular file; INVALID_ARGUMENT naming the path otherwise."""
+def regular_input(path: "str | os.PathLike", what: str = "input",
+                  code: ErrorCode = ErrorCode.INVALID_ARGUMENT) -> Path:
+    """`path` when it names an existing regular file; `code` (INVALID_ARGUMENT unless the caller's contract names
+    another) naming the path and what it is otherwise."""
     path = Path(os.fspath(path))
     st = _stat(path, what)
     if st is None:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path}: no such file")
+        raise NpuError(code, f"{what} {path}: no such file")
     if not stat.S_ISREG(st.st_mode):
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} {path} is {_kind(st.st_mode)}, not a regular file")
+        raise NpuError(code, f"{what} {path} is {_kind(st.st_mode)}, not a regular file")
     return path
 
 

@@ -60,7 +60,8 @@ def _prepare(model: Any, soc: str | None, options: CompileOptions,
         return model, soc or model.soc
     if options.given():
         from npurt.exec.compile import compile_with
-        options = options.replace(quantize=resolve_dataset(options.quantize, model))  # "random": the CLI's set
+        quantize = resolve_dataset(options.quantize, model, input_shapes=options.input_shapes)  # "random": the CLI's
+        options = options.replace(quantize=quantize)
         from npurt.runtime.loader import compile_family, dynamic_shape_sets
         shape_sets = dynamic_shape_sets(model, dynamic_input)
         if shape_sets:              # one compile per shape set; int8 with one calibration shared by all of them

@@ -71,7 +71,7 @@ def load_model(arg: str, soc: str | None, options: CompileOptions = CompileOptio
         if soc and compiled.soc != soc.lower():
             raise NpuError(ErrorCode.PLATFORM_MISMATCH, f"{path.name} was compiled for {compiled.soc}, not {soc}")
         return compiled
-    return compile_with(path, options.replace(quantize=resolve_dataset(options.quantize, path)), soc, progress)
+    return compile_with(path, options, soc, progress)         # which resolves --quantize (a file, or 'random')
 
 
 def parse_floats(text: str | None, what: str) -> list[float] | None:
@@ -85,6 +85,13 @@ def parse_floats(text: str | None, what: str) -> list[float] | None:
     if not values or not all(math.isfinite(v) for v in values):
         raise _bad(f"{what} must be comma-separated finite numbers, got {text!r}")
     return values
+
+
+def _layout_hint(shape: tuple[int, ...], want: tuple[int, ...]) -> str:
+    """A hint when an input array is the model's NCHW shape stored NHWC (an image as read, not transposed)."""
+    if len(shape) == 4 and (shape[0], shape[3], shape[1], shape[2]) == want:
+        return ": it looks like an NHWC array for this NCHW input; transpose it first (numpy: x.transpose(0, 3, 1, 2))"
+    return ""
 
 
 def read_inputs(paths: list[Path], compiled: Any, dynamic: bool = False) -> list[np.ndarray]:
@@ -102,6 +109,7 @@ def read_inputs(paths: list[Path], compiled: Any, dynamic: bool = False) -> list
                                                        f"takes (complex, text and object arrays are refused)")
         want = tuple(compiled.storage[name].shape)
         if (a.ndim != len(want)) if dynamic else (tuple(a.shape) != want):
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{p}: shape {tuple(a.shape)} != input {name!r} shape {want}")
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{p}: shape {tuple(a.shape)} != input {name!r} shape {want}"
+                                                       f"{_layout_hint(tuple(a.shape), want)}")
         arrays.append(a)
     return arrays

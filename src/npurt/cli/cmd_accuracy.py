@@ -21,7 +21,7 @@ WORST = 3       # rows highlighted at most: the lowest single-error cosines belo
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("accuracy", help="per-tensor int8 error (entire / single) against onnxruntime in float")
+    p = sub.add_parser("accuracy", help="compare an int8 model, tensor by tensor, with onnxruntime")
     p.add_argument("model", help="an .onnx file or a zoo name (the float model)")
     p.add_argument("--soc", default=None, help=SOC_HELP)
     add_quantize_args(p, dataset_help="calibration dataset.txt (or 'random'); required")

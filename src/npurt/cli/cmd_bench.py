@@ -42,7 +42,7 @@ MEANING = {
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="run the benchmarks in bench/ and print one table of ratios")
+    p = sub.add_parser("bench", help="run npurt's benchmarks and print one table of ratios")
     p.add_argument("--quick", action="store_true", help="short runs (smaller sizes, fewer repeats)")
     p.add_argument("--only", action="append", metavar="NAME", help="run only bench/NAME.py (repeatable)")
     p.add_argument("--json", action="store_true", help="print the rows as one JSON object")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("capi", help="build the RKNN and QNN HTP C headers and libraries into a prefix")
+    p = sub.add_parser("capi", help="install the RKNN / QNN C headers and libraries into a folder")
     p.add_argument("--prefix", type=Path, required=True, metavar="DIR",
                    help="where to write include/, lib/, lib/pkgconfig/ and lib/cmake/")
     p.set_defaults(func=run)

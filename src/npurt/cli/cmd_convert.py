@@ -30,7 +30,7 @@ from npurt.soc import get_profile
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("convert", help="compile an ONNX model (or zoo name) to a .npurt file for one SoC")
+    p = sub.add_parser("convert", help="compile an ONNX model to a .npurt file for one SoC")
     p.add_argument("model", help="an .onnx file or a zoo name")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="M.npurt", help="the compiled model file")
     p.add_argument("--soc", default=None, help="target SoC (default $NPURT_SOC, else rk3588)")

@@ -11,8 +11,8 @@ What it does, in the order a board user would (the RKNN NPU SRAM guide):
    same process, checks the two agree (and, with onnxruntime installed, the float model), and times both;
 4. prints the DDR traffic SRAM saves per frame and the bitmap after `rknn_destroy`.
 
-A short first part shows how the table's native shapes are stored (the seed's NC1HWC2 example); `--profiles`
-prints the SoC profiles and that example only.
+A short first part shows how the SoC asked for stores the table's native shapes (NC1HWC2 with its C2; on RK3568
+the seed's example); `--profiles` prints the SoC profiles and that example only (the seed's, unless --soc).
 
 Every SoC of `--profiles` runs the demo with only what its profile supports (`adapt`, decided from the profile's
 data, never by trying a call): a second `rknn_init` where `rknn_dup_context` is absent, the other precision where
@@ -47,8 +47,7 @@ FPS = 30
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="run the main job: MobileNet v1 int8 with NPU SRAM, zero copy, on an emulated "
-                                    "RK3588 (nothing downloaded)")
+    p = sub.add_parser("demo", help="a guided tour: MobileNet v1 int8, NPU SRAM, zero copy")
     p.add_argument("--soc", default=None, help=f"{SOC_HELP}; see --profiles")
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help=f"an .onnx or .npurt file or a zoo name (default {DEFAULT_MODEL}, the seed's MobileNet v1)")
@@ -83,20 +82,26 @@ def _htp_table() -> Table:
     return table
 
 
-def _nc1hwc2_example(console: Console) -> None:
-    """The seed's example: int8 (1,13,4,4) on RK3568 is stored as (1,2,4,4,8); lanes 5..7 of block 1 are padding."""
+def _nc1hwc2_example(console: Console, soc: str = "rk3568") -> None:
+    """How `soc` stores C2 + 5 channels of its first native type: the seed's example on RK3568, int8 (1,13,4,4)
+    stored as (1,2,4,4,8) with lanes 5..7 of block 1 padding; other SoCs with their own C2."""
     import numpy as np
 
     from npurt.tensor import c1_for, native_shape, nc1hwc2_to_nchw, nchw_to_nc1hwc2, size_with_stride
-    soc, shape = "rk3568", (1, 13, 4, 4)
-    c2 = get_profile(soc).c2_for("int8")
+    profile = get_profile(soc)
+    dtype = "int8" if "int8" in profile.c2 else next(iter(profile.c2))
+    c2 = profile.c2_for(dtype)
+    shape = (1, c2 + 5, 4, 4)
     n, c, h, w = shape
-    x = (9 * np.arange(c)[:, None, None] + 4 * np.arange(h)[:, None] + np.arange(w)).astype(np.int8)[None]
+    k = (127 - 4 * (h - 1) - (w - 1)) // (c - 1)        # the largest value k*c + 4h + w still fits int8 (9 for 13)
+    x = (k * np.arange(c)[:, None, None] + 4 * np.arange(h)[:, None] + np.arange(w)).astype(dtype)[None]
     native = nchw_to_nc1hwc2(x, c2)
     dims = native_shape(shape, c2)
-    console.print(f"\n[bold]NC1HWC2[/bold]: int8 NCHW {shape} on {soc} (C2 = {c2}) -> native {dims}, "
+    last = dims[1] - 1
+    console.print(f"\n[bold]NC1HWC2[/bold]: {dtype} NCHW {shape} on {profile.name} (C2 = {c2}) -> native {dims}, "
                   f"C1 = ceil({c}/{c2}) = {c1_for(c, c2)}, "
-                  f"{size_with_stride(dims, 'NC1HWC2', 'int8')} bytes for {x.size} values; x[0,c,h,w] = 9c + 4h + w")
+                  f"{size_with_stride(dims, 'NC1HWC2', dtype)} bytes for {x.size} values; "
+                  f"x[0,c,h,w] = {k}c + 4h + w")
     table = Table(title="stored bytes: first pixels of each C2 block", title_style="", box=box.SIMPLE_HEAD)
     for col in ("C1", "h,w", "offset", "channels"):
         table.add_column(col, justify="right")
@@ -106,14 +111,14 @@ def _nc1hwc2_example(console: Console) -> None:
     for c1 in range(dims[1]):
         for hh, ww in ((0, 0), (0, 1), (h - 1, w - 1)):
             offset = c1 * h * w * c2 + (hh * w + ww) * c2
-            first, last = c1 * c2, min(c, (c1 + 1) * c2) - 1
+            first, end = c1 * c2, min(c, (c1 + 1) * c2) - 1
             cells = [str(int(v)) if c1 * c2 + lane < c else f"[red]{int(v)}[/red]"
                      for lane, v in enumerate(flat[offset:offset + c2])]
-            table.add_row(str(c1), f"{hh},{ww}", str(offset), f"{first}..{last}", *cells)
+            table.add_row(str(c1), f"{hh},{ww}", str(offset), f"{first}..{end}", *cells)
     console.print(table)
     back = nc1hwc2_to_nchw(native, c)
-    ok = np.array_equal(back, x) and not native[0, 1, :, :, c - c2:].any()
-    console.print(f"lanes {c - c2 * (dims[1] - 1)}..{c2 - 1} of block C1={dims[1] - 1} (red) are padding: zero in all "
+    ok = np.array_equal(back, x) and not native[0, last, :, :, c - c2 * last:].any()
+    console.print(f"lanes {c - c2 * last}..{c2 - 1} of block C1={last} (red) are padding: zero in all "
                   f"{h * w} pixels\nback to NCHW: {'[green]equal[/green]' if ok else '[red]MISMATCH[/red]'}")
 
 
@@ -390,11 +395,11 @@ def run(args: argparse.Namespace) -> int:
         console = make_console()
         console.print(_soc_table())
         console.print(_htp_table())
-        _nc1hwc2_example(console)
+        _nc1hwc2_example(console, rknn_profile(args.soc).name if args.soc else "rk3568")
         return 0
     args.soc = target_soc(args.soc, args.model)
     profile = rknn_profile(args.soc)
-    if not args.json:                       # the short first part: how the table's native shapes are stored
-        _nc1hwc2_example(make_console())
+    if not args.json:                       # the short first part: how the SoC stores the table's native shapes
+        _nc1hwc2_example(make_console(), profile.name)
     with board_soc(profile.name):
         return _main_job(args)

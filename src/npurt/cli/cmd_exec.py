@@ -10,7 +10,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("exec", help="run a script written for rknn-toolkit2 (rknn.api.RKNN) / RKNNLite on npurt",
+    p = sub.add_parser("exec", help="run an rknn-toolkit2 / RKNNLite Python script unchanged",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("script", help="the Python script (e.g. convert.py)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
@@ -22,10 +22,10 @@ def run(args: argparse.Namespace) -> int:
     import runpy
     import sys
     import traceback
+    from npurt.files import regular_input
     from npurt.toolkit import vendor_names
     script = os.fspath(args.script)
-    if not os.path.isfile(script):
-        raise OSError(2, "No such file or directory", script)
+    regular_input(script, "script")             # a directory or FIFO is named as such, not "no such file"
     vendor_names.install()
     sys.argv = [script, *args.args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))

@@ -25,7 +25,7 @@ ROW_PAGES = 32          # pages per dump row, as the driver prints them
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("mm", help="the SRAM bitmap (debugfs rknpu/mm) after loading models with ENABLE_SRAM")
+    p = sub.add_parser("mm", help="show the NPU SRAM bitmap (debugfs rknpu/mm) of loaded models")
     p.add_argument("models", nargs="+", metavar="MODEL", help=".onnx / .npurt files or zoo names, loaded in order")
     p.add_argument("--soc", default=None, help=f"{SOC_HELP}; needs NPU SRAM")
     p.add_argument("--quantize", metavar="DATASET|random", help="compile ONNX models int8 (default fp16)")

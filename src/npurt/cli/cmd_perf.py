@@ -21,7 +21,7 @@ from npurt.soc import get_profile
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("perf", help="predicted NPU time per layer (timing model: no board, nothing run)")
+    p = sub.add_parser("perf", help="predict a model's NPU time per layer (no board needed)")
     p.add_argument("model", help="an .onnx or .npurt file, or a zoo name")
     p.add_argument("--soc", default=None, help=SOC_HELP)
     p.add_argument("--cores", type=int, default=1, metavar="N",

@@ -13,7 +13,7 @@ from npurt.files import regular_input, regular_output
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plan", help="plan buffer offsets for an allocation CSV (id,lower,upper,size[,alignment])")
+    p = sub.add_parser("plan", help="plan buffer offsets for an allocation CSV (id,lower,upper,size)")
     p.add_argument("instance", type=Path, help="CSV file; a capacity in the name (X.1048576.csv) is used by default")
     p.add_argument("--capacity", type=int, default=None, help="arena capacity in bytes (overrides the file name)")
     p.add_argument("--time-limit", type=float, default=10.0, help="solver time budget in seconds (default 10)")

@@ -21,7 +21,7 @@ from npurt.soc import get_profile
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="the RKNN_LOG_LEVEL=3 memory table (SramHit, totals) of a model's plan")
+    p = sub.add_parser("report", help="show a model's memory plan (the RKNN_LOG_LEVEL=3 table)")
     p.add_argument("model", help="an .onnx or .npurt file, or a zoo name")
     p.add_argument("--soc", default=None, help=SOC_HELP)
     p.add_argument("--sram", type=int, default=None, metavar="BYTES",

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # numpy loads when the command runs: `npurt --help` stays lig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run a model (ONNX, .npurt or zoo name) on an emulated SoC and show its outputs")
+    p = sub.add_parser("run", help="run a model on an emulated SoC and show its outputs")
     p.add_argument("model", help="an .onnx or .npurt file, or a zoo name (e.g. mobilenet_v1)")
     p.add_argument("--input", action="append", type=Path, default=[], metavar="X.npy",
                    help="one .npy per model input, in order (default: random inputs)")

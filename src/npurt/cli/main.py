@@ -16,9 +16,20 @@ def _command_modules() -> list:
     return [importlib.import_module(f"npurt.cli.{name}") for name in names]
 
 
+DESCRIPTION = """\
+Run ONNX models on this computer the way a Rockchip RKNN or Qualcomm QNN HTP
+NPU runs them: the same memory layouts, zero copy, SRAM and C API, so NPU code
+can be written, tested and sized without the board.
+
+Start with `npurt demo` or `npurt run MODEL.onnx`; `npurt COMMAND --help`
+explains a command."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, with every discovered subcommand."""
-    parser = argparse.ArgumentParser(prog="npurt", description=npurt.__doc__)
+    """The full argument parser, with every discovered subcommand; the description speaks to a user (the package
+    docstring is for developers)."""
+    parser = argparse.ArgumentParser(prog="npurt", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"npurt {npurt.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _command_modules():

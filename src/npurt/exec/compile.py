@@ -84,7 +84,7 @@ def compile_with(model: "str | os.PathLike | bytes | onnx.ModelProto", options: 
     """`compile_model` with its options as one object (what Session, the CLI and the loader hold)."""
     if isinstance(model, (str, os.PathLike)):
         model = resolve_model(model)            # a file or a zoo name, as the CLI and Session take them
-    options = options.replace(quantize=resolve_dataset(options.quantize, model))
+    options = options.replace(quantize=resolve_dataset(options.quantize, model, input_shapes=options.input_shapes))
     evaluate = with_custom_ops(evaluate_node, options.custom_ops) if options.custom_ops else evaluate_node
     with blas_threads(policy_threads()):        # float sums, hence calibration, depend on OpenBLAS's thread count
         compiled = compile_onnx(model, soc, options, evaluate=evaluate, supported=supported_ops(), progress=progress)

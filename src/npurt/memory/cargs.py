@@ -6,10 +6,14 @@ What C passes as `&x` reaches a mirror in three spellings; all three name the ca
 struct is filled in place as in C. An integer address (what the C face and QNN's `void*` fields hand over) is never
 dereferenced here: with `address=True` it is read as a copy through `npurt.memory.raw`, which refuses unmapped
 memory — for in-parameters only, as writing to a copy would be lost.
+
+`as_int` is the one reading of an integer argument (a C `int` / `uint32_t`, a count, a mode, a dimension): an
+integer or nothing — a float is refused, never truncated.
 """
 from __future__ import annotations
 
 import ctypes
+import operator
 from typing import Any, TypeVar
 
 from npurt.errors import ErrorCode, NpuError
@@ -17,9 +21,21 @@ from npurt.memory import raw
 
 T = TypeVar("T")
 
-__all__ = ["as_struct", "as_struct_list", "MAX_TERMINATED"]
+__all__ = ["as_int", "as_struct", "as_struct_list", "MAX_TERMINATED"]
 
 MAX_TERMINATED = 256   # longest NULL-terminated `const T**` list read
+
+
+def as_int(value: Any, what: str) -> int:
+    """`value` as an int when it is an integer (int, numpy integer); INVALID_ARGUMENT naming `what` for anything else:
+    a bool, a string, and every float — 8.5 would be truncated to 8, and 1.0 is refused as well, as the mirrors refuse
+    a float size or flag."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} must be an integer, got {value!r}")
 
 
 def as_struct(obj: Any, cls: type[T], *, address: bool = False) -> T | None:

@@ -167,6 +167,12 @@ def is_vendor_model(data: "bytes | bytearray | memoryview | str | os.PathLike") 
     return bytes(memoryview(data).cast("B")[:len(VENDOR_MAGIC)]) == VENDOR_MAGIC
 
 
+def not_a_model(what: str) -> NpuError:
+    """INVALID_MODEL for a file (or bytes) that is no model npurt reads: a picture, a text file, a truncated model."""
+    return _invalid(f"{what} is neither an npurt compiled model nor ONNX: give an .onnx model, or an .npurt file / "
+                    f"QNN context binary written by npurt convert")
+
+
 def refuse_vendor_model(data: "bytes | bytearray | memoryview | str | os.PathLike", what: str = "model") -> None:
     """INVALID_MODEL, in one line saying what to pass instead, when `data` (bytes or a path) is a vendor-compiled
     `.rknn` model; nothing otherwise (an unreadable path is left to the caller's own read)."""

@@ -16,7 +16,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.model.file_format import refuse_vendor_model
+from npurt.model.file_format import not_a_model, refuse_vendor_model
 from npurt.model.ir import Graph, Node, TensorInfo
 
 MIN_OPSET = 7   # the brief targets opset 11+; the ONNX "light" zoo models are opset 9 and import fine
@@ -36,9 +36,11 @@ def load_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto") -> onnx.Mode
         proto = onnx.ModelProto()
         try:
             proto.ParseFromString(bytes(model))
-        except Exception as exc:  # protobuf DecodeError and friends
+        except Exception:  # protobuf DecodeError and friends
+            proto = None
+        if not _is_model(proto):
             refuse_vendor_model(model)
-            raise _invalid(f"not an ONNX model: {exc}") from None
+            raise not_a_model(f"model of {len(bytes(model))} bytes")
         _check_no_external(proto)
         return proto
     path = Path(os.fspath(model))
@@ -46,14 +48,22 @@ def load_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto") -> onnx.Mode
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"model file not found: {path}")
     try:
         proto = onnx.load(str(path), load_external_data=False)
-    except Exception as exc:
+    except Exception:
+        proto = None
+    if not _is_model(proto):
         refuse_vendor_model(path, path.name)
-        raise _invalid(f"{path.name}: not an ONNX model: {exc}") from None
+        raise not_a_model(path.name)
     try:
         onnx.external_data_helper.load_external_data_for_model(proto, str(path.parent))
     except Exception as exc:
         raise _invalid(f"{path.name}: cannot load external data: {exc}") from None
     return proto
+
+
+def _is_model(proto: onnx.ModelProto | None) -> bool:
+    """True for a parsed ModelProto that has a graph: protobuf parses many foreign bytes (a PNG, text) into an empty
+    or meaningless message without an error."""
+    return proto is not None and proto.HasField("graph")
 
 
 def _check_no_external(proto: onnx.ModelProto) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input
@@ -65,9 +65,10 @@ def read_onnx(model: Any, external_data: bool = False) -> Any:
         raise NpuError(ErrorCode.INVALID_MODEL, f"cannot read ONNX model{what}: {exc}") from None
 
 
-def input_specs(model: Any, dynamic_ok: bool = False) -> list[tuple[str, tuple[int, ...], np.dtype]]:
-    """(name, shape, dtype) of each graph input of an ONNX model (no initializers); dynamic dims are errors unless
-    `dynamic_ok` (then they are -1)."""
+def input_specs(model: Any, dynamic_ok: bool = False,
+                input_shapes: Mapping[str, Sequence[int]] | None = None) -> list[tuple[str, tuple[int, ...], np.dtype]]:
+    """(name, shape, dtype) of each graph input of an ONNX model (no initializers), with the shapes `input_shapes`
+    fixes (the compile option) in place of the model's; dynamic dims are errors unless `dynamic_ok` (then -1)."""
     import numpy as np
     from onnx import helper
     proto = read_onnx(model)
@@ -78,19 +79,22 @@ def input_specs(model: Any, dynamic_ok: bool = False) -> list[tuple[str, tuple[i
             continue
         t = vi.type.tensor_type
         dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in t.shape.dim)
+        dims = tuple(int(d) for d in (input_shapes or {}).get(vi.name, dims))
         if any(d <= 0 for d in dims) and not dynamic_ok:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"input {vi.name!r} has a dynamic shape {dims}: give a "
-                                                       f"calibration dataset.txt instead of 'random'")
+                                                       f"calibration dataset.txt instead of 'random', or fix the "
+                                                       f"shape (input_shapes, --input-shape)")
         specs.append((vi.name, dims, np.dtype(helper.tensor_dtype_to_np_dtype(t.elem_type))))
     return specs
 
 
-def random_inputs(model: Any, seed: int = 0, shapes: list | None = None) -> list[np.ndarray]:
-    """One random array per model input: floats uniform in [0, 1), integers in [0, 4); of the ONNX input shapes, or
-    of `shapes` (one per input: a shape set of a dynamic-shape model)."""
+def random_inputs(model: Any, seed: int = 0, shapes: list | None = None,
+                  input_shapes: Mapping[str, Sequence[int]] | None = None) -> list[np.ndarray]:
+    """One random array per model input: floats uniform in [0, 1), integers in [0, 4); of the ONNX input shapes
+    (those `input_shapes` fixes replaced), or of `shapes` (one per input: a shape set of a dynamic-shape model)."""
     import numpy as np
     rng = np.random.default_rng(seed)
-    specs = input_specs(model, dynamic_ok=shapes is not None)
+    specs = input_specs(model, dynamic_ok=shapes is not None, input_shapes=input_shapes)
     if shapes is not None:
         specs = [(name, tuple(shape), dtype) for (name, _, dtype), shape in zip(specs, shapes)]
     out = []
@@ -102,21 +106,26 @@ def random_inputs(model: Any, seed: int = 0, shapes: list | None = None) -> list
     return out
 
 
-def _cache_key(model: Any) -> tuple[str, str]:
-    """(a readable stem, a short key that changes when the model does) for the random set's cache folder."""
+def _cache_key(model: Any, salt: str = "") -> tuple[str, str]:
+    """(a readable stem, a short key that changes when the model or `salt` does) for the random set's cache
+    folder."""
     if isinstance(model, (str, os.PathLike)):
         path = Path(os.fspath(model))
         st = path.stat()
-        return path.stem[:60], hashlib.sha1(f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
+        text = f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}{salt}".encode()
+        return path.stem[:60], hashlib.sha1(text).hexdigest()[:12]
     raw = model.SerializeToString() if hasattr(model, "SerializeToString") else bytes(model)
-    return "model", hashlib.sha1(raw).hexdigest()[:12]
+    return "model", hashlib.sha1(raw + salt.encode()).hexdigest()[:12]
 
 
-def random_dataset(model: Any, n: int = RANDOM_SAMPLES) -> Path:
-    """A cached dataset.txt of `n` random samples for an ONNX model (path, bytes or ModelProto), created once."""
+def random_dataset(model: Any, n: int = RANDOM_SAMPLES,
+                   input_shapes: Mapping[str, Sequence[int]] | None = None) -> Path:
+    """A cached dataset.txt of `n` random samples for an ONNX model (path, bytes or ModelProto), of its input
+    shapes with those `input_shapes` fixes replaced; created once per model and shapes."""
     import numpy as np
     from npurt.model import zoo
-    stem, key = _cache_key(model)
+    fixed = {name: [int(d) for d in shape] for name, shape in (input_shapes or {}).items()}
+    stem, key = _cache_key(model, f":{sorted(fixed.items())}" if fixed else "")
     folder = zoo.cache_dir() / "calib" / f"{stem}-{key}"
     dataset = folder / "dataset.txt"
     if dataset.is_file():
@@ -125,7 +134,7 @@ def random_dataset(model: Any, n: int = RANDOM_SAMPLES) -> Path:
     lines = []
     for s in range(n):
         names = []
-        for k, arr in enumerate(random_inputs(model, seed=1000 + s)):
+        for k, arr in enumerate(random_inputs(model, seed=1000 + s, input_shapes=fixed)):
             f = f"sample{s}_in{k}.npy"
             tmp = folder / f"{f}.tmp{os.getpid()}"          # atomic: other processes may read it meanwhile
             with open(tmp, "wb") as fh:
@@ -139,17 +148,18 @@ def random_dataset(model: Any, n: int = RANDOM_SAMPLES) -> Path:
     return dataset
 
 
-def resolve_dataset(value: Any, model: Any, shape_sets: list | None = None) -> Any:
+def resolve_dataset(value: Any, model: Any, shape_sets: list | None = None,
+                    input_shapes: Mapping[str, Sequence[int]] | None = None) -> Any:
     """The calibration set to compile `model` with: None (no int8), 'random' (a cached random set, as a dataset.txt
-    path; for a dynamic-shape model, `shape_sets`, random arrays at every shape set), a dataset.txt path (checked),
-    or arrays (passed through as given)."""
+    path, of the input shapes with those `input_shapes` fixes replaced; for a dynamic-shape model, `shape_sets`,
+    random arrays at every shape set), a dataset.txt path (checked), or arrays (passed through as given)."""
     if value is None:
         return None
     if isinstance(value, str) and value == "random":
         if shape_sets:
             per_set = max(1, RANDOM_SAMPLES // len(shape_sets))
             return [random_inputs(model, seed=1000 + k, shapes=shapes) for shapes in shape_sets for k in range(per_set)]
-        return str(random_dataset(model))
+        return str(random_dataset(model, input_shapes=input_shapes))
     if isinstance(value, (str, os.PathLike)):
         if not Path(os.fspath(value)).is_file():
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"calibration dataset not found: {os.fspath(value)} (a "

@@ -213,7 +213,13 @@ def read_csv(path: str | Path, capacity: int | None = None) -> Problem:
     """Read a benchmark CSV file; the capacity defaults to the one in the file name, if any."""
     if capacity is None:
         capacity = capacity_from_name(path)
-    return parse_csv(regular_input(path, "instance").read_text(), capacity)
+    path = regular_input(path, "instance")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:       # a binary file or another encoding: one line naming the file
+        raise _bad(f"instance {path} is not a UTF-8 text CSV (byte {exc.start} is {exc.object[exc.start]:#04x})") \
+            from None
+    return parse_csv(text, capacity)
 
 
 def format_offsets_csv(problem: Problem, solution: Solution) -> str:

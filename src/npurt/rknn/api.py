@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.files import regular_input
 from npurt.memory import open_device, raw
 from npurt.memory.cargs import as_struct_list
 from npurt.rknn import constants as c
@@ -144,8 +145,9 @@ def _model_source(model: Any, size: int, flag: int, ext: rknn_init_extend | None
         path = os.fsdecode(model)
         if size:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, "a model path is given with size 0")
-        if not os.path.isfile(path):
+        if not os.path.exists(path):
             raise NpuError(ErrorCode.INVALID_MODEL, f"model file {path!r} does not exist")
+        regular_input(path, "model file", ErrorCode.INVALID_MODEL)      # a directory, FIFO or device: says which
         if not offset and not real_size:
             return path, None
         with open(path, "rb") as f:

@@ -17,6 +17,7 @@ import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory import SyncMode, open_device, open_devices
+from npurt.memory.cargs import as_int
 from npurt.memory.identity import file_id
 from npurt.memory.raw import pointer_value
 from npurt.rknn import constants as c
@@ -24,7 +25,9 @@ from npurt.rknn import handles, log
 from npurt.rknn.api_common import ANY_CTX, MODEL_CTX, any_ctx, ctx_value, read_attr, require_api, struct_arg
 from npurt.rknn.boundary import mirror
 from npurt.rknn.structs import rknn_output, rknn_tensor_attr, rknn_tensor_mem
+from npurt.runtime import ATTR_KINDS
 from npurt.runtime.binding import MemRef
+from npurt.tensor import Layout
 
 MAX_MEM = (1 << 32) - 1        # uint32_t size of rknn_create_mem
 _ALLOC_FLAGS = (c.RKNN_FLAG_MEMORY_CACHEABLE | c.RKNN_FLAG_MEMORY_NON_CACHEABLE | c.RKNN_FLAG_MEMORY_TRY_ALLOC_SRAM
@@ -210,7 +213,12 @@ def rknn_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
     NHWC inputs: rows padded to w_stride)."""
     if attr is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "attr is NULL")
-    a = read_attr(struct_arg(attr, rknn_tensor_attr, "attr"))
+    raw_attr = struct_arg(attr, rknn_tensor_attr, "attr")
+    if not 0 < raw_attr.n_dims <= c.RKNN_MAX_DIMS:        # checked here: read_attr keeps at most RKNN_MAX_DIMS dims
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"attr.n_dims {raw_attr.n_dims} (tensor "
+                                                   f"{raw_attr.name.decode('utf-8', 'replace')!r}): 1 to "
+                                                   f"{c.RKNN_MAX_DIMS}")
+    a = read_attr(raw_attr)
     _check_io_attr(ctx.context, a)
     ref = mem_ref(mem, ctx.device, "io mem")
     binding = ctx.context.bind(ref, a)
@@ -221,17 +229,34 @@ def rknn_set_io_mem(ctx: Any, mem: Any, attr: Any) -> int:
 
 
 def _check_io_attr(context: Any, a: Any) -> None:
-    """Fields of a queried attr that a caller may not contradict are checked, not ignored: the index of the
-    tensor its name names, a dims count, a size_with_stride."""
-    for names in (list(context.compiled.graph.inputs), list(context.compiled.graph.outputs)):
-        if a.name in names and a.index != names.index(a.name):
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"attr.index {a.index}: tensor {a.name!r} has index "
-                                                       f"{names.index(a.name)}")
-    if not 0 < a.n_dims <= c.RKNN_MAX_DIMS:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"attr.n_dims {a.n_dims} (tensor {a.name!r}): 1 to "
-                                                   f"{c.RKNN_MAX_DIMS}")
-    if a.size_with_stride <= 0:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"attr.size_with_stride {a.size_with_stride} (tensor {a.name!r})")
+    """The read-only fields of the attr (seed: a queried attr, with type / fmt / size / pass_through / w_stride
+    editable) must be those of the tensor its name names, not ignored: the index, the dims and size_with_stride of
+    one of the attrs a query returns for it (logical, native, NHWC, current), and a w_stride of 0 or at least the
+    width of those dims. A name that is no tensor's is left to the binding, which says so."""
+    for is_input, names in ((True, list(context.compiled.graph.inputs)), (False, list(context.compiled.graph.outputs))):
+        if a.name in names:
+            break
+    else:
+        return
+    index = names.index(a.name)
+    if a.index != index:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"attr.index {a.index}: tensor {a.name!r} has index {index}")
+    getter = context.input_attr if is_input else context.output_attr
+    queried = [getter(index, kind) for kind in ATTR_KINDS]
+    same = [q for q in queried if list(q.dims) == list(a.dims)]
+    if not same:
+        known = " or ".join(sorted({str(list(q.dims)) for q in queried}))
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"attr.dims {list(a.dims)} (tensor {a.name!r}): the tensor's dims "
+                                                   f"are {known} (pass the attr a query returned)")
+    strides = sorted({q.size_with_stride for q in same})
+    if a.size_with_stride not in strides:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"attr.size_with_stride {a.size_with_stride} (tensor {a.name!r}): "
+                                                   f"the tensor's is {' or '.join(map(str, strides))} (read-only)")
+    widths = {q.dims[2] if q.fmt is Layout.NHWC else q.dims[3] for q in same
+              if len(q.dims) >= 4 and q.fmt in (Layout.NHWC, Layout.NCHW, Layout.NC1HWC2)}
+    if a.w_stride and widths and a.w_stride < min(widths):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"attr.w_stride {a.w_stride} (tensor {a.name!r}): less than the "
+                                                   f"width {min(widths)} (0 means the width)")
 
 
 @mirror("rknn_mem_sync")
@@ -245,7 +270,8 @@ def rknn_mem_sync(ctx: Any, mem: Any, mode: int) -> int:
         profile = require_api("rknn_mem_sync")
         if profile.mini_runtime:
             raise NpuError(ErrorCode.INVALID_CONTEXT, "context is null")
-    if mode not in (c.RKNN_MEMORY_SYNC_TO_DEVICE, c.RKNN_MEMORY_SYNC_FROM_DEVICE, c.RKNN_MEMORY_SYNC_BIDIRECTIONAL):
+    if as_int(mode, "sync mode") not in (c.RKNN_MEMORY_SYNC_TO_DEVICE, c.RKNN_MEMORY_SYNC_FROM_DEVICE,
+                                         c.RKNN_MEMORY_SYNC_BIDIRECTIONAL):
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"invalid sync mode: {mode!r}")
     record = handles.mems.lookup(mem, "mem")
     if not record.buffer.alive:
@@ -271,17 +297,18 @@ def mem_view(mem: Any, dtype: Any = np.uint8, count: int | None = None, offset: 
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"dtype {dtype!r} is not a numpy dtype") from None
     if dt.itemsize == 0 or dt.hasobject:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"dtype {dt} has no fixed size of plain bytes to view memory as")
-    avail = int(struct.size) - int(offset)
+    offset = as_int(offset, "offset")
+    avail = int(struct.size) - offset
     if offset < 0 or avail < 0:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"offset {offset} outside the {struct.size}-byte memory")
-    n = avail // dt.itemsize if count is None else int(count)
+    n = avail // dt.itemsize if count is None else as_int(count, "count")
     if n < 0 or n * dt.itemsize > avail:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{n} x {dt} at offset {offset} exceeds the {struct.size}-byte "
                                                    f"memory")
     if record.buffer.needs_sync_from_device:
         log.warning(f"coherence: reading memory {record.phys_addr:#x} that the NPU wrote, without "
                     f"rknn_mem_sync(..., RKNN_MEMORY_SYNC_FROM_DEVICE) first")
-    return record.buffer.cpu_view(dt, offset=record.data_offset + int(offset), nbytes=n * dt.itemsize)
+    return record.buffer.cpu_view(dt, offset=record.data_offset + offset, nbytes=n * dt.itemsize)
 
 
 def addr_view(addr: int, nbytes: int, dtype: Any = np.uint8) -> np.ndarray:

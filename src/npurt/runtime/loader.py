@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import npurt.forksafe as forksafe
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_input
-from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt, refuse_vendor_model
+from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt, not_a_model, refuse_vendor_model
 from npurt.model.options import CompileOptions
 
 META_DYNAMIC = "dynamic_input"
@@ -83,6 +83,8 @@ MAX_ONNX = (1 << 31) - 1        # protobuf's limit for one serialized ONNX model
 def _check_model_size(head: bytes, size: int, what: str) -> None:
     """Refuse a model by its first bytes and its size, before reading it: an npurt file must be exactly the size
     its header declares; anything else must be ONNX (under 2 GiB, starting with a valid protobuf field tag)."""
+    if size == 0:
+        raise NpuError(ErrorCode.INVALID_MODEL, f"{what} is empty (0 bytes)")
     declared = declared_size(head)
     if declared is not None:
         if declared != size:
@@ -92,8 +94,7 @@ def _check_model_size(head: bytes, size: int, what: str) -> None:
     refuse_vendor_model(head, what)
     tag = head[0] if head else 0
     if size > MAX_ONNX or tag >> 3 == 0 or tag & 7 not in (0, 1, 2, 5):
-        raise NpuError(ErrorCode.INVALID_MODEL, f"{what}: {size} bytes starting {head[:8].hex()} is neither an "
-                                                f"npurt compiled model nor ONNX")
+        raise not_a_model(f"{what} ({size} bytes starting {head[:8].hex()})")
 
 
 def _onnx_dynamic_input(onnx_bytes: bytes) -> list[Shapes] | None:
@@ -295,8 +296,7 @@ def load_family(model: Any, soc: str, dynamic_input: Any = None, any_soc: bool =
         import onnx
         onnx.load_from_string(onnx_bytes)
     except Exception:
-        raise NpuError(ErrorCode.INVALID_MODEL, f"model of {len(onnx_bytes)} bytes is neither an npurt compiled "
-                                                f"model nor ONNX") from None
+        raise not_a_model(f"model of {len(onnx_bytes)} bytes") from None
     return _family_from_onnx(onnx_bytes, soc, shape_sets or _onnx_dynamic_input(onnx_bytes))
 
 

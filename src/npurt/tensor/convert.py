@@ -19,6 +19,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.errors import ErrorCode, NpuError
+from npurt.memory.cargs import as_int
 from npurt.tensor._kernels import move_groups, pack_lanes, unpack_lanes
 from npurt.tensor.layout import MAX_TENSOR_SIZE, logical_shape, native_shape
 
@@ -74,14 +75,14 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _width(width: int | None, stored: int, what: str) -> int:
-    w = stored if width is None else int(width)
+    w = stored if width is None else as_int(width, f"{what}: width")
     if not 0 <= w <= stored:
         raise _bad(f"{what}: width {w} does not fit the stored row of {stored} pixels")
     return w
 
 
 def _stride(w_stride: int | None, w: int, what: str) -> int:
-    ws = w if w_stride in (None, 0) else int(w_stride)
+    ws = w if w_stride is None or w_stride == 0 else as_int(w_stride, f"{what}: w_stride")
     if ws < w:
         raise _bad(f"{what}: w_stride {ws} is smaller than the width {w}")
     return ws

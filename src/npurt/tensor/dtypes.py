@@ -11,6 +11,7 @@ import enum
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.memory.cargs import as_int
 
 
 class DType(str, enum.Enum):
@@ -156,7 +157,7 @@ def unpack_int4(packed: np.ndarray, n_elems: int | None = None, high_first: bool
     if p.dtype != np.uint8 and p.dtype != np.int8:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unpack_int4 needs uint8 bytes, got {p.dtype}")
     p = p.reshape(-1).view(np.uint8)
-    n = 2 * p.size if n_elems is None else int(n_elems)
+    n = 2 * p.size if n_elems is None else as_int(n_elems, "unpack_int4: n_elems")
     if n < 0 or (n + 1) // 2 > p.size:
         raise NpuError(ErrorCode.INVALID_ARGUMENT,
                        f"unpack_int4: {n} elements do not fit {p.size} bytes (need ceil(n/2) bytes)")

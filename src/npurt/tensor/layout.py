@@ -15,6 +15,7 @@ import math
 from typing import Sequence
 
 from npurt.errors import ErrorCode, NpuError
+from npurt.memory.cargs import as_int
 from npurt.tensor.dtypes import DType
 
 
@@ -38,7 +39,7 @@ def _bad(msg: str) -> NpuError:
 
 
 def _dims(shape: Sequence[int], ndim: int, what: str) -> tuple[int, ...]:
-    dims = tuple(int(d) for d in shape)
+    dims = tuple(as_int(d, f"{what}: a dimension") for d in shape)
     if len(dims) != ndim:
         raise _bad(f"{what}: expected a {ndim}-D shape, got {dims}")
     if any(d < 0 for d in dims):
@@ -48,18 +49,20 @@ def _dims(shape: Sequence[int], ndim: int, what: str) -> tuple[int, ...]:
 
 def align_up(value: int, align: int) -> int:
     """`value` rounded up to a multiple of `align` (align >= 1)."""
+    value, align = as_int(value, "value"), as_int(align, "alignment")
     if align < 1:
         raise _bad(f"alignment must be >= 1, got {align}")
-    return -(-int(value) // align) * align
+    return -(-value // align) * align
 
 
 def c1_for(channels: int, c2: int) -> int:
     """The default C1 = ceil(channels / C2)."""
+    channels, c2 = as_int(channels, "channels"), as_int(c2, "C2")
     if c2 < 1:
         raise _bad(f"C2 must be >= 1, got {c2}")
     if channels < 0:
         raise _bad(f"negative channel count {channels}")
-    return math.ceil(channels / c2)
+    return -(-channels // c2)
 
 
 def w_stride(width: int, align: int) -> int:
@@ -79,17 +82,18 @@ def native_shape(shape_nchw: Sequence[int], c2: int, c1: int | None = None,
     C1 defaults to ceil(C/C2); a larger C1 is accepted (extra padding blocks), a smaller one is INVALID_ARGUMENT.
     """
     n, c, h, w = _dims(shape_nchw, 4, "native_shape")
+    c2 = as_int(c2, "C2")
     need = c1_for(c, c2)
     if c1 is None:
         c1 = need
-    elif c1 < need:
+    elif as_int(c1, "C1") < need:
         raise _bad(f"C1={c1} holds only {c1 * c2} channels, need {c} (C1 >= {need} for C2={c2})")
-    ws = w if w_stride in (None, 0) else int(w_stride)
+    ws = w if w_stride is None or w_stride == 0 else as_int(w_stride, "w_stride")
     if ws < w:
         raise _bad(f"w_stride {ws} is smaller than the width {w}")
     if ws > -(-w // MAX_W_ALIGN) * MAX_W_ALIGN:
         raise _bad(f"w_stride {ws} pads the width {w} past any alignment (at most {MAX_W_ALIGN} elements)")
-    dims = (n, int(c1), h, ws, int(c2))
+    dims = (n, c1, h, ws, c2)
     if math.prod(dims) > MAX_TENSOR_SIZE:
         raise _bad(f"native shape {dims} holds {math.prod(dims)} elements, more than a tensor can "
                    f"({MAX_TENSOR_SIZE}: sizes are uint32 in the tensor attrs)")
@@ -99,12 +103,13 @@ def native_shape(shape_nchw: Sequence[int], c2: int, c1: int | None = None,
 def logical_shape(native_dims: Sequence[int], channels: int, width: int | None = None) -> tuple[int, int, int, int]:
     """The logical NCHW shape stored in NC1HWC2 `native_dims`, given the real channel count (and width)."""
     n, c1, h, ws, c2 = _dims(native_dims, 5, "logical_shape")
-    w = ws if width is None else int(width)
+    w = ws if width is None else as_int(width, "width")
+    channels = as_int(channels, "channels")
     if not 0 <= channels <= c1 * c2:
         raise _bad(f"{channels} channels do not fit C1*C2 = {c1}*{c2} = {c1 * c2}")
     if not 0 <= w <= ws:
         raise _bad(f"width {w} does not fit the stored width {ws}")
-    return (n, int(channels), h, w)
+    return (n, channels, h, w)
 
 
 def size_with_stride(dims: Sequence[int], layout: Layout | str, dtype: DType | str,
@@ -117,7 +122,7 @@ def size_with_stride(dims: Sequence[int], layout: Layout | str, dtype: DType | s
     """
     lay = Layout(layout)
     dt = DType.parse(dtype)
-    dims = tuple(int(d) for d in dims)
+    dims = tuple(as_int(d, "a dimension") for d in dims)
     if any(d < 0 for d in dims):
         raise _bad(f"negative dimension in {dims}")
     w_axis = {Layout.NCHW: (4, 3), Layout.NHWC: (4, 2), Layout.NC1HWC2: (5, 3)}.get(lay)
@@ -128,7 +133,8 @@ def size_with_stride(dims: Sequence[int], layout: Layout | str, dtype: DType | s
     ndim, axis = w_axis
     dims = _dims(dims, ndim, f"size_with_stride({lay.value})")
     if w_stride not in (None, 0):
+        w_stride = as_int(w_stride, "w_stride")
         if w_stride < dims[axis]:
             raise _bad(f"w_stride {w_stride} is smaller than the width {dims[axis]}")
-        dims = dims[:axis] + (int(w_stride),) + dims[axis + 1:]
+        dims = dims[:axis] + (w_stride,) + dims[axis + 1:]
     return dt.nbytes(math.prod(dims))
