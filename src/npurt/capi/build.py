@@ -422,6 +422,6 @@ def build_library(spec: LibrarySpec, lib_dir: Path, work_dir: Path | None = None
                                         "-Wl,-z,nodelete", f"-Wl,--version-script={exports}"])
         built = Path(ffi.compile(tmpdir=tmp, target=spec.name, verbose=False))
         target = lib_dir / spec.name
-        shutil.copy(built, target.with_suffix(".tmp"))     # with the linker's mode (0755), as libnpurt_process.so
+        shutil.copy(built, target.with_suffix(".tmp"))     # with the linker's mode (0755 under umask 022)
         target.with_suffix(".tmp").replace(target)
     return target
