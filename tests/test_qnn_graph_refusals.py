@@ -227,3 +227,13 @@ def test_out_of_memory_at_finalize_is_mem_alloc(client):
     assert code(client.qi.graphFinalize(client.graph, None, None)) == q.QNN_GRAPH_ERROR_MEM_ALLOC
     assert len(device.buffers()) == live
     assert not lookup(client.graph, graph_build.BuildGraph).finalized
+
+
+def test_refusals_and_racing_finalizes_from_c():
+    """tests/c/qnn_graph_bad.c through libQnnHtp.so: offset 2147483647 refused (7004 / 4004), two threads
+    finalizing one graph get exactly one success per trial, then add is refused and the graph runs."""
+    from helpers.capi import compile_c, prefix, run_c
+    pfx = prefix()
+    exe = compile_c("qnn_graph_bad", pfx, libs=(), flags=("-I", str(pfx / "include" / "QNN"), "-ldl", "-lpthread"))
+    proc = run_c(exe, env={"LD_LIBRARY_PATH": str(pfx / "lib")})
+    assert "qnn_graph_bad ok" in proc.stdout, proc.stdout + proc.stderr
