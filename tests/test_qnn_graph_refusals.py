@@ -180,6 +180,14 @@ INVALID_CONFIGS.update({
                                                     [("w", np.ones((2, 2), np.float32)), ("b", ONE)]),
     "ReluMinMax max NaN": _single("ReluMinMax", (2, 3), (2, 3), min_value=0.0, max_value=float("nan")),
     "Gather static index out of range": _single("Gather", (4, 3), (2, 3), [("i", np.array([0, 4], np.int32))]),
+    "PoolAvg2d pad as large as the filter": _single("PoolAvg2d", (1, 4, 4, 2), (1, 3, 3, 2),
+                                                    filter_size=np.array([1, 1], U32), stride=np.array([2, 2], U32),
+                                                    pad_amount=np.ones((2, 2), U32)),
+    "Reshape to another element count": _single("Reshape", (2, 3), (2, 2)),
+    "FullyConnected output of another size": _single("FullyConnected", (1, 1), (2, 1),
+                                                     [("w", np.ones((1, 1), np.float32))]),
+    "StridedSlice output of another size": _single("StridedSlice", (4, 3), (4, 3),
+                                                   ranges=np.array([[0, 2, 1], [0, 3, 1]], np.int32)),
 })
 
 
@@ -195,6 +203,31 @@ def test_invalid_op_config_is_refused_at_validate_and_add(client, case):
     assert code(client.qi.graphAddNode(client.graph, cfg)) == q.QNN_GRAPH_ERROR_INVALID_OP_CONFIG
     assert internal_errors() == before
     assert lookup(client.graph, graph_build.BuildGraph).ops == []
+
+
+def test_reduce_sum_and_quantized_batchnorm_run(client):
+    """Found by the property test: ReduceSum (axes are an input at the IR's opset) was refused at validate, and a
+    rank-2 uint8 Batchnorm (its Mul + Add through an unquantized intermediate) failed at finalize. Both now build
+    and give the right values."""
+    rng = np.random.default_rng(4)
+    qp = (0.02, -128)
+    client.tensor("x", W, (2, 3))
+    client.tensor("s", R, (2,))
+    client.tensor("q", W, (2, 3), np.uint8, qp)
+    scale, bias = np.array([0.5, -1.0, 2.0], np.float32), np.array([0.1, 0.2, -0.3], np.float32)
+    client.static("g", scale)
+    client.static("b", bias)
+    client.tensor("y", R, (2, 3), np.uint8, qp)
+    client.node("sum", "ReduceSum", ["x"], ["s"], axes=np.array([1], U32))
+    client.node("bn", "Batchnorm", ["q", "g", "b"], ["y"])
+    client.finalize()
+    x = rng.uniform(-1, 1, size=(2, 3)).astype(np.float32)
+    xq = rng.integers(100, 156, size=(2, 3)).astype(np.uint8)
+    got = client.execute({"x": x, "q": xq}, {"s": ((2,), np.float32), "y": ((2, 3), np.uint8)})
+    np.testing.assert_allclose(got["s"], x.sum(1), atol=1e-2)
+    real = (xq.astype(np.float64) + qp[1]) * qp[0] * scale + bias
+    ref = np.clip(np.rint(real / qp[0]) - qp[1], 0, 255)
+    assert np.abs(got["y"].astype(np.int64) - ref).max() <= 1
 
 
 def test_gather_index_out_of_range_at_run_time(client, caplog):

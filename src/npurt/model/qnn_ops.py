@@ -130,6 +130,10 @@ def _pool(b: IrBuilder, op: QnnOp, op_type: str) -> None:
     _arity(op, (1, 1))
     attrs: dict[str, Any] = dict(kernel_shape=_ints(op, "filter_size", 2, 1), strides=_ints(op, "stride", 2, 1),
                                  pads=_pads2d(op), ceil_mode=_int(op, "rounding_mode", 0))
+    pads, kernel = attrs["pads"], attrs["kernel_shape"]
+    if any(p >= kernel[k % 2] for k, p in enumerate(pads)):
+        raise invalid(f"pad_amount {pads} must be smaller than filter_size {kernel} (a window would hold only "
+                      f"padding)")
     if op_type == "AveragePool":
         attrs["count_include_pad"] = int(bool(_param(op, "count_pad_for_edges", 0)))
     b.add(op_type, [b.as_nchw(op.inputs[0])], [b.produce_nchw(op.outputs[0])], **attrs)
@@ -232,10 +236,20 @@ def _transpose(b: IrBuilder, op: QnnOp) -> None:
     b.add("Transpose", [b.value(op.inputs[0])], [b.produce(op.outputs[0])], perm=perm)
 
 
+def _reshape_to(b: IrBuilder, op: QnnOp, src: str, src_dims: Sequence[int], what: str = "the op") -> None:
+    """IR tensor `src` (of dims `src_dims`) reshaped into the op's output; INVALID_ARGUMENT when the output's
+    declared dims hold another number of values."""
+    out = op.outputs[0]
+    dims = b.tensor(out).dims
+    if int(np.prod(src_dims, dtype=np.int64)) != int(np.prod(dims, dtype=np.int64)):
+        raise invalid(f"output {out!r} is declared with dims {list(dims)}, {what} gives {list(src_dims)} "
+                      f"({int(np.prod(src_dims, dtype=np.int64))} values)")
+    b.add("Reshape", [src, b.const(f"{op.name}.shape", np.array(dims, np.int64))], [b.produce(out)])
+
+
 def _reshape(b: IrBuilder, op: QnnOp) -> None:
     _arity(op, (1, 2))
-    shape = np.array(b.tensor(op.outputs[0]).dims, np.int64)
-    b.add("Reshape", [b.value(op.inputs[0]), b.const(f"{op.name}.shape", shape)], [b.produce(op.outputs[0])])
+    _reshape_to(b, op, b.value(op.inputs[0]), b.tensor(op.inputs[0]).dims, "its input")
 
 
 def _axis(op: QnnOp, rank: int, name: str = "axis", default: int | None = None) -> int:
@@ -295,13 +309,13 @@ def _strided_slice(b: IrBuilder, op: QnnOp) -> None:
         ends.append((_BIG if st > 0 else -_BIG) if end_mask >> i & 1 else e)
         steps.append(st)
     src = b.value(op.inputs[0])
-    out_dims = b.tensor(op.outputs[0]).dims
-    sliced = b.fresh(f"{op.name}.slice", [0] * len(dims), like=op.outputs[0])
-    b.infos[sliced].shape = None                   # inferred by the compiler's shape rules
+    # the slice's dims: numpy's slicing clamps begin / end as ONNX Slice does
+    got = [len(range(*slice(s, e, st).indices(d))) for s, e, st, d in zip(starts, ends, steps, dims)]
+    sliced = b.fresh(f"{op.name}.slice", got, like=op.outputs[0])
     consts = [b.const(f"{op.name}.{k}", np.array(v, np.int64)) for k, v in
               (("starts", starts), ("ends", ends), ("axes", list(range(len(dims)))), ("steps", steps))]
     b.add("Slice", [src] + consts, [sliced])
-    b.add("Reshape", [sliced, b.const(f"{op.name}.shape", np.array(out_dims, np.int64))], [b.produce(op.outputs[0])])
+    _reshape_to(b, op, sliced, got, "the slice")
 
 
 def _gather(b: IrBuilder, op: QnnOp) -> None:
@@ -363,8 +377,12 @@ def _reduce(b: IrBuilder, op: QnnOp, op_type: str) -> None:
     _arity(op, (1, 1))
     rank = len(b.tensor(op.inputs[0]).dims)
     axes = _axes(op, rank)
-    b.add(op_type, [b.value(op.inputs[0])], [b.produce(op.outputs[0])], axes=axes,
-          keepdims=int(bool(_param(op, "keep_dims", 0))))
+    keepdims = int(bool(_param(op, "keep_dims", 0)))
+    if op_type == "ReduceSum":                      # at the IR's opset ReduceSum takes its axes as an input
+        b.add(op_type, [b.value(op.inputs[0]), b.const(f"{op.name}.axes", np.array(axes, np.int64))],
+              [b.produce(op.outputs[0])], keepdims=keepdims)
+    else:
+        b.add(op_type, [b.value(op.inputs[0])], [b.produce(op.outputs[0])], axes=axes, keepdims=keepdims)
 
 
 def _fully_connected(b: IrBuilder, op: QnnOp) -> None:
@@ -381,10 +399,10 @@ def _fully_connected(b: IrBuilder, op: QnnOp) -> None:
     ins = [flat, b.weight(f"{op.name}.weight", op.inputs[1], np.ascontiguousarray(w), 0)]
     if len(op.inputs) == 3 and op.inputs[2]:
         ins.append(b.const(f"{op.name}.bias", _bias(b, op.inputs[2], w.shape[0])))
-    out_dims = b.tensor(op.outputs[0]).dims
-    prod = b.fresh(f"{op.name}.gemm", [b.infos[flat].shape[0], w.shape[0]], like=op.outputs[0])
+    rows = [b.infos[flat].shape[0], w.shape[0]]
+    prod = b.fresh(f"{op.name}.gemm", rows, like=op.outputs[0])
     b.add("Gemm", ins, [prod], transB=1)
-    b.add("Reshape", [prod, b.const(f"{op.name}.shape", np.array(out_dims, np.int64))], [b.produce(op.outputs[0])])
+    _reshape_to(b, op, prod, rows, "the product")
 
 
 def _matmul(b: IrBuilder, op: QnnOp) -> None:
@@ -404,7 +422,8 @@ def _matmul(b: IrBuilder, op: QnnOp) -> None:
             src = dst
         ins.append(src)
     if len(op.inputs) == 3 and op.inputs[2]:
-        mid = b.fresh(f"{op.name}.mm", b.tensor(op.outputs[0]).dims)
+        mid = b.fresh(f"{op.name}.mm", ())
+        b.infos[mid].shape = None                   # the product's dims (before the bias broadcasts): inferred
         b.add("MatMul", ins, [mid])
         b.add("Add", [mid, b.value(op.inputs[2])], [b.produce(op.outputs[0])])
     else:
