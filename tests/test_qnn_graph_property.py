@@ -336,7 +336,7 @@ def client():
     c.close()
 
 
-@settings(max_examples=160, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(spec=op_config_st)
 def test_op_configs_answer_a_documented_code(client, spec):

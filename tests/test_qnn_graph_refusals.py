@@ -270,3 +270,18 @@ def test_refusals_and_racing_finalizes_from_c():
     exe = compile_c("qnn_graph_bad", pfx, libs=(), flags=("-I", str(pfx / "include" / "QNN"), "-ldl", "-lpthread"))
     proc = run_c(exe, env={"LD_LIBRARY_PATH": str(pfx / "lib")})
     assert "qnn_graph_bad ok" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_context_load_failure_at_finalize_is_a_graph_code(client, monkeypatch):
+    """When the compiled graph cannot be loaded (a context-family failure inside graphFinalize), graphFinalize
+    answers its own FINALIZE_FAILED (6022), not a contextCreateFromBinary code."""
+    import npurt.qnn.context as context
+    from npurt.errors import ErrorCode, NpuError
+
+    def refuse(*args, **kwargs):
+        raise NpuError(ErrorCode.INVALID_MODEL, "cannot load")
+    _small_graph(client)
+    with monkeypatch.context() as m:
+        m.setattr(context, "RuntimeContext", refuse)
+        assert code(client.qi.graphFinalize(client.graph, None, None)) == q.QNN_GRAPH_ERROR_FINALIZE_FAILED
+    client.finalize()                           # nothing was kept: the graph finalizes once the load works

@@ -398,9 +398,11 @@ def finalize_graph(graph: BuildGraph, compile_ir: Callable) -> None:
     child.parent = ctx
     try:
         child.finalize()
-    except QnnError:
+    except QnnError as exc:
         child.free()
-        raise
+        if C.qnn_error_code(exc.code) // 1000 == 1:          # common codes (MEM_ALLOC, ...) are graph codes too
+            raise
+        raise QnnError(C.QNN_GRAPH_ERROR_FINALIZE_FAILED, f"graph {graph.name!r}: {exc.message}") from exc
     qgraph: QnnGraph = child.graphs[compiled.graph.name]
     HANDLES.remove(qgraph.handle)
     qgraph.handle = graph.handle
