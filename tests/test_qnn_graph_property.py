@@ -5,8 +5,6 @@ code, never 1100 (internal) and never an unexpected exception; backendValidateOp
 graphAddNode accepts; and a node that is accepted finalizes and executes."""
 from __future__ import annotations
 
-import ctypes
-
 import hypothesis.strategies as st
 import numpy as np
 import pytest
@@ -52,10 +50,6 @@ QX = (0.02, -128)                               # a sane uint8 scale / offset
 
 def u32(v):
     return ("scalar", q.QNN_DATATYPE_UINT_32, v)
-
-
-def i32(v):
-    return ("scalar", q.QNN_DATATYPE_INT_32, v)
 
 
 def f32(v):
@@ -340,6 +334,8 @@ def client():
                                                                    HealthCheck.too_slow])
 @given(spec=op_config_st)
 def test_op_configs_answer_a_documented_code(client, spec):
+    """One op config in a fresh context: validate, create its tensors, add, finalize, execute (the examples are the
+    same on every run: the suite's hypothesis profile is derandomized)."""
     c = client
     rng = np.random.default_rng(0)
     before = internal_errors()
@@ -348,8 +344,8 @@ def test_op_configs_answer_a_documented_code(client, spec):
     c.context, c.tensors = ctx, {}
     try:
         c.create_graph()
-        tensors = {f"in{k}": t for k, t in enumerate(spec["inputs"])}
-        tensors.update({f"out{k}": t for k, t in enumerate(spec["outputs"])})
+        tensors = {f"in{k}": x for k, x in enumerate(spec["inputs"])}
+        tensors.update({f"out{k}": x for k, x in enumerate(spec["outputs"])})
         for name, x in tensors.items():
             kind = R if name.startswith("out") else S if x.get("static") else W
             data = _data(x, rng) if kind == S else None

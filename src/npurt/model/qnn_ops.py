@@ -41,8 +41,8 @@ def _param(op: QnnOp, name: str, default: Any = None, *, shape: tuple | None = N
 
 
 def _whole(value: Any, name: str) -> np.ndarray:
-    """The int64 values of an integer param (scalar or tensor); INVALID_ARGUMENT for NaN, inf, a fraction or a
-    value beyond int64 (what the op definition wants as an integer given otherwise)."""
+    """The int64 values of a param the op definitions type as integer (scalar or tensor, given as any QNN type);
+    INVALID_ARGUMENT for NaN, inf, a fraction or a value beyond int64, which no integer param can be."""
     arr = np.asarray(value)
     if arr.dtype.kind == "f" and not (np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))
                                      and np.all(np.abs(arr) < 2.0 ** 62)) \
@@ -309,9 +309,10 @@ def _strided_slice(b: IrBuilder, op: QnnOp) -> None:
         ends.append((_BIG if st > 0 else -_BIG) if end_mask >> i & 1 else e)
         steps.append(st)
     src = b.value(op.inputs[0])
-    # the slice's dims: numpy's slicing clamps begin / end as ONNX Slice does
+    # how many values the slice keeps per axis (Python's slicing clamps begin / end as ONNX Slice does)
     got = [len(range(*slice(s, e, st).indices(d))) for s, e, st, d in zip(starts, ends, steps, dims)]
     sliced = b.fresh(f"{op.name}.slice", got, like=op.outputs[0])
+    b.infos[sliced].shape = None                   # inferred by the compiler's shape rules
     consts = [b.const(f"{op.name}.{k}", np.array(v, np.int64)) for k, v in
               (("starts", starts), ("ends", ends), ("axes", list(range(len(dims)))), ("steps", steps))]
     b.add("Slice", [src] + consts, [sliced])
