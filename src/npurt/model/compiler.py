@@ -123,8 +123,9 @@ def compile_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str 
 def compile_graph(graph: Graph, soc: str | None, options: CompileOptions, *, evaluate: NodeEvaluator,
                   supported: Collection[str], unquantized_in_float: bool = False) -> CompiledModel:
     """Compile an IR graph another front end built (`model.qnn_import`) as `compile_onnx` compiles an imported
-    ONNX model. `unquantized_in_float`: with `options.qparams`, the nodes whose real-valued outputs have none run in
-    float (fp16) instead of being an error."""
+    ONNX model. `unquantized_in_float`: with `options.qparams`, the nodes that read or write a real-valued tensor
+    without one run in float (fp16) instead of being an error (an int8 node could not read such a tensor: there is no
+    scale to convert it with)."""
     options = options.checked()
     supported = frozenset(supported)
     graph = optimize(graph, evaluate, supported)
@@ -133,8 +134,7 @@ def compile_graph(graph: Graph, soc: str | None, options: CompileOptions, *, eva
 
         def unquantized(t: str) -> bool:
             return bool(t) and graph.tensors[t].is_float and t not in qp and t not in graph.constants
-        names = [n.name for n in graph.nodes if any(unquantized(o) for o in n.outputs)
-                 or n.op_type == "Convert" and unquantized(n.inputs[0])]
+        names = [n.name for n in graph.nodes if any(unquantized(t) for t in list(n.outputs) + list(n.inputs))]
         options = options.replace(float_layers=tuple(dict.fromkeys(names)))
     return _compile_optimized(graph, soc, options, evaluate=evaluate, supported=supported, progress=False)
 

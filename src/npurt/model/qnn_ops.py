@@ -40,15 +40,41 @@ def _param(op: QnnOp, name: str, default: Any = None, *, shape: tuple | None = N
     return arr
 
 
+def _whole(value: Any, name: str) -> np.ndarray:
+    """The int64 values of a param the op definitions type as integer (scalar or tensor, given as any QNN type);
+    INVALID_ARGUMENT for NaN, inf, a fraction or a value beyond int64, which no integer param can be."""
+    arr = np.asarray(value)
+    if arr.dtype.kind == "f" and not (np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))
+                                     and np.all(np.abs(arr) < 2.0 ** 62)) \
+            or arr.dtype.kind == "u" and np.any(arr > _BIG) or arr.dtype.kind not in "biuf":
+        raise invalid(f"param {name!r} must be whole numbers, got {arr.reshape(-1)[:8].tolist()}")
+    return arr.astype(np.int64)
+
+
+def _int(op: QnnOp, name: str, default: Any = None, *, required: bool = False) -> int:
+    """Scalar integer param `name` (see `_whole`); `default` when absent."""
+    value = _param(op, name, default, required=required)
+    return value if value is None else int(_whole(value, name))
+
+
+def _float(op: QnnOp, name: str, default: Any = None, *, required: bool = False) -> float:
+    """Scalar real param `name`; INVALID_ARGUMENT for NaN (no op definition takes one)."""
+    value = float(_param(op, name, default, required=required))
+    if np.isnan(value):
+        raise invalid(f"param {name!r} is NaN")
+    return value
+
+
 def _ints(op: QnnOp, name: str, n: int, default: int) -> list[int]:
     arr = _param(op, name, None, shape=(n,))
-    return [default] * n if arr is None else [int(v) for v in arr]
+    return [default] * n if arr is None else _whole(arr, name).tolist()
 
 
 def _pads2d(op: QnnOp) -> list[int]:
     pad = _param(op, "pad_amount", None, shape=(2, 2))
     if pad is None:
         return [0, 0, 0, 0]
+    pad = _whole(pad, "pad_amount")
     return [int(pad[0, 0]), int(pad[1, 0]), int(pad[0, 1]), int(pad[1, 1])]
 
 
@@ -73,13 +99,13 @@ def _conv(b: IrBuilder, op: QnnOp, kind: str) -> None:
     cin = b.tensor(x).dims[3] if len(b.tensor(x).dims) == 4 else 0
     if kind == "transpose":
         weight = np.ascontiguousarray(w.transpose(2, 3, 0, 1))         # [kh,kw,cin,cout/g] -> [cin,cout/g,kh,kw]
-        group = int(_param(op, "group", 1))
+        group = _int(op, "group", 1)
         attrs = dict(strides=_ints(op, "stride", 2, 1), pads=_pads2d(op), group=group,
                      output_padding=_ints(op, "output_padding", 2, 0), kernel_shape=list(w.shape[:2]))
         op_type = "ConvTranspose"
     else:
         weight = np.ascontiguousarray(w.transpose(3, 2, 0, 1))         # HWIO -> OIHW
-        group = cin if kind == "depthwise" else int(_param(op, "group", 1))
+        group = cin if kind == "depthwise" else _int(op, "group", 1)
         if kind == "depthwise" and w.shape[2] != 1:
             raise invalid(f"depthwise weight must be [kh, kw, 1, cout], got {list(w.shape)}")
         attrs = dict(strides=_ints(op, "stride", 2, 1), pads=_pads2d(op), dilations=_ints(op, "dilation", 2, 1),
@@ -87,14 +113,27 @@ def _conv(b: IrBuilder, op: QnnOp, kind: str) -> None:
         op_type = "Conv"
     inputs = [b.as_nchw(x), b.weight(f"{op.name}.weight", op.inputs[1], weight, 3)]
     if len(op.inputs) == 3 and op.inputs[2]:
-        inputs.append(b.const(f"{op.name}.bias", b.static(op.inputs[2], "the bias").astype(np.float32).reshape(-1)))
+        cout = w.shape[3] * (group if kind == "transpose" else 1)
+        inputs.append(b.const(f"{op.name}.bias", _bias(b, op.inputs[2], cout)))
     b.add(op_type, inputs, [b.produce_nchw(out)], **attrs)
+
+
+def _bias(b: IrBuilder, name: str, n: int) -> np.ndarray:
+    """The float32 values of bias tensor `name`, which the op definitions give as [n] (one per output channel)."""
+    bias = b.static(name, "the bias")
+    if bias.shape != (n,):
+        raise invalid(f"bias {name!r} must be [{n}] (one value per output channel), it has dims {list(bias.shape)}")
+    return bias.astype(np.float32)
 
 
 def _pool(b: IrBuilder, op: QnnOp, op_type: str) -> None:
     _arity(op, (1, 1))
     attrs: dict[str, Any] = dict(kernel_shape=_ints(op, "filter_size", 2, 1), strides=_ints(op, "stride", 2, 1),
-                                 pads=_pads2d(op), ceil_mode=int(_param(op, "rounding_mode", 0)))
+                                 pads=_pads2d(op), ceil_mode=_int(op, "rounding_mode", 0))
+    pads, kernel = attrs["pads"], attrs["kernel_shape"]
+    if any(p >= kernel[k % 2] for k, p in enumerate(pads)):
+        raise invalid(f"pad_amount {pads} must be smaller than filter_size {kernel} (a window would hold only "
+                      f"padding)")
     if op_type == "AveragePool":
         attrs["count_include_pad"] = int(bool(_param(op, "count_pad_for_edges", 0)))
     b.add(op_type, [b.as_nchw(op.inputs[0])], [b.produce_nchw(op.outputs[0])], **attrs)
@@ -159,21 +198,19 @@ def _clip(b: IrBuilder, op: QnnOp, lo: float, hi: float) -> None:
 
 
 def _neuron(b: IrBuilder, op: QnnOp) -> None:
-    operation = int(_param(op, "operation", required=True))
-    alpha, beta = _param(op, "alpha"), _param(op, "beta")
+    operation = _int(op, "operation", required=True)
     if operation == _NEURON_ELU:
-        _unary(b, op, "Elu", alpha=float(1.0 if alpha is None else alpha))
+        _unary(b, op, "Elu", alpha=_float(op, "alpha", 1.0))
     elif operation == _NEURON_GELU:
         _unary(b, op, "Gelu")
     elif operation == _NEURON_HARD_SIGMOID:
-        _unary(b, op, "HardSigmoid", alpha=float(0.2 if alpha is None else alpha),
-               beta=float(0.5 if beta is None else beta))
+        _unary(b, op, "HardSigmoid", alpha=_float(op, "alpha", 0.2), beta=_float(op, "beta", 0.5))
     elif operation == _NEURON_HARD_SWISH:
         _unary(b, op, "HardSwish")
     elif operation == _NEURON_RELU:
         _unary(b, op, "Relu")
     elif operation == _NEURON_RELU_MIN_MAX:
-        _clip(b, op, float(_param(op, "min_value", 0.0)), float(_param(op, "max_value", required=True)))
+        _clip(b, op, _float(op, "min_value", 0.0), _float(op, "max_value", required=True))
     elif operation == _NEURON_SIGMOID:
         _unary(b, op, "Sigmoid")
     elif operation == _NEURON_SOFTPLUS:
@@ -193,24 +230,41 @@ def _prelu(b: IrBuilder, op: QnnOp) -> None:
 def _transpose(b: IrBuilder, op: QnnOp) -> None:
     _arity(op, (1, 1))
     rank = len(b.tensor(op.inputs[0]).dims)
-    perm = [int(p) for p in _param(op, "perm", shape=(rank,), required=True)]
+    perm = _whole(_param(op, "perm", shape=(rank,), required=True), "perm").tolist()
     if sorted(perm) != list(range(rank)):
         raise invalid(f"param 'perm' {perm} is not a permutation of {rank} axes")
     b.add("Transpose", [b.value(op.inputs[0])], [b.produce(op.outputs[0])], perm=perm)
 
 
+def _reshape_to(b: IrBuilder, op: QnnOp, src: str, src_dims: Sequence[int], what: str = "the op") -> None:
+    """IR tensor `src` (of dims `src_dims`) reshaped into the op's output; INVALID_ARGUMENT when the output's
+    declared dims hold another number of values."""
+    out = op.outputs[0]
+    dims = b.tensor(out).dims
+    if int(np.prod(src_dims, dtype=np.int64)) != int(np.prod(dims, dtype=np.int64)):
+        raise invalid(f"output {out!r} is declared with dims {list(dims)}, {what} gives {list(src_dims)} "
+                      f"({int(np.prod(src_dims, dtype=np.int64))} values)")
+    b.add("Reshape", [src, b.const(f"{op.name}.shape", np.array(dims, np.int64))], [b.produce(out)])
+
+
 def _reshape(b: IrBuilder, op: QnnOp) -> None:
     _arity(op, (1, 2))
-    shape = np.array(b.tensor(op.outputs[0]).dims, np.int64)
-    b.add("Reshape", [b.value(op.inputs[0]), b.const(f"{op.name}.shape", shape)], [b.produce(op.outputs[0])])
+    _reshape_to(b, op, b.value(op.inputs[0]), b.tensor(op.inputs[0]).dims, "its input")
 
 
 def _axis(op: QnnOp, rank: int, name: str = "axis", default: int | None = None) -> int:
-    axis = _param(op, name, default, required=default is None)
-    axis = int(axis)
+    axis = _int(op, name, default, required=default is None)
     if not -rank <= axis < rank:
         raise invalid(f"param {name!r} {axis} is out of range for rank {rank}")
     return axis % rank
+
+
+def _axes(op: QnnOp, rank: int, default: Any = None) -> list[int]:
+    """Tensor param "axes": distinct axes of a rank-`rank` tensor, sorted, each in [-rank, rank)."""
+    axes = _whole(_param(op, "axes", default, shape=(-1,), required=default is None), "axes").tolist()
+    if not axes or any(not -rank <= a < rank for a in axes):
+        raise invalid(f"param 'axes' {axes} is not a list of axes of a rank-{rank} tensor")
+    return sorted({a % rank for a in axes})
 
 
 def _concat(b: IrBuilder, op: QnnOp) -> None:
@@ -229,7 +283,7 @@ def _split(b: IrBuilder, op: QnnOp) -> None:
     dims = b.tensor(op.inputs[0]).dims
     axis = _axis(op, len(dims))
     index = _param(op, "split_index", None, shape=(-1,))
-    starts = [0] + ([int(i) for i in index] if index is not None else [])
+    starts = [0] + (_whole(index, "split_index").tolist() if index is not None else [])
     if len(starts) != len(op.outputs):
         raise invalid(f"param 'split_index' has {len(starts) - 1} entries for {len(op.outputs)} outputs")
     ends = starts[1:] + [dims[axis]]
@@ -243,10 +297,10 @@ def _split(b: IrBuilder, op: QnnOp) -> None:
 def _strided_slice(b: IrBuilder, op: QnnOp) -> None:
     _arity(op, (1, 1))
     dims = b.tensor(op.inputs[0]).dims
-    ranges = _param(op, "ranges", shape=(len(dims), 3), required=True).astype(np.int64)
-    if int(_param(op, "new_axes_mask", 0)):
+    ranges = _whole(_param(op, "ranges", shape=(len(dims), 3), required=True), "ranges")
+    if _int(op, "new_axes_mask", 0):
         raise unsupported("StridedSlice with new_axes_mask is not supported")
-    begin_mask, end_mask = int(_param(op, "begin_mask", 0)), int(_param(op, "end_mask", 0))
+    begin_mask, end_mask = _int(op, "begin_mask", 0), _int(op, "end_mask", 0)
     starts, ends, steps = [], [], []
     for i, (s, e, st) in enumerate(ranges.tolist()):
         if st == 0:
@@ -255,21 +309,32 @@ def _strided_slice(b: IrBuilder, op: QnnOp) -> None:
         ends.append((_BIG if st > 0 else -_BIG) if end_mask >> i & 1 else e)
         steps.append(st)
     src = b.value(op.inputs[0])
-    out_dims = b.tensor(op.outputs[0]).dims
-    sliced = b.fresh(f"{op.name}.slice", [0] * len(dims), like=op.outputs[0])
+    # how many values the slice keeps per axis (Python's slicing clamps begin / end as ONNX Slice does)
+    got = [len(range(*slice(s, e, st).indices(d))) for s, e, st, d in zip(starts, ends, steps, dims)]
+    sliced = b.fresh(f"{op.name}.slice", got, like=op.outputs[0])
     b.infos[sliced].shape = None                   # inferred by the compiler's shape rules
     consts = [b.const(f"{op.name}.{k}", np.array(v, np.int64)) for k, v in
               (("starts", starts), ("ends", ends), ("axes", list(range(len(dims)))), ("steps", steps))]
     b.add("Slice", [src] + consts, [sliced])
-    b.add("Reshape", [sliced, b.const(f"{op.name}.shape", np.array(out_dims, np.int64))], [b.produce(op.outputs[0])])
+    _reshape_to(b, op, sliced, got, "the slice")
 
 
 def _gather(b: IrBuilder, op: QnnOp) -> None:
     _arity(op, (2, 2))
-    axis = _axis(op, len(b.tensor(op.inputs[0]).dims), default=0)
+    dims = b.tensor(op.inputs[0]).dims
+    axis = _axis(op, len(dims), default=0)
     idx = b.tensor(op.inputs[1])
-    indices = b.const(op.inputs[1], b.static(op.inputs[1], "indices").astype(np.int64)) if idx.kind == STATIC \
-        else b.value(op.inputs[1])
+    if idx.is_float or np.dtype(idx.dtype).kind not in "iu":
+        raise invalid(f"indices {op.inputs[1]!r} must be INT_32 / UINT_32 / INT_64, not {idx.dtype}"
+                      f"{' (fixed point)' if idx.quantized else ''}")
+    if idx.kind == STATIC:
+        values = b.static(op.inputs[1], "indices").astype(np.int64)
+        bad = values[(values < -dims[axis]) | (values >= dims[axis])]
+        if bad.size:
+            raise invalid(f"index {int(bad[0])} is out of range for axis {axis} of size {dims[axis]}")
+        indices = b.const(op.inputs[1], values)
+    else:
+        indices = b.value(op.inputs[1])
     b.add("Gather", [b.value(op.inputs[0]), indices], [b.produce(op.outputs[0])], axis=axis)
 
 
@@ -279,11 +344,11 @@ _PAD_MODES = {0: "constant", 2: "reflect", 3: "edge"}
 def _pad(b: IrBuilder, op: QnnOp) -> None:
     _arity(op, (1, 1))
     x = b.tensor(op.inputs[0])
-    amounts = _param(op, "pad_amount", shape=(len(x.dims), 2), required=True).astype(np.int64)
-    scheme = int(_param(op, "scheme", 0))
+    amounts = _whole(_param(op, "pad_amount", shape=(len(x.dims), 2), required=True), "pad_amount")
+    scheme = _int(op, "scheme", 0)
     if scheme not in _PAD_MODES:
         raise unsupported(f"Pad scheme {scheme} (mirror-symmetric) is not supported")
-    value = float(_param(op, "pad_constant_value", 0.0))
+    value = _float(op, "pad_constant_value", 0.0)
     if x.quant is not None and x.quant.axis is None:       # a quantized tensor's pad value is a stored value
         value = float(x.quant.dequantize(np.array(value)))
     pads = np.concatenate([amounts[:, 0], amounts[:, 1]])
@@ -302,6 +367,8 @@ def _resize(b: IrBuilder, op: QnnOp, mode: str) -> None:
     if mode == "nearest":
         attrs["nearest_mode"] = "floor" if ctm == "asymmetric" else "round_prefer_ceil"
     out_dims = b.tensor(op.outputs[0]).dims
+    if len(out_dims) != 4:
+        raise invalid(f"output {op.outputs[0]!r} must be 4-D (NHWC), it has dims {list(out_dims)}")
     sizes = np.array([out_dims[i] for i in TO_NCHW], np.int64)
     b.add("Resize", [b.as_nchw(op.inputs[0]), "", "", b.const(f"{op.name}.sizes", sizes)],
           [b.produce_nchw(op.outputs[0])], **attrs)
@@ -310,9 +377,13 @@ def _resize(b: IrBuilder, op: QnnOp, mode: str) -> None:
 def _reduce(b: IrBuilder, op: QnnOp, op_type: str) -> None:
     _arity(op, (1, 1))
     rank = len(b.tensor(op.inputs[0]).dims)
-    axes = sorted({int(a) % rank for a in _param(op, "axes", shape=(-1,), required=True)})
-    b.add(op_type, [b.value(op.inputs[0])], [b.produce(op.outputs[0])], axes=axes,
-          keepdims=int(bool(_param(op, "keep_dims", 0))))
+    axes = _axes(op, rank)
+    keepdims = int(bool(_param(op, "keep_dims", 0)))
+    if op_type == "ReduceSum":                      # at the IR's opset ReduceSum takes its axes as an input
+        b.add(op_type, [b.value(op.inputs[0]), b.const(f"{op.name}.axes", np.array(axes, np.int64))],
+              [b.produce(op.outputs[0])], keepdims=keepdims)
+    else:
+        b.add(op_type, [b.value(op.inputs[0])], [b.produce(op.outputs[0])], axes=axes, keepdims=keepdims)
 
 
 def _fully_connected(b: IrBuilder, op: QnnOp) -> None:
@@ -328,11 +399,11 @@ def _fully_connected(b: IrBuilder, op: QnnOp) -> None:
           [flat])
     ins = [flat, b.weight(f"{op.name}.weight", op.inputs[1], np.ascontiguousarray(w), 0)]
     if len(op.inputs) == 3 and op.inputs[2]:
-        ins.append(b.const(f"{op.name}.bias", b.static(op.inputs[2], "the bias").astype(np.float32).reshape(-1)))
-    out_dims = b.tensor(op.outputs[0]).dims
-    prod = b.fresh(f"{op.name}.gemm", [b.infos[flat].shape[0], w.shape[0]], like=op.outputs[0])
+        ins.append(b.const(f"{op.name}.bias", _bias(b, op.inputs[2], w.shape[0])))
+    rows = [b.infos[flat].shape[0], w.shape[0]]
+    prod = b.fresh(f"{op.name}.gemm", rows, like=op.outputs[0])
     b.add("Gemm", ins, [prod], transB=1)
-    b.add("Reshape", [prod, b.const(f"{op.name}.shape", np.array(out_dims, np.int64))], [b.produce(op.outputs[0])])
+    _reshape_to(b, op, prod, rows, "the product")
 
 
 def _matmul(b: IrBuilder, op: QnnOp) -> None:
@@ -344,13 +415,16 @@ def _matmul(b: IrBuilder, op: QnnOp) -> None:
         src = b.value(name)
         if bool(_param(op, flag, 0)):
             rank = len(t.dims)
+            if rank < 2:
+                raise invalid(f"{flag} needs input {name!r} of rank 2 or more, it has dims {list(t.dims)}")
             perm = list(range(rank - 2)) + [rank - 1, rank - 2]
             dst = b.fresh(f"{name}.T", [t.dims[p] for p in perm], like=name)
             b.add("Transpose", [src], [dst], perm=perm)
             src = dst
         ins.append(src)
     if len(op.inputs) == 3 and op.inputs[2]:
-        mid = b.fresh(f"{op.name}.mm", b.tensor(op.outputs[0]).dims)
+        mid = b.fresh(f"{op.name}.mm", ())
+        b.infos[mid].shape = None                   # the product's dims (before the bias broadcasts): inferred
         b.add("MatMul", ins, [mid])
         b.add("Add", [mid, b.value(op.inputs[2])], [b.produce(op.outputs[0])])
     else:
@@ -361,7 +435,7 @@ def _softmax(b: IrBuilder, op: QnnOp) -> None:
     _arity(op, (1, 1))
     rank = len(b.tensor(op.inputs[0]).dims)
     axis = _axis(op, rank, default=rank - 1)
-    beta = float(_param(op, "beta", 1.0))
+    beta = _float(op, "beta", 1.0)
     src = b.value(op.inputs[0])
     if beta != 1.0:
         scaled = b.fresh(f"{op.name}.beta", b.tensor(op.inputs[0]).dims)
@@ -373,7 +447,7 @@ def _softmax(b: IrBuilder, op: QnnOp) -> None:
 def _layer_norm(b: IrBuilder, op: QnnOp) -> None:
     _arity(op, (2, 3))
     rank = len(b.tensor(op.inputs[0]).dims)
-    axes = sorted({int(a) % rank for a in _param(op, "axes", np.array([rank - 1]), shape=(-1,))})
+    axes = _axes(op, rank, np.array([rank - 1]))
     if axes != list(range(axes[0], rank)):
         raise unsupported(f"LayerNorm over axes {axes} (not the trailing axes) is not supported")
     gamma = b.static(op.inputs[1], "gamma").astype(np.float32)
@@ -381,12 +455,14 @@ def _layer_norm(b: IrBuilder, op: QnnOp) -> None:
     if len(op.inputs) == 3 and op.inputs[2]:
         ins.append(b.const(f"{op.name}.beta", b.static(op.inputs[2], "beta").astype(np.float32)))
     b.add("LayerNormalization", ins, [b.produce(op.outputs[0])], axis=axes[0],
-          epsilon=float(_param(op, "epsilon", 1e-5)))
+          epsilon=_float(op, "epsilon", 1e-5))
 
 
 def _batchnorm(b: IrBuilder, op: QnnOp) -> None:
     _arity(op, (3, 3))
     x = b.tensor(op.inputs[0])
+    if not x.dims:
+        raise invalid(f"input {op.inputs[0]!r} has no channel axis (rank 0)")
     scale = b.static(op.inputs[1], "the scale").astype(np.float32).reshape(-1)
     bias = b.static(op.inputs[2], "the bias").astype(np.float32).reshape(-1)
     channels = x.dims[-1]
@@ -436,8 +512,8 @@ OPS: dict[str, Callable[[IrBuilder, QnnOp], None]] = {
     "TransposeConv2d": lambda b, op: _conv(b, op, "transpose"),
     "PoolMax2d": lambda b, op: _pool(b, op, "MaxPool"),
     "PoolAvg2d": lambda b, op: _pool(b, op, "AveragePool"),
-    "ReluMinMax": lambda b, op: _clip(b, op, float(_param(op, "min_value", required=True)),
-                                      float(_param(op, "max_value", required=True))),
+    "ReluMinMax": lambda b, op: _clip(b, op, _float(op, "min_value", required=True),
+                                      _float(op, "max_value", required=True)),
     "Relu6": lambda b, op: _clip(b, op, 0.0, 6.0),
     "Relu1": lambda b, op: _clip(b, op, -1.0, 1.0),
     "Prelu": _prelu,
@@ -445,7 +521,7 @@ OPS: dict[str, Callable[[IrBuilder, QnnOp], None]] = {
     "ElementWiseBinary": lambda b, op: _binary(b, op, _binary_operation(op)),
     "ElementWiseUnary": lambda b, op: _unary(b, op, _unary_operation(op)),
     "ElementWiseRsqrt": _rsqrt,
-    "Elu": lambda b, op: _unary(b, op, "Elu", alpha=float(_param(op, "alpha", 1.0))),
+    "Elu": lambda b, op: _unary(b, op, "Elu", alpha=_float(op, "alpha", 1.0)),
     "Transpose": _transpose,
     "Reshape": _reshape,
     "Concat": _concat,
@@ -475,14 +551,14 @@ OPS: dict[str, Callable[[IrBuilder, QnnOp], None]] = {
 
 
 def _unary_operation(op: QnnOp) -> str:
-    operation = int(_param(op, "operation", required=True))
+    operation = _int(op, "operation", required=True)
     if operation not in _UNARY_OPERATION:
         raise unsupported(f"ElementWiseUnary operation {operation} is not supported")
     return _UNARY_OPERATION[operation]
 
 
 def _binary_operation(op: QnnOp) -> str:
-    operation = int(_param(op, "operation", required=True))
+    operation = _int(op, "operation", required=True)
     if operation not in _BINARY_OPERATION:
         raise unsupported(f"ElementWiseBinary operation {operation} is not supported")
     return _BINARY_OPERATION[operation]

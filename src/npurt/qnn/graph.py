@@ -225,7 +225,7 @@ class QnnGraph:
                 self._fstage.append(device.alloc(4 * math.prod(spec.logical_shape), owner="qnn-io",
                                                  name=f"float-{spec.name}") if spec.quantized else None)
         except BaseException:
-            self.release()
+            self._free_io()                         # no handle yet: nothing else to undo
             raise
         self._bound_key: tuple | None = None
         self._run_io = GraphIo(ctx.runtime, self.inputs, self.outputs, self._fstage)
@@ -254,14 +254,18 @@ class QnnGraph:
     def release(self) -> None:
         """Drop memory and the context (contextFree). The handle is retired, not dropped: for a while a later
         execute returns QNN_GRAPH_ERROR_INVALID_CONTEXT instead of an unknown-handle error."""
-        for buf in self._io + [b for b in getattr(self, "_fstage", []) if b is not None]:
-            if buf.alive:
-                buf.device.free(buf)
-        self._io, self._fstage = [], []
+        self._free_io()
         self._bound_key = None
         if self.context is not None:
             HANDLES.retire(self.handle)
         self.context = None
+
+    def _free_io(self) -> None:
+        """Free the graph's I/O and staging buffers (also those of a constructor that failed part way)."""
+        for buf in self._io + [b for b in self._fstage if b is not None]:
+            if buf.alive:
+                buf.device.free(buf)
+        self._io, self._fstage = [], []
 
     # -- execute ---------------------------------------------------------------------------------------
     def _resolve(self, spec: TensorSpec, t: Any, io_buf: Buffer) -> tuple[Any, MemRef, int]:

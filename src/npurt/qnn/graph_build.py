@@ -48,6 +48,10 @@ DATA_TYPES: dict[int, tuple[str, bool]] = {
 _KINDS = {C.QNN_TENSOR_TYPE_APP_WRITE: qi.APP_WRITE, C.QNN_TENSOR_TYPE_APP_READ: qi.APP_READ,
           C.QNN_TENSOR_TYPE_NATIVE: qi.NATIVE, C.QNN_TENSOR_TYPE_STATIC: qi.STATIC}
 _MAX_RANK = 8
+# |offset| bound of a fixed-point tensor. npurt converts and computes quantized values in float32, where each operation
+# on (q + offset) * scale errs by up to |q + offset| * 2**-24 quanta: with |q + offset| <= 2**20 for every 8- and
+# 16-bit q that stays within 1/16 quantum (a larger offset gives wrong stored values, e.g. 255 everywhere).
+_MAX_OFFSET = 2 ** 20 - 2 ** 16
 _IDS = itertools.count(1)
 
 
@@ -109,8 +113,17 @@ def _quant(v: Any, dtype: str, dims: tuple[int, ...], name: str) -> qi.Quant:
         offset = np.frombuffer(offsets, np.int32).astype(np.int64)
     else:
         raise NpuError(ErrorCode.NOT_SUPPORTED, f"tensor {name!r}: quantization encoding {enc} is not supported")
-    if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: scale must be positive")
+    if not np.all(np.isfinite(scale)) or np.any(scale < np.finfo(np.float32).tiny):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: scale must be a positive normal float32, got "
+                                                   f"{scale.min()}")
+    worst = int(offset.flat[np.abs(offset).argmax()]) if offset.size else 0
+    if abs(worst) > _MAX_OFFSET:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: offset {worst} is outside +-{_MAX_OFFSET} "
+                                                   f"(float = (q + offset) * scale must stay exact in float32)")
+    top = (abs(worst) + 2.0 ** (8 * np.dtype(dtype).itemsize)) * float(scale.max(initial=0.0))
+    if top > float(np.finfo(np.float32).max):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: scale {float(scale.max())} overflows float32 "
+                                                   f"((q + offset) * scale)")
     return qi.Quant(scale, offset, axis)
 
 
@@ -225,6 +238,8 @@ def decode_op(config: Any, resolve: Callable[[Any, str], str]) -> qi.QnnOp:
 def _create_tensor(owner: Any, lock: Any, tensor: Any) -> int:
     """`add_tensor(owner, tensor)` under `lock`, its refusal as the tensor API's code (unsupported vs invalid)."""
     with lock:
+        if isinstance(owner, BuildGraph):
+            owner.check_open(C.QNN_TENSOR_ERROR_INVALID_HANDLE)
         try:
             add_tensor(owner, tensor)
         except NpuError as exc:
@@ -303,6 +318,14 @@ class BuildGraph:
     def known(self) -> dict[str, qi.QnnTensor]:
         return {**self.context.tensors, **self.tensors}
 
+    def check_open(self, code: int = C.QNN_GRAPH_ERROR_INVALID_HANDLE) -> None:
+        """QnnError unless the graph can still change; called under the context lock, so a graph finalized (or its
+        context freed) by another thread since its handle was looked up is seen here."""
+        if self.finalized:
+            raise QnnError(C.QNN_GRAPH_ERROR_GRAPH_FINALIZED, f"graph {self.name!r} is finalized")
+        if self.context.freed:
+            raise QnnError(code, f"graph {self.name!r}: its context was freed")
+
     def lookup(self, t: Any, what: str) -> str:
         """The name of a created tensor an op config refers to (by id, else by name); NpuError if none."""
         tensor = as_struct(t, Qnn_Tensor_t, address=True)
@@ -375,9 +398,11 @@ def finalize_graph(graph: BuildGraph, compile_ir: Callable) -> None:
     child.parent = ctx
     try:
         child.finalize()
-    except QnnError:
+    except QnnError as exc:
         child.free()
-        raise
+        if C.qnn_error_code(exc.code) // 1000 == 1:          # common codes (MEM_ALLOC, ...) are graph codes too
+            raise
+        raise QnnError(C.QNN_GRAPH_ERROR_FINALIZE_FAILED, f"graph {graph.name!r}: {exc.message}") from exc
     qgraph: QnnGraph = child.graphs[compiled.graph.name]
     HANDLES.remove(qgraph.handle)
     qgraph.handle = graph.handle
@@ -525,6 +550,7 @@ class GraphBuilding:
         """QnnGraph_addNode(graph, opConfig): an op on created tensors, checked as backendValidateOpConfig does."""
         g = _graph(graph)
         with g.context.lock:
+            g.check_open()
             try:
                 op = decode_op(opConfig, g.lookup)
             except NpuError as exc:
@@ -543,7 +569,8 @@ class GraphBuilding:
     def graphFinalize(self, graphHandle: Any, profileHandle: Any = None, signalHandle: Any = None) -> int:
         """QnnGraph_finalize(graph, profile, signal): compile the graph (npurt's compiler, HTP memory plan)."""
         g = _graph(graphHandle)
-        with g.context.lock:
+        with g.context.lock:                # one critical section: a second finalize / a late addNode sees it done
+            g.check_open()
             finalize_graph(g, _compile_ir)
         return C.QNN_GRAPH_NO_ERROR
 

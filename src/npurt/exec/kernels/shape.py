@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from npurt.errors import ErrorCode, NpuError
 from npurt.exec.kernels import kernel
 from npurt.model.mixed import CONVERT
 
@@ -178,11 +179,21 @@ def size(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     return [np.array(inputs[0].size, np.int64)]
 
 
+def _indices(idx: np.ndarray, size: int, op: str, axis: int) -> np.ndarray:
+    """Gather indices in [-size, size) made non-negative; an index outside is the caller's input error
+    (INVALID_INPUT naming it), never a wrapped or internal one."""
+    bad = idx[(idx < -size) | (idx >= size)]
+    if bad.size:
+        raise NpuError(ErrorCode.INVALID_INPUT, f"{op}: index {int(bad.reshape(-1)[0])} is out of range "
+                                                f"[{-size}, {size - 1}] for axis {axis}")
+    return np.where(idx < 0, idx + size, idx)
+
+
 @kernel("Gather")
 def gather(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     x, idx = inputs
     axis = int(attrs.get("axis", 0))
-    idx = np.where(idx < 0, idx + x.shape[axis], idx)
+    idx = _indices(idx, x.shape[axis], "Gather", axis)
     return [np.take(x, idx, axis=axis)]
 
 
@@ -190,7 +201,7 @@ def gather(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
 def gather_elements(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     x, idx = inputs
     axis = int(attrs.get("axis", 0))
-    idx = np.where(idx < 0, idx + x.shape[axis], idx)
+    idx = _indices(idx, x.shape[axis], "GatherElements", axis)
     return [np.take_along_axis(x, idx, axis=axis)]
 
 
