@@ -7,8 +7,8 @@ command the guide shows.
 
 Blocks that cannot run here carry a marker comment in the guide (`tests/helpers/guides.py`): `<!-- not run: REASON
 -->` (a board, a vendor SDK checkout, ...) is listed by `test_block_not_run` as a skip with its reason;
-`<!-- real-weights tier: REASON -->` runs only with NPURT_OPTIONAL=1 (`make test-real`), as tests/test_examples.py's
-optional examples do."""
+`<!-- real-weights tier: REASON -->` runs only in that tier (`make test-real`: NPURT_OPTIONAL=1, `-m optional`), as
+tests/test_examples.py's optional examples do."""
 from __future__ import annotations
 
 import os
@@ -66,14 +66,34 @@ def _run(block: Block, guide: str, cwd: Path) -> None:
                                                          f"{block.expected}"
 
 
+def _run_guide(guide: Path, tmp: Path, real_weights: bool) -> int:
+    """Run the guide's runnable blocks in order in a fresh clone-like folder, the real-weights ones only when
+    `real_weights`; the number of blocks run."""
+    cwd, ran = _clone_folder(tmp), 0
+    for block in blocks(guide):
+        if block.runs and (block.marker != "real-weights tier" or real_weights):
+            _run(block, _name(guide), cwd)
+            ran += 1
+    return ran
+
+
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("guide", GUIDES, ids=_name)
 def test_guide_runs_as_written(guide, tmp_path):
-    """The guide's runnable blocks, in order, in one fresh folder; the real-weights ones only in that tier."""
-    cwd = _clone_folder(tmp_path)
-    for block in blocks(guide):
-        if block.runs and (block.marker != "real-weights tier" or OPTIONAL):
-            _run(block, _name(guide), cwd)
+    """The guide's runnable blocks, in order, in one fresh folder (its real-weights blocks: the test below)."""
+    _run_guide(guide, tmp_path, real_weights=False)
+
+
+_REAL = [g for g in GUIDES if any(b.marker == "real-weights tier" for b in blocks(g))]
+
+
+@pytest.mark.optional
+@pytest.mark.skipif(not OPTIONAL, reason="real-weights tier: set NPURT_OPTIONAL=1 (downloads the wheels once)")
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("guide", _REAL, ids=_name)
+def test_guide_runs_with_the_real_weights(guide, tmp_path):
+    """The guides whose blocks need the real-weights wheels, all their blocks in order (`make test-real`)."""
+    assert _run_guide(guide, tmp_path, real_weights=True)
 
 
 _NOT_RUN = [(g, b) for g in GUIDES for b in blocks(g) if b.marker == "not run"]
