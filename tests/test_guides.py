@@ -52,6 +52,7 @@ def _clone_folder(tmp: Path) -> Path:
 
 
 def _run(block: Block, guide: str, cwd: Path) -> None:
+    """Run one block in `cwd`: it exits 0, logs no RKNN error, and prints what the guide shows (when it shows it)."""
     where = f"{guide}:{block.line}"
     if block.lang == "python":
         cmd = [sys.executable, "-c", block.code]
