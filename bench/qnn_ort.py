@@ -35,20 +35,12 @@ def _cpu() -> tuple[str, str]:
 
 
 def _epcontext(folder: Path, blob: bytes, compiled, name: str) -> Path:
-    """An EPContext model over `blob` (embed_mode 0), its I/O as the binary's graph I/O."""
+    """An EPContext model over `blob` (embed_mode 0), as `npurt convert --epcontext` writes it."""
     import onnx
-    from onnx import TensorProto, helper
-    import npurt.qnn as q
-    ins, outs = q.tensor_specs(compiled)
+    from npurt.qnn.epcontext import epcontext_model
     (folder / f"{name}.bin").write_bytes(blob)
-    node = helper.make_node("EPContext", [s.name for s in ins], [s.name for s in outs], domain="com.microsoft",
-                            main_context=1, embed_mode=0, ep_cache_context=f"{name}.bin",
-                            source="QNNExecutionProvider", partition_name=name)
-    info = [helper.make_tensor_value_info(s.name, TensorProto.FLOAT, list(s.dims)) for s in ins + outs]
-    graph = helper.make_graph([node], name, info[:len(ins)], info[len(ins):])
     path = folder / f"{name}_ctx.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                      helper.make_opsetid("com.microsoft", 1)]), path)
+    onnx.save(epcontext_model(compiled, f"{name}.bin", name), path)
     return path
 
 

@@ -1,5 +1,5 @@
-"""Every example in examples/ runs as a user runs it (a subprocess) and prints what its guide says it prints; so do
-the code blocks of the guides written as programs (docs/python.md) and the README's Python snippet.
+"""Every example in examples/ runs as a user runs it (a subprocess) and prints what its guide says it prints. The
+guides' own code blocks (docs/python.md's programs, the README's snippet, every shell block): tests/test_guides.py.
 
 The PP-OCR examples download a wheel the first time: they are in the optional tier (`@pytest.mark.optional`), skipped
 unless NPURT_OPTIONAL=1.
@@ -44,53 +44,6 @@ def run_example(name: str, timeout: float = 120) -> subprocess.CompletedProcess:
                           env=user_env())
 
 
-def doc_blocks(path: Path) -> list[tuple[str, str, str | None]]:
-    """(language, code, expected stdout or None) of each ```python / ```sh block of a markdown file, in order; a
-    python block followed by a line "prints" and a plain ``` block expects that output."""
-    text = path.read_text(encoding="utf-8")
-    found = [(m.group(1), m.group(2), m.start(), m.end()) for m in re.finditer(r"^```(\w*)\n(.*?)^```$", text,
-                                                                                 re.S | re.M)]
-    blocks = []
-    for i, (lang, code, _, end) in enumerate(found):
-        if lang not in ("python", "sh"):
-            continue
-        nxt = found[i + 1] if i + 1 < len(found) else None
-        expected = nxt[1] if nxt and nxt[0] == "" and text[end:nxt[2]].strip() == "prints" else None
-        blocks.append((lang, code, expected))
-    return blocks
-
-
-def output_matches(expected: str, actual: str) -> bool:
-    """Line by line; a line "..." stands for any lines, "..." inside a line for any text on it."""
-    lines = expected.rstrip("\n").split("\n")
-    pattern = "\n".join(r"(?:.*\n)*?.*" if line == "..." else "[^\n]*".join(map(re.escape, line.split("...")))
-                        for line in lines)
-    return re.fullmatch(pattern, actual.rstrip("\n")) is not None
-
-
-def run_doc(path: Path, cwd: Path, timeout: float = 600) -> int:
-    """Run a guide's blocks in order in `cwd` as a user would: its `npurt ...` shell lines through the CLI, each
-    python block as a program of its own; every block must succeed and print what the guide shows. The number of
-    python blocks run."""
-    ran = 0
-    for lang, code, expected in doc_blocks(path):
-        if lang == "sh":
-            for line in code.splitlines():
-                if line.startswith("npurt "):
-                    p = subprocess.run([sys.executable, "-m", "npurt.cli.main", *line.split()[1:]], cwd=cwd,
-                                       capture_output=True, text=True, timeout=timeout, env=user_env())
-                    assert p.returncode == 0, (line, p.stderr)
-            continue
-        p = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                           env=user_env())
-        assert p.returncode == 0, (code, p.stdout, p.stderr)
-        assert "E RKNN" not in p.stderr, p.stderr
-        if expected is not None:
-            assert output_matches(expected, p.stdout), (code, expected, p.stdout)
-        ran += 1
-    return ran
-
-
 def test_every_example_is_listed():
     found = {p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith("_")}
     assert found == set(EXPECT) | {"ppocr_cls.py", "ocr_pipeline.py"}
@@ -104,19 +57,6 @@ def test_example_runs(name):
     for pattern in EXPECT[name]:
         assert re.search(pattern, p.stdout), (pattern, p.stdout)
     assert "not installed" not in p.stdout           # the test venv has onnxruntime: every output was compared
-
-
-def test_python_guide_runs_as_written(tmp_path):
-    assert run_doc(ROOT / "docs" / "python.md", tmp_path) == 6
-
-
-def test_readme_python_snippet_runs_as_written(tmp_path):
-    assert run_doc(ROOT / "README.md", tmp_path) == 1
-
-
-def test_output_matching_is_strict():
-    assert output_matches("a\n...\nz", "a\nb\nc\nz") and output_matches("x ... y", "x 12 y")
-    assert not output_matches("a\nz", "a\nb\nz") and not output_matches("x ... y", "x 1\n2 y")
 
 
 def test_coherence_check_mode_names_the_buffer():

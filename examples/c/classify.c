@@ -5,7 +5,8 @@
  *   make PREFIX=../../build/capi && ./classify model.npurt image.ppm
  *
  * The model takes uint8 images (mean/std fused at conversion, e.g. `npurt convert m.onnx --mean 127.5,127.5,127.5
- * --std 127.5,127.5,127.5 -o m.npurt`); the image is a binary PPM (P6) of the model's input size. */
+ * --std 127.5,127.5,127.5 -o m.npurt`); the image is a binary PPM (P6) of the model's input size. docs/c-api.md
+ * ("A model and an image") makes both. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

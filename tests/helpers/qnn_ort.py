@@ -6,10 +6,10 @@ import functools
 from pathlib import Path
 
 import onnx
-from onnx import TensorProto, helper
 
 import npurt
-from npurt.qnn.graph import set_graph_io_layout, tensor_specs
+from npurt.qnn.epcontext import epcontext_model
+from npurt.qnn.graph import set_graph_io_layout
 
 SOC = "sm8550"
 
@@ -23,18 +23,11 @@ def binary(model: bytes, layout: str = "nhwc") -> bytes:
 
 def epcontext(folder: Path, model: bytes, layout: str = "nchw", embed: bool = False, name: str = "m") -> Path:
     """An EPContext model in `folder` over the npurt binary of `model` (embed_mode 1: the bytes in the node; 0: a
-    file beside it), its I/O declared as the binary's graph I/O (the EP checks byte sizes only)."""
+    file beside it): `npurt.qnn.epcontext.epcontext_model`, what `npurt convert --epcontext` writes."""
     data = binary(model, layout)
-    ins, outs = tensor_specs(npurt.load_compiled(data))
     if not embed:
         (folder / f"{name}_qnn.bin").write_bytes(data)
-    node = helper.make_node("EPContext", [s.name for s in ins], [s.name for s in outs], name=f"{name}_ctx",
-                            domain="com.microsoft", main_context=1, embed_mode=int(embed),
-                            source="QNNExecutionProvider", ep_cache_context=data if embed else f"{name}_qnn.bin",
-                            partition_name=name, ep_sdk_version="2.40")
-    info = [helper.make_tensor_value_info(s.name, TensorProto.FLOAT, list(s.dims)) for s in ins + outs]
-    graph = helper.make_graph([node], f"{name}_ctx", info[:len(ins)], info[len(ins):])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    m = epcontext_model(npurt.load_compiled(data), data if embed else f"{name}_qnn.bin", name)
     path = folder / f"{name}_ctx.onnx"
     onnx.save(m, path)
     return path

@@ -6,7 +6,8 @@ int8 with a calibration dataset.txt (or `random`); `--mean` / `--std` are fused 
 is a QNN HTP context binary (`contextCreateFromBinary`); `--qnn-io` chooses how its graph I/O appears to QNN:
 FLOAT_32 (default), FLOAT_16, or quantized with scale/offset (int8 only); `--qnn-io-layout nchw` makes its 4-D graph
 I/O NCHW (the layout onnxruntime's EPContext models declare) instead of the HTP's NHWC. `--input-shape x=1,3,48,320`
-fixes the dynamic dimensions of an input (a recognizer's width, a batch `N`).
+fixes the dynamic dimensions of an input (a recognizer's width, a batch `N`). `--epcontext CTX.onnx` also writes
+onnxruntime's EPContext model over the binary (`npurt.qnn.epcontext`), for onnxruntime's QNN execution provider.
 
 `--dynamic-input` makes a dynamic-shape model (the toolkit's `dynamic_input`): several shapes per input, e.g.
 `--dynamic-input "1,3,224,224;1,3,160,160"`, the option once per input (in order, each with as many shapes); shape
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from npurt.cli._models import (add_quantize_args, compile_options, is_compiled, load_model, parse_floats,
@@ -42,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--qnn-io-layout", default="nhwc",
                    help="layout of 4-D QNN graph I/O tensors: nhwc (default, the HTP's) or nchw (what onnxruntime's "
                         "EPContext models declare)")
+    p.add_argument("--epcontext", type=Path, default=None, metavar="CTX.onnx",
+                   help="also write onnxruntime's EPContext model over the binary (HTP SoCs; it names the binary by "
+                        "its path relative to CTX.onnx's folder)")
     p.add_argument("--dynamic-input", action="append", default=None, metavar="SHAPES",
                    help="a dynamic-shape model: the shapes of one input, ';'-separated (e.g. "
                         "\"1,3,224,224;1,3,160,160\"), once per input in order; or the toolkit's dynamic_input "
@@ -117,6 +122,14 @@ def _named_shapes(path: Path, shapes: dict[str, list[int]]) -> dict[str, list[in
     return {names[0]: shapes[""]}
 
 
+def _write_epcontext(compiled, binary: Path, path: Path) -> None:
+    """The EPContext model at `path`, naming `binary` relative to its folder (embed_mode 0, as onnxruntime writes)."""
+    import onnx
+    from npurt.qnn.epcontext import epcontext_model
+    relative = os.path.relpath(binary.resolve(), path.resolve().parent)
+    onnx.save(epcontext_model(compiled, relative, compiled.graph.name or "npurt"), path)
+
+
 def run(args: argparse.Namespace) -> int:
     from npurt.qnn.graph import GRAPH_IO, GRAPH_IO_LAYOUTS, set_graph_io, set_graph_io_layout
     if args.qnn_io not in GRAPH_IO:
@@ -128,6 +141,14 @@ def run(args: argparse.Namespace) -> int:
     profile = get_profile(target_soc(args.soc, args.model))
     path = resolve_model(args.model)
     regular_output(args.output, "--output", [path])
+    if args.epcontext is not None:
+        if not profile.vtcm_size:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--epcontext wraps a QNN HTP context binary: use an HTP "
+                                                       f"--soc (sm8550, ...), not {profile.name}")
+        regular_output(args.epcontext, "--epcontext", [path, args.output])
+        if args.epcontext.resolve() == args.output.resolve():
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--epcontext {args.epcontext} is the --output binary: give "
+                                                       f"the EPContext model its own path")
     if is_compiled(path):
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{path} is already a compiled .npurt model")
     mean, std = parse_floats(args.mean, "--mean"), parse_floats(args.std, "--std")
@@ -150,17 +171,22 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[yellow]note[/yellow]: {args.output} ends in neither .npurt nor .bin (the same file either "
                       f"way)")
     compiled.save(args.output)
+    if args.epcontext is not None:
+        _write_epcontext(compiled, args.output, args.epcontext)
     result = {"model": path.name, "output": str(args.output), "soc": compiled.soc, "precision": compiled.precision,
               "inputs": len(compiled.graph.inputs), "outputs": len(compiled.graph.outputs),
               "nodes": len(compiled.graph.nodes), "weight_size": int(compiled.weight_size),
               "internal_size": int(compiled.internal_size), "file_size": args.output.stat().st_size,
-              "dynamic_input": compiled.meta.get("dynamic_input")}
+              "dynamic_input": compiled.meta.get("dynamic_input"),
+              "epcontext": None if args.epcontext is None else str(args.epcontext)}
     if args.json:
         print_json(result)
         return 0
     console.print(f"{path.name} -> {args.output}: {compiled.soc}, {compiled.precision}, {result['nodes']} nodes, "
                   f"weights {human_bytes(result['weight_size'])}, internal arena "
                   f"{human_bytes(result['internal_size'])}, file {human_bytes(result['file_size'])}")
+    if result["epcontext"]:
+        console.print(f"EPContext model for onnxruntime's QNN execution provider: {args.epcontext}")
     if result["dynamic_input"]:
         console.print(f"dynamic shapes (rknn_set_input_shapes): {result['dynamic_input']}; internal arena sized for "
                       f"the largest")
