@@ -191,16 +191,23 @@ INVALID_CONFIGS.update({
 })
 
 
+# Param values no op definition takes (NaN, inf, a fraction where an integer is typed): the invalid-argument codes.
+BAD_VALUES = {"Softmax axis NaN", "Softmax axis inf", "Softmax axis 1.5", "Conv2d group NaN", "Conv2d pad NaN",
+              "ReluMinMax max NaN"}
+
+
 @pytest.mark.parametrize("case", sorted(INVALID_CONFIGS))
 def test_invalid_op_config_is_refused_at_validate_and_add(client, case):
-    """4004 from backendValidateOpConfig, 6005 INVALID_OP_CONFIG from graphAddNode, never 1100; the graph is left
-    as it was (it still has no node)."""
+    """4004 from backendValidateOpConfig, 6005 INVALID_OP_CONFIG from graphAddNode (a bad param value: 1004 and
+    6000, the invalid-argument codes), never 1100; the graph is left as it was (it still has no node)."""
     op_type, build, params = INVALID_CONFIGS[case]
     before = internal_errors()
     ins = build(client)
     cfg = client.op("op", op_type, ins, ["y"], **params)
-    assert code(client.qi.backendValidateOpConfig(client.backend, cfg)) == q.QNN_BACKEND_ERROR_INVALID_ARGUMENT
-    assert code(client.qi.graphAddNode(client.graph, cfg)) == q.QNN_GRAPH_ERROR_INVALID_OP_CONFIG
+    want = (q.QNN_COMMON_ERROR_INVALID_ARGUMENT, q.QNN_GRAPH_ERROR_INVALID_ARGUMENT) if case in BAD_VALUES else \
+        (q.QNN_BACKEND_ERROR_INVALID_ARGUMENT, q.QNN_GRAPH_ERROR_INVALID_OP_CONFIG)
+    assert code(client.qi.backendValidateOpConfig(client.backend, cfg)) == want[0]
+    assert code(client.qi.graphAddNode(client.graph, cfg)) == want[1]
     assert internal_errors() == before
     assert lookup(client.graph, graph_build.BuildGraph).ops == []
 

@@ -26,6 +26,16 @@ def invalid(msg: str) -> NpuError:
     return NpuError(ErrorCode.INVALID_ARGUMENT, msg)
 
 
+BAD_VALUE = "param_value"
+"""The hint of `bad_value` errors: the QNN faces answer their invalid-argument codes for them, not INVALID_OP_CONFIG."""
+
+
+def bad_value(msg: str) -> NpuError:
+    """INVALID_ARGUMENT for a param value no op definition can take (NaN, inf, a fraction or an overflow where an
+    integer is typed): a malformed argument rather than an op configured wrongly."""
+    return NpuError(ErrorCode.INVALID_ARGUMENT, msg, hint=BAD_VALUE)
+
+
 def unsupported(msg: str) -> NpuError:
     """NOT_SUPPORTED: valid QNN that npurt does not build."""
     return NpuError(ErrorCode.NOT_SUPPORTED, msg)

@@ -74,7 +74,7 @@ def _run_op(b: IrBuilder, op: QnnOp) -> None:
     try:
         OPS[op.type](b, op)
     except NpuError as exc:
-        raise NpuError(exc.code, f"node {op.name!r} ({op.type}): {exc.message}") from None
+        raise NpuError(exc.code, f"node {op.name!r} ({op.type}): {exc.message}", exc.hint, **exc.details) from None
     finally:
         b.op = None
 

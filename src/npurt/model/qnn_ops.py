@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from npurt.model.qnn_graph import STATIC, TO_NCHW, IrBuilder, QnnOp, invalid, unsupported
+from npurt.model.qnn_graph import STATIC, TO_NCHW, IrBuilder, QnnOp, bad_value, invalid, unsupported
 
 _AXIS_NCHW = {0: 0, 1: 2, 2: 3, 3: 1}       # an NHWC axis -> the same axis of the NCHW form
 _BIG = np.iinfo(np.int64).max
@@ -42,12 +42,12 @@ def _param(op: QnnOp, name: str, default: Any = None, *, shape: tuple | None = N
 
 def _whole(value: Any, name: str) -> np.ndarray:
     """The int64 values of a param the op definitions type as integer (scalar or tensor, given as any QNN type);
-    INVALID_ARGUMENT for NaN, inf, a fraction or a value beyond int64, which no integer param can be."""
+    `bad_value` for NaN, inf, a fraction or a value beyond int64, which no integer param can be."""
     arr = np.asarray(value)
     if arr.dtype.kind == "f" and not (np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))
                                      and np.all(np.abs(arr) < 2.0 ** 62)) \
             or arr.dtype.kind == "u" and np.any(arr > _BIG) or arr.dtype.kind not in "biuf":
-        raise invalid(f"param {name!r} must be whole numbers, got {arr.reshape(-1)[:8].tolist()}")
+        raise bad_value(f"param {name!r} must be whole numbers, got {arr.reshape(-1)[:8].tolist()}")
     return arr.astype(np.int64)
 
 
@@ -58,10 +58,10 @@ def _int(op: QnnOp, name: str, default: Any = None, *, required: bool = False) -
 
 
 def _float(op: QnnOp, name: str, default: Any = None, *, required: bool = False) -> float:
-    """Scalar real param `name`; INVALID_ARGUMENT for NaN (no op definition takes one)."""
+    """Scalar real param `name`; `bad_value` for NaN (no op definition takes one)."""
     value = float(_param(op, name, default, required=required))
     if np.isnan(value):
-        raise invalid(f"param {name!r} is NaN")
+        raise bad_value(f"param {name!r} is NaN")
     return value
 
 

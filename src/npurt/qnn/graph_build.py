@@ -24,6 +24,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.memory.cargs import as_struct, as_struct_list
 from npurt.memory.raw import c_string, pointer_value, read_u32_array, safe_read, safe_write
 from npurt.model import qnn_import as qi
+from npurt.model.qnn_graph import BAD_VALUE
 from npurt.qnn import constants as C
 from npurt.qnn.backend import HANDLES, Backend, QnnDevice, lookup
 from npurt.qnn.boundary import QnnError, from_npu, qnn_call
@@ -457,11 +458,14 @@ def _infer(graph: Any) -> Any:
     return optimize(graph)
 
 
-def _checked(op: qi.QnnOp, tensors: dict, code: int, unsupported: int) -> None:
+def _checked(op: qi.QnnOp, tensors: dict, code: int, unsupported: int, bad_value: int) -> None:
+    """The op checked against its definition: `code` for a wrong config, `unsupported` for one npurt does not build,
+    `bad_value` for a param value no definition takes (NaN, inf, a fractional integer)."""
     try:
         qi.check_op(op, tensors, _supported(), _infer)
     except NpuError as exc:
-        raise QnnError(unsupported if exc.code is ErrorCode.NOT_SUPPORTED else code, exc.message) from None
+        raise QnnError(unsupported if exc.code is ErrorCode.NOT_SUPPORTED else
+                       bad_value if exc.hint == BAD_VALUE else code, exc.message) from None
 
 
 class GraphBuilding:
@@ -507,7 +511,7 @@ class GraphBuilding:
             raise QnnError(C.QNN_BACKEND_ERROR_INVALID_ARGUMENT, exc.message) from None
         code = C.QNN_BACKEND_ERROR_OP_PACKAGE_NOT_FOUND if op.package != qi.PACKAGE else \
             C.QNN_BACKEND_ERROR_INVALID_ARGUMENT
-        _checked(op, tensors, code, code)
+        _checked(op, tensors, code, code, C.QNN_COMMON_ERROR_INVALID_ARGUMENT)
         return C.QNN_SUCCESS
 
     @qnn_call("graphCreate")
@@ -560,7 +564,8 @@ class GraphBuilding:
             if any(n in g.produced for n in op.outputs):
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_OP_CONFIG, f"op {op.name!r}: an output is already produced "
                                                                     f"by another node")
-            _checked(op, g.known(), C.QNN_GRAPH_ERROR_INVALID_OP_CONFIG, C.QNN_GRAPH_ERROR_UNSUPPORTED_FEATURE)
+            _checked(op, g.known(), C.QNN_GRAPH_ERROR_INVALID_OP_CONFIG, C.QNN_GRAPH_ERROR_UNSUPPORTED_FEATURE,
+                     C.QNN_GRAPH_ERROR_INVALID_ARGUMENT)
             g.ops.append(op)
             g.produced.update(op.outputs)
         return C.QNN_GRAPH_NO_ERROR
