@@ -37,7 +37,7 @@ from npurt.runtime.user_io import pack_input, unpack_output
 from npurt.memory import Buffer
 from npurt.model.attrs import QntType, TensorAttr
 from npurt.qnn import constants as C
-from npurt.memory.raw import check_writable, pointer_value, safe_copy_in, safe_write
+from npurt.memory.raw import c_string, check_writable, pointer_value, safe_copy_in, safe_write
 from npurt.qnn.backend import HANDLES
 from npurt.qnn.boundary import QnnError, from_npu
 from npurt.qnn.mem_registry import ION, REGISTRY, SHARED, SPILLFILL, VTCMBACKUP, WEIGHTS
@@ -108,6 +108,7 @@ class TensorSpec:
     user: TensorAttr
     attr: TensorAttr
     logical_shape: tuple[int, ...]
+    qnn_id: int              # the id QNN names the tensor by (the one tensorCreate gave a built graph's tensor)
 
     @property
     def quantized(self) -> bool:
@@ -127,7 +128,7 @@ class TensorSpec:
         t = Qnn_Tensor_t()
         t.version = C.QNN_TENSOR_VERSION_1
         v = t.v1
-        v.id = self.index + (0 if self.is_input else 1000)
+        v.id = self.qnn_id
         v.name = self.name.encode()
         v.type = C.QNN_TENSOR_TYPE_APP_WRITE if self.is_input else C.QNN_TENSOR_TYPE_APP_READ
         v.dataFormat = C.QNN_TENSOR_DATA_FORMAT_DENSE
@@ -164,7 +165,7 @@ def _spec(index: int, is_input: bool, native: TensorAttr, st: Any, io: str, layo
     if quantized:
         qtype = C.QNN_DATATYPE_SFIXED_POINT_8 if dtype is DType.INT8 else C.QNN_DATATYPE_UFIXED_POINT_8
     return TensorSpec(index, native.name, is_input, qtype, dims, nbytes, float(st.scale), -int(st.zp), user, native,
-                      shape)
+                      shape, index + (0 if is_input else 1000))
 
 
 def _declared_spec(index: int, is_input: bool, native: TensorAttr, st: Any, declared: dict) -> TensorSpec:
@@ -181,7 +182,8 @@ def _declared_spec(index: int, is_input: bool, native: TensorAttr, st: Any, decl
                                qnt_type=QntType.AFFINE_ASYMMETRIC if quantized else QntType.NONE,
                                scale=float(declared["scale"]) if quantized else 1.0, zp=-offset if quantized else 0)
     return TensorSpec(index, native.name, is_input, int(declared["qnn_type"]), shape, nbytes,
-                      float(declared.get("scale") or 1.0), offset, user, native, shape)
+                      float(declared.get("scale") or 1.0), offset, user, native, shape,
+                      int(declared.get("id", index + (0 if is_input else 1000))))
 
 
 def tensor_specs(ctx_or_model: Any) -> tuple[list[TensorSpec], list[TensorSpec]]:
@@ -207,6 +209,40 @@ def io_tensors(ctx_or_model: Any) -> tuple[list[Qnn_Tensor_t], list[Qnn_Tensor_t
 
 def _body(t: Qnn_Tensor_t):
     return t.v2 if int(t.version) == C.QNN_TENSOR_VERSION_2 else t.v1
+
+
+def _tensor_name(body: Any) -> str | None:
+    """The name a client tensor carries (read from its pointer without trusting it; None for NULL)."""
+    addr = ctypes.c_void_p.from_address(ctypes.addressof(body) + type(body).name.offset).value or 0
+    try:
+        raw = c_string(addr, "tensor name")
+    except NpuError:
+        return None
+    return None if raw is None else raw.decode("utf-8", "replace")
+
+
+def pair_tensors(specs: Sequence[TensorSpec], given: Sequence[Any], what: str, graph: str) -> list[Any]:
+    """The client's tensors in the graph's order: each paired with the graph's tensor of its id, else of its name,
+    in any order. QnnError 6004 naming a tensor the graph does not have, or a graph tensor given twice."""
+    by_id = {s.qnn_id: s for s in specs}
+    by_name = {s.name: s for s in specs}
+    ordered: list[Any] = [None] * len(specs)
+    for t in given:
+        if not isinstance(t, Qnn_Tensor_t) or int(t.version) not in (C.QNN_TENSOR_VERSION_1, C.QNN_TENSOR_VERSION_2):
+            return list(given)                      # _resolve says what is wrong with it, by position
+        body = _body(t)
+        spec = by_id.get(int(body.id))
+        name = None
+        if spec is None:
+            name = _tensor_name(body)
+            spec = by_name.get(name) if name else None
+        if spec is None:
+            raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what} tensor {name!r} (id {int(body.id)}) is not an "
+                                                             f"{what} of graph {graph!r}")
+        if ordered[spec.index] is not None:
+            raise QnnError(C.QNN_GRAPH_ERROR_INVALID_TENSOR, f"{what} {spec.name!r} is given twice")
+        ordered[spec.index] = t
+    return ordered
 
 
 class QnnGraph:
@@ -321,6 +357,8 @@ class QnnGraph:
             raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT,
                            f"graph {self.name!r} has {len(self.inputs)} inputs and {len(self.outputs)} outputs, "
                            f"got {len(inputs)} and {len(outputs)}")
+        inputs = pair_tensors(self.inputs, inputs, "input", self.name)
+        outputs = pair_tensors(self.outputs, outputs, "output", self.name)
         core = ctx.backend.core
         keys = self._sequential_keys(ctx)
         shared = [r.key for k, r in ctx.external.items() if k in (SPILLFILL, VTCMBACKUP)] if ctx.concurrent else []

@@ -373,9 +373,10 @@ def add_tensor(owner: "BuildGraph | BuildContext", t: Any) -> None:
         owner.ids[new_id] = tensor.name
 
 
-def _io_declaration(t: qi.QnnTensor, qnn_type: int) -> dict:
-    """What a finalized graph's I/O tensor looks like to QNN (`CompiledModel.meta["qnn_tensors"]`)."""
-    out: dict[str, Any] = {"qnn_type": qnn_type, "dtype": t.dtype, "dims": list(t.dims)}
+def _io_declaration(t: qi.QnnTensor, qnn_type: int, qnn_id: int) -> dict:
+    """What a finalized graph's I/O tensor looks like to QNN (`CompiledModel.meta["qnn_tensors"]`), with the id
+    tensorCreate gave it (graphExecute pairs the client's tensors by it)."""
+    out: dict[str, Any] = {"qnn_type": qnn_type, "dtype": t.dtype, "dims": list(t.dims), "id": qnn_id}
     if t.quant is not None:
         out.update(scale=float(t.quant.scale), offset=int(t.quant.offset))
     return out
@@ -392,7 +393,8 @@ def finalize_graph(graph: BuildGraph, compile_ir: Callable) -> None:
         compiled = compile_ir(model, graph.context.backend.profile.name)
     except NpuError as exc:
         raise QnnError(C.QNN_GRAPH_ERROR_FINALIZE_FAILED, f"graph {graph.name!r}: {exc.message}") from exc
-    compiled.meta["qnn_tensors"] = {n: _io_declaration(tensors[n], graph.io_types[n]) for n in inputs + outputs}
+    ids = {name: i for i, name in graph.ids.items()}
+    compiled.meta["qnn_tensors"] = {n: _io_declaration(tensors[n], graph.io_types[n], ids[n]) for n in inputs + outputs}
     ctx = graph.context
     child = QnnContext(ctx.backend, compiled, deferred=False, priority=ctx.priority, concurrent=False,
                        multi_contexts=False)
