@@ -254,12 +254,37 @@ def sdk_version_text(ctx: Any) -> str:
 
 
 def _per_input(value: Any, n: int, what: str) -> list[Any]:
-    if value is None or isinstance(value, (str, bool, int)):
+    if value is None or isinstance(value, (str, bool, int, np.integer)):
         return [value] * n
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        raise ValueError(f"{what} must be one value or a list with one per input, got {type(value).__name__}")
     values = list(value)
     if len(values) != n:
         raise ValueError(f"{what} has {len(values)} entries, the model has {n} inputs")
     return values
+
+
+def user_arrays(inputs: Any, n: int) -> list[np.ndarray]:
+    """`inputs` as the vendor Python APIs take them (a list or tuple of arrays, one per model input; a bare array
+    for one input) as numeric numpy arrays; ValueError naming the input that is not one."""
+    if isinstance(inputs, np.ndarray):
+        inputs = [inputs]
+    if not isinstance(inputs, (list, tuple)):
+        raise ValueError(f"inputs must be a list of numpy arrays (one per model input), got "
+                         f"{type(inputs).__name__}")
+    if len(inputs) != n:
+        raise ValueError(f"{len(inputs)} inputs given, the model has {n}")
+    arrays = []
+    for i, x in enumerate(inputs):
+        try:
+            arr = np.asarray(x)
+        except (ValueError, TypeError):
+            arr = None
+        if arr is None or arr.dtype.kind not in "biuf":
+            raise ValueError(f"inputs[{i}] must be a numeric numpy array, got "
+                             f"{type(x).__name__ if arr is None else f'{type(x).__name__} of {arr.dtype}'}")
+        arrays.append(arr)
+    return arrays
 
 
 def input_layout(ctx: Any, arr: np.ndarray, fmt: str | None, index: int) -> str:
@@ -277,25 +302,51 @@ def input_layout(ctx: Any, arr: np.ndarray, fmt: str | None, index: int) -> str:
     return "nhwc"
 
 
+def fit_input(ctx: Any, arr: np.ndarray, fmt: str | None, index: int) -> tuple[np.ndarray, str, tuple[int, ...]]:
+    """(array, layout, logical ONNX-order shape) of user input `index`: a 3-D HWC image for a 4-D input gets its
+    batch axis (as the toolkit's `inference` adds it); the shape must be the model's (one of its shape sets for a
+    dynamic-shape model) in the layout given, else ValueError naming the input, the shape given and the one
+    expected: the runtime reads only the bytes it needs, so a wrong shape would silently give wrong outputs."""
+    given, want = tuple(arr.shape), ctx.input_shape(index)
+    name = ctx.compiled.graph.inputs[index]
+    if arr.ndim == 3 and len(want) == 4:
+        arr = arr[None]                       # an HWC (or CHW) image: the batch axis, as the toolkit adds it
+    if arr.ndim != len(want):
+        raise ValueError(f"inputs[{index}] is {len(given)}-D {given}, the model's input {index} is {len(want)}-D "
+                         f"{want}")
+    layout = input_layout(ctx, arr, fmt, index)
+    shape = (arr.shape[0], arr.shape[3], arr.shape[1], arr.shape[2]) if layout == "nhwc" else tuple(arr.shape)
+    sets = [tuple(s[index]) for s in ctx.family.shape_sets] if ctx.family.dynamic else [tuple(want)]
+    if shape not in sets:
+        def as_given(s: tuple[int, ...], lay: str) -> tuple[int, ...]:
+            return (s[0], s[2], s[3], s[1]) if lay == "nhwc" else s
+        expected = " or ".join(str(as_given(s, layout)) for s in sets)
+        if layout != "undefined":
+            expected += f" ({layout.upper()}"
+            expected += f"; {' or '.join(str(s) for s in sets)} with data_format='nchw')" if fmt is None else ")"
+        raise ValueError(f"inputs[{index}] ({name!r}) has shape {given}, the model expects {expected}")
+    return arr, layout, shape
+
+
 def infer(ctx: Any, inputs: Any, data_type: Any = None, data_format: Any = None,
           inputs_pass_through: Any = None) -> list[np.ndarray]:
     """One inference on a runtime Context through its general path, with the vendor Python APIs' input rules
     (shared by `RKNNLite` and the toolkit face `npurt.toolkit.RKNN`): one array per input (a bare array for one
     input), `data_type` per input (default: the array's own dtype), 4-D inputs NHWC unless `data_format` says
     'nchw', a 3-D HWC image for a 4-D input gets its batch axis (as the toolkit's `inference` does), a dynamic-shape
-    model switches to the arrays' shapes. Float32 outputs in the logical layout; ValueError / NpuError on bad input."""
+    model switches to the arrays' shapes; the shapes must be the model's (`fit_input`), a pass-through input the
+    native input's bytes. Float32 outputs in the logical layout; ValueError / NpuError on bad input."""
     from npurt.runtime import InputData
     from npurt.tensor import DType, Layout
-    arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
     n = ctx.n_inputs
-    if len(arrays) != n:
-        raise ValueError(f"{len(arrays)} inputs given, the model has {n}")
+    arrays = user_arrays(inputs, n)
     types = _per_input(data_type, n, "data_type")
     fmts = _per_input(data_format, n, "data_format")
     through = _per_input(inputs_pass_through, n, "inputs_pass_through")
+    if any(not (pt is None or isinstance(pt, (bool, int, np.integer)) and pt in (0, 1)) for pt in through):
+        raise ValueError(f"inputs_pass_through must be 0 or 1 per input, got {inputs_pass_through!r}")
     items, shapes = [], []
     for i, (arr, dt, fmt, pt) in enumerate(zip(arrays, types, fmts, through)):
-        arr = np.asarray(arr)
         if dt is None:
             if arr.dtype == np.float64:
                 arr = arr.astype(np.float32)
@@ -303,17 +354,16 @@ def infer(ctx: Any, inputs: Any, data_type: Any = None, data_format: Any = None,
         dt = _DTYPES.get(str(dt).lower(), str(dt).lower())
         if not pt and dt in _DTYPES and arr.dtype != np.dtype(dt):
             arr = arr.astype(dt)                  # the values are given as data_type: convert, not reinterpret
-        want = ctx.input_shape(i)
-        if arr.ndim == 3 and len(want) == 4:
-            arr = arr[None]                       # an HWC (or CHW) image: the batch axis, as the toolkit adds it
-        if arr.ndim != len(want):
-            raise ValueError(f"inputs[{i}] is {arr.ndim}-D {tuple(arr.shape)}, the model's input {i} is "
-                             f"{len(want)}-D {want}")
-        layout = input_layout(ctx, arr, fmt, i)
-        if layout == "nhwc":
-            shapes.append((arr.shape[0], arr.shape[3], arr.shape[1], arr.shape[2]))
+        if pt:
+            native = ctx.compiled.native_input_attrs[i]
+            if arr.nbytes != native.size_with_stride:
+                raise ValueError(f"inputs[{i}] ({native.name!r}) with inputs_pass_through holds {arr.nbytes} bytes "
+                                 f"{tuple(arr.shape)}, the model's native input is {native.size_with_stride} bytes "
+                                 f"({native.type.value.upper()} {native.fmt.value} {list(native.dims)})")
+            layout, shape = "undefined", ctx.input_shape(i)
         else:
-            shapes.append(tuple(arr.shape))
+            arr, layout, shape = fit_input(ctx, arr, fmt, i)
+        shapes.append(shape)
         lay = {"nhwc": Layout.NHWC, "nchw": Layout.NCHW}.get(layout, Layout.UNDEFINED)
         items.append(InputData(i, arr, DType.parse(dt), lay, pass_through=bool(pt)))
     if ctx.family.dynamic and not any(it.pass_through for it in items):

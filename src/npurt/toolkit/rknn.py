@@ -36,7 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from npurt.errors import NpuError
-from npurt.rknn.lite import VendorClass, infer, input_layout, runtime_sink
+from npurt.rknn.lite import VendorClass, fit_input, infer, runtime_sink, user_arrays
 
 PLATFORMS = ("rv1103", "rv1103b", "rv1106", "rv1106b", "rv1126b", "rk2118", "rk3562", "rk3566", "rk3568", "rk3576",
              "rk3588")
@@ -390,20 +390,23 @@ class RKNN(VendorClass):
     def _undo_normalization(self, inputs: Any, data_format: Any, through: Any) -> list[np.ndarray]:
         """The toolkit's pass-through (the input skips mean/std): npurt's runtime fuses them into input packing, so
         such an input is given as the raw values that mean/std map to it (x * std + mean, per channel)."""
-        arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
-        n = len(arrays)
-        through = [through] * n if isinstance(through, (int, bool)) else list(through)
-        fmts = [data_format] * n if data_format is None or isinstance(data_format, str) else list(data_format)
-        if len(through) != n or len(fmts) != n:
-            raise ToolkitError(f"inputs_pass_through / data_format need one entry per input ({n})")
+        n = self._ctx.n_inputs
+        arrays = user_arrays(inputs, n)
+        through = [through] * n if isinstance(through, (int, bool, np.integer)) else through
+        fmts = [data_format] * n if data_format is None or isinstance(data_format, str) else data_format
+        if not isinstance(through, (list, tuple)) or not isinstance(fmts, (list, tuple)) or \
+                len(through) != n or len(fmts) != n:
+            raise ToolkitError(f"inputs_pass_through / data_format need one entry per input ({n}), got "
+                               f"{through!r} / {data_format!r}")
+        if any(not (isinstance(f, (bool, int, np.integer)) and f in (0, 1)) for f in through):
+            raise ToolkitError(f"inputs_pass_through must be 0 or 1 per input, got {through!r}")
         compiled, out = self._ctx.compiled, []
         for i, (x, flag, fmt) in enumerate(zip(arrays, through, fmts)):
-            x = np.asarray(x)
             mean = compiled.mean[i] if compiled.mean and i < len(compiled.mean) else None
             std = compiled.std[i] if compiled.std and i < len(compiled.std) else None
             if flag and (mean is not None or std is not None):
-                layout = input_layout(self._ctx, x, fmt, i) if x.ndim == 4 else "nchw"
-                axis = -1 if x.ndim == 3 or layout == "nhwc" else min(1, x.ndim - 1)
+                x, layout, _ = fit_input(self._ctx, x, fmt, i)
+                axis = -1 if layout == "nhwc" else min(1, x.ndim - 1)
                 shape = [1] * x.ndim
                 shape[axis] = -1
                 m = np.asarray(mean if mean is not None else [0.0], np.float32)
