@@ -22,7 +22,8 @@ Where npurt differs (stated, never silent): `export_rknn` writes npurt's compile
 `.rknn` gets one clear line) and such a model runs on the emulated SoC (the toolkit's simulator refuses it);
 `init_runtime(target=...)` emulates that SoC instead of connecting to a board; `eval_perf` reports the NPU times
 npurt's timing model predicts (labelled as predictions) and the CPU time measured on the host
-(`npurt.toolkit.perf`); weights are quantised per channel whatever `quantized_method` says; only w8a8 / float16 builds; `codegen`, encrypted export and non-ONNX loaders return -1.
+(`npurt.toolkit.perf`); weights are quantised per channel whatever `quantized_method` says; only w8a8 / float16 builds;
+`rknn_batch_size` is at most 128; `codegen`, encrypted export and non-ONNX loaders return -1.
 """
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ PLATFORMS = ("rv1103", "rv1103b", "rv1106", "rv1106b", "rv1126b", "rk2118", "rk3
 QUANTIZED_DTYPES = ("w8a8", "asymmetric_quantized-8")
 ALGORITHMS = ("normal", "kl_divergence", "mmse")
 METHODS = ("layer", "channel")
+MAX_BATCH = 128
+"""The largest rknn_batch_size npurt builds (a bound so that a mistyped batch fails at once, not in the memory)."""
 
 class ToolkitError(Exception):
     """A failure a method reports as the toolkit does (an `E <method>:` line and -1)."""
@@ -70,20 +73,86 @@ def _status(failed: Any = -1, name: str | None = None) -> Callable:
     return wrap
 
 
+def _number(x: Any, what: str, values: Any) -> float:
+    """One mean / std value: a real number, finite in float32 (the runtime normalises in float32)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise ToolkitError(f"{what} must hold numbers, got {x!r} in {values!r}")
+    try:
+        value = float(x)
+    except OverflowError:
+        value = float("inf")
+    with np.errstate(over="ignore"):
+        finite = bool(np.isfinite(np.float32(value)))
+    if not finite:
+        raise ToolkitError(f"{what} must hold finite numbers, got {x!r} in {values!r}")
+    return value
+
+
 def _norm_lists(values: Any, what: str) -> list[list[float]] | None:
-    """mean_values / std_values as one list per input (a flat list of numbers is one input's)."""
+    """mean_values / std_values as one list per input (a flat list of numbers is one input's); ToolkitError naming
+    the argument for anything that is not finite numbers (a std of 0, or so small that 1/std overflows float32)."""
     if values is None:
         return None
     if not isinstance(values, (list, tuple)):
         raise ToolkitError(f"{what} must be a list of lists (one per input), got {type(values).__name__}")
-    if values and all(isinstance(v, (int, float, np.number)) for v in values):
+    if values and not any(isinstance(v, (list, tuple, np.ndarray)) for v in values):
         values = [values]
     out = []
     for v in values:
-        if not isinstance(v, (list, tuple, np.ndarray)) or not len(v):
+        if not isinstance(v, (list, tuple, np.ndarray)) or np.ndim(v) != 1 or not len(v):
             raise ToolkitError(f"{what} must be a list of lists (one per input), got {values!r}")
-        out.append([float(x) for x in v])
+        out.append([_number(x, what, values) for x in v])
+    if what == "std_values":
+        with np.errstate(divide="ignore", over="ignore"):
+            if any(x == 0 or not np.isfinite(np.float32(1) / np.float32(x)) for s in out for x in s):
+                raise ToolkitError(f"std_values must not contain 0 (nor a value so small that 1/std overflows "
+                                   f"float32), got {values!r}")
     return out
+
+
+def _batch_size(value: Any) -> int | None:
+    """build's / hybrid_quantization_step1's rknn_batch_size: None or a positive whole number."""
+    if value is None:
+        return None
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
+        value = int(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not \
+            1 <= value <= MAX_BATCH:
+        raise ToolkitError(f"rknn_batch_size must be a whole number from 1 to {MAX_BATCH}, got {value!r}")
+    return int(value)
+
+
+def _checked_config(given: dict[str, Any]) -> dict[str, Any]:
+    """`config`'s arguments checked and normalised (mean / std lists, lower-case platform); ToolkitError naming
+    the argument that is wrong. Also what hybrid_quantization_step2 applies to the configuration step1 recorded."""
+    given = dict(given)
+    means, stds = _norm_lists(given["mean_values"], "mean_values"), _norm_lists(given["std_values"], "std_values")
+    if means is not None and stds is not None and len(means) != len(stds):
+        raise ToolkitError(f"mean_values has {len(means)} entries and std_values {len(stds)}: give one list per "
+                           f"input in both")
+    target_platform = given["target_platform"]
+    if target_platform is not None:
+        name = str(target_platform).lower()
+        if name not in PLATFORMS:
+            raise ToolkitError(f"target_platform {target_platform!r} is not supported, the supported platforms "
+                               f"are {list(PLATFORMS)}")
+        given["target_platform"] = name
+    for key, allowed in (("quantized_algorithm", ALGORITHMS), ("quantized_method", METHODS)):
+        if not isinstance(given[key], str) or given[key] not in allowed:
+            raise ToolkitError(f"{key} {given[key]!r} is not supported, use one of {list(allowed)}")
+    if str(given["quantized_dtype"]).lower() not in QUANTIZED_DTYPES:
+        raise ToolkitError(f"quantized_dtype {given['quantized_dtype']!r} is not supported by npurt: it builds "
+                           f"{QUANTIZED_DTYPES[0]} (int8 weights and activations) or float16")
+    if str(given["float_dtype"]).lower() != "float16":
+        raise ToolkitError(f"float_dtype {given['float_dtype']!r} is not supported, only 'float16'")
+    level = given["optimization_level"]
+    if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or level not in (0, 1, 2, 3):
+        raise ToolkitError(f"optimization_level must be 0, 1, 2 or 3, got {level!r}")
+    if given["dynamic_input"] is not None:
+        from npurt.runtime.loader import parse_shape_sets
+        parse_shape_sets(given["dynamic_input"])
+    given.update(mean_values=means, std_values=stds)
+    return given
 
 
 class RKNN(VendorClass):
@@ -129,37 +198,10 @@ class RKNN(VendorClass):
         given = dict(locals())
         for key in ("self", "kwargs", "__class__"):
             given.pop(key, None)
-        means, stds = _norm_lists(mean_values, "mean_values"), _norm_lists(std_values, "std_values")
-        if means is not None and stds is not None and len(means) != len(stds):
-            raise ToolkitError(f"mean_values has {len(means)} entries and std_values {len(stds)}: give one list per "
-                               f"input in both")
-        if stds is not None and any(x == 0 for s in stds for x in s):
-            raise ToolkitError("std_values must not contain 0")
-        if target_platform is not None:
-            name = str(target_platform).lower()
-            if name not in PLATFORMS:
-                raise ToolkitError(f"target_platform {target_platform!r} is not supported, the supported platforms "
-                                   f"are {list(PLATFORMS)}")
-            given["target_platform"] = name
-        if str(quantized_dtype).lower() not in QUANTIZED_DTYPES:
-            raise ToolkitError(f"quantized_dtype {quantized_dtype!r} is not supported by npurt: it builds "
-                               f"{QUANTIZED_DTYPES[0]} (int8 weights and activations) or float16")
-        if quantized_algorithm not in ALGORITHMS:
-            raise ToolkitError(f"quantized_algorithm {quantized_algorithm!r} is not supported, use one of "
-                               f"{list(ALGORITHMS)}")
-        if quantized_method not in METHODS:
-            raise ToolkitError(f"quantized_method {quantized_method!r} is not supported, use one of {list(METHODS)}")
-        if str(float_dtype).lower() != "float16":
-            raise ToolkitError(f"float_dtype {float_dtype!r} is not supported, only 'float16'")
-        if isinstance(optimization_level, bool) or optimization_level not in (0, 1, 2, 3):
-            raise ToolkitError(f"optimization_level must be 0, 1, 2 or 3, got {optimization_level!r}")
-        if dynamic_input is not None:
-            from npurt.runtime.loader import parse_shape_sets
-            parse_shape_sets(dynamic_input)
+        config = _checked_config(given)
         for key in kwargs:
             self._log("W", "config", f"unknown argument {key!r} ignored")
-        given.update(mean_values=means, std_values=stds)
-        self._config = given
+        self._config = config
         return 0
 
     # --- loading ----------------------------------------------------------------------------------------------------
@@ -188,7 +230,7 @@ class RKNN(VendorClass):
 
     def _input_specs(self, onnx_bytes: bytes | None = None) -> list[tuple[str, tuple[int, ...]]]:
         from npurt.model.sources import input_specs
-        return [(name, shape) for name, shape, _ in input_specs(onnx_bytes or self._onnx, dynamic_ok=True)]
+        return [(name, shape) for name, shape, _ in input_specs(self._onnx if onnx_bytes is None else onnx_bytes, dynamic_ok=True)]
 
     def _check_normalization(self, onnx_bytes: bytes) -> None:
         specs = self._input_specs(onnx_bytes)
@@ -279,8 +321,7 @@ class RKNN(VendorClass):
               auto_hybrid: bool = False) -> int:
         """Compile the loaded model: int8 calibrated on `dataset` (the toolkit's dataset.txt), or float16; 0 / -1."""
         self._require_loaded()
-        if rknn_batch_size is not None and (isinstance(rknn_batch_size, bool) or int(rknn_batch_size) < 1):
-            raise ToolkitError(f"rknn_batch_size must be a positive integer, got {rknn_batch_size!r}")
+        rknn_batch_size = _batch_size(rknn_batch_size)
         if auto_hybrid:
             self._log("W", "build", "auto_hybrid is not supported by npurt and is ignored; use "
                                     "hybrid_quantization_step1/2 to keep layers in float")
@@ -519,6 +560,7 @@ class RKNN(VendorClass):
         custom_quantize_layers, `custom_hybrid` ([[start, end], ...]) every layer between those tensors; 0 / -1."""
         from npurt.toolkit import hybrid
         self._require_loaded()
+        rknn_batch_size = _batch_size(rknn_batch_size)
         samples = self._samples(dataset, rknn_batch_size)
         options = self._options("int8", samples)
         compiled = self._compile(options, self._soc(), rknn_batch_size)
@@ -531,7 +573,7 @@ class RKNN(VendorClass):
             from npurt.api.accuracy import analyse
             report = analyse(compiled, self._onnx, samples[:max(int(proposal_dataset_size), 1)], reference="auto")
             custom.update((row.name, "float16") for row in report.worst())
-        record = {"format": "npurt-hybrid-1", "model": self._model_path, "batch": rknn_batch_size,
+        record = {"format": hybrid.FORMAT, "model": self._model_path, "batch": rknn_batch_size,
                   "config": {k: v for k, v in self._config.items() if _jsonable(v)}}
         files = hybrid.write_files(self._model_path or "model", record, self._onnx, qparams, custom)
         self._log("I", "hybrid_quantization_step1", "wrote " + ", ".join(map(str, files)))
@@ -548,16 +590,21 @@ class RKNN(VendorClass):
             if name not in floats:
                 self._log("W", "hybrid_quantization_step2", f"{name}: {dtype} is not supported by npurt, the layer "
                                                             f"stays int8")
+        recorded = record.get("config", {})
+        unknown = sorted(set(recorded) - set(_config_defaults()))
+        if unknown:
+            raise ToolkitError(f"{model_input}: the recorded configuration has unknown arguments {unknown}")
+        config = _checked_config(dict(_config_defaults(), **recorded))
+        batch = _batch_size(record.get("batch"))
         saved = (self._config, self._onnx, self._model_path)
-        self._config = dict(_config_defaults(), **record.get("config", {}))
-        self._onnx, self._model_path = onnx_bytes, record.get("model")
+        self._config, self._onnx, self._model_path = config, onnx_bytes, record.get("model")
         try:
             options = self._options("int8", qparams=qparams, float_layers=floats)
-            compiled = self._compile(options, self._soc(), record.get("batch"))
+            compiled = self._compile(options, self._soc(), batch)
         except BaseException:
             self._config, self._onnx, self._model_path = saved
             raise
-        self._compiled, self._from_file, self._built = compiled, False, (options, record.get("batch"))
+        self._compiled, self._from_file, self._built = compiled, False, (options, batch)
         return 0
 
     # --- the rest ---------------------------------------------------------------------------------------------------
