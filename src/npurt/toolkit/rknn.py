@@ -93,8 +93,8 @@ def _norm_lists(values: Any, what: str) -> list[list[float]] | None:
     the argument for anything that is not finite numbers (a std of 0, or so small that 1/std overflows float32)."""
     if values is None:
         return None
-    if not isinstance(values, (list, tuple)):
-        raise ToolkitError(f"{what} must be a list of lists (one per input), got {type(values).__name__}")
+    if not isinstance(values, (list, tuple)) or not values:
+        raise ToolkitError(f"{what} must be a list of lists (one per input), got {values!r}")
     if values and not any(isinstance(v, (list, tuple, np.ndarray)) for v in values):
         values = [values]
     out = []
@@ -108,6 +108,14 @@ def _norm_lists(values: Any, what: str) -> list[list[float]] | None:
                 raise ToolkitError(f"std_values must not contain 0 (nor a value so small that 1/std overflows "
                                    f"float32), got {values!r}")
     return out
+
+
+def _path(value: Any, what: str) -> str:
+    """A file or folder path argument as a str; ToolkitError naming the argument for anything else (None, a
+    number, an empty string)."""
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        raise ToolkitError(f"{what} must be a file path, got {value!r}")
+    return os.fsdecode(os.fspath(value))
 
 
 def _batch_size(value: Any) -> int | None:
@@ -210,6 +218,9 @@ class RKNN(VendorClass):
         """Load an ONNX model (`inputs` + `input_size_list` set input shapes or cut the graph at those tensors,
         `outputs` cuts it at those, `input_initial_val` fixes inputs to constants); 0 / -1. A missing file raises,
         as in the toolkit."""
+        if not isinstance(model, (str, os.PathLike)):
+            self._log("E", "load_onnx", f"model must be the path of an .onnx file, got {model!r}")
+            return -1
         if not os.path.isfile(os.fspath(model)):
             self._log("E", "load_onnx", f"Model file {model} not exists!")
             raise ValueError(f"Model file {model} not exists!")
@@ -296,7 +307,7 @@ class RKNN(VendorClass):
         specs = self._input_specs()
         dyn = self._config["dynamic_input"]
         shapes = [list(s) for s in dyn[0]] if dyn else [list(s) for _, s in specs]
-        return read_dataset(dataset, shapes, per_input_flags(self._config["quant_img_RGB2BGR"], len(specs)), batch)
+        return read_dataset(_path(dataset, "dataset"), shapes, per_input_flags(self._config["quant_img_RGB2BGR"], len(specs)), batch)
 
     def _compile(self, options: Any, soc: str, batch: int | None = None) -> Any:
         """The loaded model compiled with `options` for `soc` (every shape set of a dynamic_input model; the batch
@@ -349,7 +360,7 @@ class RKNN(VendorClass):
         """Write the built model: npurt's compiled model file whatever the name (see the module doc); 0 / -1."""
         if self._compiled is None:
             raise ToolkitError("RKNN model does not exist, please load & build model first!")
-        self._compiled.save(export_path)
+        self._compiled.save(_path(export_path, "export_path"))
         self._log("I", "export_rknn", f"{export_path}: npurt's compiled model (npurt's librknnrt.so and RKNNLite "
                                       f"load it; a board's librknnrt does not)")
         return 0
@@ -364,10 +375,11 @@ class RKNN(VendorClass):
         """Load a compiled model written by export_rknn (npurt's format); a vendor `.rknn` is refused; 0 / -1."""
         from npurt.model.compiled import read_compiled
         from npurt.model.file_format import is_npurt, refuse_vendor_model
-        if not os.path.isfile(os.fspath(path)):
+        path = _path(path, "path")
+        if not os.path.isfile(path):
             raise ToolkitError(f"The model {path} does not exist!")
-        data = Path(os.fspath(path)).read_bytes()
-        refuse_vendor_model(data, os.fspath(path))
+        data = Path(path).read_bytes()
+        refuse_vendor_model(data, path)
         if not is_npurt(data):
             raise ToolkitError(f"{path} is not a model written by export_rknn (npurt's compiled model)")
         self._compiled, self._from_file, self._onnx = read_compiled(data), True, None
@@ -518,7 +530,7 @@ class RKNN(VendorClass):
         runtime = None
         if target is not None:
             runtime = self._target_outputs(sample, target)
-        out = Path(output_dir if output_dir is not None else "./snapshot")
+        out = Path(_path(output_dir, "output_dir") if output_dir is not None else "./snapshot")
         snapshot.write(out, report, kept.get("golden"), kept.get("quantised"), runtime, dumps=output_dir is not None)
         for row in report.outputs():
             self._log("I", "accuracy_analysis", f"{row.name}: entire cos {row.entire_cosine:.5f}, single cos "
@@ -530,11 +542,13 @@ class RKNN(VendorClass):
         if isinstance(inputs, (str, os.PathLike)):
             inputs = [inputs]
         names = list(self._compiled.graph.inputs)
+        if not isinstance(inputs, (list, tuple)):
+            raise ToolkitError(f"inputs must be a list of image or .npy paths (one per model input), got {inputs!r}")
         if len(inputs) != len(names):
             raise ToolkitError(f"accuracy_analysis got {len(inputs)} inputs, the model has {len(names)} ({names})")
         bgr = per_input_flags(self._config["quant_img_RGB2BGR"], len(names))
         shapes = [self._compiled.storage[n].shape for n in names]
-        return [load_entry(find_entry(os.fspath(p), None), shape, flip)
+        return [load_entry(find_entry(_path(p, "inputs"), None), shape, flip)
                 for p, shape, flip in zip(inputs, shapes, bgr)]
 
     def _target_outputs(self, sample: list[np.ndarray], target: str) -> dict[str, np.ndarray]:
@@ -584,7 +598,9 @@ class RKNN(VendorClass):
         """Build from step1's files as the user edited them: the layers listed under custom_quantize_layers
         compute in float16, every other in int8 with the cfg's scales and zero points; 0 / -1."""
         from npurt.toolkit import hybrid
-        record, onnx_bytes, custom, qparams = hybrid.read_files(model_input, data_input, model_quantization_cfg)
+        record, onnx_bytes, custom, qparams = hybrid.read_files(
+            _path(model_input, "model_input"), _path(data_input, "data_input"),
+            _path(model_quantization_cfg, "model_quantization_cfg"))
         floats = [name for name, dtype in custom.items() if str(dtype).lower() in hybrid.FLOAT_TYPES]
         for name, dtype in custom.items():
             if name not in floats:
