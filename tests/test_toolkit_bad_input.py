@@ -9,7 +9,9 @@ import contextlib
 import io
 import json
 import math
+import os
 import struct
+import warnings
 import zlib
 from pathlib import Path
 
@@ -305,3 +307,169 @@ def test_accuracy_analysis_writes_one_file_per_tensor_when_names_collide(tmp_pat
         golden = np.load(out / "golden" / "npy" / (mapping[name][:-4] + ".npy"))
         np.testing.assert_allclose(np.loadtxt(out / "golden" / mapping[name]), golden.reshape(-1), atol=1e-5)
         assert ((golden < 0).any()) == (name == "a/b")             # before the Relu and after it
+
+
+# --- 7. hostile arguments: a property test over both classes -----------------------------------------------------
+PATHS = ["", "no/such/file.onnx", "no/such/dir/"]
+HOSTILE = st.one_of(
+    st.sampled_from([None, -1, 0, 1, True, 2.5, b"\xff", [], [None], [[]], {}, (1, 2), object(), *PATHS]),
+    st.sampled_from([math.nan, math.inf, -math.inf, 1e-50]),
+    st.integers(min_value=2 ** 62, max_value=2 ** 80), st.integers(min_value=-2 ** 80, max_value=-2 ** 62),
+    st.lists(st.sampled_from([math.nan, math.inf, None, "a"]), min_size=1, max_size=3),
+    st.lists(st.lists(st.sampled_from([math.nan, -math.inf, 1e39, None, "a"]), min_size=3, max_size=3), min_size=1,
+             max_size=2),
+    st.sampled_from([(), (0,), (2, 2), (1, 3, 8, 11), (1, 8, 10, 4), (2, 8, 10, 3), (1, 16, 16, 3)]).map(
+        lambda shape: np.ones(shape, np.float32)),
+)
+
+
+def _in(value, allowed) -> bool:
+    return isinstance(value, str) and value.lower() in allowed
+
+
+def _per_input(ok):
+    """A predicate for a per-input argument: `ok` for the value, or a list of one value `ok` takes."""
+    return lambda v: ok(v) or isinstance(v, (list, tuple)) and len(v) == 1 and ok(v[0])
+
+
+def _numbers(value) -> bool:
+    """A flat list of finite numbers (one input's mean or std values)."""
+    return isinstance(value, (list, tuple)) and len(value) > 0 and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and abs(x) < 1e38 for x in value)
+
+
+def _plain(value) -> bool:
+    return not isinstance(value, (bool, np.ndarray)) and isinstance(value, (int, type(None)))
+
+
+TOOLKIT_ARGS = {         # (method, argument) -> the values of HOSTILE that are valid there (they are skipped)
+    ("config", "mean_values"): lambda v: v is None or _numbers(v),
+    ("config", "std_values"): lambda v: v is None or _numbers(v) and 0 not in v and 1e-50 not in v,
+    ("config", "target_platform"): lambda v: v is None or _in(v, ("rk3588", "rk3566")),
+    ("config", "quantized_dtype"): lambda v: _in(v, ("w8a8",)),
+    ("config", "quantized_algorithm"): lambda v: _in(v, ("normal",)),
+    ("config", "quantized_method"): lambda v: _in(v, ("channel", "layer")),
+    ("config", "float_dtype"): lambda v: _in(v, ("float16",)),
+    ("config", "optimization_level"): lambda v: _plain(v) and v in (0, 1, 2, 3),
+    ("config", "dynamic_input"): lambda v: v is None,
+    ("load_onnx", "model"): lambda v: False,
+    ("load_onnx", "inputs"): lambda v: v is None,
+    ("load_onnx", "outputs"): lambda v: v is None,
+    ("load_onnx", "input_size_list"): lambda v: v is None,
+    ("load_onnx", "input_initial_val"): lambda v: v is None or isinstance(v, list) and len(v) == 1 and v[0] is None,
+    ("build", "dataset"): lambda v: False,
+    ("build", "rknn_batch_size"): lambda v: v is None or _plain(v) and 1 <= v <= 128,
+    ("inference", "inputs"): lambda v: False,
+    ("inference", "data_format"): _per_input(lambda v: v is None or _in(v, ("nhwc",))),
+    ("inference", "inputs_pass_through"): _per_input(lambda v: v in (None, 0, 1) if _plain(v) or
+                                                     isinstance(v, bool) else False),
+    ("export_rknn", "export_path"): lambda v: False,
+    ("init_runtime", "target"): lambda v: v is None,
+    ("init_runtime", "core_mask"): lambda v: _plain(v) and v in RKNN._CORE_MASKS,
+    ("accuracy_analysis", "inputs"): lambda v: False,
+    ("accuracy_analysis", "output_dir"): lambda v: v is None or isinstance(v, str) and v != "",
+    ("accuracy_analysis", "target"): lambda v: v is None,
+    ("load_rknn", "path"): lambda v: False,
+    ("reg_custom_op", "custom_op"): lambda v: False,
+    ("hybrid_quantization_step1", "dataset"): lambda v: False,
+    ("hybrid_quantization_step1", "rknn_batch_size"): lambda v: v is None or _plain(v) and 1 <= v <= 128,
+    ("hybrid_quantization_step1", "custom_hybrid"): lambda v: v is None or isinstance(v, (list, tuple)) and not v,
+    ("hybrid_quantization_step2", "model_input"): lambda v: False,
+    ("hybrid_quantization_step2", "data_input"): lambda v: False,
+    ("hybrid_quantization_step2", "model_quantization_cfg"): lambda v: False,
+}
+LITE_ARGS = {
+    ("load_rknn", "path"): lambda v: False,
+    ("init_runtime", "target"): lambda v: v is None,
+    ("init_runtime", "core_mask"): lambda v: _plain(v) and v in RKNN._CORE_MASKS,
+    ("inference", "inputs"): lambda v: False,
+    ("inference", "data_type"): _per_input(lambda v: v is None),
+    ("inference", "data_format"): _per_input(lambda v: v is None or _in(v, ("nhwc",))),
+    ("inference", "inputs_pass_through"): _per_input(lambda v: _plain(v) and v in (None, 0)),
+}
+
+
+@pytest.fixture(scope="module")
+def ready(tmp_path_factory):
+    """A toolkit RKNN built (int8) with its runtime up, an RKNNLite on the same model, the valid arguments of each
+    method, and the reference output of the valid inference."""
+    tmp = tmp_path_factory.mktemp("hostile")
+    model, dataset = _files(tmp, n=2)
+    cwd = os.getcwd()
+    os.chdir(tmp)                                   # step1 writes its files in the current folder
+    try:
+        rknn = _built(tmp)
+        assert rknn.hybrid_quantization_step1(dataset=dataset) == 0
+    finally:
+        os.chdir(cwd)
+    assert rknn.export_rknn(str(tmp / "conv.npurt")) == 0 and rknn.init_runtime() == 0
+    lite = RKNNLite()
+    assert lite.load_rknn(str(tmp / "conv.npurt")) == 0 and lite.init_runtime() == 0
+    x = _pixels(9).transpose(0, 2, 3, 1)
+    valid = {"config": dict(mean_values=MEAN, std_values=STD, target_platform="rk3588"), "load_onnx": dict(model=model),
+             "build": dict(dataset=dataset), "inference": dict(inputs=[x]), "export_rknn": dict(export_path=str(
+                 tmp / "again.npurt")), "init_runtime": {}, "accuracy_analysis": dict(inputs=[str(tmp / "s0.npy")],
+                                                                                       output_dir=str(tmp / "snap")),
+             "load_rknn": dict(path=str(tmp / "conv.npurt")), "reg_custom_op": {},
+             "hybrid_quantization_step1": dict(dataset=dataset),
+             "hybrid_quantization_step2": {k: str(tmp / f"conv.{e}") for k, e in (
+                 ("model_input", "model"), ("data_input", "data"), ("model_quantization_cfg", "quantization.cfg"))}}
+    yield rknn, lite, valid, x, rknn.inference(inputs=[x])[0], lite.inference(inputs=[x.astype(np.uint8)])[0]
+    rknn.release()
+    lite.release()
+
+
+def _names_it(line: str, arg: str, value) -> bool:
+    """The E line names the argument, or shows the value given."""
+    shown = [repr(value), str(value)] if not isinstance(value, np.ndarray) else [str(value.shape), str(value.dtype)]
+    if isinstance(value, str) and value:
+        shown.append(os.path.normpath(value))
+    if isinstance(value, list):                     # a list of paths: the one refused
+        shown += [os.path.normpath(v) for v in value if isinstance(v, str) and v]
+    return arg in line or arg.replace("_", " ") in line or any(s and s in line for s in shown)
+
+
+def _call(obj, method: str, kwargs: dict):
+    """(result, raised, the E lines) of one call, stderr captured."""
+    err = io.StringIO()
+    raised = None
+    with contextlib.redirect_stderr(err), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)      # numpy's casts of nan / huge values: not lines of ours
+        try:
+            result = getattr(obj, method)(**kwargs)
+        except Exception as exc:                    # noqa: BLE001  (what the property is about)
+            result, raised = None, exc
+    lines = err.getvalue().splitlines()
+    assert all(line[:2] in ("E ", "W ", "I ") for line in lines), lines           # one line per message
+    return result, raised, [line for line in lines if line.startswith("E ")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_hostile_arguments_fail_with_one_line_and_change_nothing(ready, data):
+    """Every hostile argument of every method: -1 (None from inference) with exactly one E line that names the
+    argument, no other exception (load_onnx of a path that is not a file raises ValueError, as the toolkit does),
+    and the object works as before (the same outputs of a valid inference, the configuration kept)."""
+    rknn, lite, valid, x, want, want_lite = ready
+    face = data.draw(st.sampled_from(["toolkit", "lite"]), label="face")
+    table = TOOLKIT_ARGS if face == "toolkit" else LITE_ARGS
+    method, arg = data.draw(st.sampled_from(sorted(table)), label="argument")
+    value = data.draw(HOSTILE.filter(lambda v: not table[method, arg](v)), label="value")
+    obj = rknn if face == "toolkit" else lite
+    kwargs = dict(valid.get(method, {})) if face == "toolkit" else \
+        {"load_rknn": dict(path=valid["load_rknn"]["path"]), "inference": dict(inputs=[x.astype(np.uint8)])}.get(
+            method, {})
+    kwargs[arg] = value
+    config = dict(rknn._config)
+    result, raised, errors = _call(obj, method, kwargs)
+    failure = None if method == "inference" else -1
+    if face == "toolkit" and (method, arg) == ("load_onnx", "model") and isinstance(value, str) and value:
+        assert isinstance(raised, ValueError) and "not exists" in str(raised)         # the toolkit's behaviour
+    else:
+        assert raised is None, f"{method}({arg}={value!r}) raised {raised!r}"
+        assert result is failure, f"{method}({arg}={value!r}) returned {result!r}"
+    assert len(errors) == 1 and errors[0].startswith(f"E {method}: "), errors
+    assert _names_it(errors[0], arg, value), errors[0]
+    assert rknn._config == config
+    np.testing.assert_array_equal(rknn.inference(inputs=[x])[0], want)
+    np.testing.assert_array_equal(lite.inference(inputs=[x.astype(np.uint8)])[0], want_lite)

@@ -26,6 +26,7 @@ ONNX model: `$NPURT_SOC`, else rk3588); `async_mode=True` is accepted and runs s
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 import weakref
@@ -34,7 +35,7 @@ from typing import Any
 import numpy as np
 
 import npurt.forksafe as forksafe
-from npurt.errors import NpuError
+from npurt.errors import ErrorCode, NpuError
 from npurt.model.file_format import is_npurt, refuse_vendor_model
 
 _DTYPES = {"int8": "int8", "uint8": "uint8", "int16": "int16", "float16": "float16", "float32": "float32"}
@@ -74,7 +75,7 @@ class RKNNLite(VendorClass):
 
     # --- logging ----------------------------------------------------------------------------------------------------
     def _log(self, level: str, where: str, message: str) -> None:
-        line = f"{level} {where}: {message}"
+        line = log_line(level, where, message)
         if level in ("E", "W") or self.verbose:
             print(line, file=sys.stderr)
         if self.verbose_file:
@@ -112,8 +113,11 @@ class RKNNLite(VendorClass):
 
     def _target_soc(self, target: str | None) -> str | None:
         if target is not None:
-            from npurt.soc import get_profile
-            return get_profile(str(target).lower()).name
+            from npurt.soc import PROFILES
+            if not isinstance(target, str) or target.lower() not in PROFILES:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, f"target {target!r} is not supported, use one of "
+                                                           f"{sorted(PROFILES)}")
+            return PROFILES[target.lower()].name
         if self._model is not None and is_npurt(self._model):
             from npurt.model.compiled import read_compiled
             return read_compiled(self._model).soc
@@ -130,7 +134,6 @@ class RKNNLite(VendorClass):
             self._log("E", "init_runtime", f"Not support core mask: {core_mask!r}; use one of the "
                                            f"RKNNLite.NPU_CORE_* values")
             return -1
-        self.release()
         from npurt.runtime import Context
         try:
             soc = self._target_soc(target)
@@ -153,6 +156,7 @@ class RKNNLite(VendorClass):
             return -1
         if async_mode:
             self._log("W", "init_runtime", "async_mode is accepted but npurt runs inference synchronously")
+        self.release()                          # the runtime this one replaces (kept if this call fails)
         self._ctx, self._frame_id = ctx, 0
         self._log("I", "init_runtime", f"RKNN Runtime ready on {ctx.profile.name} (npurt)")
         return 0
@@ -232,6 +236,13 @@ class RKNNLite(VendorClass):
             pass
 
 
+def log_line(level: str, where: str, message: str) -> str:
+    """`<level> <where>: <message>` as one line (a message quoting a multi-line value, e.g. an array's repr, is
+    joined), so that each failure is exactly one line, as the vendor's classes print it."""
+    text = re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", str(message).strip())
+    return f"{level} {where}: {text}"
+
+
 def runtime_sink(owner: Any) -> Any:
     """A runtime Context's log sink that writes its lines as `RKNN:` lines through `owner._log`, holding `owner`
     weakly: a context that held its owner would keep both (and their device memory) alive until the cycle
@@ -256,7 +267,7 @@ def sdk_version_text(ctx: Any) -> str:
 def _per_input(value: Any, n: int, what: str) -> list[Any]:
     if value is None or isinstance(value, (str, bool, int, np.integer)):
         return [value] * n
-    if not isinstance(value, (list, tuple, np.ndarray)):
+    if not isinstance(value, (list, tuple, np.ndarray)) or np.ndim(value) != 1:
         raise ValueError(f"{what} must be one value or a list with one per input, got {type(value).__name__}")
     values = list(value)
     if len(values) != n:
@@ -347,13 +358,6 @@ def infer(ctx: Any, inputs: Any, data_type: Any = None, data_format: Any = None,
         raise ValueError(f"inputs_pass_through must be 0 or 1 per input, got {inputs_pass_through!r}")
     items, shapes = [], []
     for i, (arr, dt, fmt, pt) in enumerate(zip(arrays, types, fmts, through)):
-        if dt is None:
-            if arr.dtype == np.float64:
-                arr = arr.astype(np.float32)
-            dt = arr.dtype.name
-        dt = _DTYPES.get(str(dt).lower(), str(dt).lower())
-        if not pt and dt in _DTYPES and arr.dtype != np.dtype(dt):
-            arr = arr.astype(dt)                  # the values are given as data_type: convert, not reinterpret
         if pt:
             native = ctx.compiled.native_input_attrs[i]
             if arr.nbytes != native.size_with_stride:
@@ -363,9 +367,23 @@ def infer(ctx: Any, inputs: Any, data_type: Any = None, data_format: Any = None,
             layout, shape = "undefined", ctx.input_shape(i)
         else:
             arr, layout, shape = fit_input(ctx, arr, fmt, i)
+        if dt is None:
+            if arr.dtype == np.float64:
+                arr = arr.astype(np.float32)
+            dt = arr.dtype.name
+        elif isinstance(dt, type) and issubclass(dt, np.generic) or isinstance(dt, np.dtype):
+            dt = np.dtype(dt).name                # np.uint8 for 'uint8'
+        try:
+            dtype = DType.parse(_DTYPES.get(dt.lower(), dt.lower()))
+        except (AttributeError, NpuError):
+            raise ValueError(f"data_type must be one of {list(_DTYPES)} (per input), got {data_type!r}" if
+                             types[i] is not None else f"inputs[{i}] is {arr.dtype}: give data_type, one of "
+                                                       f"{list(_DTYPES)}") from None
+        if not pt and dtype.value in _DTYPES and arr.dtype != np.dtype(dtype.value):
+            arr = arr.astype(dtype.value)         # the values are given as data_type: convert, not reinterpret
         shapes.append(shape)
         lay = {"nhwc": Layout.NHWC, "nchw": Layout.NCHW}.get(layout, Layout.UNDEFINED)
-        items.append(InputData(i, arr, DType.parse(dt), lay, pass_through=bool(pt)))
+        items.append(InputData(i, arr, dtype, lay, pass_through=bool(pt)))
     if ctx.family.dynamic and not any(it.pass_through for it in items):
         current = [tuple(ctx.input_shape(i)) for i in range(n)]
         if [tuple(map(int, s)) for s in shapes] != current:

@@ -37,7 +37,7 @@ from typing import Any, Callable
 import numpy as np
 
 from npurt.errors import NpuError
-from npurt.rknn.lite import VendorClass, fit_input, infer, runtime_sink, user_arrays
+from npurt.rknn.lite import VendorClass, fit_input, infer, log_line, runtime_sink, user_arrays
 
 PLATFORMS = ("rv1103", "rv1103b", "rv1106", "rv1106b", "rv1126b", "rk2118", "rk3562", "rk3566", "rk3568", "rk3576",
              "rk3588")
@@ -118,16 +118,20 @@ def _path(value: Any, what: str) -> str:
     return os.fsdecode(os.fspath(value))
 
 
-def _batch_size(value: Any) -> int | None:
-    """build's / hybrid_quantization_step1's rknn_batch_size: None or a positive whole number."""
-    if value is None:
-        return None
+def _whole(value: Any, what: str, most: int | None = None) -> int:
+    """A count argument: a whole number from 1 (to `most`); ToolkitError naming the argument otherwise (2.5, 0,
+    True, a string, NaN)."""
     if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
         value = int(value)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not \
-            1 <= value <= MAX_BATCH:
-        raise ToolkitError(f"rknn_batch_size must be a whole number from 1 to {MAX_BATCH}, got {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1 or \
+            most is not None and value > most:
+        raise ToolkitError(f"{what} must be a whole number from 1{f' to {most}' if most else ''}, got {value!r}")
     return int(value)
+
+
+def _batch_size(value: Any) -> int | None:
+    """build's / hybrid_quantization_step1's rknn_batch_size: None or a whole number from 1 to MAX_BATCH."""
+    return None if value is None else _whole(value, "rknn_batch_size", MAX_BATCH)
 
 
 def _checked_config(given: dict[str, Any]) -> dict[str, Any]:
@@ -183,7 +187,7 @@ class RKNN(VendorClass):
     # --- logging ----------------------------------------------------------------------------------------------------
     def _log(self, level: str, where: str, message: str) -> None:
         """`E` and `W` lines go to stderr; `I` lines only when verbose; every line to verbose_file when verbose."""
-        line = f"{level} {where}: {message}"
+        line = log_line(level, where, message)
         if level in ("E", "W") or self.verbose:
             print(line, file=sys.stderr)
         if self.verbose and self.verbose_file and os.path.isdir(os.path.dirname(os.path.abspath(self.verbose_file))):
@@ -218,7 +222,7 @@ class RKNN(VendorClass):
         """Load an ONNX model (`inputs` + `input_size_list` set input shapes or cut the graph at those tensors,
         `outputs` cuts it at those, `input_initial_val` fixes inputs to constants); 0 / -1. A missing file raises,
         as in the toolkit."""
-        if not isinstance(model, (str, os.PathLike)):
+        if not isinstance(model, (str, os.PathLike)) or not os.fspath(model):
             self._log("E", "load_onnx", f"model must be the path of an .onnx file, got {model!r}")
             return -1
         if not os.path.isfile(os.fspath(model)):
@@ -290,9 +294,14 @@ class RKNN(VendorClass):
         return 0
 
     # --- build ------------------------------------------------------------------------------------------------------
-    def _soc(self, target: str | None = None) -> str:
+    def _soc(self, target: Any = None) -> str:
+        """The SoC name of `target` (one of PLATFORMS), else of config's target_platform (None: npurt's default)."""
         from npurt.soc import get_profile
-        return get_profile(target or self._config["target_platform"]).name
+        if target is None:
+            return get_profile(self._config["target_platform"]).name
+        if not isinstance(target, str) or target.lower() not in PLATFORMS:
+            raise ToolkitError(f"target {target!r} is not supported, the supported platforms are {list(PLATFORMS)}")
+        return get_profile(target.lower()).name
 
     def _options(self, precision: str, samples: Any = None, **more: Any) -> Any:
         from npurt.model.options import CompileOptions
@@ -398,7 +407,7 @@ class RKNN(VendorClass):
         if isinstance(core_mask, bool) or not isinstance(core_mask, int) or core_mask not in self._CORE_MASKS:
             raise ToolkitError(f"Not support core mask: {core_mask!r}; use one of the RKNN.NPU_CORE_* values")
         compiled = self._compiled
-        soc = self._soc(str(target).lower()) if target is not None else compiled.soc
+        soc = self._soc(target) if target is not None else compiled.soc
         if soc != compiled.soc and not self._from_file:
             options, batch = self._built
             compiled = self._compile(options, soc, batch)        # the same build, for that SoC
@@ -523,6 +532,8 @@ class RKNN(VendorClass):
         if self._compiled is None or self._onnx is None:
             raise ToolkitError("accuracy_analysis needs a model from build() or hybrid_quantization_step2() "
                                "(a model loaded by load_rknn has no float reference)")
+        if target is not None:
+            self._soc(target)                   # refused before any work
         sample = self._analysis_sample(inputs)
         kept: dict[str, dict] = {}
         report = analyse(self._compiled, self._onnx, [sample], reference="auto",
@@ -554,7 +565,7 @@ class RKNN(VendorClass):
     def _target_outputs(self, sample: list[np.ndarray], target: str) -> dict[str, np.ndarray]:
         """The model outputs of an inference on the runtime emulating `target` (the analysis' runtime column)."""
         from npurt.runtime import Context
-        soc = self._soc(str(target).lower())
+        soc = self._soc(target)
         compiled = self._compiled if soc == self._compiled.soc else \
             self._compile(self._built[0], soc, self._built[1])
         ctx = Context(compiled, soc=soc, log=runtime_sink(self), name="rknn-accuracy")
@@ -573,19 +584,19 @@ class RKNN(VendorClass):
         current folder (`npurt.toolkit.hybrid`); `proposal` lists the layers that lose most in int8 under
         custom_quantize_layers, `custom_hybrid` ([[start, end], ...]) every layer between those tensors; 0 / -1."""
         from npurt.toolkit import hybrid
+        from npurt.toolkit.model_edit import hybrid_pairs, layers_between
         self._require_loaded()
         rknn_batch_size = _batch_size(rknn_batch_size)
+        pairs = hybrid_pairs(custom_hybrid) if custom_hybrid is not None else []
+        count = _whole(proposal_dataset_size, "proposal_dataset_size") if proposal else 0
         samples = self._samples(dataset, rknn_batch_size)
         options = self._options("int8", samples)
         compiled = self._compile(options, self._soc(), rknn_batch_size)
         qparams = {n: (s.scale, s.zp) for n, s in compiled.storage.items() if s.quantized}
-        custom: dict[str, str] = {}
-        if custom_hybrid:
-            from npurt.toolkit.model_edit import layers_between
-            custom.update((t, "float16") for t in layers_between(compiled.graph, custom_hybrid))
+        custom = {t: "float16" for t in layers_between(compiled.graph, pairs)}
         if proposal:
             from npurt.api.accuracy import analyse
-            report = analyse(compiled, self._onnx, samples[:max(int(proposal_dataset_size), 1)], reference="auto")
+            report = analyse(compiled, self._onnx, samples[:count], reference="auto")
             custom.update((row.name, "float16") for row in report.worst())
         record = {"format": hybrid.FORMAT, "model": self._model_path, "batch": rknn_batch_size,
                   "config": {k: v for k, v in self._config.items() if _jsonable(v)}}
