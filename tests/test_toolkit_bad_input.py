@@ -197,7 +197,8 @@ def test_tampered_hybrid_files_are_refused_by_step2(hybrid_files, tmp_path, caps
         says = MODEL_EDITS[edit][1]
     else:
         tampered[1].write_bytes(b"" if edit == "empty data" else b"\x00junk" * 10)
-        says = f"cannot read ONNX model {tampered[1]}: " + ("it has no graph" if edit == "empty data" else "Error parsing")
+        says = f"cannot read ONNX model {tampered[1]}: " + \
+            ("it has no graph" if edit == "empty data" else "Error parsing")
     capsys.readouterr()
     rknn = RKNN()
     assert rknn.hybrid_quantization_step2(*map(str, tampered)) == -1

@@ -11,9 +11,10 @@ existing Lite programs run unchanged off the board — on `.npurt` files or plai
 Behaviour as the vendor's: every call returns 0 / -1 (`inference` the list of outputs or None) and logs an
 `E <call>: ...` line on failure; outputs are dequantised float32 in the model's logical (ONNX) layout; 4-D
 inputs are NHWC unless `data_format` says 'nchw' (a 3-D HWC image gets its batch axis, as the toolkit's
-`inference` adds it), and an array of another shape is refused (`fit_input`); `data_type` defaults to the array's own dtype (uint8 images,
-float32 tensors); a dynamic-shape model takes its shape from the input arrays (no set-shape call);
-`core_mask` takes only the NPU_CORE_* values, and only on multi-core SoCs (others warn and ignore it).
+`inference` adds it), and an array of another shape is refused (`fit_input`); `data_type` defaults to the array's
+own dtype (uint8 images, float32 tensors); a dynamic-shape model takes its shape from the input arrays (no
+set-shape call); `core_mask` takes only the NPU_CORE_* values, and only on multi-core SoCs (others warn and ignore
+it).
 
 Built on the runtime `Context` general path (`set_inputs` / `run` / `get_outputs`), not a second runtime. Unlike the
 vendor's (whose memory grows with every inference, a known complaint), `inference()` keeps no per-call state: memory

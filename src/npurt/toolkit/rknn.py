@@ -95,7 +95,7 @@ def _norm_lists(values: Any, what: str) -> list[list[float]] | None:
         return None
     if not isinstance(values, (list, tuple)) or not values:
         raise ToolkitError(f"{what} must be a list of lists (one per input), got {values!r}")
-    if values and not any(isinstance(v, (list, tuple, np.ndarray)) for v in values):
+    if not any(isinstance(v, (list, tuple, np.ndarray)) for v in values):
         values = [values]
     out = []
     for v in values:
@@ -108,6 +108,13 @@ def _norm_lists(values: Any, what: str) -> list[list[float]] | None:
                 raise ToolkitError(f"std_values must not contain 0 (nor a value so small that 1/std overflows "
                                    f"float32), got {values!r}")
     return out
+
+
+def _platform(value: Any, what: str) -> str:
+    """A SoC name argument (target_platform, target) as one of PLATFORMS, lower case; ToolkitError naming it."""
+    if not isinstance(value, str) or value.lower() not in PLATFORMS:
+        raise ToolkitError(f"{what} {value!r} is not supported, the supported platforms are {list(PLATFORMS)}")
+    return value.lower()
 
 
 def _path(value: Any, what: str) -> str:
@@ -142,13 +149,8 @@ def _checked_config(given: dict[str, Any]) -> dict[str, Any]:
     if means is not None and stds is not None and len(means) != len(stds):
         raise ToolkitError(f"mean_values has {len(means)} entries and std_values {len(stds)}: give one list per "
                            f"input in both")
-    target_platform = given["target_platform"]
-    if target_platform is not None:
-        name = str(target_platform).lower()
-        if name not in PLATFORMS:
-            raise ToolkitError(f"target_platform {target_platform!r} is not supported, the supported platforms "
-                               f"are {list(PLATFORMS)}")
-        given["target_platform"] = name
+    if given["target_platform"] is not None:
+        given["target_platform"] = _platform(given["target_platform"], "target_platform")
     for key, allowed in (("quantized_algorithm", ALGORITHMS), ("quantized_method", METHODS)):
         if not isinstance(given[key], str) or given[key] not in allowed:
             raise ToolkitError(f"{key} {given[key]!r} is not supported, use one of {list(allowed)}")
@@ -245,7 +247,8 @@ class RKNN(VendorClass):
 
     def _input_specs(self, onnx_bytes: bytes | None = None) -> list[tuple[str, tuple[int, ...]]]:
         from npurt.model.sources import input_specs
-        return [(name, shape) for name, shape, _ in input_specs(self._onnx if onnx_bytes is None else onnx_bytes, dynamic_ok=True)]
+        model = self._onnx if onnx_bytes is None else onnx_bytes
+        return [(name, shape) for name, shape, _ in input_specs(model, dynamic_ok=True)]
 
     def _check_normalization(self, onnx_bytes: bytes) -> None:
         specs = self._input_specs(onnx_bytes)
@@ -299,9 +302,7 @@ class RKNN(VendorClass):
         from npurt.soc import get_profile
         if target is None:
             return get_profile(self._config["target_platform"]).name
-        if not isinstance(target, str) or target.lower() not in PLATFORMS:
-            raise ToolkitError(f"target {target!r} is not supported, the supported platforms are {list(PLATFORMS)}")
-        return get_profile(target.lower()).name
+        return get_profile(_platform(target, "target")).name
 
     def _options(self, precision: str, samples: Any = None, **more: Any) -> Any:
         from npurt.model.options import CompileOptions
@@ -316,7 +317,8 @@ class RKNN(VendorClass):
         specs = self._input_specs()
         dyn = self._config["dynamic_input"]
         shapes = [list(s) for s in dyn[0]] if dyn else [list(s) for _, s in specs]
-        return read_dataset(_path(dataset, "dataset"), shapes, per_input_flags(self._config["quant_img_RGB2BGR"], len(specs)), batch)
+        bgr = per_input_flags(self._config["quant_img_RGB2BGR"], len(specs))
+        return read_dataset(_path(dataset, "dataset"), shapes, bgr, batch)
 
     def _compile(self, options: Any, soc: str, batch: int | None = None) -> Any:
         """The loaded model compiled with `options` for `soc` (every shape set of a dynamic_input model; the batch
