@@ -210,6 +210,25 @@ def test_tampered_hybrid_files_are_refused_by_step2(hybrid_files, tmp_path, caps
     rknn.release()
 
 
+def test_step1_refuses_a_bad_custom_hybrid_or_proposal_size_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    model, dataset = _files(tmp_path, n=2)
+    rknn = RKNN()
+    rknn.load_onnx(model=model)
+    for kwargs, says in ((dict(custom_hybrid=[5]), "custom_hybrid must be a list of [start_tensor, end_tensor] pairs"),
+                         (dict(custom_hybrid=[["x", None]]), "custom_hybrid must be a list of"),
+                         (dict(custom_hybrid=[["nosuch", "y"]]), "custom_hybrid entry ['nosuch', 'y']"),
+                         (dict(proposal=True, proposal_dataset_size=math.nan),
+                          "proposal_dataset_size must be a whole number from 1, got nan"),
+                         (dict(proposal=True, proposal_dataset_size=0), "proposal_dataset_size must be a whole")):
+        capsys.readouterr()
+        assert rknn.hybrid_quantization_step1(dataset=dataset, **kwargs) == -1
+        err, = _errors(capsys)
+        assert err.startswith("E hybrid_quantization_step1: ") and says in err, err
+        assert not list(tmp_path.glob("conv.*.cfg")) and not (tmp_path / "conv.model").exists()
+    assert rknn.hybrid_quantization_step1(dataset=dataset, custom_hybrid=[["x", "y"]]) == 0
+
+
 # --- 4. non-finite mean / std and calibration data ---------------------------------------------------------------
 @pytest.mark.parametrize("kwargs, says", [
     (dict(mean_values=[[math.nan, 0, 0]]), "mean_values must hold finite numbers, got nan"),

@@ -131,8 +131,7 @@ def parse_cfg(text: str) -> tuple[dict[str, str], dict[str, tuple[float, int]]]:
     for name, p in params.items():
         if p.get("scale") is None or p.get("zero_point") is None:
             continue
-        qparams[name] = (_single(p["scale"], name, "scale"), _single(p["zero_point"], name, "zero_point"))
-        scale, zp = qparams[name]
+        scale, zp = _single(p["scale"], name, "scale"), _single(p["zero_point"], name, "zero_point")
         if not (math.isfinite(scale) and scale > 0):
             raise _bad_param(name, f"scale {scale!r} is not a positive finite number")
         if not (float(zp).is_integer() and -128 <= zp <= 127):

@@ -84,9 +84,11 @@ def edit_onnx(model: "str | os.PathLike", inputs: Sequence[str] | None, input_si
                 array = np.asarray(value, dtype)
             except (ValueError, TypeError):
                 array = None
-            if array is None or array.size != int(np.prod(dims)):
+            known = all(d > 0 for d in dims)            # a symbolic dimension takes the array's
+            if array is None or known and array.size != int(np.prod(dims)):
                 raise _bad(f"input_initial_val for {vi.name!r} must be an array of shape {dims}, got {value!r}")
-            array = array.reshape(dims)
+            if known:
+                array = array.reshape(dims)
             proto.graph.initializer.append(numpy_helper.from_array(array, vi.name))
         others = [vi for vi in proto.graph.input if vi.name not in graph_inputs]
         del proto.graph.input[:]
