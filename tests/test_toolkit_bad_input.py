@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from helpers.models import W1, B1, convnet, image
+from helpers.models import W1, B1, convnet
 from npurt.rknn.lite import RKNNLite
 from npurt.toolkit import RKNN
 from npurt.toolkit.snapshot import file_names
