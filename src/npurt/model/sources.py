@@ -56,13 +56,18 @@ def read_onnx(model: Any, external_data: bool = False) -> Any:
     import onnx
     if isinstance(model, onnx.ModelProto):
         return model
+    what = "" if isinstance(model, (bytes, bytearray, memoryview)) else f" {os.fspath(model)}"
     try:
         if isinstance(model, (bytes, bytearray, memoryview)):
-            return onnx.load_from_string(bytes(model))
-        return onnx.load(os.fspath(model), load_external_data=external_data)
+            proto = onnx.load_from_string(bytes(model))
+        else:
+            proto = onnx.load(os.fspath(model), load_external_data=external_data)
     except Exception as exc:
-        what = "" if isinstance(model, (bytes, bytearray, memoryview)) else f" {os.fspath(model)}"
         raise NpuError(ErrorCode.INVALID_MODEL, f"cannot read ONNX model{what}: {exc}") from None
+    if not proto.HasField("graph"):         # an empty file parses as an empty ModelProto
+        raise NpuError(ErrorCode.INVALID_MODEL, f"cannot read ONNX model{what}: it has no graph (an empty or "
+                                                f"truncated file?)")
+    return proto
 
 
 def input_specs(model: Any, dynamic_ok: bool = False,

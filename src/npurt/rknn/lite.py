@@ -11,9 +11,10 @@ existing Lite programs run unchanged off the board — on `.npurt` files or plai
 Behaviour as the vendor's: every call returns 0 / -1 (`inference` the list of outputs or None) and logs an
 `E <call>: ...` line on failure; outputs are dequantised float32 in the model's logical (ONNX) layout; 4-D
 inputs are NHWC unless `data_format` says 'nchw' (a 3-D HWC image gets its batch axis, as the toolkit's
-`inference` adds it); `data_type` defaults to the array's own dtype (uint8 images,
-float32 tensors); a dynamic-shape model takes its shape from the input arrays (no set-shape call);
-`core_mask` takes only the NPU_CORE_* values, and only on multi-core SoCs (others warn and ignore it).
+`inference` adds it), and an array of another shape is refused (`fit_input`); `data_type` defaults to the array's
+own dtype (uint8 images, float32 tensors); a dynamic-shape model takes its shape from the input arrays (no
+set-shape call); `core_mask` takes only the NPU_CORE_* values, and only on multi-core SoCs (others warn and ignore
+it).
 
 Built on the runtime `Context` general path (`set_inputs` / `run` / `get_outputs`), not a second runtime. Unlike the
 vendor's (whose memory grows with every inference, a known complaint), `inference()` keeps no per-call state: memory
@@ -26,6 +27,7 @@ ONNX model: `$NPURT_SOC`, else rk3588); `async_mode=True` is accepted and runs s
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 import weakref
@@ -34,7 +36,7 @@ from typing import Any
 import numpy as np
 
 import npurt.forksafe as forksafe
-from npurt.errors import NpuError
+from npurt.errors import ErrorCode, NpuError
 from npurt.model.file_format import is_npurt, refuse_vendor_model
 
 _DTYPES = {"int8": "int8", "uint8": "uint8", "int16": "int16", "float16": "float16", "float32": "float32"}
@@ -74,7 +76,7 @@ class RKNNLite(VendorClass):
 
     # --- logging ----------------------------------------------------------------------------------------------------
     def _log(self, level: str, where: str, message: str) -> None:
-        line = f"{level} {where}: {message}"
+        line = log_line(level, where, message)
         if level in ("E", "W") or self.verbose:
             print(line, file=sys.stderr)
         if self.verbose_file:
@@ -112,8 +114,11 @@ class RKNNLite(VendorClass):
 
     def _target_soc(self, target: str | None) -> str | None:
         if target is not None:
-            from npurt.soc import get_profile
-            return get_profile(str(target).lower()).name
+            from npurt.soc import PROFILES
+            if not isinstance(target, str) or target.lower() not in PROFILES:
+                raise NpuError(ErrorCode.INVALID_ARGUMENT, f"target {target!r} is not supported, use one of "
+                                                           f"{sorted(PROFILES)}")
+            return PROFILES[target.lower()].name
         if self._model is not None and is_npurt(self._model):
             from npurt.model.compiled import read_compiled
             return read_compiled(self._model).soc
@@ -130,7 +135,6 @@ class RKNNLite(VendorClass):
             self._log("E", "init_runtime", f"Not support core mask: {core_mask!r}; use one of the "
                                            f"RKNNLite.NPU_CORE_* values")
             return -1
-        self.release()
         from npurt.runtime import Context
         try:
             soc = self._target_soc(target)
@@ -153,6 +157,7 @@ class RKNNLite(VendorClass):
             return -1
         if async_mode:
             self._log("W", "init_runtime", "async_mode is accepted but npurt runs inference synchronously")
+        self.release()                          # the runtime this one replaces (kept if this call fails)
         self._ctx, self._frame_id = ctx, 0
         self._log("I", "init_runtime", f"RKNN Runtime ready on {ctx.profile.name} (npurt)")
         return 0
@@ -232,6 +237,13 @@ class RKNNLite(VendorClass):
             pass
 
 
+def log_line(level: str, where: str, message: str) -> str:
+    """`<level> <where>: <message>` as one line (a message quoting a multi-line value, e.g. an array's repr, is
+    joined), so that each failure is exactly one line, as the vendor's classes print it."""
+    text = re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", str(message).strip())
+    return f"{level} {where}: {text}"
+
+
 def runtime_sink(owner: Any) -> Any:
     """A runtime Context's log sink that writes its lines as `RKNN:` lines through `owner._log`, holding `owner`
     weakly: a context that held its owner would keep both (and their device memory) alive until the cycle
@@ -254,12 +266,37 @@ def sdk_version_text(ctx: Any) -> str:
 
 
 def _per_input(value: Any, n: int, what: str) -> list[Any]:
-    if value is None or isinstance(value, (str, bool, int)):
+    if value is None or isinstance(value, (str, bool, int, np.integer)):
         return [value] * n
+    if not isinstance(value, (list, tuple, np.ndarray)) or np.ndim(value) != 1:
+        raise ValueError(f"{what} must be one value or a list with one per input, got {type(value).__name__}")
     values = list(value)
     if len(values) != n:
         raise ValueError(f"{what} has {len(values)} entries, the model has {n} inputs")
     return values
+
+
+def user_arrays(inputs: Any, n: int) -> list[np.ndarray]:
+    """`inputs` as the vendor Python APIs take them (a list or tuple of arrays, one per model input; a bare array
+    for one input) as numeric numpy arrays; ValueError naming the input that is not one."""
+    if isinstance(inputs, np.ndarray):
+        inputs = [inputs]
+    if not isinstance(inputs, (list, tuple)):
+        raise ValueError(f"inputs must be a list of numpy arrays (one per model input), got "
+                         f"{type(inputs).__name__}")
+    if len(inputs) != n:
+        raise ValueError(f"{len(inputs)} inputs given, the model has {n}")
+    arrays = []
+    for i, x in enumerate(inputs):
+        try:
+            arr = np.asarray(x)
+        except (ValueError, TypeError):
+            arr = None
+        if arr is None or arr.dtype.kind not in "biuf":
+            raise ValueError(f"inputs[{i}] must be a numeric numpy array, got "
+                             f"{type(x).__name__ if arr is None else f'{type(x).__name__} of {arr.dtype}'}")
+        arrays.append(arr)
+    return arrays
 
 
 def input_layout(ctx: Any, arr: np.ndarray, fmt: str | None, index: int) -> str:
@@ -277,45 +314,77 @@ def input_layout(ctx: Any, arr: np.ndarray, fmt: str | None, index: int) -> str:
     return "nhwc"
 
 
+def fit_input(ctx: Any, arr: np.ndarray, fmt: str | None, index: int) -> tuple[np.ndarray, str, tuple[int, ...]]:
+    """(array, layout, logical ONNX-order shape) of user input `index`: a 3-D HWC image for a 4-D input gets its
+    batch axis (as the toolkit's `inference` adds it); the shape must be the model's (one of its shape sets for a
+    dynamic-shape model) in the layout given, else ValueError naming the input, the shape given and the one
+    expected: the runtime reads only the bytes it needs, so a wrong shape would silently give wrong outputs."""
+    given, want = tuple(arr.shape), ctx.input_shape(index)
+    name = ctx.compiled.graph.inputs[index]
+    if arr.ndim == 3 and len(want) == 4:
+        arr = arr[None]                       # an HWC (or CHW) image: the batch axis, as the toolkit adds it
+    if arr.ndim != len(want):
+        raise ValueError(f"inputs[{index}] is {len(given)}-D {given}, the model's input {index} is {len(want)}-D "
+                         f"{want}")
+    layout = input_layout(ctx, arr, fmt, index)
+    shape = (arr.shape[0], arr.shape[3], arr.shape[1], arr.shape[2]) if layout == "nhwc" else tuple(arr.shape)
+    sets = [tuple(s[index]) for s in ctx.family.shape_sets] if ctx.family.dynamic else [tuple(want)]
+    if shape not in sets:
+        def as_given(s: tuple[int, ...], lay: str) -> tuple[int, ...]:
+            return (s[0], s[2], s[3], s[1]) if lay == "nhwc" else s
+        expected = " or ".join(str(as_given(s, layout)) for s in sets)
+        if layout != "undefined":
+            expected += f" ({layout.upper()}"
+            expected += f"; {' or '.join(str(s) for s in sets)} with data_format='nchw')" if fmt is None else ")"
+        raise ValueError(f"inputs[{index}] ({name!r}) has shape {given}, the model expects {expected}")
+    return arr, layout, shape
+
+
 def infer(ctx: Any, inputs: Any, data_type: Any = None, data_format: Any = None,
           inputs_pass_through: Any = None) -> list[np.ndarray]:
     """One inference on a runtime Context through its general path, with the vendor Python APIs' input rules
     (shared by `RKNNLite` and the toolkit face `npurt.toolkit.RKNN`): one array per input (a bare array for one
     input), `data_type` per input (default: the array's own dtype), 4-D inputs NHWC unless `data_format` says
     'nchw', a 3-D HWC image for a 4-D input gets its batch axis (as the toolkit's `inference` does), a dynamic-shape
-    model switches to the arrays' shapes. Float32 outputs in the logical layout; ValueError / NpuError on bad input."""
+    model switches to the arrays' shapes; the shapes must be the model's (`fit_input`), a pass-through input the
+    native input's bytes. Float32 outputs in the logical layout; ValueError / NpuError on bad input."""
     from npurt.runtime import InputData
     from npurt.tensor import DType, Layout
-    arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
     n = ctx.n_inputs
-    if len(arrays) != n:
-        raise ValueError(f"{len(arrays)} inputs given, the model has {n}")
+    arrays = user_arrays(inputs, n)
     types = _per_input(data_type, n, "data_type")
     fmts = _per_input(data_format, n, "data_format")
     through = _per_input(inputs_pass_through, n, "inputs_pass_through")
+    if any(not (pt is None or isinstance(pt, (bool, int, np.integer)) and pt in (0, 1)) for pt in through):
+        raise ValueError(f"inputs_pass_through must be 0 or 1 per input, got {inputs_pass_through!r}")
     items, shapes = [], []
     for i, (arr, dt, fmt, pt) in enumerate(zip(arrays, types, fmts, through)):
-        arr = np.asarray(arr)
+        if pt:
+            native = ctx.compiled.native_input_attrs[i]
+            if arr.nbytes != native.size_with_stride:
+                raise ValueError(f"inputs[{i}] ({native.name!r}) with inputs_pass_through holds {arr.nbytes} bytes "
+                                 f"{tuple(arr.shape)}, the model's native input is {native.size_with_stride} bytes "
+                                 f"({native.type.value.upper()} {native.fmt.value} {list(native.dims)})")
+            layout, shape = "undefined", ctx.input_shape(i)
+        else:
+            arr, layout, shape = fit_input(ctx, arr, fmt, i)
         if dt is None:
             if arr.dtype == np.float64:
                 arr = arr.astype(np.float32)
             dt = arr.dtype.name
-        dt = _DTYPES.get(str(dt).lower(), str(dt).lower())
-        if not pt and dt in _DTYPES and arr.dtype != np.dtype(dt):
-            arr = arr.astype(dt)                  # the values are given as data_type: convert, not reinterpret
-        want = ctx.input_shape(i)
-        if arr.ndim == 3 and len(want) == 4:
-            arr = arr[None]                       # an HWC (or CHW) image: the batch axis, as the toolkit adds it
-        if arr.ndim != len(want):
-            raise ValueError(f"inputs[{i}] is {arr.ndim}-D {tuple(arr.shape)}, the model's input {i} is "
-                             f"{len(want)}-D {want}")
-        layout = input_layout(ctx, arr, fmt, i)
-        if layout == "nhwc":
-            shapes.append((arr.shape[0], arr.shape[3], arr.shape[1], arr.shape[2]))
-        else:
-            shapes.append(tuple(arr.shape))
+        elif isinstance(dt, type) and issubclass(dt, np.generic) or isinstance(dt, np.dtype):
+            dt = np.dtype(dt).name                # np.uint8 for 'uint8'
+        try:
+            dtype = DType.parse(_DTYPES.get(dt.lower(), dt.lower()))
+        except (AttributeError, NpuError):
+            raise ValueError(f"data_type must be one of {list(_DTYPES)} (per input), got {data_type!r}" if
+                             types[i] is not None else f"inputs[{i}] is {arr.dtype}: give data_type, one of "
+                                                       f"{list(_DTYPES)}") from None
+        if not pt and dtype.value in _DTYPES and arr.dtype != np.dtype(dtype.value):
+            arr = arr.astype(dtype.value)         # the values are given as data_type: convert, not reinterpret
+        shapes.append(shape)
         lay = {"nhwc": Layout.NHWC, "nchw": Layout.NCHW}.get(layout, Layout.UNDEFINED)
-        items.append(InputData(i, arr, DType.parse(dt), lay, pass_through=bool(pt)))
+        items.append(InputData(i, arr, dtype, lay, pass_through=bool(pt)))
     if ctx.family.dynamic and not any(it.pass_through for it in items):
         current = [tuple(ctx.input_shape(i)) for i in range(n)]
         if [tuple(map(int, s)) for s in shapes] != current:

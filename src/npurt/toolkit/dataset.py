@@ -45,6 +45,8 @@ def read_image(path: Path, bgr: bool = False) -> np.ndarray:
     try:
         with Image.open(path) as img:
             pixels = np.asarray(img.convert("RGB"), dtype=np.uint8)
+    except Image.DecompressionBombError as exc:     # its header declares more pixels than Pillow decodes
+        raise _bad(f"cannot read image {path}: too large ({exc})") from None
     except (OSError, UnidentifiedImageError) as exc:
         raise _bad(f"cannot read image {path}: {exc}") from None
     return np.ascontiguousarray(pixels[:, :, ::-1]) if bgr else pixels
@@ -67,6 +69,10 @@ def load_entry(path: Path, shape: Sequence[int], bgr: bool = False) -> np.ndarra
             pixels = _resize(pixels, shape[2], shape[3])
         return pixels.transpose(2, 0, 1)[None].astype(np.float32)
     arr = read_npy(path, "dataset entry")
+    if arr.dtype.kind not in "biuf":
+        raise _bad(f"dataset entry {path}: an array of {arr.dtype} (numbers are needed)")
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():     # calibration would give NaN ranges
+        raise _bad(f"dataset entry {path} holds NaN or infinite values")
     if arr.ndim == len(shape) - 1:
         arr = arr[None]
     if arr.ndim == 4 and len(shape) == 4 and tuple(arr.shape[1:]) != tuple(shape[1:]) \
@@ -82,8 +88,13 @@ def read_dataset(dataset: "str | os.PathLike", shapes: Sequence[Sequence[int]], 
     path = Path(os.fspath(dataset))
     if not path.is_file():
         raise _bad(f"dataset file {os.fspath(dataset)!r} does not exist")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise _bad(f"dataset file {path} is not a UTF-8 text file listing one sample per line ({exc.reason} at "
+                   f"byte {exc.start})") from None
     samples = []
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines(), 1):
         items = line.split()
         if not items or items[0].startswith("#"):
             continue

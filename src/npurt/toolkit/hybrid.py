@@ -14,6 +14,7 @@ was loaded (sub-graph selection and fixed inputs applied): neither is the toolki
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -22,6 +23,8 @@ from typing import Any, Mapping
 from npurt.errors import ErrorCode, NpuError
 
 FLOAT_TYPES = ("float16", "float32", "fp16")
+FORMAT = "npurt-hybrid-1"
+"""The `format` of the `.model` record step1 writes."""
 _PLAIN = re.compile(r"^[A-Za-z0-9_./\-#]+$")
 
 
@@ -126,13 +129,34 @@ def parse_cfg(text: str) -> tuple[dict[str, str], dict[str, tuple[float, int]]]:
                                                        f"custom_quantize_layers / quantize_parameters")
     qparams = {}
     for name, p in params.items():
-        scale, zp = p.get("scale"), p.get("zero_point")
-        scale = scale[0] if isinstance(scale, list) else scale
-        zp = zp[0] if isinstance(zp, list) else zp
-        if scale is None or zp is None:
+        if p.get("scale") is None or p.get("zero_point") is None:
             continue
+        scale, zp = _single(p["scale"], name, "scale"), _single(p["zero_point"], name, "zero_point")
+        if not (math.isfinite(scale) and scale > 0):
+            raise _bad_param(name, f"scale {scale!r} is not a positive finite number")
+        if not (float(zp).is_integer() and -128 <= zp <= 127):
+            raise _bad_param(name, f"zero_point {zp!r} is not an int8 value (-128..127)")
         qparams[name] = (float(scale), int(zp))
+    for name in custom:
+        if not name:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, "quantization cfg: custom_quantize_layers lists a layer with "
+                                                       "no name")
     return custom, qparams
+
+
+def _bad_param(tensor: str, why: str) -> NpuError:
+    return NpuError(ErrorCode.INVALID_ARGUMENT, f"quantization cfg: quantize_parameters of {tensor!r}: {why}")
+
+
+def _single(value: Any, tensor: str, key: str) -> float:
+    """The one number of a per-layer parameter (`- 0.5` or `0.5`)."""
+    if isinstance(value, list):
+        if len(value) != 1:
+            raise _bad_param(tensor, f"{key} must be one value (per-layer), got {value!r}")
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _bad_param(tensor, f"{key} {value!r} is not a number")
+    return value
 
 
 def write_files(model_path: Any, record: Mapping[str, Any], onnx_bytes: bytes,
@@ -158,5 +182,11 @@ def read_files(model_input: Any, data_input: Any, cfg_input: Any
     except ValueError as exc:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{os.fspath(model_input)} is not a model file written by "
                                                    f"hybrid_quantization_step1 ({exc})") from None
+    if not isinstance(record, dict) or record.get("format") != FORMAT or \
+            not isinstance(record.get("config", {}), dict) or not isinstance(record.get("model"), (str, type(None))):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{os.fspath(model_input)} is not a model file written by "
+                                                   f"hybrid_quantization_step1 (a {FORMAT!r} record)")
+    from npurt.model.sources import read_onnx
+    read_onnx(os.fspath(data_input))        # INVALID_MODEL naming a .data that is not an ONNX model
     custom, qparams = parse_cfg(cfg)
     return record, onnx_bytes, custom, qparams

@@ -21,6 +21,15 @@ def _set_shape(value_info: Any, shape: Sequence[int]) -> None:
         dims.add().dim_value = int(d)
 
 
+def _names(value: Any, what: str) -> list[str] | None:
+    """load_onnx's `inputs` / `outputs`: None, or a non-empty list of tensor names."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v for v in value):
+        raise _bad(f"{what} must be a list of tensor names, got {value!r}")
+    return list(value)
+
+
 def edit_onnx(model: "str | os.PathLike", inputs: Sequence[str] | None, input_size_list: Sequence | None,
               input_initial_val: Sequence | None, outputs: Sequence[str] | None) -> bytes:
     """The ONNX model at `model` as the toolkit's load_onnx arguments select it: `inputs` / `outputs` cut the graph
@@ -29,6 +38,13 @@ def edit_onnx(model: "str | os.PathLike", inputs: Sequence[str] | None, input_si
     import onnx
     from onnx import numpy_helper
     from npurt.model.sources import read_onnx
+    inputs, outputs = _names(inputs, "inputs"), _names(outputs, "outputs")
+    if input_size_list is not None and (not isinstance(input_size_list, (list, tuple)) or not all(
+            isinstance(s, (list, tuple)) and s and all(isinstance(d, (int, np.integer)) and not isinstance(d, bool)
+                                                      and 0 < d < 2 ** 31 for d in s) for s in input_size_list)):
+        raise _bad(f"input_size_list must be a list of shapes (lists of positive integers), got {input_size_list!r}")
+    if input_initial_val is not None and not isinstance(input_initial_val, (list, tuple)):
+        raise _bad(f"input_initial_val must be a list (an array or None per input), got {input_initial_val!r}")
     proto = read_onnx(os.fspath(model), external_data=True)
     graph_inputs = [vi.name for vi in proto.graph.input if vi.name not in {i.name for i in proto.graph.initializer}]
     if input_size_list is not None and inputs is None:
@@ -63,7 +79,17 @@ def edit_onnx(model: "str | os.PathLike", inputs: Sequence[str] | None, input_si
                 keep.append(vi)
                 continue
             dtype = onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
-            proto.graph.initializer.append(numpy_helper.from_array(np.asarray(value, dtype), vi.name))
+            dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+            try:
+                array = np.asarray(value, dtype)
+            except (ValueError, TypeError):
+                array = None
+            known = all(d > 0 for d in dims)            # a symbolic dimension takes the array's
+            if array is None or known and array.size != int(np.prod(dims)):
+                raise _bad(f"input_initial_val for {vi.name!r} must be an array of shape {dims}, got {value!r}")
+            if known:
+                array = array.reshape(dims)
+            proto.graph.initializer.append(numpy_helper.from_array(array, vi.name))
         others = [vi for vi in proto.graph.input if vi.name not in graph_inputs]
         del proto.graph.input[:]
         proto.graph.input.extend(keep + others)
@@ -84,6 +110,14 @@ def with_batch(onnx_bytes: bytes, batch: int) -> bytes:
             vi.type.tensor_type.shape.dim[0].dim_param = "batch"
     del proto.graph.value_info[:]
     return proto.SerializeToString()
+
+
+def hybrid_pairs(value: Any) -> list[tuple[str, str]]:
+    """`custom_hybrid` as [(start_tensor, end_tensor), ...]; INVALID_ARGUMENT for anything else."""
+    if not isinstance(value, (list, tuple)) or not all(
+            isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(t, str) and t for t in p) for p in value):
+        raise _bad(f"custom_hybrid must be a list of [start_tensor, end_tensor] pairs, got {value!r}")
+    return [(start, end) for start, end in value]
 
 
 def layers_between(graph: Any, pairs: Sequence[Sequence[str]]) -> list[str]:

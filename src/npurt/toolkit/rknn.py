@@ -22,7 +22,8 @@ Where npurt differs (stated, never silent): `export_rknn` writes npurt's compile
 `.rknn` gets one clear line) and such a model runs on the emulated SoC (the toolkit's simulator refuses it);
 `init_runtime(target=...)` emulates that SoC instead of connecting to a board; `eval_perf` reports the NPU times
 npurt's timing model predicts (labelled as predictions) and the CPU time measured on the host
-(`npurt.toolkit.perf`); weights are quantised per channel whatever `quantized_method` says; only w8a8 / float16 builds; `codegen`, encrypted export and non-ONNX loaders return -1.
+(`npurt.toolkit.perf`); weights are quantised per channel whatever `quantized_method` says; only w8a8 / float16 builds;
+`rknn_batch_size` is at most 128; `codegen`, encrypted export and non-ONNX loaders return -1.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from typing import Any, Callable
 import numpy as np
 
 from npurt.errors import NpuError
-from npurt.rknn.lite import VendorClass, infer, input_layout, runtime_sink
+from npurt.rknn.lite import VendorClass, fit_input, infer, log_line, runtime_sink, user_arrays
 
 PLATFORMS = ("rv1103", "rv1103b", "rv1106", "rv1106b", "rv1126b", "rk2118", "rk3562", "rk3566", "rk3568", "rk3576",
              "rk3588")
@@ -44,6 +45,8 @@ PLATFORMS = ("rv1103", "rv1103b", "rv1106", "rv1106b", "rv1126b", "rk2118", "rk3
 QUANTIZED_DTYPES = ("w8a8", "asymmetric_quantized-8")
 ALGORITHMS = ("normal", "kl_divergence", "mmse")
 METHODS = ("layer", "channel")
+MAX_BATCH = 128
+"""The largest rknn_batch_size npurt builds (a bound so that a mistyped batch fails at once, not in the memory)."""
 
 class ToolkitError(Exception):
     """A failure a method reports as the toolkit does (an `E <method>:` line and -1)."""
@@ -70,20 +73,100 @@ def _status(failed: Any = -1, name: str | None = None) -> Callable:
     return wrap
 
 
+def _number(x: Any, what: str, values: Any) -> float:
+    """One mean / std value: a real number, finite in float32 (the runtime normalises in float32)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise ToolkitError(f"{what} must hold numbers, got {x!r} in {values!r}")
+    try:
+        value = float(x)
+    except OverflowError:
+        value = float("inf")
+    with np.errstate(over="ignore"):
+        finite = bool(np.isfinite(np.float32(value)))
+    if not finite:
+        raise ToolkitError(f"{what} must hold finite numbers, got {x!r} in {values!r}")
+    return value
+
+
 def _norm_lists(values: Any, what: str) -> list[list[float]] | None:
-    """mean_values / std_values as one list per input (a flat list of numbers is one input's)."""
+    """mean_values / std_values as one list per input (a flat list of numbers is one input's); ToolkitError naming
+    the argument for anything that is not finite numbers (a std of 0, or so small that 1/std overflows float32)."""
     if values is None:
         return None
-    if not isinstance(values, (list, tuple)):
-        raise ToolkitError(f"{what} must be a list of lists (one per input), got {type(values).__name__}")
-    if values and all(isinstance(v, (int, float, np.number)) for v in values):
+    if not isinstance(values, (list, tuple)) or not values:
+        raise ToolkitError(f"{what} must be a list of lists (one per input), got {values!r}")
+    if not any(isinstance(v, (list, tuple, np.ndarray)) for v in values):
         values = [values]
     out = []
     for v in values:
-        if not isinstance(v, (list, tuple, np.ndarray)) or not len(v):
+        if not isinstance(v, (list, tuple, np.ndarray)) or np.ndim(v) != 1 or not len(v):
             raise ToolkitError(f"{what} must be a list of lists (one per input), got {values!r}")
-        out.append([float(x) for x in v])
+        out.append([_number(x, what, values) for x in v])
+    if what == "std_values":
+        with np.errstate(divide="ignore", over="ignore"):
+            if any(x == 0 or not np.isfinite(np.float32(1) / np.float32(x)) for s in out for x in s):
+                raise ToolkitError(f"std_values must not contain 0 (nor a value so small that 1/std overflows "
+                                   f"float32), got {values!r}")
     return out
+
+
+def _platform(value: Any, what: str) -> str:
+    """A SoC name argument (target_platform, target) as one of PLATFORMS, lower case; ToolkitError naming it."""
+    if not isinstance(value, str) or value.lower() not in PLATFORMS:
+        raise ToolkitError(f"{what} {value!r} is not supported, the supported platforms are {list(PLATFORMS)}")
+    return value.lower()
+
+
+def _path(value: Any, what: str) -> str:
+    """A file or folder path argument as a str; ToolkitError naming the argument for anything else (None, a
+    number, an empty string)."""
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        raise ToolkitError(f"{what} must be a file path, got {value!r}")
+    return os.fsdecode(os.fspath(value))
+
+
+def _whole(value: Any, what: str, most: int | None = None) -> int:
+    """A count argument: a whole number from 1 (to `most`); ToolkitError naming the argument otherwise (2.5, 0,
+    True, a string, NaN)."""
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
+        value = int(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1 or \
+            most is not None and value > most:
+        raise ToolkitError(f"{what} must be a whole number from 1{f' to {most}' if most else ''}, got {value!r}")
+    return int(value)
+
+
+def _batch_size(value: Any) -> int | None:
+    """build's / hybrid_quantization_step1's rknn_batch_size: None or a whole number from 1 to MAX_BATCH."""
+    return None if value is None else _whole(value, "rknn_batch_size", MAX_BATCH)
+
+
+def _checked_config(given: dict[str, Any]) -> dict[str, Any]:
+    """`config`'s arguments checked and normalised (mean / std lists, lower-case platform); ToolkitError naming
+    the argument that is wrong. Also what hybrid_quantization_step2 applies to the configuration step1 recorded."""
+    given = dict(given)
+    means, stds = _norm_lists(given["mean_values"], "mean_values"), _norm_lists(given["std_values"], "std_values")
+    if means is not None and stds is not None and len(means) != len(stds):
+        raise ToolkitError(f"mean_values has {len(means)} entries and std_values {len(stds)}: give one list per "
+                           f"input in both")
+    if given["target_platform"] is not None:
+        given["target_platform"] = _platform(given["target_platform"], "target_platform")
+    for key, allowed in (("quantized_algorithm", ALGORITHMS), ("quantized_method", METHODS)):
+        if not isinstance(given[key], str) or given[key] not in allowed:
+            raise ToolkitError(f"{key} {given[key]!r} is not supported, use one of {list(allowed)}")
+    if str(given["quantized_dtype"]).lower() not in QUANTIZED_DTYPES:
+        raise ToolkitError(f"quantized_dtype {given['quantized_dtype']!r} is not supported by npurt: it builds "
+                           f"{QUANTIZED_DTYPES[0]} (int8 weights and activations) or float16")
+    if str(given["float_dtype"]).lower() != "float16":
+        raise ToolkitError(f"float_dtype {given['float_dtype']!r} is not supported, only 'float16'")
+    level = given["optimization_level"]
+    if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or level not in (0, 1, 2, 3):
+        raise ToolkitError(f"optimization_level must be 0, 1, 2 or 3, got {level!r}")
+    if given["dynamic_input"] is not None:
+        from npurt.runtime.loader import parse_shape_sets
+        parse_shape_sets(given["dynamic_input"])
+    given.update(mean_values=means, std_values=stds)
+    return given
 
 
 class RKNN(VendorClass):
@@ -106,7 +189,7 @@ class RKNN(VendorClass):
     # --- logging ----------------------------------------------------------------------------------------------------
     def _log(self, level: str, where: str, message: str) -> None:
         """`E` and `W` lines go to stderr; `I` lines only when verbose; every line to verbose_file when verbose."""
-        line = f"{level} {where}: {message}"
+        line = log_line(level, where, message)
         if level in ("E", "W") or self.verbose:
             print(line, file=sys.stderr)
         if self.verbose and self.verbose_file and os.path.isdir(os.path.dirname(os.path.abspath(self.verbose_file))):
@@ -129,37 +212,10 @@ class RKNN(VendorClass):
         given = dict(locals())
         for key in ("self", "kwargs", "__class__"):
             given.pop(key, None)
-        means, stds = _norm_lists(mean_values, "mean_values"), _norm_lists(std_values, "std_values")
-        if means is not None and stds is not None and len(means) != len(stds):
-            raise ToolkitError(f"mean_values has {len(means)} entries and std_values {len(stds)}: give one list per "
-                               f"input in both")
-        if stds is not None and any(x == 0 for s in stds for x in s):
-            raise ToolkitError("std_values must not contain 0")
-        if target_platform is not None:
-            name = str(target_platform).lower()
-            if name not in PLATFORMS:
-                raise ToolkitError(f"target_platform {target_platform!r} is not supported, the supported platforms "
-                                   f"are {list(PLATFORMS)}")
-            given["target_platform"] = name
-        if str(quantized_dtype).lower() not in QUANTIZED_DTYPES:
-            raise ToolkitError(f"quantized_dtype {quantized_dtype!r} is not supported by npurt: it builds "
-                               f"{QUANTIZED_DTYPES[0]} (int8 weights and activations) or float16")
-        if quantized_algorithm not in ALGORITHMS:
-            raise ToolkitError(f"quantized_algorithm {quantized_algorithm!r} is not supported, use one of "
-                               f"{list(ALGORITHMS)}")
-        if quantized_method not in METHODS:
-            raise ToolkitError(f"quantized_method {quantized_method!r} is not supported, use one of {list(METHODS)}")
-        if str(float_dtype).lower() != "float16":
-            raise ToolkitError(f"float_dtype {float_dtype!r} is not supported, only 'float16'")
-        if isinstance(optimization_level, bool) or optimization_level not in (0, 1, 2, 3):
-            raise ToolkitError(f"optimization_level must be 0, 1, 2 or 3, got {optimization_level!r}")
-        if dynamic_input is not None:
-            from npurt.runtime.loader import parse_shape_sets
-            parse_shape_sets(dynamic_input)
+        config = _checked_config(given)
         for key in kwargs:
             self._log("W", "config", f"unknown argument {key!r} ignored")
-        given.update(mean_values=means, std_values=stds)
-        self._config = given
+        self._config = config
         return 0
 
     # --- loading ----------------------------------------------------------------------------------------------------
@@ -168,6 +224,9 @@ class RKNN(VendorClass):
         """Load an ONNX model (`inputs` + `input_size_list` set input shapes or cut the graph at those tensors,
         `outputs` cuts it at those, `input_initial_val` fixes inputs to constants); 0 / -1. A missing file raises,
         as in the toolkit."""
+        if not isinstance(model, (str, os.PathLike)) or not os.fspath(model):
+            self._log("E", "load_onnx", f"model must be the path of an .onnx file, got {model!r}")
+            return -1
         if not os.path.isfile(os.fspath(model)):
             self._log("E", "load_onnx", f"Model file {model} not exists!")
             raise ValueError(f"Model file {model} not exists!")
@@ -188,7 +247,8 @@ class RKNN(VendorClass):
 
     def _input_specs(self, onnx_bytes: bytes | None = None) -> list[tuple[str, tuple[int, ...]]]:
         from npurt.model.sources import input_specs
-        return [(name, shape) for name, shape, _ in input_specs(onnx_bytes or self._onnx, dynamic_ok=True)]
+        model = self._onnx if onnx_bytes is None else onnx_bytes
+        return [(name, shape) for name, shape, _ in input_specs(model, dynamic_ok=True)]
 
     def _check_normalization(self, onnx_bytes: bytes) -> None:
         specs = self._input_specs(onnx_bytes)
@@ -237,9 +297,12 @@ class RKNN(VendorClass):
         return 0
 
     # --- build ------------------------------------------------------------------------------------------------------
-    def _soc(self, target: str | None = None) -> str:
+    def _soc(self, target: Any = None) -> str:
+        """The SoC name of `target` (one of PLATFORMS), else of config's target_platform (None: npurt's default)."""
         from npurt.soc import get_profile
-        return get_profile(target or self._config["target_platform"]).name
+        if target is None:
+            return get_profile(self._config["target_platform"]).name
+        return get_profile(_platform(target, "target")).name
 
     def _options(self, precision: str, samples: Any = None, **more: Any) -> Any:
         from npurt.model.options import CompileOptions
@@ -254,7 +317,8 @@ class RKNN(VendorClass):
         specs = self._input_specs()
         dyn = self._config["dynamic_input"]
         shapes = [list(s) for s in dyn[0]] if dyn else [list(s) for _, s in specs]
-        return read_dataset(dataset, shapes, per_input_flags(self._config["quant_img_RGB2BGR"], len(specs)), batch)
+        bgr = per_input_flags(self._config["quant_img_RGB2BGR"], len(specs))
+        return read_dataset(_path(dataset, "dataset"), shapes, bgr, batch)
 
     def _compile(self, options: Any, soc: str, batch: int | None = None) -> Any:
         """The loaded model compiled with `options` for `soc` (every shape set of a dynamic_input model; the batch
@@ -279,8 +343,7 @@ class RKNN(VendorClass):
               auto_hybrid: bool = False) -> int:
         """Compile the loaded model: int8 calibrated on `dataset` (the toolkit's dataset.txt), or float16; 0 / -1."""
         self._require_loaded()
-        if rknn_batch_size is not None and (isinstance(rknn_batch_size, bool) or int(rknn_batch_size) < 1):
-            raise ToolkitError(f"rknn_batch_size must be a positive integer, got {rknn_batch_size!r}")
+        rknn_batch_size = _batch_size(rknn_batch_size)
         if auto_hybrid:
             self._log("W", "build", "auto_hybrid is not supported by npurt and is ignored; use "
                                     "hybrid_quantization_step1/2 to keep layers in float")
@@ -308,7 +371,7 @@ class RKNN(VendorClass):
         """Write the built model: npurt's compiled model file whatever the name (see the module doc); 0 / -1."""
         if self._compiled is None:
             raise ToolkitError("RKNN model does not exist, please load & build model first!")
-        self._compiled.save(export_path)
+        self._compiled.save(_path(export_path, "export_path"))
         self._log("I", "export_rknn", f"{export_path}: npurt's compiled model (npurt's librknnrt.so and RKNNLite "
                                       f"load it; a board's librknnrt does not)")
         return 0
@@ -323,10 +386,11 @@ class RKNN(VendorClass):
         """Load a compiled model written by export_rknn (npurt's format); a vendor `.rknn` is refused; 0 / -1."""
         from npurt.model.compiled import read_compiled
         from npurt.model.file_format import is_npurt, refuse_vendor_model
-        if not os.path.isfile(os.fspath(path)):
+        path = _path(path, "path")
+        if not os.path.isfile(path):
             raise ToolkitError(f"The model {path} does not exist!")
-        data = Path(os.fspath(path)).read_bytes()
-        refuse_vendor_model(data, os.fspath(path))
+        data = Path(path).read_bytes()
+        refuse_vendor_model(data, path)
         if not is_npurt(data):
             raise ToolkitError(f"{path} is not a model written by export_rknn (npurt's compiled model)")
         self._compiled, self._from_file, self._onnx = read_compiled(data), True, None
@@ -345,7 +409,7 @@ class RKNN(VendorClass):
         if isinstance(core_mask, bool) or not isinstance(core_mask, int) or core_mask not in self._CORE_MASKS:
             raise ToolkitError(f"Not support core mask: {core_mask!r}; use one of the RKNN.NPU_CORE_* values")
         compiled = self._compiled
-        soc = self._soc(str(target).lower()) if target is not None else compiled.soc
+        soc = self._soc(target) if target is not None else compiled.soc
         if soc != compiled.soc and not self._from_file:
             options, batch = self._built
             compiled = self._compile(options, soc, batch)        # the same build, for that SoC
@@ -390,20 +454,23 @@ class RKNN(VendorClass):
     def _undo_normalization(self, inputs: Any, data_format: Any, through: Any) -> list[np.ndarray]:
         """The toolkit's pass-through (the input skips mean/std): npurt's runtime fuses them into input packing, so
         such an input is given as the raw values that mean/std map to it (x * std + mean, per channel)."""
-        arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
-        n = len(arrays)
-        through = [through] * n if isinstance(through, (int, bool)) else list(through)
-        fmts = [data_format] * n if data_format is None or isinstance(data_format, str) else list(data_format)
-        if len(through) != n or len(fmts) != n:
-            raise ToolkitError(f"inputs_pass_through / data_format need one entry per input ({n})")
+        n = self._ctx.n_inputs
+        arrays = user_arrays(inputs, n)
+        through = [through] * n if isinstance(through, (int, bool, np.integer)) else through
+        fmts = [data_format] * n if data_format is None or isinstance(data_format, str) else data_format
+        if not isinstance(through, (list, tuple)) or not isinstance(fmts, (list, tuple)) or \
+                len(through) != n or len(fmts) != n:
+            raise ToolkitError(f"inputs_pass_through / data_format need one entry per input ({n}), got "
+                               f"{through!r} / {data_format!r}")
+        if any(not (isinstance(f, (bool, int, np.integer)) and f in (0, 1)) for f in through):
+            raise ToolkitError(f"inputs_pass_through must be 0 or 1 per input, got {through!r}")
         compiled, out = self._ctx.compiled, []
         for i, (x, flag, fmt) in enumerate(zip(arrays, through, fmts)):
-            x = np.asarray(x)
             mean = compiled.mean[i] if compiled.mean and i < len(compiled.mean) else None
             std = compiled.std[i] if compiled.std and i < len(compiled.std) else None
             if flag and (mean is not None or std is not None):
-                layout = input_layout(self._ctx, x, fmt, i) if x.ndim == 4 else "nchw"
-                axis = -1 if x.ndim == 3 or layout == "nhwc" else min(1, x.ndim - 1)
+                x, layout, _ = fit_input(self._ctx, x, fmt, i)
+                axis = -1 if layout == "nhwc" else min(1, x.ndim - 1)
                 shape = [1] * x.ndim
                 shape[axis] = -1
                 m = np.asarray(mean if mean is not None else [0.0], np.float32)
@@ -467,6 +534,8 @@ class RKNN(VendorClass):
         if self._compiled is None or self._onnx is None:
             raise ToolkitError("accuracy_analysis needs a model from build() or hybrid_quantization_step2() "
                                "(a model loaded by load_rknn has no float reference)")
+        if target is not None:
+            self._soc(target)                   # refused before any work
         sample = self._analysis_sample(inputs)
         kept: dict[str, dict] = {}
         report = analyse(self._compiled, self._onnx, [sample], reference="auto",
@@ -474,7 +543,7 @@ class RKNN(VendorClass):
         runtime = None
         if target is not None:
             runtime = self._target_outputs(sample, target)
-        out = Path(output_dir if output_dir is not None else "./snapshot")
+        out = Path(_path(output_dir, "output_dir") if output_dir is not None else "./snapshot")
         snapshot.write(out, report, kept.get("golden"), kept.get("quantised"), runtime, dumps=output_dir is not None)
         for row in report.outputs():
             self._log("I", "accuracy_analysis", f"{row.name}: entire cos {row.entire_cosine:.5f}, single cos "
@@ -486,17 +555,19 @@ class RKNN(VendorClass):
         if isinstance(inputs, (str, os.PathLike)):
             inputs = [inputs]
         names = list(self._compiled.graph.inputs)
+        if not isinstance(inputs, (list, tuple)):
+            raise ToolkitError(f"inputs must be a list of image or .npy paths (one per model input), got {inputs!r}")
         if len(inputs) != len(names):
             raise ToolkitError(f"accuracy_analysis got {len(inputs)} inputs, the model has {len(names)} ({names})")
         bgr = per_input_flags(self._config["quant_img_RGB2BGR"], len(names))
         shapes = [self._compiled.storage[n].shape for n in names]
-        return [load_entry(find_entry(os.fspath(p), None), shape, flip)
+        return [load_entry(find_entry(_path(p, "inputs"), None), shape, flip)
                 for p, shape, flip in zip(inputs, shapes, bgr)]
 
     def _target_outputs(self, sample: list[np.ndarray], target: str) -> dict[str, np.ndarray]:
         """The model outputs of an inference on the runtime emulating `target` (the analysis' runtime column)."""
         from npurt.runtime import Context
-        soc = self._soc(str(target).lower())
+        soc = self._soc(target)
         compiled = self._compiled if soc == self._compiled.soc else \
             self._compile(self._built[0], soc, self._built[1])
         ctx = Context(compiled, soc=soc, log=runtime_sink(self), name="rknn-accuracy")
@@ -515,20 +586,21 @@ class RKNN(VendorClass):
         current folder (`npurt.toolkit.hybrid`); `proposal` lists the layers that lose most in int8 under
         custom_quantize_layers, `custom_hybrid` ([[start, end], ...]) every layer between those tensors; 0 / -1."""
         from npurt.toolkit import hybrid
+        from npurt.toolkit.model_edit import hybrid_pairs, layers_between
         self._require_loaded()
+        rknn_batch_size = _batch_size(rknn_batch_size)
+        pairs = hybrid_pairs(custom_hybrid) if custom_hybrid is not None else []
+        count = _whole(proposal_dataset_size, "proposal_dataset_size") if proposal else 0
         samples = self._samples(dataset, rknn_batch_size)
         options = self._options("int8", samples)
         compiled = self._compile(options, self._soc(), rknn_batch_size)
         qparams = {n: (s.scale, s.zp) for n, s in compiled.storage.items() if s.quantized}
-        custom: dict[str, str] = {}
-        if custom_hybrid:
-            from npurt.toolkit.model_edit import layers_between
-            custom.update((t, "float16") for t in layers_between(compiled.graph, custom_hybrid))
+        custom = {t: "float16" for t in layers_between(compiled.graph, pairs)}
         if proposal:
             from npurt.api.accuracy import analyse
-            report = analyse(compiled, self._onnx, samples[:max(int(proposal_dataset_size), 1)], reference="auto")
+            report = analyse(compiled, self._onnx, samples[:count], reference="auto")
             custom.update((row.name, "float16") for row in report.worst())
-        record = {"format": "npurt-hybrid-1", "model": self._model_path, "batch": rknn_batch_size,
+        record = {"format": hybrid.FORMAT, "model": self._model_path, "batch": rknn_batch_size,
                   "config": {k: v for k, v in self._config.items() if _jsonable(v)}}
         files = hybrid.write_files(self._model_path or "model", record, self._onnx, qparams, custom)
         self._log("I", "hybrid_quantization_step1", "wrote " + ", ".join(map(str, files)))
@@ -539,22 +611,29 @@ class RKNN(VendorClass):
         """Build from step1's files as the user edited them: the layers listed under custom_quantize_layers
         compute in float16, every other in int8 with the cfg's scales and zero points; 0 / -1."""
         from npurt.toolkit import hybrid
-        record, onnx_bytes, custom, qparams = hybrid.read_files(model_input, data_input, model_quantization_cfg)
+        record, onnx_bytes, custom, qparams = hybrid.read_files(
+            _path(model_input, "model_input"), _path(data_input, "data_input"),
+            _path(model_quantization_cfg, "model_quantization_cfg"))
         floats = [name for name, dtype in custom.items() if str(dtype).lower() in hybrid.FLOAT_TYPES]
         for name, dtype in custom.items():
             if name not in floats:
                 self._log("W", "hybrid_quantization_step2", f"{name}: {dtype} is not supported by npurt, the layer "
                                                             f"stays int8")
+        recorded = record.get("config", {})
+        unknown = sorted(set(recorded) - set(_config_defaults()))
+        if unknown:
+            raise ToolkitError(f"{model_input}: the recorded configuration has unknown arguments {unknown}")
+        config = _checked_config(dict(_config_defaults(), **recorded))
+        batch = _batch_size(record.get("batch"))
         saved = (self._config, self._onnx, self._model_path)
-        self._config = dict(_config_defaults(), **record.get("config", {}))
-        self._onnx, self._model_path = onnx_bytes, record.get("model")
+        self._config, self._onnx, self._model_path = config, onnx_bytes, record.get("model")
         try:
             options = self._options("int8", qparams=qparams, float_layers=floats)
-            compiled = self._compile(options, self._soc(), record.get("batch"))
+            compiled = self._compile(options, self._soc(), batch)
         except BaseException:
             self._config, self._onnx, self._model_path = saved
             raise
-        self._compiled, self._from_file, self._built = compiled, False, (options, record.get("batch"))
+        self._compiled, self._from_file, self._built = compiled, False, (options, batch)
         return 0
 
     # --- the rest ---------------------------------------------------------------------------------------------------

@@ -12,9 +12,10 @@ mean / std. euc is npurt's normalised distance ||x - golden|| / ||golden||.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -25,10 +26,34 @@ HEADER = """\
 #     cos: cosine similarity; euc: euclidean distance normalised by the golden tensor's norm.
 """
 
+MAX_STEM = 200
+"""The longest file name stem written (file systems allow 255 bytes)."""
+
 
 def file_name(tensor: str) -> str:
-    """A file name for a tensor name (path separators and other specials become '_')."""
-    return re.sub(r"[^A-Za-z0-9_.\-]", "_", tensor) + ".txt"
+    """A file name for a tensor name (path separators and other specials become '_'; a name too long for a file
+    system keeps its start and a hash of the whole)."""
+    stem = re.sub(r"[^A-Za-z0-9_.\-]", "_", tensor)
+    if len(stem) > MAX_STEM:
+        stem = stem[:MAX_STEM - 9] + "_" + hashlib.sha1(tensor.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return stem + ".txt"
+
+
+def file_names(tensors: Sequence[str]) -> dict[str, str]:
+    """{tensor: file name}, one file per tensor: a name that is already a plain file name keeps it; one whose
+    replaced characters make it collide (`a/b` and `a_b`) gets `_1`, `_2`, ... in the order given (the graph's)."""
+    names: dict[str, str] = {t: file_name(t) for t in tensors if file_name(t) == t + ".txt"}
+    taken = set(names.values())
+    for t in tensors:
+        if t in names:
+            continue
+        name, k = file_name(t), 0
+        while name in taken:
+            k += 1
+            name = f"{file_name(t)[:-4]}_{k}.txt"
+        names[t] = name
+        taken.add(name)
+    return {t: names[t] for t in tensors}
 
 
 def _dump(folder: Path, values: Mapping[str, np.ndarray], names: Mapping[str, str]) -> None:
@@ -38,7 +63,7 @@ def _dump(folder: Path, values: Mapping[str, np.ndarray], names: Mapping[str, st
             continue
         arr = np.asarray(value, np.float32)
         np.savetxt(folder / names[name], arr.reshape(-1), fmt="%f")
-        np.save(folder / "npy" / names[name].replace(".txt", ".npy"), arr)
+        np.save(folder / "npy" / (names[name][:-len(".txt")] + ".npy"), arr)
 
 
 def write(out: Path, report: Any, golden: Mapping[str, np.ndarray] | None, quantised: Mapping[str, np.ndarray] | None,
@@ -46,7 +71,7 @@ def write(out: Path, report: Any, golden: Mapping[str, np.ndarray] | None, quant
     """The snapshot folder `out` for an `AccuracyReport` and the values of one input (see the module doc)."""
     from npurt.api.accuracy import cosine, euclidean
     out.mkdir(parents=True, exist_ok=True)
-    names = {row.name: file_name(row.name) for row in report.tensors}
+    names = file_names([row.name for row in report.tensors])
     width = max([len(f"[{r.produced_by}] {r.name}") for r in report.tensors] + [30]) + 2
     cols = "entire              single"
     head2 = "cos      euc        cos      euc"
