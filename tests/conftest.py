@@ -148,3 +148,14 @@ def dev():
     yield device
     leaks = device.close()
     assert leaks == [], leaks
+
+
+@pytest.fixture
+def qnn_graph_client():
+    """A QNN graph-building client (`helpers.qnn_build.Client`) with one graph created, closed after the test."""
+    from helpers.qnn_build import Client
+
+    c = Client()
+    c.create_graph()
+    yield c
+    c.close()

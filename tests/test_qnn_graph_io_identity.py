@@ -20,11 +20,8 @@ W, R = q.QNN_TENSOR_TYPE_APP_WRITE, q.QNN_TENSOR_TYPE_APP_READ
 
 
 @pytest.fixture
-def client():
-    c = Client()
-    c.create_graph()
-    yield c
-    c.close()
+def client(qnn_graph_client):
+    return qnn_graph_client
 
 
 def _two_outputs(c: Client) -> None:

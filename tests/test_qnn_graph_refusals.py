@@ -24,11 +24,8 @@ U32 = np.uint32
 
 
 @pytest.fixture
-def client():
-    c = Client()
-    c.create_graph()
-    yield c
-    c.close()
+def client(qnn_graph_client):
+    return qnn_graph_client
 
 
 def _relu_u8(c: Client, qp: tuple, expect: int = q.QNN_SUCCESS) -> None:
