@@ -254,3 +254,18 @@ def test_demo_walk_through_uses_the_soc_asked_for(soc, native, padding):
     assert "rk3568" not in text and "back to NCHW: equal" in text
     q = npurt("demo", "--profiles", "--soc", soc)
     assert q.returncode == 0 and f"native {native}" in " ".join(q.stdout.split())
+
+
+@pytest.mark.parametrize("command", [["accuracy", "--quantize", "random"], ["run"], ["report"], ["perf"]])
+def test_every_compiling_command_takes_input_shape(tmp_path, command):
+    """`--input-shape` fixes a dynamic dimension for every command that compiles an ONNX model (not only convert);
+    without it the one line says which option to give."""
+    from npurt.model.zoo import small_convnet
+    model = small_convnet()
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+    path = tmp_path / "dyn.onnx"
+    path.write_bytes(model.SerializeToString())
+    p = npurt(command[0], str(path), *command[1:])
+    assert p.returncode == 2 and "--input-shape" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    p = npurt(command[0], str(path), *command[1:], "--input-shape", "1,3,32,32")
+    assert p.returncode == 0, p.stderr

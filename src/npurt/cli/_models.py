@@ -32,26 +32,69 @@ def is_compiled(path: Path) -> bool:
         raise _bad(f"cannot read model {path}: {exc.strerror}") from None
 
 
-def add_quantize_args(p: Any,
+def add_compile_args(p: Any,
                       dataset_help: str = "int8: calibrate on a dataset.txt of .npy files, or 'random'") -> None:
-    """The int8 options every compiling command shares: --quantize DATASET, --quantized-algorithm, --float-layers."""
+    """The compile options every compiling command shares: --quantize DATASET, --quantized-algorithm, --float-layers
+    and --input-shape."""
     p.add_argument("--quantize", metavar="DATASET|random", help=dataset_help)
     p.add_argument("--quantized-algorithm", default=None, metavar="ALGORITHM",  # checked by npurt.compile
                    help="how int8 activation ranges are chosen: normal (the default: min/max), kl_divergence, mmse")
     p.add_argument("--float-layers", nargs="+", metavar="NAME", default=None,
                    help="keep these layers (by the tensor they produce) in fp16, the rest int8")
+    add_input_shape_arg(p)
+
+
+def add_input_shape_arg(p: Any) -> None:
+    """--input-shape [NAME=]SHAPE: the static shape of an input with dynamic dimensions (every compiling command)."""
+    p.add_argument("--input-shape", action="append", default=None, metavar="[NAME=]SHAPE",
+                   help="a static shape for an input with dynamic dimensions, e.g. x=1,3,48,320 (NAME= may be left "
+                        "out for a single-input model); once per input")
+
+
+def parse_input_shapes(values: list[str] | None) -> dict[str, list[int]] | None:
+    """`--input-shape` values as {name: shape}; "" names the single input of a one-input model."""
+    if not values:
+        return None
+    shapes: dict[str, list[int]] = {}
+    for value in values:
+        name, _, dims = value.rpartition("=")
+        try:
+            shape = [int(d) for d in dims.replace(" ", "").split(",")]
+        except ValueError:
+            raise _bad(f"--input-shape {value!r}: a shape is comma-separated integers, e.g. x=1,3,48,320") from None
+        if name in shapes or any(d <= 0 for d in shape):
+            raise _bad(f"--input-shape {value!r}: "
+                       + ("that input is given twice" if name in shapes else "every dimension must be > 0"))
+        shapes[name] = shape
+    return shapes
+
+
+def named_shapes(options: CompileOptions, path: Path) -> CompileOptions:
+    """`options` with an unnamed `--input-shape` given the name of the model's only input."""
+    shapes = options.input_shapes
+    if not shapes or "" not in shapes:
+        return options
+    from npurt.model.sources import read_onnx
+    graph = read_onnx(path).graph
+    inits = {i.name for i in graph.initializer}
+    names = [i.name for i in graph.input if i.name not in inits]
+    if len(names) != 1 or len(shapes) != 1:
+        raise _bad(f"--input-shape without a name needs a single-input model; {path.name} has inputs "
+                   f"{', '.join(names)}: use NAME=SHAPE")
+    return options.replace(input_shapes={names[0]: shapes[""]})
 
 
 def compile_options(args: Any, mean: Any = None, std: Any = None) -> CompileOptions:
-    """The compile options of a command's arguments: `add_quantize_args`' options (those the command has) and the
-    `mean` / `std` it parsed."""
+    """The compile options of a command's arguments: `add_compile_args`' options and `--input-shape` (those the
+    command has) and the `mean` / `std` it parsed."""
     quantize = getattr(args, "quantize", None)
     algorithm = getattr(args, "quantized_algorithm", None)
     float_layers = getattr(args, "float_layers", None)
     if (algorithm is not None or float_layers) and quantize is None:
         raise _bad("--quantized-algorithm and --float-layers need --quantize (they shape the int8 model)")
     return CompileOptions(quantize=quantize, mean=mean, std=std, quantized_algorithm=algorithm,
-                          float_layers=list(float_layers or ()))
+                          float_layers=list(float_layers or ()),
+                          input_shapes=parse_input_shapes(getattr(args, "input_shape", None)))
 
 
 def load_model(arg: str, soc: str | None, options: CompileOptions = CompileOptions(),
@@ -71,7 +114,7 @@ def load_model(arg: str, soc: str | None, options: CompileOptions = CompileOptio
         if soc and compiled.soc != soc.lower():
             raise NpuError(ErrorCode.PLATFORM_MISMATCH, f"{path.name} was compiled for {compiled.soc}, not {soc}")
         return compiled
-    return compile_with(path, options, soc, progress)         # which resolves --quantize (a file, or 'random')
+    return compile_with(path, named_shapes(options, path), soc, progress)   # which resolves --quantize ('random' too)
 
 
 def parse_floats(text: str | None, what: str) -> list[float] | None:

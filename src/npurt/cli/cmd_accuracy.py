@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from npurt.cli._models import (add_quantize_args, compile_options, is_compiled, read_inputs, resolve_dataset,
-                               resolve_model)
+from npurt.cli._models import (add_compile_args, compile_options, is_compiled, named_shapes, read_inputs,
+                               resolve_dataset, resolve_model)
 from npurt.cli._output import make_console, print_json, progress
 from npurt.cli._target import SOC_HELP, target_soc
 from npurt.errors import ErrorCode, NpuError
@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("accuracy", help="compare an int8 model, tensor by tensor, with onnxruntime")
     p.add_argument("model", help="an .onnx file or a zoo name (the float model)")
     p.add_argument("--soc", default=None, help=SOC_HELP)
-    add_quantize_args(p, dataset_help="calibration dataset.txt (or 'random'); required")
+    add_compile_args(p, dataset_help="calibration dataset.txt (or 'random'); required")
     p.add_argument("--input", action="append", type=Path, default=[], metavar="X.npy",
                    help="analyse this one input (one .npy per model input, in order) instead of the calibration set")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
@@ -47,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "accuracy needs --quantize DATASET (the int8 calibration set)")
     if args.plot is not None and not args.plot.parent.is_dir():
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--plot folder does not exist: {args.plot.parent}")
-    dataset = resolve_dataset(args.quantize, path)
-    compiled = compile_with(path, compile_options(args).replace(quantize=dataset), profile.name,
+    options = named_shapes(compile_options(args), path)
+    dataset = resolve_dataset(args.quantize, path, input_shapes=options.input_shapes)
+    compiled = compile_with(path, options.replace(quantize=dataset), profile.name,
                             progress=not args.json and console.is_terminal)
     samples = [read_inputs(args.input, compiled)] if args.input else normalize_samples(dataset, compiled.graph.inputs)
     with progress(console, len(samples) > 1) as bar:

@@ -21,8 +21,8 @@ import json
 import os
 from pathlib import Path
 
-from npurt.cli._models import (add_quantize_args, compile_options, is_compiled, load_model, parse_floats,
-                               resolve_dataset, resolve_model)
+from npurt.cli._models import (add_compile_args, compile_options, is_compiled, load_model,
+                               parse_floats, resolve_dataset, resolve_model)
 from npurt.cli._output import human_bytes, make_console, print_json
 from npurt.cli._target import target_soc
 from npurt.errors import ErrorCode, NpuError
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="an .onnx file or a zoo name")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="M.npurt", help="the compiled model file")
     p.add_argument("--soc", default=None, help="target SoC (default $NPURT_SOC, else rk3588)")
-    add_quantize_args(p)
+    add_compile_args(p)
     p.add_argument("--mean", help="per-channel input mean, e.g. 127.5,127.5,127.5")
     p.add_argument("--std", help="per-channel input std, e.g. 127.5,127.5,127.5")
     p.add_argument("--qnn-io", default="float32",
@@ -51,30 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a dynamic-shape model: the shapes of one input, ';'-separated (e.g. "
                         "\"1,3,224,224;1,3,160,160\"), once per input in order; or the toolkit's dynamic_input "
                         "as JSON")
-    p.add_argument("--input-shape", action="append", default=None, metavar="[NAME=]SHAPE",
-                   help="a static shape for an input with dynamic dimensions, e.g. x=1,3,48,320 (NAME= may be left "
-                        "out for a single-input model); once per input")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     p.set_defaults(func=run)
-
-
-def parse_input_shapes(values: list[str] | None) -> dict[str, list[int]] | None:
-    """`--input-shape` values as {name: shape}; "" names the single input of a one-input model."""
-    if not values:
-        return None
-    shapes: dict[str, list[int]] = {}
-    for value in values:
-        name, _, dims = value.rpartition("=")
-        try:
-            shape = [int(d) for d in dims.replace(" ", "").split(",")]
-        except ValueError:
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--input-shape {value!r}: a shape is comma-separated "
-                                                       f"integers, e.g. x=1,3,48,320") from None
-        if name in shapes or any(d <= 0 for d in shape):
-            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--input-shape {value!r}: "
-                           + ("that input is given twice" if name in shapes else "every dimension must be > 0"))
-        shapes[name] = shape
-    return shapes
 
 
 def parse_dynamic_input(values: list[str]) -> list[list[list[int]]]:
@@ -108,20 +86,6 @@ def _compile_dynamic(path: Path, soc: str, args: argparse.Namespace, options: Co
     return compile_family(str(path), soc, shape_sets, options.replace(quantize=quantize))
 
 
-def _named_shapes(path: Path, shapes: dict[str, list[int]]) -> dict[str, list[int]]:
-    """`shapes` with the unnamed entry given the name of the model's only input."""
-    if "" not in shapes:
-        return shapes
-    from npurt.model.sources import read_onnx
-    graph = read_onnx(path).graph
-    inits = {i.name for i in graph.initializer}
-    names = [i.name for i in graph.input if i.name not in inits]
-    if len(names) != 1 or len(shapes) != 1:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--input-shape without a name needs a single-input model; "
-                                                   f"{path.name} has inputs {', '.join(names)}: use NAME=SHAPE")
-    return {names[0]: shapes[""]}
-
-
 def _write_epcontext(compiled, binary: Path, path: Path) -> None:
     """The EPContext model at `path`, naming `binary` relative to its folder (embed_mode 0, as onnxruntime writes)."""
     import onnx
@@ -153,12 +117,9 @@ def run(args: argparse.Namespace) -> int:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{path} is already a compiled .npurt model")
     mean, std = parse_floats(args.mean, "--mean"), parse_floats(args.std, "--std")
     options = compile_options(args, [mean] if mean else None, [std] if std else None)
-    shapes = parse_input_shapes(args.input_shape)
-    if shapes and args.dynamic_input:
+    if options.input_shapes and args.dynamic_input:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "--input-shape and --dynamic-input exclude each other (a dynamic-"
                                                    "shape model lists its shapes in --dynamic-input)")
-    if shapes:
-        options = options.replace(input_shapes=_named_shapes(path, shapes))
     if args.dynamic_input:
         compiled = _compile_dynamic(path, profile.name, args, options)
     else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from npurt.cli._models import add_quantize_args, compile_options, load_model, resolve_model
+from npurt.cli._models import add_compile_args, compile_options, load_model, resolve_model
 from npurt.cli._output import make_console, print_json
 from npurt.cli._target import SOC_HELP, target_soc
 from npurt.errors import ErrorCode, NpuError
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="NPU cores the model runs on, as rknn_set_core_mask (RK3588: 1-3, RK3576: 1-2)")
     p.add_argument("--sram", action="store_true",
                    help="the internal arena's first bytes in the NPU SRAM (RKNN_FLAG_ENABLE_SRAM; RK3588, RK3576)")
-    add_quantize_args(p)
+    add_compile_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     p.add_argument("--plot", type=Path, metavar="PERF.png", help="save a picture of where the time goes")
     p.set_defaults(func=run)

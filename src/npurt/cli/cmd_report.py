@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from npurt.cli._models import add_quantize_args, compile_options, load_model, resolve_model
+from npurt.cli._models import add_compile_args, compile_options, load_model, resolve_model
 from npurt.cli._output import make_console, print_json, print_text
 from npurt.cli._target import SOC_HELP, target_soc
 from npurt.errors import ErrorCode, NpuError
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--soc", default=None, help=SOC_HELP)
     p.add_argument("--sram", type=int, default=None, metavar="BYTES",
                    help="SRAM available to the model (default: the SoC's NPU SRAM; 0 for none)")
-    add_quantize_args(p)
+    add_compile_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--plot", type=Path, metavar="PLAN.png", help="save a time x offset picture of the plan")
     p.set_defaults(func=run)

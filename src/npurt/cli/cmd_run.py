@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from rich import box
 from rich.table import Table
 
-from npurt.cli._models import add_quantize_args, compile_options, load_model, read_inputs, resolve_model
+from npurt.cli._models import add_compile_args, compile_options, load_model, read_inputs, resolve_model
 from npurt.cli._output import make_console, ms, print_json
 from npurt.cli._rknn_flow import (Rknn, ZeroCopy, board_soc, general_frame, has_general_api, random_frames,
                                   rknn_profile)
@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--soc", default=None, help=SOC_HELP)
     p.add_argument("--zero-copy", action="store_true", help="bind native-format I/O buffers (rknn_set_io_mem); the "
                                                             "only path on SoCs without the general API (rv1106...)")
-    add_quantize_args(p)
+    add_compile_args(p)
     p.add_argument("--sram", action="store_true", help="rknn_init with RKNN_FLAG_ENABLE_SRAM")
     p.add_argument("--output", type=Path, metavar="OUT.npz", help="save the outputs, keyed by output name")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")

@@ -154,7 +154,8 @@ def fix_input_shapes(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence
         else:
             if dims is None or any(not isinstance(d, int) or d <= 0 for d in dims):
                 raise NpuError(ErrorCode.INVALID_ARGUMENT,
-                               f"input {vi.name!r} has dynamic shape {dims}; pass input_shapes={{{vi.name!r}: [...]}}")
+                               f"input {vi.name!r} has dynamic shape {dims}: give its static shape (input_shapes="
+                               f"{{{vi.name!r}: [...]}}; on the command line --input-shape {vi.name}=...)")
 
 
 _INFERENCE_AT = re.compile(r"\(op_type:([\w.]+)(?:, node name: ([^)]*))?\): (?:\[\w+\] )?(.*)")
