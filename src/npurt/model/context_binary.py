@@ -1,6 +1,6 @@
 """A context binary of several compiled graphs (a QNN context with N graphs), optionally over one shared weight store.
 
-One graph without weight sharing is written as its plain `.npurt` file, exactly as before, so every existing reader
+One graph is written as its plain `.npurt` file, exactly as before, so every existing reader
 keeps working. Several graphs are a container (little endian):
 
     offset 0    8s   magic b"NPURTCTX"
@@ -114,7 +114,7 @@ def encode(models: list[CompiledModel], share: bool = False) -> bytes:
     """The context binary of `models` (in graph order); `share`: one content-addressed weight store."""
     if not models:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "a context binary needs at least one graph")
-    if len(models) == 1 and not share:
+    if len(models) == 1:                                    # nothing to share: the plain .npurt
         return models[0].to_bytes()
     if share:
         store, offsets = share_weights(models)

@@ -18,14 +18,15 @@ Lifecycle (QnnContext.h, the shared-buffer tutorial):
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import npurt.forksafe as forksafe
-from npurt.errors import NpuError
+from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer
 from npurt.memory.mapping import page_round
+from npurt.memory.raw import pointer_value
 from npurt.model.compiled import CompiledModel
 from npurt.qnn import constants as C
 from npurt.qnn.backend import HANDLES, Backend
@@ -216,6 +217,15 @@ class QnnContext:
             if self in self.backend.contexts:
                 self.backend.contexts.remove(self)
             HANDLES.remove(self.handle)
+
+
+def context_memory(context: Any) -> ContextMemory:
+    """The weight memory of a live context handle (`ContextMemory`: stored vs unshared bytes, device memory);
+    NpuError INVALID_HANDLE for anything else."""
+    ctx = HANDLES.get(pointer_value(context), QnnContext)
+    if ctx is None or ctx.freed:
+        raise NpuError(ErrorCode.INVALID_HANDLE, f"context handle {pointer_value(context):#x} is not a live context")
+    return ctx.memory()
 
 
 class GraphsContext(QnnContext):
