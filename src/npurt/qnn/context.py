@@ -15,6 +15,9 @@ Lifecycle (QnnContext.h, the shared-buffer tutorial):
   buffers are in use and cannot be deregistered;
 - `free` (contextFree) releases everything it owns in one place: graphs, handles (automatic deregistration), the
   runtime context, internal buffers, the arena, its VTCM reference.
+
+A binary of several graphs is a `GraphsContext`: one child `QnnContext` per graph, over one shared weights buffer
+when the binary's weights are shared (`npurt.model.context_binary`).
 """
 from __future__ import annotations
 

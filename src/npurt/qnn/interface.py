@@ -367,8 +367,9 @@ class QnnInterfaceTable(GraphBuilding):
     @qnn_call("contextCreateFromBinary")
     def contextCreateFromBinary(self, backend: Any, device: Any, config: Any, binaryBuffer: Any,
                                 binaryBufferSize: int, context: Any, profile: Any = None) -> int:
-        """QnnContext_createFromBinary: load a context binary (a `CompiledModel`, `.npurt` bytes, or a pointer to
-        them); with DEFER_GRAPH_INIT only a handle is created and `contextFinalize` completes it."""
+        """QnnContext_createFromBinary: load a context binary (a `CompiledModel`, `.npurt` bytes, a binary of several
+        graphs, or a pointer to them) with all its graphs; with DEFER_GRAPH_INIT only a handle is created and
+        `contextFinalize` completes it."""
         b = lookup(backend, Backend)
         if b is None or b.freed:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid backend handle")
