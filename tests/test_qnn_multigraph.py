@@ -338,3 +338,30 @@ def test_the_qnn_ep_shares_weights_across_two_models_and_two_sessions_run_on_one
     assert mem.shared and mem.saved >= 0.8 * backbone and mem.weight_memory < mem.weight_bytes_unshared
     for k, s in enumerate((a, b)):
         assert _close(s.run(None, {"x": xs[k]})[0], refs[k])
+
+
+def test_npurt_convert_writes_one_context_binary_of_several_models(tmp_path):
+    """`npurt convert a.onnx a.onnx b.onnx --share-weights` (graph names made distinct by position): one binary,
+    every graph loadable and retrievable; the backbone stored once; refusals exit 2 with one line."""
+    from helpers.cli import fails, ok_json
+    models, backbone = _backbone_pair(np.random.default_rng(5))
+    for k, m in enumerate(models):
+        onnx.save(m, tmp_path / f"m{k}.onnx")
+    a, b = tmp_path / "m0.onnx", tmp_path / "m1.onnx"
+    plain = ok_json("convert", a, a, b, "--soc", "sm8550", "-o", tmp_path / "plain.bin")
+    shared = ok_json("convert", a, a, b, "--soc", "sm8550", "--share-weights", "-o", tmp_path / "shared.bin")
+    assert plain["graphs"] == shared["graphs"] == ["m0_0", "m0_1", "m1_2"]
+    assert plain["file_size"] - shared["file_size"] >= 0.8 * 2 * backbone       # the backbone twice less
+    data = (tmp_path / "shared.bin").read_bytes()
+    assert binary_info(data)[0] == 3
+    c = _client(sharing=False)
+    try:
+        ctx = q.Qnn_ContextHandle_t()
+        ok(c.qi.contextCreateFromBinary(c.backend, c.device, None, data, len(data), ctx, None))
+        for name in shared["graphs"]:
+            ok(c.qi.graphRetrieve(ctx, name.encode(), q.Qnn_GraphHandle_t()))
+        ok(c.qi.contextFree(ctx, None))
+    finally:
+        c.close()
+    fails("convert", a, b, "--soc", "rk3588", "-o", tmp_path / "x.bin", words=("HTP",))
+    fails("convert", a, "--share-weights", "--soc", "sm8550", "-o", tmp_path / "x.bin", words=("--share-weights",))

@@ -116,6 +116,7 @@ def encode(models: list[CompiledModel], share: bool = False) -> bytes:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "a context binary needs at least one graph")
     if len(models) == 1:                                    # nothing to share: the plain .npurt
         return models[0].to_bytes()
+    _check_names(models)
     if share:
         store, offsets = share_weights(models)
         records = [m.to_bytes(store_plan=replace(m.plan, weight_offsets=offs, weight_size=int(store.size)))
@@ -166,7 +167,16 @@ def decode(data: "bytes | bytearray | memoryview") -> ContextBinary:
         pos += length
     if pos != total:
         raise _invalid(f"context binary: {total - pos} bytes after the last graph")
+    _check_names(models)
     return ContextBinary(models, store is not None)
+
+
+def _check_names(models: list[CompiledModel]) -> None:
+    """INVALID_MODEL unless every graph has its own name (graphRetrieve finds graphs by name)."""
+    names = [m.graph.name for m in models]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise _invalid(f"a context binary's graphs need distinct names; {twice} appear more than once")
 
 
 def read(path_or_bytes: "str | os.PathLike | bytes | bytearray | memoryview") -> ContextBinary:
