@@ -365,3 +365,40 @@ def test_npurt_convert_writes_one_context_binary_of_several_models(tmp_path):
         c.close()
     fails("convert", a, b, "--soc", "rk3588", "-o", tmp_path / "x.bin", words=("HTP",))
     fails("convert", a, "--share-weights", "--soc", "sm8550", "-o", tmp_path / "x.bin", words=("--share-weights",))
+
+
+def _live_objects() -> list:
+    """Live contexts and graphs of live contexts (a freed graph's handle stays resolvable for a while: retired)."""
+    from npurt.qnn.context import QnnContext
+    from npurt.qnn.graph import QnnGraph
+    return [h for h, o in HANDLES.live() if isinstance(o, QnnContext) and not o.freed or
+            isinstance(o, QnnGraph) and o.context is not None]
+
+
+def test_a_graph_that_cannot_load_leaves_nothing_of_the_others(monkeypatch):
+    """The second graph's memory fails (1002): contextCreateFromBinary returns it, the first graph's context, the
+    shared weights buffer and every handle are gone."""
+    from npurt.qnn.boundary import QnnError
+    from npurt.qnn.context import QnnContext
+    c = _client(sharing=True)
+    try:
+        _fc_graphs(c, [np.ones((8, 4), np.float32), np.ones((8, 4), np.float32)])
+        data = _binary(c)
+        device = HANDLES.get(c.backend.value).device
+        before_handles, before_buffers = _live_objects(), len(device.buffers())
+        real, calls = QnnContext.finalize, []
+
+        def flaky(self):
+            calls.append(self)
+            if len(calls) == 2:
+                raise QnnError(q.QNN_CONTEXT_ERROR_MEM_ALLOC, "no memory for the second graph")
+            real(self)
+        monkeypatch.setattr(QnnContext, "finalize", flaky)
+        ctx = q.Qnn_ContextHandle_t()
+        rc = c.qi.contextCreateFromBinary(c.backend, c.device, None, data, len(data), ctx, None)
+        assert code(rc) == q.QNN_CONTEXT_ERROR_MEM_ALLOC and not ctx.value and len(calls) == 2
+        assert _live_objects() == before_handles and len(device.buffers()) == before_buffers
+        assert all(child.freed for child in calls)
+    finally:
+        monkeypatch.undo()
+        c.close()
