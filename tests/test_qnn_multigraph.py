@@ -402,3 +402,19 @@ def test_a_graph_that_cannot_load_leaves_nothing_of_the_others(monkeypatch):
     finally:
         monkeypatch.undo()
         c.close()
+
+
+def test_loaders_of_one_graph_say_what_a_binary_of_several_graphs_is(tmp_path):
+    import npurt
+    from helpers.cli import fails
+    c = _client(sharing=False)
+    try:
+        _fc_graphs(c, [np.ones((4, 3), np.float32), np.ones((2, 3), np.float32)])
+        path = tmp_path / "two.bin"
+        path.write_bytes(_binary(c))
+    finally:
+        c.close()
+    for load in (npurt.load_compiled, npurt.Session):
+        with pytest.raises(npurt.NpuError, match="context binary of several graphs"):
+            load(path)
+    fails("report", path, words=("several graphs",))

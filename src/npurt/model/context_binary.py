@@ -34,7 +34,7 @@ from npurt.model import file_format
 from npurt.model.compiled import CompiledModel, read_compiled
 from npurt.model.weights import WEIGHT_ALIGN, WEIGHT_TOTAL_ALIGN, build_blob, layout_blob
 
-MAGIC = b"NPURTCTX"
+MAGIC = file_format.CONTEXT_MAGIC
 FORMAT_VERSION = 1
 HEADER_SIZE = 64
 MAX_GRAPHS = 4096
