@@ -418,3 +418,38 @@ def test_loaders_of_one_graph_say_what_a_binary_of_several_graphs_is(tmp_path):
         with pytest.raises(npurt.NpuError, match="context binary of several graphs"):
             load(path)
     fails("report", path, words=("several graphs",))
+
+
+def test_the_graphs_of_a_loaded_context_spill_into_one_spill_fill_buffer():
+    """Two graphs whose activations overflow the 4 MiB VTCM of sm8350: their context has one spill-fill buffer of the
+    larger need, both arenas spill into it, and the graphs run one after the other with correct outputs."""
+    c = Client(soc="sm8350")
+    try:
+        shapes = [(1, 1536, 1024), (1, 1280, 1024)]
+        for k, shape in enumerate(shapes):       # x -> Relu -> a -> Sigmoid -> b -> Neg -> y: a and b live at once
+            c.create_graph(f"g{k}")
+            c.tensor(f"x{k}", W, shape)
+            for name in ("a", "b"):
+                c.tensor(f"{name}{k}", q.QNN_TENSOR_TYPE_NATIVE, shape)
+            c.tensor(f"y{k}", R, shape)
+            c.node(f"relu{k}", "Relu", [f"x{k}"], [f"a{k}"])
+            c.node(f"sig{k}", "Sigmoid", [f"a{k}"], [f"b{k}"])
+            c.node(f"neg{k}", "ElementWiseNeg", [f"b{k}"], [f"y{k}"])
+            c.finalize()
+        data = _binary(c)
+        ctx = q.Qnn_ContextHandle_t()
+        ok(c.qi.contextCreateFromBinary(c.backend, c.device, None, data, len(data), ctx, None))
+        parent = HANDLES.get(ctx.value)
+        spills = [child.spill_view() for child in parent.children]
+        assert all(s is not None for s in spills) and spills[0].size != spills[1].size
+        small, big = sorted(spills, key=lambda s: s.size)
+        big[:small.size] = 7
+        assert (small == 7).all()                       # one buffer under both arenas
+        rng = np.random.default_rng(6)
+        for k in (0, 1, 0):
+            x = rng.normal(size=shapes[k]).astype(np.float32)
+            y = _run(c, ctx, f"g{k}", x, shapes[k])
+            assert np.abs(y + 1 / (1 + np.exp(-np.maximum(x, 0)))).max() <= FP16
+        ok(c.qi.contextFree(ctx, None))
+    finally:
+        c.close()

@@ -58,6 +58,7 @@ class QnnContext:
                  concurrent: bool, multi_contexts: bool, weights: MemRef | None = None) -> None:
         self.backend = backend
         self.shared_weights = weights           # a weight store of the parent's several graphs (weight sharing)
+        self.shared_spill: Buffer | None = None  # the spill-fill buffer of the parent's graphs (they run one by one)
         self.compiled = compiled
         self.deferred = deferred
         self.priority = priority
@@ -148,6 +149,8 @@ class QnnContext:
             if SPILLFILL in ext:
                 rec = ext[SPILLFILL]
                 parts.append((rec.buffer, rec.buf_offset, htp.spill_size))
+            elif self.shared_spill is not None:
+                parts.append((self.shared_spill, 0, htp.spill_size))
             else:
                 parts.append((self._own(htp.spill_size, "qnn-spillfill", "spillfill"), 0, htp.spill_size))
         if parts:
@@ -234,7 +237,8 @@ def context_memory(context: Any) -> ContextMemory:
 class GraphsContext(QnnContext):
     """A context of several graphs (a multi-graph context binary; contextCreate's, `graph_build.BuildContext`): each
     graph runs in a child `QnnContext` of its own compiled model, finalized together. With a shared weight store
-    (weight sharing) the parent owns one weights buffer every child reads, so shared weights are in memory once.
+    (weight sharing) the parent owns one weights buffer every child reads, so shared weights are in memory once; a
+    loaded binary's graphs also spill into one spill-fill buffer (the HTP runs one graph at a time).
     Graph I/O handles registered on the parent serve its children's graphs; external weights / spill-fill / VTCM
     backup buffers are taken by contexts of one graph only (`takes_context_buffers`)."""
 
@@ -279,17 +283,28 @@ class GraphsContext(QnnContext):
         return 0
 
     def finalize(self) -> None:
-        """Build every graph's child context (over the one shared weights buffer when the store is shared); QnnError
-        on failure, and then nothing is kept."""
+        """Build every graph's child context: over the one shared weights buffer when the store is shared, and over
+        one spill-fill buffer of the largest graph's need (the HTP runs one graph at a time); QnnError on failure,
+        and then nothing is kept."""
+        pending: list[QnnContext] = []
         try:
             weights = None
             if self.shared and self.models:
                 size = max(self.models[0].plan.weight_size, 1)
                 weights = MemRef(self._own(size, "qnn-weights", "shared weights"), 0, size, "weights")
-            for m in self.models:
-                self.add_child(QnnContext(self.backend, m, deferred=False, priority=self.priority, concurrent=False,
+            for m in self.models:                   # each plans its HTP memory
+                pending.append(QnnContext(self.backend, m, deferred=False, priority=self.priority, concurrent=False,
                                           multi_contexts=False, weights=weights))
+            spill = max((c.htp.spill_size for c in pending), default=0)
+            if spill:
+                shared_spill = self._own(spill, "qnn-spillfill", "shared spill-fill")
+                for child in pending:
+                    child.shared_spill = shared_spill
+            for child in pending:
+                self.add_child(child)
         except BaseException:
+            for child in pending:
+                child.free()
             self._release_memory()
             raise
         self.finalized = True
