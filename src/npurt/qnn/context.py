@@ -30,6 +30,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer
 from npurt.memory.mapping import page_round
 from npurt.memory.raw import pointer_value
+from npurt.model import context_binary
 from npurt.model.compiled import CompiledModel
 from npurt.qnn import constants as C
 from npurt.qnn.backend import HANDLES, Backend
@@ -267,6 +268,7 @@ class GraphsContext(QnnContext):
         self._arena = None
         self._vtcm_taken = False
         self.external = {}
+        self._weights_ref = None                # the shared weights buffer (weight sharing), set at finalize
         self.handle = HANDLES.add(self)
         backend.contexts.append(self)
 
@@ -292,6 +294,7 @@ class GraphsContext(QnnContext):
             if self.shared and self.models:
                 size = max(self.models[0].plan.weight_size, 1)
                 weights = MemRef(self._own(size, "qnn-weights", "shared weights"), 0, size, "weights")
+            self._weights_ref = weights
             for m in self.models:                   # each plans its HTP memory
                 pending.append(QnnContext(self.backend, m, deferred=False, priority=self.priority, concurrent=False,
                                           multi_contexts=False, weights=weights))
@@ -324,7 +327,6 @@ class GraphsContext(QnnContext):
 
     def binary(self) -> bytes:
         """The context binary of every graph (`npurt.model.context_binary`), weights shared when the store is."""
-        from npurt.model import context_binary
         try:
             return context_binary.encode(self.models, share=self.shared)
         except NpuError as exc:
@@ -332,10 +334,9 @@ class GraphsContext(QnnContext):
                            general=C.QNN_CONTEXT_ERROR_GET_BINARY_FAILED) from exc
 
     def memory(self) -> ContextMemory:
-        from npurt.model.context_binary import weight_bytes
-        stored, unshared = weight_bytes(self.models, self.shared)
-        held = sum(page_round(b.size) for b in self._owned if b.alive) + \
-            sum(c.memory().weight_memory for c in self.children)
+        stored, unshared = context_binary.weight_bytes(self.models, self.shared)
+        own = self._weights_ref
+        held = (page_round(own.size) if own is not None else 0) + sum(c.memory().weight_memory for c in self.children)
         return ContextMemory(len(self.models), self.shared, stored, unshared, held)
 
     def _release_memory(self) -> None:

@@ -6,8 +6,10 @@ creation), a `Qnn_OpConfig_t` a `QnnOp` (checked with the front end's `check_op`
 is refused when it is added, and `backendValidateOpConfig` says yes exactly to what `graphFinalize` builds).
 `graphFinalize` hands the collected graph to the front end (`model.qnn_import.translate`) and the compiler (same
 quantisation, planner and executor as any model); the compiled model is loaded like a context binary into a
-`QnnContext` whose parent is the contextCreate context, and its `QnnGraph` takes over the graph's handle, so
-graphExecute, memRegister'd handles of the parent context and contextGetBinary work as for a loaded binary.
+`QnnContext` whose parent is the contextCreate context (a `GraphsContext`), and its `QnnGraph` takes over the
+graph's handle, so graphExecute, memRegister'd handles of the parent context and contextGetBinary work as for a loaded
+binary. contextGetBinary writes every finalized graph of the context into one binary; with the HTP context config
+WEIGHT_SHARING_ENABLED, weights identical across the graphs are stored in it once (`model.context_binary`).
 
 Every pointer in a tensor or op config (names, dims, quantization arrays, static data, params) is read through
 `npurt.memory.raw` (EFAULT-safe); a failure is the member's QNN code and one `<E>` log line, nothing kept.
