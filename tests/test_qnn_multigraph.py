@@ -453,3 +453,38 @@ def test_the_graphs_of_a_loaded_context_spill_into_one_spill_fill_buffer():
         ok(c.qi.contextFree(ctx, None))
     finally:
         c.close()
+
+
+def test_a_hostile_container_header_is_refused_as_a_malformed_binary():
+    """Header fields rewritten (checksum recomputed, so only the fields are wrong): every one is INVALID_MODEL from
+    the model layer, 5005 from contextCreateFromBinary, and the system library's 30010, never an internal error."""
+    import hashlib
+    import struct
+    import npurt
+    c = _client(sharing=True)
+    try:
+        _fc_graphs(c, [np.ones((16, 8), np.float32), np.ones((16, 8), np.float32)])
+        good = _binary(c)
+
+        def forged(offset: int, fmt: str, value: int) -> bytes:
+            data = bytearray(good)
+            struct.pack_into(fmt, data, offset, value)
+            data[32:64] = hashlib.sha256(bytes(data[64:])).digest()
+            return bytes(data)
+        cases = [forged(12, "<I", 0), forged(12, "<I", 1 << 30), forged(16, "<Q", 1 << 40), forged(16, "<Q", 0),
+                 forged(64, "<Q", 1 << 40), forged(64, "<Q", 3), forged(72, "<Q", 0), forged(8, "<H", 9),
+                 good[:-1], good + b"\0"]
+        st, handle, info = QnnSystemInterfaceTable(), q.Qnn_ContextHandle_t(), ctypes.c_void_p()
+        assert st.systemContextCreate(handle) == q.QNN_SUCCESS
+        for data in cases:
+            with pytest.raises(npurt.NpuError) as err:
+                context_binary.decode(data)
+            assert err.value.code is npurt.ErrorCode.INVALID_MODEL
+            ctx = q.Qnn_ContextHandle_t()
+            rc = c.qi.contextCreateFromBinary(c.backend, c.device, None, data, len(data), ctx, None)
+            assert code(rc) == q.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY and not ctx.value
+            assert st.systemContextGetBinaryInfo(handle, data, len(data), info) == \
+                q.QNN_SYSTEM_CONTEXT_ERROR_MALFORMED_BINARY
+        st.systemContextFree(handle)
+    finally:
+        c.close()

@@ -156,6 +156,8 @@ def decode(data: "bytes | bytearray | memoryview") -> ContextBinary:
     store = None
     if store_len:
         pos = _up(pos)
+        if pos + store_len > total:
+            raise _invalid("context binary: the weight store runs past the end")
         store = np.frombuffer(data, np.uint8, count=store_len, offset=pos)
         pos += store_len
     models = []
