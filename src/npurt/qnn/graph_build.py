@@ -31,7 +31,6 @@ from npurt.qnn import constants as C
 from npurt.qnn.backend import HANDLES, Backend, QnnDevice, lookup
 from npurt.qnn.boundary import QnnError, from_npu, qnn_call
 from npurt.qnn.context import GraphsContext, QnnContext
-from npurt.qnn.mem_registry import REGISTRY
 from npurt.qnn.structs import (Qnn_AxisScaleOffset_t, Qnn_OpConfig_t, Qnn_OpConfigV1_t, Qnn_Param_t,
                                Qnn_ScaleOffset_t, Qnn_Tensor_t, Qnn_TensorV1_t, QnnContext_Config_t,
                                QnnGraph_Config_t, QnnHtpContext_CustomConfig_t)
