@@ -8,6 +8,8 @@ FLOAT_32 (default), FLOAT_16, or quantized with scale/offset (int8 only); `--qnn
 I/O NCHW (the layout onnxruntime's EPContext models declare) instead of the HTP's NHWC. `--input-shape x=1,3,48,320`
 fixes the dynamic dimensions of an input (a recognizer's width, a batch `N`). `--epcontext CTX.onnx` also writes
 onnxruntime's EPContext model over the binary (`npurt.qnn.epcontext`), for onnxruntime's QNN execution provider.
+Several models (HTP SoCs) make one QNN context binary with a graph each; `--share-weights` stores weights identical
+across them once (`npurt.model.context_binary`).
 
 `--dynamic-input` makes a dynamic-shape model (the toolkit's `dynamic_input`): several shapes per input, e.g.
 `--dynamic-input "1,3,224,224;1,3,160,160"`, the option once per input (in order, each with as many shapes); shape
@@ -33,7 +35,8 @@ from npurt.soc import get_profile
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("convert", help="compile an ONNX model to a .npurt file for one SoC")
-    p.add_argument("model", help="an .onnx file or a zoo name")
+    p.add_argument("model", nargs="+", help="an .onnx file or a zoo name; several make one QNN context binary with "
+                                            "a graph each (HTP SoCs)")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="M.npurt", help="the compiled model file")
     p.add_argument("--soc", default=None, help="target SoC (default $NPURT_SOC, else rk3588)")
     add_compile_args(p)
@@ -51,6 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a dynamic-shape model: the shapes of one input, ';'-separated (e.g. "
                         "\"1,3,224,224;1,3,160,160\"), once per input in order; or the toolkit's dynamic_input "
                         "as JSON")
+    p.add_argument("--share-weights", action="store_true",
+                   help="several models: store weights identical across them once (QNN weight sharing)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     p.set_defaults(func=run)
 
@@ -94,6 +99,47 @@ def _write_epcontext(compiled, binary: Path, path: Path) -> None:
     onnx.save(epcontext_model(compiled, relative, compiled.graph.name or "npurt"), path)
 
 
+def _convert_many(args: argparse.Namespace, profile, options: CompileOptions, console) -> int:
+    """Several models -> one QNN context binary with a graph each (`npurt.model.context_binary`); graphs whose
+    names collide are named `<name>_<k>` by position."""
+    from npurt.model import context_binary
+    from npurt.qnn.graph import set_graph_io, set_graph_io_layout
+    if not profile.vtcm_size:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"several models make a QNN HTP context binary: use an HTP --soc "
+                                                   f"(sm8550, ...), not {profile.name}")
+    if args.epcontext is not None or args.dynamic_input or args.input_shape:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "--epcontext, --dynamic-input and --input-shape take one model")
+    paths = [resolve_model(m) for m in args.model]
+    regular_output(args.output, "--output", paths)
+    models = []
+    for path in paths:
+        if is_compiled(path):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{path} is already a compiled .npurt model")
+        compiled = load_model(str(path), profile.name, options, progress=False)
+        set_graph_io(compiled, args.qnn_io)
+        set_graph_io_layout(compiled, args.qnn_io_layout)
+        models.append(compiled)
+    names = [m.graph.name for m in models]
+    if len(set(names)) < len(names):
+        for k, m in enumerate(models):
+            m.graph.name = f"{m.graph.name}_{k}"
+    data = context_binary.encode(models, share=args.share_weights)
+    from npurt.model.file_format import write_atomic
+    write_atomic(args.output, data)
+    stored, unshared = context_binary.weight_bytes(models, args.share_weights)
+    result = {"models": [p.name for p in paths], "output": str(args.output), "soc": profile.name,
+              "graphs": [m.graph.name for m in models], "weight_size": stored, "weight_size_unshared": unshared,
+              "file_size": len(data)}
+    if args.json:
+        print_json(result)
+        return 0
+    console.print(f"{', '.join(result['models'])} -> {args.output}: {profile.name}, {len(models)} graphs "
+                  f"({', '.join(result['graphs'])}), weights {human_bytes(stored)}"
+                  + (f" (shared; {human_bytes(unshared)} unshared)" if args.share_weights else "")
+                  + f", file {human_bytes(len(data))}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from npurt.qnn.graph import GRAPH_IO, GRAPH_IO_LAYOUTS, set_graph_io, set_graph_io_layout
     if args.qnn_io not in GRAPH_IO:
@@ -102,7 +148,15 @@ def run(args: argparse.Namespace) -> int:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"--qnn-io-layout {args.qnn_io_layout!r}: use one of "
                                                    f"{', '.join(GRAPH_IO_LAYOUTS)}")
     console = make_console(quiet=args.json)
-    profile = get_profile(target_soc(args.soc, args.model))
+    profile = get_profile(target_soc(args.soc, args.model[0]))
+    if len(args.model) > 1:
+        mean, std = parse_floats(args.mean, "--mean"), parse_floats(args.std, "--std")
+        return _convert_many(args, profile, compile_options(args, [mean] if mean else None, [std] if std else None),
+                             console)
+    if args.share_weights:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "--share-weights shares weights across several models: give more "
+                                                   "than one")
+    args.model = args.model[0]
     path = resolve_model(args.model)
     regular_output(args.output, "--output", [path])
     if args.epcontext is not None:

@@ -62,9 +62,13 @@ class CompiledModel:
 
     # --- persistence ------------------------------------------------------------------------------
 
-    def to_bytes(self) -> bytes:
-        """The `.npurt` file contents."""
-        return file_format.encode(self.soc, self._manifest(), self.weight_blob)
+    def to_bytes(self, store_plan: MemoryPlan | None = None) -> bytes:
+        """The `.npurt` file contents. With `store_plan` the weights live in a context binary's shared store
+        (`npurt.model.context_binary`), laid out by that plan: the file carries no weights of its own."""
+        if store_plan is None:
+            return file_format.encode(self.soc, self._manifest(), self.weight_blob)
+        return file_format.encode(self.soc, {**self._manifest(), "plan": _plan_json(store_plan)},
+                                  np.empty(0, np.uint8))
 
     def save(self, path: "str | os.PathLike") -> None:
         """Write the `.npurt` file atomically (temp file + rename: nothing half-written on failure)."""
@@ -134,10 +138,16 @@ def _node_from_json(d: dict[str, Any]) -> Node:
                 tuple(p) if p is not None else None, d.get("domain", ""))
 
 
-def read_compiled(path_or_bytes: "str | os.PathLike | bytes | bytearray | memoryview") -> CompiledModel:
+def read_compiled(path_or_bytes: "str | os.PathLike | bytes | bytearray | memoryview",
+                  store: np.ndarray | None = None) -> CompiledModel:
     """A CompiledModel read from a `.npurt` file or its bytes (`npurt.load_compiled`); INVALID_MODEL if corrupt,
-    truncated, foreign, or its memory plan is inconsistent."""
+    truncated, foreign, or its memory plan is inconsistent. `store`: the shared weight store of a context binary
+    the file's weights live in (its own blob is then empty)."""
     soc, m, blob = file_format.decode(file_format.read_bytes(path_or_bytes))
+    if store is not None:
+        if blob.size:
+            raise NpuError(ErrorCode.INVALID_MODEL, "a graph of a weight-shared context binary carries weights")
+        blob = store
     try:
         if m.get("format") != "npurt-compiled-model":
             raise ValueError("manifest is not an npurt compiled model")

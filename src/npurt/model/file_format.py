@@ -36,6 +36,9 @@ from npurt.files import plain_file_mode, regular_output
 
 MAGIC = b"NPURTMDL"
 VENDOR_MAGIC = b"RKNN"          # the first bytes of a model compiled by the vendor's toolkit (format not public)
+CONTEXT_MAGIC = b"NPURTCTX"     # a QNN context binary of several graphs (`npurt.model.context_binary`)
+_SEVERAL_GRAPHS = ("is a QNN context binary of several graphs: it loads through QNN (contextCreateFromBinary, "
+                   "onnxruntime's QNN EP); give one graph's .npurt or its ONNX model here")
 FORMAT_VERSION = 1
 HEADER_SIZE = 128
 _HEADER = struct.Struct("<8sHH16sQQ32s")
@@ -89,6 +92,8 @@ def decode(data: bytes | bytearray | memoryview) -> tuple[str, dict, np.ndarray]
     if len(data) < HEADER_SIZE:
         raise _invalid(f"not an npurt model: {len(data)} bytes is shorter than the {HEADER_SIZE}-byte header")
     magic, version, hsize, soc_raw, mlen, blen, digest = _HEADER.unpack_from(data, 0)
+    if magic[:len(CONTEXT_MAGIC)] == CONTEXT_MAGIC:
+        raise _invalid(f"the model {_SEVERAL_GRAPHS}")
     if magic != MAGIC:
         raise _invalid("not an npurt model (bad magic)")
     if version != FORMAT_VERSION:
@@ -175,11 +180,17 @@ def not_a_model(what: str) -> NpuError:
 
 def refuse_vendor_model(data: "bytes | bytearray | memoryview | str | os.PathLike", what: str = "model") -> None:
     """INVALID_MODEL, in one line saying what to pass instead, when `data` (bytes or a path) is a vendor-compiled
-    `.rknn` model; nothing otherwise (an unreadable path is left to the caller's own read)."""
+    `.rknn` model or a QNN context binary of several graphs (which only QNN loads); nothing otherwise (an unreadable
+    path is left to the caller's own read)."""
     try:
         vendor = is_vendor_model(data)
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            with open(os.fspath(data), "rb") as f:
+                data = f.read(len(CONTEXT_MAGIC))
     except OSError:
         return
+    if bytes(memoryview(data).cast("B")[:len(CONTEXT_MAGIC)]) == CONTEXT_MAGIC:
+        raise _invalid(f"{what} {_SEVERAL_GRAPHS}")
     if vendor:
         raise _invalid(f"{what} is a vendor-compiled .rknn model, which only runs on the board: pass the ONNX model "
                        f"it was built from, or an .npurt compiled from it (npurt convert model.onnx -o model.npurt)")

@@ -15,20 +15,26 @@ Lifecycle (QnnContext.h, the shared-buffer tutorial):
   buffers are in use and cannot be deregistered;
 - `free` (contextFree) releases everything it owns in one place: graphs, handles (automatic deregistration), the
   runtime context, internal buffers, the arena, its VTCM reference.
+
+A binary of several graphs is a `GraphsContext`: one child `QnnContext` per graph, over one shared weights buffer
+when the binary's weights are shared (`npurt.model.context_binary`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import npurt.forksafe as forksafe
-from npurt.errors import NpuError
+from npurt.errors import ErrorCode, NpuError
 from npurt.memory import Buffer
+from npurt.memory.mapping import page_round
+from npurt.memory.raw import pointer_value
+from npurt.model import context_binary
 from npurt.model.compiled import CompiledModel
 from npurt.qnn import constants as C
 from npurt.qnn.backend import HANDLES, Backend
-from npurt.qnn.htp_plan import HtpMemoryPlan, plan_htp
+from npurt.qnn.htp_plan import ContextMemory, HtpMemoryPlan, plan_htp, round_granule
 from npurt.qnn.boundary import QnnError, from_npu
 from npurt.qnn.mem_registry import REGISTRY, SPILLFILL, VTCMBACKUP, WEIGHTS, MemRecord
 from npurt.runtime import Context as RuntimeContext
@@ -46,11 +52,14 @@ if TYPE_CHECKING:
 class QnnContext:
     """One loaded context binary on one backend."""
 
-    parent: "QnnContext | None" = None      # the contextCreate context a graph built through the graph API is in
+    parent: "QnnContext | None" = None      # the context of several graphs this one is a graph of
+    takes_context_buffers = True            # external WEIGHTS / SPILLFILL / VTCMBACKUP buffers may be registered
 
     def __init__(self, backend: Backend, compiled: CompiledModel, *, deferred: bool, priority: int,
-                 concurrent: bool, multi_contexts: bool) -> None:
+                 concurrent: bool, multi_contexts: bool, weights: MemRef | None = None) -> None:
         self.backend = backend
+        self.shared_weights = weights           # a weight store of the parent's several graphs (weight sharing)
+        self.shared_spill: Buffer | None = None  # the spill-fill buffer of the parent's graphs (they run one by one)
         self.compiled = compiled
         self.deferred = deferred
         self.priority = priority
@@ -67,6 +76,7 @@ class QnnContext:
         self._arena: Buffer | None = None       # the VTCM + spill-fill composite buffer
         self._vtcm_taken = False
         self.external: dict[str, MemRecord] = {}
+        self._weights_ref: MemRef | None = None     # where the runtime reads the weights (set at finalize)
         self.handle = HANDLES.add(self)
         backend.contexts.append(self)
 
@@ -125,9 +135,12 @@ class QnnContext:
         if WEIGHTS in ext and ext[WEIGHTS].nbytes:
             rec = ext[WEIGHTS]
             weights = MemRef(rec.buffer, rec.buf_offset, rec.nbytes, "weights")
+        elif self.shared_weights is not None:
+            weights = self.shared_weights
         else:
             weights = MemRef(self._own(max(m.plan.weight_size, 1), "qnn-weights", "weights"), label="weights")
         rt.set_weight_memory(weights)                       # "weights copied in at finalize"
+        self._weights_ref = weights
         parts = []
         if htp.vtcm_used:
             vtcm = self.backend.core.take_vtcm()
@@ -137,6 +150,8 @@ class QnnContext:
             if SPILLFILL in ext:
                 rec = ext[SPILLFILL]
                 parts.append((rec.buffer, rec.buf_offset, htp.spill_size))
+            elif self.shared_spill is not None:
+                parts.append((self.shared_spill, 0, htp.spill_size))
             else:
                 parts.append((self._own(htp.spill_size, "qnn-spillfill", "spillfill"), 0, htp.spill_size))
         if parts:
@@ -147,6 +162,16 @@ class QnnContext:
         buf = self.backend.device.alloc(size, owner=owner, name=name)
         self._owned.append(buf)
         return buf
+
+    def binary(self) -> bytes:
+        """The context binary (contextGetBinary): the graph's compiled model."""
+        return self.compiled.to_bytes()
+
+    def memory(self) -> ContextMemory:
+        """The context's weight memory (see `ContextMemory`)."""
+        size, ref = self.compiled.plan.weight_size, self._weights_ref
+        held = page_round(ref.size) if ref is not None and self.shared_weights is None else 0
+        return ContextMemory(1, False, size, size, held)
 
     @property
     def arena(self) -> np.ndarray | None:
@@ -170,6 +195,7 @@ class QnnContext:
     # -- release: the one place ------------------------------------------------------------------------
     def _release_memory(self) -> None:
         rt, self.runtime = self.runtime, None
+        self._weights_ref = None
         if rt is not None and not rt.destroyed:
             rt.destroy()                                    # bindings, weight store, its device reference
         if self._arena is not None and self._arena.alive:
@@ -195,6 +221,139 @@ class QnnContext:
             REGISTRY.release_context(self)
             self.external = {}
             self._release_memory()
+            if self in self.backend.contexts:
+                self.backend.contexts.remove(self)
+            HANDLES.remove(self.handle)
+
+
+def context_memory(context: Any) -> ContextMemory:
+    """The weight memory of a live context handle (`ContextMemory`: stored vs unshared bytes, device memory);
+    NpuError INVALID_HANDLE for anything else."""
+    ctx = HANDLES.get(pointer_value(context), QnnContext)
+    if ctx is None or ctx.freed:
+        raise NpuError(ErrorCode.INVALID_HANDLE, f"context handle {pointer_value(context):#x} is not a live context")
+    return ctx.memory()
+
+
+class GraphsContext(QnnContext):
+    """A context of several graphs (a multi-graph context binary; contextCreate's, `graph_build.BuildContext`): each
+    graph runs in a child `QnnContext` of its own compiled model, finalized together. With a shared weight store
+    (weight sharing) the parent owns one weights buffer every child reads, so shared weights are in memory once; a
+    loaded binary's graphs also spill into one spill-fill buffer (the HTP runs one graph at a time).
+    Graph I/O handles registered on the parent serve its children's graphs; external weights / spill-fill / VTCM
+    backup buffers are taken by contexts of one graph only (`takes_context_buffers`)."""
+
+    takes_context_buffers = False
+
+    def __init__(self, backend: Backend, models: list[CompiledModel], *, shared: bool = False, deferred: bool = False,
+                 priority: int = C.QNN_PRIORITY_DEFAULT, concurrent: bool = False,
+                 multi_contexts: bool = False) -> None:      # noqa: no super().__init__: the children hold the models
+        self.backend = backend
+        self.compiled = None
+        self.models = list(models)
+        self.shared = shared
+        self.shared_weights = None
+        self.deferred = deferred
+        self.priority = priority
+        self.concurrent = concurrent
+        self.multi_contexts = multi_contexts
+        self.finalized = False
+        self.freed = False
+        self.lock = forksafe.rlock()
+        self.htp = None
+        self.graphs = {}
+        self.children: list[QnnContext] = []
+        self.runtime = None
+        self._owned = []
+        self._arena = None
+        self._vtcm_taken = False
+        self.external = {}
+        self._weights_ref = None                # the shared weights buffer (weight sharing), set at finalize
+        self.handle = HANDLES.add(self)
+        backend.contexts.append(self)
+
+    def required_size(self, kind: str) -> int:
+        """The size properties of the context: the weights of all graphs (the store once when shared), the largest
+        spill-fill / VTCM backup need of a graph (its graphs run one at a time)."""
+        if kind == WEIGHTS:
+            return round_granule(self.memory().weight_bytes)
+        plans = [plan_htp(m.plan, self.backend.profile.vtcm_size) for m in self.models]
+        if kind == SPILLFILL:
+            return max((p.spillfill_buffer_size for p in plans), default=0)
+        if kind == VTCMBACKUP:
+            return max((p.vtcm_backup_buffer_size for p in plans), default=0)
+        return 0
+
+    def finalize(self) -> None:
+        """Build every graph's child context: over the one shared weights buffer when the store is shared, and over
+        one spill-fill buffer of the largest graph's need (the HTP runs one graph at a time); QnnError on failure,
+        and then nothing is kept."""
+        pending: list[QnnContext] = []
+        try:
+            weights = None
+            if self.shared and self.models:
+                size = max(self.models[0].plan.weight_size, 1)
+                weights = MemRef(self._own(size, "qnn-weights", "shared weights"), 0, size, "weights")
+            self._weights_ref = weights
+            for m in self.models:                   # each plans its HTP memory
+                pending.append(QnnContext(self.backend, m, deferred=False, priority=self.priority, concurrent=False,
+                                          multi_contexts=False, weights=weights))
+            spill = max((c.htp.spill_size for c in pending), default=0)
+            if spill:
+                shared_spill = self._own(spill, "qnn-spillfill", "shared spill-fill")
+                for child in pending:
+                    child.shared_spill = shared_spill
+            for child in pending:
+                self.add_child(child)
+        except BaseException:
+            for child in pending:
+                child.free()
+            self._release_memory()
+            raise
+        self.finalized = True
+
+    def add_child(self, child: QnnContext) -> "QnnGraph":
+        """Finalize `child` (freed on failure) as one of this context's graphs; its graph."""
+        child.parent = self
+        try:
+            child.finalize()
+        except BaseException:
+            child.free()
+            raise
+        self.children.append(child)
+        graph = child.graphs[child.compiled.graph.name]
+        self.graphs[graph.name] = graph
+        return graph
+
+    def binary(self) -> bytes:
+        """The context binary of every graph (`npurt.model.context_binary`), weights shared when the store is."""
+        try:
+            return context_binary.encode(self.models, share=self.shared)
+        except NpuError as exc:
+            raise from_npu(exc, "context", "cannot write the context binary",
+                           general=C.QNN_CONTEXT_ERROR_GET_BINARY_FAILED) from exc
+
+    def memory(self) -> ContextMemory:
+        stored, unshared = context_binary.weight_bytes(self.models, self.shared)
+        own = self._weights_ref
+        held = (page_round(own.size) if own is not None else 0) + sum(c.memory().weight_memory for c in self.children)
+        return ContextMemory(len(self.models), self.shared, stored, unshared, held)
+
+    def _release_memory(self) -> None:
+        for child in self.children:
+            child.free()
+        self.children = []
+        self.graphs = {}
+        super()._release_memory()
+
+    def free(self) -> None:
+        with self.lock:
+            if self.freed:
+                return
+            self.freed = True
+            self._release_memory()
+            REGISTRY.release_context(self)
+            self.external = {}
             if self in self.backend.contexts:
                 self.backend.contexts.remove(self)
             HANDLES.remove(self.handle)

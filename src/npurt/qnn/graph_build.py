@@ -6,8 +6,10 @@ creation), a `Qnn_OpConfig_t` a `QnnOp` (checked with the front end's `check_op`
 is refused when it is added, and `backendValidateOpConfig` says yes exactly to what `graphFinalize` builds).
 `graphFinalize` hands the collected graph to the front end (`model.qnn_import.translate`) and the compiler (same
 quantisation, planner and executor as any model); the compiled model is loaded like a context binary into a
-`QnnContext` whose parent is the contextCreate context, and its `QnnGraph` takes over the graph's handle, so
-graphExecute, memRegister'd handles of the parent context and contextGetBinary work as for a loaded binary.
+`QnnContext` whose parent is the contextCreate context (a `GraphsContext`), and its `QnnGraph` takes over the
+graph's handle, so graphExecute, memRegister'd handles of the parent context and contextGetBinary work as for a loaded
+binary. contextGetBinary writes every finalized graph of the context into one binary; with the HTP context config
+WEIGHT_SHARING_ENABLED, weights identical across the graphs are stored in it once (`model.context_binary`).
 
 Every pointer in a tensor or op config (names, dims, quantization arrays, static data, params) is read through
 `npurt.memory.raw` (EFAULT-safe); a failure is the member's QNN code and one `<E>` log line, nothing kept.
@@ -28,11 +30,10 @@ from npurt.model.qnn_graph import BAD_VALUE
 from npurt.qnn import constants as C
 from npurt.qnn.backend import HANDLES, Backend, QnnDevice, lookup
 from npurt.qnn.boundary import QnnError, from_npu, qnn_call
-from npurt.qnn.context import QnnContext
-from npurt.qnn.mem_registry import REGISTRY
+from npurt.qnn.context import GraphsContext, QnnContext
 from npurt.qnn.structs import (Qnn_AxisScaleOffset_t, Qnn_OpConfig_t, Qnn_OpConfigV1_t, Qnn_Param_t,
                                Qnn_ScaleOffset_t, Qnn_Tensor_t, Qnn_TensorV1_t, QnnContext_Config_t,
-                               QnnGraph_Config_t)
+                               QnnGraph_Config_t, QnnHtpContext_CustomConfig_t)
 
 # Qnn_DataType_t -> (numpy dtype of the stored values, fixed point)
 DATA_TYPES: dict[int, tuple[str, bool]] = {
@@ -248,30 +249,17 @@ def _create_tensor(owner: Any, lock: Any, tensor: Any) -> int:
                            else C.QNN_TENSOR_ERROR_INVALID_TENSOR_PARAM, exc.message) from None
     return C.QNN_SUCCESS
 
-class BuildContext(QnnContext):
+class BuildContext(GraphsContext):
     """A context made by contextCreate: its graphs are built op by op; each finalized graph runs in a child
-    `QnnContext` holding its compiled model. Registered memory belongs to this context."""
+    `QnnContext` holding its compiled model. Registered memory belongs to this context. With WEIGHT_SHARING_ENABLED
+    its binary stores weights identical across its graphs once (`model.context_binary`)."""
 
-    def __init__(self, backend: Backend) -> None:        # noqa: super().__init__ needs a binary; set what it sets
-        import threading
-        self.backend = backend
-        self.compiled = None
-        self.deferred = False
+    def __init__(self, backend: Backend, weight_sharing: bool = False) -> None:
+        super().__init__(backend, [], shared=weight_sharing)
         self.finalized = True
-        self.freed = False
-        self.priority = C.QNN_PRIORITY_DEFAULT
-        self.concurrent = False
-        self.multi_contexts = False
-        self.lock = threading.RLock()
-        self.graphs = {}
         self.building: dict[str, BuildGraph] = {}
         self.tensors: dict[str, qi.QnnTensor] = {}      # context tensors, shared by its graphs
         self.ids: dict[int, str] = {}                   # context tensor ids
-        self.children: list[QnnContext] = []
-        self.runtime = None
-        self.external = {}
-        self.handle = HANDLES.add(self)
-        backend.contexts.append(self)
 
     def required_size(self, kind: str) -> int:
         return 0
@@ -280,26 +268,20 @@ class BuildContext(QnnContext):
         raise QnnError(C.QNN_CONTEXT_ERROR_UNSUPPORTED_FEATURE, "a contextCreate context needs no finalization")
 
     def binary(self) -> bytes:
-        """The context binary: the one finalized graph's compiled model (npurt's format)."""
-        if len(self.children) != 1 or len(self.building) != 1:
+        """The context binary of its finalized graphs (in the order they were finalized)."""
+        open_graphs = sorted(n for n, g in self.building.items() if not g.finalized)
+        if open_graphs or not self.children:
             raise QnnError(C.QNN_CONTEXT_ERROR_GET_BINARY_FAILED,
-                           f"npurt writes a context binary of one finalized graph; this context has "
-                           f"{len(self.building)} graph(s), {len(self.children)} finalized")
-        return self.children[0].compiled.to_bytes()
+                           f"a context binary holds finalized graphs; graph(s) {open_graphs} are not finalized"
+                           if open_graphs else "the context has no finalized graph")
+        return super().binary()
 
     def free(self) -> None:
         with self.lock:
-            if self.freed:
-                return
-            self.freed = True
-            for graph in self.building.values():
-                graph.drop()
-            for child in self.children:
-                child.free()
-            REGISTRY.release_context(self)
-            if self in self.backend.contexts:
-                self.backend.contexts.remove(self)
-            HANDLES.remove(self.handle)
+            if not self.freed:
+                for graph in self.building.values():
+                    graph.drop()
+            super().free()
 
 
 class BuildGraph:
@@ -398,21 +380,17 @@ def finalize_graph(graph: BuildGraph, compile_ir: Callable) -> None:
     ctx = graph.context
     child = QnnContext(ctx.backend, compiled, deferred=False, priority=ctx.priority, concurrent=False,
                        multi_contexts=False)
-    child.parent = ctx
     try:
-        child.finalize()
+        qgraph: QnnGraph = ctx.add_child(child)
     except QnnError as exc:
-        child.free()
         if C.qnn_error_code(exc.code) // 1000 == 1:          # common codes (MEM_ALLOC, ...) are graph codes too
             raise
         raise QnnError(C.QNN_GRAPH_ERROR_FINALIZE_FAILED, f"graph {graph.name!r}: {exc.message}") from exc
-    qgraph: QnnGraph = child.graphs[compiled.graph.name]
+    ctx.models.append(compiled)
     HANDLES.remove(qgraph.handle)
     qgraph.handle = graph.handle
     HANDLES.replace(graph.handle, qgraph)
     graph.finalized = True
-    ctx.children.append(child)
-    ctx.graphs[graph.name] = qgraph
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -475,7 +453,8 @@ class GraphBuilding:
 
     @qnn_call("contextCreate")
     def contextCreate(self, backend: Any, device: Any, config: Any, context: Any) -> int:
-        """QnnContext_create(backend, device, config, &context): an empty context to build graphs in."""
+        """QnnContext_create(backend, device, config, &context): an empty context to build graphs in; with the HTP
+        config WEIGHT_SHARING_ENABLED its binary stores weights identical across its graphs once."""
         b = lookup(backend, Backend)
         if b is None or b.freed:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid backend handle")
@@ -486,12 +465,18 @@ class GraphBuilding:
         if as_struct(context, ctypes.c_void_p) is None:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context out-parameter must be a "
                                                                  "Qnn_ContextHandle_t")
+        sharing = False
         if config is not None:
             try:
-                as_struct_list(config, None, QnnContext_Config_t, "config")
+                configs = as_struct_list(config, None, QnnContext_Config_t, "config")
             except NpuError as exc:
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, exc.message) from None
-        _out_handle(context, BuildContext(b).handle, C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context")
+            for cfg in configs:
+                custom = as_struct(cfg.customConfig, QnnHtpContext_CustomConfig_t, address=True) \
+                    if int(cfg.option) == C.QNN_CONTEXT_CONFIG_OPTION_CUSTOM else None
+                if custom is not None and int(custom.option) == C.QNN_HTP_CONTEXT_CONFIG_OPTION_WEIGHT_SHARING_ENABLED:
+                    sharing = bool(custom.weightSharingEnabled)
+        _out_handle(context, BuildContext(b, sharing).handle, C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context")
         return C.QNN_SUCCESS
 
     @qnn_call("backendValidateOpConfig")
@@ -618,10 +603,8 @@ def _binary_of(context: Any) -> bytes:
     if ctx is None or ctx.freed:
         raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, f"context handle {pointer_value(context):#x} is not a "
                                                            f"live context")
-    if isinstance(ctx, BuildContext):
-        return ctx.binary()
     try:
-        return ctx.compiled.to_bytes()
+        return ctx.binary()
     except NpuError as exc:
         raise from_npu(exc, "context", "cannot write the context binary",
                        general=C.QNN_CONTEXT_ERROR_GET_BINARY_FAILED) from exc

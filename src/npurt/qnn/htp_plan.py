@@ -75,3 +75,24 @@ def plan_htp(plan: MemoryPlan, vtcm_size: int) -> HtpMemoryPlan:
     if bad:
         raise NpuError(ErrorCode.INTERNAL, f"HTP plan ({method}) is invalid: {bad[:3]}")
     return HtpMemoryPlan(vtcm_size, vtcm_used, spill, plan.weight_size, combined, frozenset(fast), method)
+
+
+@dataclass(frozen=True)
+class ContextMemory:
+    """The weight side of a context's memory (`QnnContext.memory()`, `npurt.qnn.context_memory`): with weight
+    sharing, weights identical across the context's graphs are stored once in its binary and once in device memory.
+
+    `weight_bytes`: the weights the binary stores and the weights region holds (once each); `weight_bytes_unshared`:
+    what the graphs' weights take without sharing (each graph its own); `weight_memory`: device memory holding the
+    context's weights now (page-rounded buffers; 0 before it is finalized)."""
+
+    graphs: int
+    shared: bool
+    weight_bytes: int
+    weight_bytes_unshared: int
+    weight_memory: int
+
+    @property
+    def saved(self) -> int:
+        """Weight bytes sharing saves (in the binary, and in device memory once loaded)."""
+        return self.weight_bytes_unshared - self.weight_bytes

@@ -24,15 +24,17 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.model.compiled import CompiledModel
 from npurt.memory.cargs import as_struct, as_struct_list
 from npurt.memory.raw import pointer_value, safe_read, safe_write
-from npurt.model.file_format import HEADER_SIZE, declared_size, is_npurt
+from npurt.model import context_binary
+from npurt.model.context_binary import ContextBinary
+from npurt.model.file_format import HEADER_SIZE, is_npurt
 from npurt.qnn import constants as C
 from npurt.qnn import services
 from npurt.qnn.backend import Backend, QnnDevice, lookup
-from npurt.qnn.context import QnnContext
+from npurt.qnn.context import GraphsContext, QnnContext
 from npurt.qnn.graph import QnnGraph
 from npurt.qnn.graph_build import BuildGraph, GraphBuilding
 from npurt.qnn.boundary import BACKEND_INVALID_HANDLE, DEVICE_INVALID_HANDLE, QnnError, from_npu, qnn_call
-from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY
+from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY, SPILLFILL, VTCMBACKUP, WEIGHTS
 from npurt.runtime.loader import MAX_ONNX, load_family
 from npurt.qnn.structs import (Qnn_ApiVersion_t, Qnn_MemDescriptor_t, Qnn_Version_t, QnnContext_Config_t,
                                QnnContext_Property_t, QnnHtpContext_CustomConfig_t, QnnHtpContext_CustomProperty_t,
@@ -365,8 +367,9 @@ class QnnInterfaceTable(GraphBuilding):
     @qnn_call("contextCreateFromBinary")
     def contextCreateFromBinary(self, backend: Any, device: Any, config: Any, binaryBuffer: Any,
                                 binaryBufferSize: int, context: Any, profile: Any = None) -> int:
-        """QnnContext_createFromBinary: load a context binary (a `CompiledModel`, `.npurt` bytes, or a pointer to
-        them); with DEFER_GRAPH_INIT only a handle is created and `contextFinalize` completes it."""
+        """QnnContext_createFromBinary: load a context binary (a `CompiledModel`, `.npurt` bytes, a binary of several
+        graphs, or a pointer to them) with all its graphs; with DEFER_GRAPH_INIT only a handle is created and
+        `contextFinalize` completes it."""
         b = lookup(backend, Backend)
         if b is None or b.freed:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid backend handle")
@@ -376,14 +379,15 @@ class QnnInterfaceTable(GraphBuilding):
         if as_struct(context, ctypes.c_void_p) is None:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context out-parameter must be a "
                                                                  "Qnn_ContextHandle_t")
-        compiled = _load_binary(binaryBuffer, binaryBufferSize, b)
+        loaded = _load_binary(binaryBuffer, binaryBufferSize, b)
         if d is not None and not d.matches(b):
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, f"the device is {d.soc}, the backend "
                                                                f"{b.profile.name}")
         opts = _context_options(config, b)
         prof = _profile_arg(profile, C.QNN_CONTEXT_ERROR_SET_PROFILE)
         t0 = time.perf_counter_ns()
-        ctx = QnnContext(b, compiled, **opts)
+        ctx = QnnContext(b, loaded.models[0], **opts) if len(loaded.models) == 1 else \
+            GraphsContext(b, loaded.models, shared=loaded.shared, **opts)
         if not ctx.deferred:
             try:
                 ctx.finalize()
@@ -666,9 +670,10 @@ def _tensors(tensors: Any, count: Any, what: str) -> list[Any]:
     return [] if int(count) == 0 else as_struct_list(tensors, int(count), Qnn_Tensor_t, what)
 
 
-def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
-    """The context binary: a CompiledModel, `.npurt` bytes, ONNX bytes / ModelProto (compiled on the fly with the
-    defaults), or a pointer to such bytes — read here, loaded by the runtime's one loader (`runtime.loader`)."""
+def _load_binary(binary: Any, size: Any, backend: Backend) -> ContextBinary:
+    """The context binary's graphs: a CompiledModel, `.npurt` bytes, a context binary of several graphs, ONNX bytes /
+    ModelProto (compiled on the fly with the defaults), or a pointer to such bytes — read here, loaded by the
+    runtime's one loader (`runtime.loader`) or, several graphs, by `model.context_binary`."""
     import onnx
     if not isinstance(binary, (CompiledModel, onnx.ModelProto)):
         if binary is None or not size or int(size) <= 0:
@@ -680,13 +685,21 @@ def _load_binary(binary: Any, size: Any, backend: Backend) -> CompiledModel:
             binary = bytes(memoryview(binary)[:int(size)])
         else:
             binary = _read_binary(pointer_value(binary), int(size))
-    compiled = _load_model(binary, backend)
-    if is_htp_soc(compiled.soc):
-        backend.adopt(get_htp_profile(compiled.soc).name)
-    if is_htp_soc(compiled.soc) and get_htp_profile(compiled.soc).name != backend.profile.name:
-        raise QnnError(C.QNN_CONTEXT_ERROR_BINARY_CONFIGURATION,
-                       f"context binary was prepared for {compiled.soc}, the backend is {backend.profile.name}")
-    return compiled
+    if isinstance(binary, bytes) and context_binary.is_context_binary(binary):
+        try:
+            loaded = context_binary.decode(binary)
+        except NpuError as exc:
+            raise from_npu(exc, "context", "not a context binary",
+                           general=C.QNN_CONTEXT_ERROR_CREATE_FROM_BINARY) from None
+    else:
+        loaded = ContextBinary([_load_model(binary, backend)], False)
+    for compiled in loaded.models:
+        if is_htp_soc(compiled.soc):
+            backend.adopt(get_htp_profile(compiled.soc).name)
+        if is_htp_soc(compiled.soc) and get_htp_profile(compiled.soc).name != backend.profile.name:
+            raise QnnError(C.QNN_CONTEXT_ERROR_BINARY_CONFIGURATION,
+                           f"context binary was prepared for {compiled.soc}, the backend is {backend.profile.name}")
+    return loaded
 
 
 def _read_binary(addr: int, size: int) -> bytes:
@@ -695,7 +708,7 @@ def _read_binary(addr: int, size: int) -> bytes:
     head = safe_read(addr, min(size, HEADER_SIZE))
     if head is None:
         raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "binaryBuffer is not readable")
-    declared = declared_size(head)
+    declared = context_binary.declared_size(head)
     if declared is not None and declared != size:
         raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, f"binaryBufferSize {size} does not match the "
                                                              f"{declared}-byte context binary")
@@ -792,11 +805,11 @@ def _property_value(ctx: QnnContext, option: int) -> int:
         from npurt.qnn.htp_plan import BUFFER_START_ALIGNMENT
         return BUFFER_START_ALIGNMENT
     if option == C.QNN_HTP_CONTEXT_GET_PROP_MAX_SPILLFILL_BUFFER_SIZE:
-        return ctx.htp.spillfill_buffer_size
+        return ctx.required_size(SPILLFILL)
     if option == C.QNN_HTP_CONTEXT_GET_PROP_WEIGHTS_BUFFER_SIZE:
-        return ctx.htp.weights_buffer_size
+        return ctx.required_size(WEIGHTS)
     if option == C.QNN_HTP_CONTEXT_GET_PROP_MAX_VTCMBACKUP_BUFFER_SIZE and ctx.backend.use_case == NATIVE:
-        return ctx.htp.vtcm_backup_buffer_size
+        return ctx.required_size(VTCMBACKUP)
     raise QnnError(C.QNN_CONTEXT_ERROR_UNSUPPORTED_FEATURE, f"Failed get property {option}")
 
 

@@ -249,6 +249,10 @@ class MemRegistry:
             raise QnnError(C.QNN_MEM_ERROR_NOT_SUPPORTED,
                            f"descriptor {i}: {kind} can only be registered between a DEFER_GRAPH_INIT "
                            f"contextCreateFromBinary and contextFinalize")
+        if not ctx.takes_context_buffers:
+            raise QnnError(C.QNN_MEM_ERROR_NOT_SUPPORTED,
+                           f"descriptor {i}: npurt takes external {kind} buffers for a context of one graph; this "
+                           f"context has {len(ctx.models)}")
         if ctx.multi_contexts or (ctx.concurrent and ctx.backend.use_case == FASTRPC):
             raise QnnError(C.QNN_MEM_ERROR_NOT_SUPPORTED,
                            f"descriptor {i}: external {kind} buffers are not supported together with "

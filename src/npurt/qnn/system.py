@@ -15,7 +15,8 @@ from ctypes import POINTER, Structure, Union, c_char_p, c_uint32, c_uint64, c_ui
 from typing import Any
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.model.compiled import read_compiled
+from npurt.model import context_binary
+from npurt.model.context_binary import own_weight_bytes
 from npurt.model.file_format import is_npurt
 from npurt.qnn import constants as C
 from npurt.memory.cargs import as_struct
@@ -129,7 +130,9 @@ class SystemContext:
         HANDLES.remove(self.handle)
 
 
-def _blob(compiled: Any, soc: str) -> QnnHtpSystemContext_GraphBlob_t:
+def _blob(compiled: Any, soc: str, shared_bytes: int | None = None) -> QnnHtpSystemContext_GraphBlob_t:
+    """The HTP blob info of one graph; `shared_bytes` (a weight-shared binary): its weight bytes other graphs read
+    too, and its constSize is then its own weights (the binary stores the store once)."""
     profile = get_htp_profile(soc)
     htp = plan_htp(compiled.plan, profile.vtcm_size)
     ins, outs = tensor_specs(compiled)
@@ -139,17 +142,23 @@ def _blob(compiled: Any, soc: str) -> QnnHtpSystemContext_GraphBlob_t:
     blob.spillFillBufferSize = htp.spill_size
     blob.vtcmSize = profile.vtcm_size
     blob.ioTensorSize = sum(-(-s.nbytes // IO_ALIGN) * IO_ALIGN for s in ins + outs)
-    blob.constSize = -(-compiled.plan.weight_size // 4096) * 4096
+    const = own_weight_bytes(compiled) if shared_bytes is not None else compiled.plan.weight_size
+    blob.constSize = -(-const // 4096) * 4096
+    blob.sharedWeightsSize = -(-(shared_bytes or 0) // 4096) * 4096
     return blob
 
 
-def binary_info(compiled: Any, size: int, keep: list) -> QnnSystemContext_BinaryInfo_t:
-    """The version-3 binary info of a context binary (every struct it points to is appended to `keep`)."""
-    from npurt.qnn.interface import BUILD_ID, _api_version
-    soc = get_htp_profile(compiled.soc).name if is_htp_soc(compiled.soc) else get_htp_profile(None).name
+def _shared_bytes(models: list) -> list[int]:
+    """Per graph of a weight-shared binary: the bytes of its weights another graph reads too (same store range)."""
+    ranges = [{(off, m.plan.weight_sizes[n]) for n, off in m.plan.weight_offsets.items()} for m in models]
+    return [sum(size for _, size in mine & set().union(*(r for j, r in enumerate(ranges) if j != i)))
+            for i, mine in enumerate(ranges)]
+
+
+def _graph_info(compiled: Any, soc: str, shared_bytes: int | None, keep: list) -> QnnSystemContext_GraphInfo_t:
     ins, outs = io_tensors(compiled)
     in_arr, out_arr = (Qnn_Tensor_t * len(ins))(*ins), (Qnn_Tensor_t * len(outs))(*outs)
-    blob = _blob(compiled, soc)
+    blob = _blob(compiled, soc, shared_bytes)
     graph = QnnSystemContext_GraphInfo_t()
     graph.version = C.QNN_SYSTEM_CONTEXT_GRAPH_INFO_VERSION_3
     g = graph.graphInfoV3
@@ -158,7 +167,20 @@ def binary_info(compiled: Any, size: int, keep: list) -> QnnSystemContext_Binary
     g.numGraphOutputs, g.graphOutputs = len(outs), ctypes.cast(out_arr, POINTER(Qnn_Tensor_t))
     g.graphBlobInfoSize, g.graphBlobInfo = ctypes.sizeof(blob), ctypes.addressof(blob)
     g.endOpIndex = max(len(compiled.graph.nodes) - 1, 0)
-    graphs = (QnnSystemContext_GraphInfo_t * 1)(graph)
+    keep.extend([ins, outs, in_arr, out_arr, blob])
+    return graph
+
+
+def binary_info(compiled: Any, size: int, keep: list) -> QnnSystemContext_BinaryInfo_t:
+    """The version-3 binary info of a context binary — a `CompiledModel` or a `ContextBinary` of several graphs, one
+    graph info each — (every struct it points to is appended to `keep`)."""
+    from npurt.qnn.interface import BUILD_ID, _api_version
+    models = list(getattr(compiled, "models", [compiled]))
+    first = models[0]
+    soc = get_htp_profile(first.soc).name if is_htp_soc(first.soc) else get_htp_profile(None).name
+    shared = _shared_bytes(models) if getattr(compiled, "shared", False) else [None] * len(models)
+    graphs = (QnnSystemContext_GraphInfo_t * len(models))(*[_graph_info(m, soc, b, keep)
+                                                            for m, b in zip(models, shared)])
     info = QnnSystemContext_BinaryInfo_t()
     info.version = C.QNN_SYSTEM_CONTEXT_BINARY_INFO_VERSION_3
     v = info.contextBinaryInfoV3
@@ -168,9 +190,9 @@ def binary_info(compiled: Any, size: int, keep: list) -> QnnSystemContext_Binary
     v.socVersion = soc.encode()
     v.contextBlobVersion = Qnn_Version_t(1, 0, 0)           # npurt's choice: the .npurt container version
     v.contextBlobSize = int(size)
-    v.numGraphs, v.graphs = 1, ctypes.cast(graphs, POINTER(QnnSystemContext_GraphInfo_t))
+    v.numGraphs, v.graphs = len(models), ctypes.cast(graphs, POINTER(QnnSystemContext_GraphInfo_t))
     v.socModel = get_htp_profile(soc).soc_model
-    keep.extend([ins, outs, in_arr, out_arr, blob, graph, graphs, info])
+    keep.extend([graphs, info])
     return info
 
 
@@ -203,11 +225,11 @@ class QnnSystemInterfaceTable:
             log.error("<E> systemContextGetBinaryInfo: binaryBuffer is not %d readable bytes", size)
             return C.QNN_SYSTEM_CONTEXT_ERROR_INVALID_ARGUMENT
         try:
-            if not is_npurt(data):
+            if not is_npurt(data) and not context_binary.is_context_binary(data):
                 from npurt.qnn.interface import foreign_binary
                 log.error("<E> systemContextGetBinaryInfo: %s", foreign_binary(size))
                 return C.QNN_SYSTEM_CONTEXT_ERROR_MALFORMED_BINARY
-            compiled = read_compiled(data)
+            compiled = context_binary.decode(data)
         except NpuError as exc:
             log.error("<E> systemContextGetBinaryInfo: malformed context binary: %s", exc)
             return C.QNN_SYSTEM_CONTEXT_ERROR_MALFORMED_BINARY
