@@ -170,3 +170,11 @@ def yolov8n() -> onnx.ModelProto:
 def yolov8s() -> onnx.ModelProto:
     return yolov8(width=0.5, depth=0.33)
 
+
+
+def yolov5m() -> onnx.ModelProto:
+    return yolov5(width=0.75, depth=0.67)
+
+
+def yolov8m() -> onnx.ModelProto:
+    return yolov8(width=0.75, depth=0.67, max_channels=768)
