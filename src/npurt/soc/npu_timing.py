@@ -33,6 +33,11 @@ SOURCES: Mapping[str, str] = MappingProxyType({
     "precision": "the RKNPU2 rates commonly cited per precision: int16 at 1/2 and fp16 at 1/4 of the int8 MAC rate "
                  "(not a Rockchip table: npurt's assumption)",
     "estimate": "no public figure found: npurt's estimate from the SoC's class, marked as such",
+    "rk356x": "Rockchip's RKNPU kernel driver (rknpu_drv.c, Rockchip BSP kernel): the RK3566 and the RK3568 bind the "
+              "one NPU compatible 'rockchip,rk3568-rknpu' to one configuration (rk356x_rknpu_config, one core) and "
+              "share the SoC family's NPU clock table, whose top operating point is 1 GHz; rknn_model_zoo publishes "
+              "them as one column 'RK3566/RK3568'. So the RK3566 carries the RK3568's NPU figures (the 0.8 TOPS of "
+              "some RK3566 briefs is not the NPU the runtime drives at its top clock)",
 })
 
 
@@ -99,9 +104,9 @@ _T = NpuFigures
 FIGURES: Mapping[str, NpuFigures] = MappingProxyType({f.soc: f for f in (
     _T("rk3588", 6.0, 3, 1000, "LPDDR4X", 64, 4224, "4x Cortex-A76", 2400, ("brief", "clock")),
     _T("rk3576", 6.0, 2, 1000, "LPDDR4X", 32, 4266, "4x Cortex-A72", 2200, ("brief", "clock")),
-    _T("rk3568", 1.0, 1, 1000, "LPDDR4", 32, 3200, "4x Cortex-A55", 2000, ("brief", "clock")),
-    _T("rk3566", 0.8, 1, 800, "LPDDR4", 32, 3200, "4x Cortex-A55", 1800, ("brief",),
-       ("clock: 0.8 TOPS at the RK3568's 512 MACs/cycle",)),
+    _T("rk3568", 1.0, 1, 1000, "LPDDR4", 32, 3200, "4x Cortex-A55", 2000, ("brief", "clock", "rk356x")),
+    _T("rk3566", 1.0, 1, 1000, "LPDDR4", 32, 3200, "4x Cortex-A55", 1800, ("brief", "rk356x"),
+       ("NPU: the RK3568's (one driver configuration, one zoo column)",)),
     _T("rk3562", 1.0, 1, 1000, "LPDDR4X", 32, 3200, "4x Cortex-A53", 2000, ("brief",)),
     _T("rv1126b", 3.0, 1, 1000, "LPDDR4", 32, 3200, "4x Cortex-A53", 1900, ("brief", "estimate"),
        ("NPU clock and DRAM rate: estimates",)),
