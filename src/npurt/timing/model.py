@@ -2,8 +2,9 @@
 
 For every scheduled op: time = max(compute, memory) + a fixed per-op cost, where
 - compute = the op's MACs (convolutions, Gemm, MatMul) over the SoC's MAC rate for the op's element type, with the
-  padding losses of the native layout (input channels padded to C2, output channels to `OUT_CHANNEL_ATOM`) and,
-  for depthwise convolutions, `DEPTHWISE_SHARE` of the array; other NPU ops move C2 elements per cycle;
+  padding losses of the MAC array's atomic operation (input channels padded to the input atom, output channels to
+  the kernel atom: `NpuFigures.atom_c` / `atom_k`, NVDLA's) and, for depthwise convolutions, one kernel of the
+  kernel atom busy (1 / atom_k of the array); other NPU ops move C2 elements per cycle;
 - memory = the op's bytes over the bandwidths: its input and output tensors at their planned sizes (the sizes the
   RKNN_LOG_LEVEL=3 memory table prints), split into DDR and SRAM by the plan's SRAM placement (the arena's first
   `sram` bytes), plus its weights from DDR;
@@ -161,7 +162,8 @@ def predict(compiled: "CompiledModel", soc: str | None = None, cores: int = 1, s
     macs = sum(layer.macs for layer in layers)
     naive_ms = macs / (fig.macs_per_cycle * fig.clock_mhz * cores) / 1000.0
     figures = {"int8_tops": fig.int8_tops, "npu_cores": fig.cores, "clock_mhz": fig.clock_mhz,
-               "macs_per_cycle_per_core": fig.macs_per_cycle, "ddr_gbps_peak": fig.ddr_gbps, "dram": fig.dram,
+               "macs_per_cycle_per_core": fig.macs_per_cycle, "atom_c_bytes": fig.atom_c, "atom_k": fig.atom_k,
+               "ddr_gbps_peak": fig.ddr_gbps, "dram": fig.dram,
                "fit": {**asdict(fit), "soc_efficiency": dict(fit.soc_efficiency)}, "sources": list(fig.sources)}
     return Prediction(name, cores, sram_bytes, compiled.precision, tuple(layers), naive_ms, figures)
 
@@ -248,10 +250,10 @@ def _layer(index: int, node: "Node", compiled: "CompiledModel", fig: T.NpuFigure
     c2 = _c2(profile, dtype)
     activation = 0.0
     if macs:
-        eff = _fill(node, compiled, c2) * fit.conv_efficiency * fit.efficiency_of(fig.soc)
+        eff = _fill(node, compiled, fig, dtype) * fit.conv_efficiency * fit.efficiency_of(fig.soc)
         per_us = fig.macs_per_cycle * fig.clock_mhz * rate * eff          # MACs per µs of one core
         if _depthwise(node, compiled):
-            per_us *= T.DEPTHWISE_SHARE
+            per_us /= fig.atom_k          # one output channel per input channel: one kernel of the atom works
         if fused_out or node.activation in LUT_ACTIVATIONS:     # the activation is one more pass over the output
             activation = elems / (c2 * fig.clock_mhz)
         compute = macs / per_us + activation
@@ -299,8 +301,9 @@ def _depthwise(node: "Node", compiled: "CompiledModel") -> bool:
     return group > 1 and len(ws) >= 2 and ws[1] == 1
 
 
-def _fill(node: "Node", compiled: "CompiledModel", c2: int) -> float:
-    """Share of the MAC array the op's channels fill: input channels padded to C2, outputs to the output atom."""
+def _fill(node: "Node", compiled: "CompiledModel", fig: T.NpuFigures, dtype: str) -> float:
+    """Share of the MAC array the op's channels fill: input channels padded to the input atom (`atom_c` bytes of
+    the element type), output channels to the kernel atom (`atom_k`)."""
     ws = _weight_shape(node, compiled)
     if node.op_type in CONV_OPS and len(ws) >= 2:
         group = int(node.attrs.get("group", 1))
@@ -312,7 +315,8 @@ def _fill(node: "Node", compiled: "CompiledModel", c2: int) -> float:
         cout, cin = (ws[0], ws[1]) if trans else (ws[1], ws[0])
     else:
         return 1.0
-    return (cin / _pad(cin, c2)) * (cout / _pad(cout, T.OUT_CHANNEL_ATOM))
+    atom_c = max(fig.atom_c // (1 if dtype in ("int8", "uint8") else 2), 1)
+    return (cin / _pad(cin, atom_c)) * (cout / _pad(cout, fig.atom_k))
 
 
 def _macs(node: "Node", compiled: "CompiledModel", out_shape: tuple[int, ...]) -> int:

@@ -175,7 +175,8 @@ def stats(rs: list[dict]) -> dict:
     return {"rows": len(rs), "median_error_pct": statistics.median(errs),
             "median_ratio": statistics.median(r["ratio"] for r in rs),
             "min_ratio": min(r["ratio"] for r in rs), "max_ratio": max(r["ratio"] for r in rs),
-            "within_20_pct": sum(e <= 20 for e in errs) / len(rs), "within_35_pct": sum(e <= 35 for e in errs) / len(rs),
+            "within_20_pct": sum(e <= 20 for e in errs) / len(rs),
+            "within_35_pct": sum(e <= 35 for e in errs) / len(rs),
             "naive_median_error_pct": statistics.median(abs(r["naive_error_pct"]) for r in rs)}
 
 
