@@ -72,7 +72,7 @@ def test_error_report_is_computed_from_deterministic_predictions():
         assert r["error_pct"] == pytest.approx(100 * (r["ratio"] - 1))
         assert r["source"].startswith("github.com/airockchip/rknn_model_zoo/blob/")
     shared = [r for r in result if r["soc"] == "rk3566/rk3568"]
-    assert shared and shared[0]["rk3566_fps"] == shared[0]["predicted_fps"]     # one column, one time
+    assert shared and shared[0]["rk3566_fps"] == shared[0]["predicted_fps"]     # one column, one time (all NPU)
     g = rows.groups(result)
     assert set(g) == {"all", "soc", "family", "dtype"}
     s = g["all"]["all"]
@@ -86,6 +86,7 @@ def test_error_report_is_computed_from_deterministic_predictions():
 
 
 def test_rk3566_and_rk3568_have_one_npu():
+    """The same NPU figures, so the same NPU time; only a CPU fallback op differs, by the two CPUs' clocks."""
     a, b = T.npu_figures("rk3566"), T.npu_figures("rk3568")
     for field in ("int8_tops", "cores", "clock_mhz", "dram", "dram_bus_bits", "dram_mts"):
         assert getattr(a, field) == getattr(b, field), field
@@ -93,7 +94,10 @@ def test_rk3566_and_rk3568_have_one_npu():
     model = zoo.small_convnet()
     p66 = predict(_compiled_model(model, "rk3566"), "rk3566")
     p68 = predict(_compiled_model(model, "rk3568"), "rk3568")
-    assert p66.total_us == p68.total_us and p66.layers == tuple(p68.layers)
+    npu66 = [layer for layer in p66.layers if layer.target == "NPU"]
+    assert npu66 and npu66 == [layer for layer in p68.layers if layer.target == "NPU"]     # one NPU, one time
+    for x, y in zip(p66.layers, p68.layers):        # CPU fallbacks run on each SoC's own CPU (1.8 vs 2.0 GHz)
+        assert x.target == y.target and (x.target == "NPU" or x.us >= y.us)
 
 
 def _compiled_model(model, soc):

@@ -2,9 +2,9 @@
 predicted NPU time of a model, per layer, from npurt's timing model (`npurt.timing.predict`; docs/npu-timing.md).
 
 Nothing runs: the model is compiled for the SoC (or loaded from `.npurt`) and its graph and memory plan are read.
-Each row: op, output shape, element type, MACs, bytes read and written in DDR and in SRAM (the planned sizes of
-the memory table), what bounds it (compute, memory, the fixed per-op cost, or the CPU for fallback ops) and the
-predicted µs; then the total, the FPS, the naive MACs / peak-TOPS estimate and the model's measured error on the
+Each row: op, target (NPU, or CPU and why: `npurt.timing.placement`), output shape, element type, MACs, bytes
+read and written in DDR and in SRAM (the planned sizes of the memory table), what bounds it (compute, memory, the
+fixed per-op cost, or the CPU for fallback ops) and the predicted µs; then the total, the FPS, the naive MACs / peak-TOPS estimate and the model's measured error on the
 published rows of the SoC (and of the model's zoo family, for a zoo model: `npurt.timing.bands`). `--json` prints
 one document (`Prediction.to_json`, plus `validation`: that error band, or null); `--plot` draws where the time goes
 (needs matplotlib, the `plot` extra).
@@ -82,7 +82,8 @@ def _table(prediction):
         t.add_column(col, justify="right" if col in ("#", "MACs", "DDR", "SRAM", "µs") else "left",
                      overflow="fold")
     for layer in prediction.layers:
-        t.add_row(str(layer.index), layer.name[:40], layer.op, layer.target, _shape(layer.shape), layer.dtype,
+        target = f"CPU: {layer.why}" if layer.why else layer.target
+        t.add_row(str(layer.index), layer.name[:40], layer.op, target, _shape(layer.shape), layer.dtype,
                   f"{layer.macs:,}" if layer.macs else "-", human_bytes(layer.ddr_bytes),
                   human_bytes(layer.sram_bytes) if layer.sram_bytes else "-", layer.bound, f"{layer.us:.1f}")
     return t

@@ -97,7 +97,7 @@ class Fit:
 # (docs/npu-timing.md) list the fit's result and its error on every row. The RK3566/RK3568 NPU reaches a smaller
 # share of its peak than the RK3588/RK3576 ones (rknn_model_zoo: ResNet50 37.9 vs 110.1 FPS for 1 vs 2 TOPS per
 # core), so its factor is fitted on its one calibration row (YOLOv5s); the RK3562 and the RV11xx keep 1.0.
-FIT = Fit(conv_efficiency=1.0, ddr_efficiency=0.799, op_overhead_cycles=12800.0,
+FIT = Fit(conv_efficiency=1.0, ddr_efficiency=0.78, op_overhead_cycles=11100.0,
           soc_efficiency=(("rk3566", 0.729), ("rk3568", 0.729)))
 
 # npurt's choices (not public, not fitted), each used in one place of `npurt.timing.model`:

@@ -8,7 +8,8 @@ For every scheduled op: time = max(compute, memory) + a fixed per-op cost, where
 - memory = the op's bytes over the bandwidths: its input and output tensors at their planned sizes (the sizes the
   RKNN_LOG_LEVEL=3 memory table prints), split into DDR and SRAM by the plan's SRAM placement (the arena's first
   `sram` bytes), plus its weights from DDR;
-- ops the NPU does not run (not in `NPU_OPS`, custom ops) cost CPU time: their elements at the CPU's clock plus a
+- ops the board runs on the CPU (`npurt.timing.placement`: not in the SoC's NPU op list of the RKNN compiler's
+  support list, attributes out of its ranges, custom ops) cost CPU time: their elements at the CPU's clock plus a
   hand-over.
 The NPU runs Conv + SiLU (x * Sigmoid(x)) as one op (rknpu2 release notes: "Conv-Silu/Conv-Swish" fusion); npurt's
 executor runs three, so the model charges the Sigmoid and the Mul to the conv and skips their traffic; a fused
@@ -28,12 +29,13 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.model.report import memory_rows
 from npurt.soc import get_profile
 from npurt.soc import npu_timing as T
+from npurt.timing.placement import place
 
 if TYPE_CHECKING:
     from npurt.model.compiled import CompiledModel
     from npurt.model.ir import Node
 
-# Ops the NPU runs (RKNN Compiler Support Operator List, V2.x, the ops it places on the NPU). Others run on the CPU.
+# The cost class of each NPU op (which ops run on the NPU at all: `npurt.timing.placement`).
 CONV_OPS = frozenset({"Conv", "ConvTranspose"})
 MATMUL_OPS = frozenset({"Gemm", "MatMul"})
 LAYOUT_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat", "Split",
@@ -46,7 +48,6 @@ ELEMENTWISE_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Clip", "LeakyR
                              "BatchNormalization", "Softplus", "Mish", "ReduceSum", "ReduceMean", "ReduceMax",
                              "ReduceMin", "LpNormalization", "Neg", "Abs", "Gelu", "LRN", "Swish", "ThresholdedRelu",
                              "Sum", "Mean", "Log", "Floor", "Sin", "Cos", "Upsample"})
-NPU_OPS = CONV_OPS | MATMUL_OPS | LAYOUT_OPS | POOL_OPS | ELEMENTWISE_OPS | frozenset(HEAVY_OPS)
 # Activations computed by a lookup pass over the output (C2 elements per cycle, as other elementwise ops) even when
 # fused into the conv; Relu / Clip / LeakyRelu ride the conv's output stage for free.
 LUT_ACTIVATIONS = frozenset({"Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Swish", "Gelu", "Mish", "Exp"})
@@ -76,6 +77,7 @@ class LayerTime:
     us: float
     bound: str                  # "compute", "memory", "overhead" (the fixed cost is the larger part) or "cpu"
     cores: int                  # cores the op runs on
+    why: str = ""               # for a CPU op: why the board runs it on the CPU (`npurt.timing.placement`)
 
     @property
     def ms(self) -> float:
@@ -236,14 +238,15 @@ def _layer(index: int, node: "Node", compiled: "CompiledModel", fig: T.NpuFigure
     wbytes = sum(int(plan.weight_sizes.get(w, 0)) + int(plan.weight_sizes.get(f"{w}#scale", 0)) for w in weights_in)
     ddr += wbytes
 
-    on_npu = node.op_type in NPU_OPS and not node.domain
+    target, why = place(node, compiled, fig.soc)
+    on_npu = target == "NPU"
     macs = _macs(node, compiled, out_shape) if on_npu else 0
     elems = math.prod(out_shape) if out_shape else 0
     if not on_npu:
         in_elems = sum(math.prod(s) for s in in_shapes if s)
         cpu_us = (in_elems + elems) / (T.CPU_ELEMS_PER_CYCLE * fig.cpu_mhz) + T.CPU_SWITCH_US
         return LayerTime(index, node.name or (outs[0] if outs else ""), op, "CPU", dtype, in_shapes, out_shape, 0,
-                         ddr, sram, wbytes, cpu_us, 0.0, 0.0, 0.0, cpu_us, "cpu", 1)
+                         ddr, sram, wbytes, cpu_us, 0.0, 0.0, 0.0, cpu_us, "cpu", 1, why)
 
     split = cores if (cores > 1 and node.op_type in MULTICORE_OPS) else 1
     rate = T.PRECISION_RATE.get(dtype, 0.25)
