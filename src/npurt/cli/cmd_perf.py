@@ -4,10 +4,10 @@ predicted NPU time of a model, per layer, from npurt's timing model (`npurt.timi
 Nothing runs: the model is compiled for the SoC (or loaded from `.npurt`) and its graph and memory plan are read.
 Each row: op, target (NPU, or CPU and why: `npurt.timing.placement`), output shape, element type, MACs, bytes
 read and written in DDR and in SRAM (the planned sizes of the memory table), what bounds it (compute, memory, the
-fixed per-op cost, or the CPU for fallback ops) and the predicted µs; then the total, the FPS, the naive MACs / peak-TOPS estimate and the model's measured error on the
-published rows of the SoC (and of the model's zoo family, for a zoo model: `npurt.timing.bands`). `--json` prints
-one document (`Prediction.to_json`, plus `validation`: that error band, or null); `--plot` draws where the time goes
-(needs matplotlib, the `plot` extra).
+fixed per-op cost, or the CPU for fallback ops) and the predicted µs; then the total, the FPS, the naive MACs /
+peak-TOPS estimate and the model's measured error on the published rows of the SoC (and of the model's zoo family,
+for a zoo model: `npurt.timing.bands`). `--json` prints one document (`Prediction.to_json`, plus `validation`: that
+error band, or null); `--plot` draws where the time goes (needs matplotlib, the `plot` extra).
 """
 from __future__ import annotations
 

@@ -78,13 +78,15 @@ def place(node: "Node", compiled: "CompiledModel", soc: str) -> tuple[str, str]:
     name = _list_name(node, compiled)
     spec = lists["npu"].get(name)
     if spec is None:
-        return "CPU", f"{node.op_type} is not in {soc}'s NPU op list (RKNN compiler support list {support()['version']})"
+        version = support()["version"]
+        return "CPU", f"{node.op_type} is not in {soc}'s NPU op list (RKNN compiler support list {version})"
     from npurt.timing.model import _shape
     in_shape = _shape(compiled, node.inputs[0]) if node.inputs and node.inputs[0] else ()
     for key, value in _attributes(node, compiled, len(in_shape) or 4).items():
         allowed = spec.get(key)
         if allowed is not None and not _allowed(value, allowed):
-            return "CPU", f"{node.op_type} {key}={value} is outside {soc}'s NPU range {allowed}"
+            shown = "{" + ", ".join(map(str, allowed["in"])) + "}" if isinstance(allowed, dict) else str(allowed)
+            return "CPU", f"{node.op_type} {key}={value} is outside {soc}'s NPU range {shown}"
     if node.op_type == "Transpose":
         perm = [int(p) for p in node.attrs.get("perm") or []]
         if perm in lists["transpose_unsupported"]:
