@@ -126,3 +126,15 @@ def test_perf_prints_the_error_band():
     assert table.returncode == 0 and "validated on" in table.stdout and "published rows of this SoC" in table.stdout
     other = ok_json("perf", "small_convnet", "--soc", "rv1103", "--quantize", "random")
     assert other["validation"] is None
+
+
+def test_segmentation_heads_have_the_published_structure():
+    """YOLOv5n-seg / YOLOv8n-seg as rknn_model_zoo exports them: 7 and 13 outputs, the 32 prototypes at 160x160,
+    and the published parameter counts (2.0 M, 3.4 M)."""
+    import numpy as np
+    for builder, outputs, params in (("yolov5n_seg", 7, 2.0e6), ("yolov8n_seg", 13, 3.4e6)):
+        m = getattr(zoo_published, builder)()
+        shapes = [[d.dim_value for d in o.type.tensor_type.shape.dim] for o in m.graph.output]
+        assert len(shapes) == outputs and shapes[-1] == [1, 32, 160, 160], builder
+        assert abs(sum(int(np.prod(i.dims)) for i in m.graph.initializer) - params) < 0.05e6, builder
+    assert {rows.BUILDERS[f"yolov8{v}-seg"] for v in "nsm"} <= set(dir(zoo_published))

@@ -31,6 +31,8 @@ BUILDERS = {
     "mobilenetv2-12": "mobilenet_v2_like", "resnet50-v2-7": "resnet50_v2",
     "yolov5s_relu": "yolov5s_relu", "yolov5n": "yolov5n", "yolov5s": "yolov5s", "yolov5m": "yolov5m",
     "yolov8n": "yolov8n", "yolov8s": "yolov8s", "yolov8m": "yolov8m",
+    "yolov5n-seg": "yolov5n_seg", "yolov5s-seg": "yolov5s_seg", "yolov5m-seg": "yolov5m_seg",
+    "yolov8n-seg": "yolov8n_seg", "yolov8s-seg": "yolov8s_seg", "yolov8m-seg": "yolov8m_seg",
 }
 # Columns of SoCs npurt does not emulate (the RKNPU1 generation: another toolkit, another runtime).
 NOT_EMULATED = ("rv1109", "rv1126", "rk1808")
