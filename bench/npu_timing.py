@@ -1,19 +1,22 @@
-"""NPU timing model benchmark: predicted vs published FPS on every rknn_model_zoo row npurt can build, the naive
-MACs / peak-TOPS estimate's error on the same rows, and how long a prediction takes on a YOLO-sized model.
+"""NPU timing model benchmark: predicted vs published FPS on every row of rknn_model_zoo's current benchmark table
+that npurt can build, per SoC, per model family and per precision, the naive MACs / peak-TOPS estimate's error on
+the same rows, the rows npurt does not predict (and why), and how long a prediction takes on a YOLO-sized model.
 
-Rows (`npurt.timing.rows`): the four calibration rows (the only ones `FIT` was fitted on) and the validation rows
-(same table, other models and SoCs; predicted, not fitted). Each model is the published structure at the published
-input size with random weights (`npurt.model.zoo_published`), compiled int8 for the row's SoC with one random
-calibration sample, cached as .npurt under the zoo cache (`timing/`). The speed goal: `npurt perf` under 1 s on a
-YOLO-sized model; measured in-process (`predict` alone) and as the command (`npurt perf yolov5s.npurt --json`, a
-new process: interpreter start, imports, loading the .npurt).
-Run: `python bench/npu_timing.py [--quick] [--fit] [--markdown]` (`--fit` re-runs the fit on the calibration rows
-and prints the constants to record in `npurt.soc.npu_timing.FIT`; `--markdown` also prints the table of
-docs/npu-timing.md), or `npurt bench --only npu_timing`.
+Rows (`npurt.timing.rows`, from `published_rows.csv`): a fixed split of the current table's predicted rows into the
+four calibration rows (the only ones `FIT` was fitted on) and the validation rows (predicted, never fitted). Each
+model is the published structure at the published input size with random weights (`npurt.model.zoo_published`),
+compiled for the row's SoC (int8 with one seeded random calibration sample, or fp16), cached as .npurt under the
+zoo cache (`timing/`). The RK3566/RK3568 column is predicted as rk3568 and as rk3566 (the two must agree). The
+speed goal: `npurt perf` under 1 s on a YOLO-sized model; measured in-process (`predict` alone) and as the command.
+Run: `python bench/npu_timing.py [--quick] [--fit] [--markdown] [--write-bands]` (`--fit` re-runs the fit on the
+calibration rows and prints the constants to record in `npurt.soc.npu_timing.FIT`; `--markdown` also prints the
+tables of docs/npu-timing.md; `--write-bands` records the validation error per SoC and family in
+`npurt/timing/error_bands.json`, which `npurt perf` prints), or `npurt bench --only npu_timing`.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import statistics
 import subprocess
@@ -26,40 +29,43 @@ from _timing import cpu  # bench/ is on sys.path: the script's folder, or `npurt
 import npurt
 from npurt.model import sources, zoo, zoo_published
 from npurt.timing import predict, rows
+from npurt.timing.bands import BANDS
 
 SPEED_GOAL_S = 1.0
 
 
 def _source_digest() -> str:
-    """Changes when the compiler or the planner does (the cached .npurt files are then rebuilt)."""
+    """Changes when the compiler or the planner does (the cached .npurt files are then rebuilt); the model
+    generators (zoo, zoo_published) are keyed by their own cache."""
     root = Path(npurt.__file__).parent
     h = hashlib.sha1()
     for p in sorted([*root.glob("model/*.py"), *root.glob("plan/*.py"), *root.glob("tensor/*.py")]):
-        h.update(p.read_bytes())
+        if not p.name.startswith("zoo"):
+            h.update(p.read_bytes())
     return h.hexdigest()[:10]
 
 
-def compiled_path(model: str, soc: str) -> Path:
-    """The .npurt of a row's model for `soc` (compiled once, int8, one seeded random calibration sample)."""
-    path = zoo.cache_dir() / "timing" / f"{model}-{soc}-{_source_digest()}.npurt"
+def compiled_path(model: str, soc: str, dtype: str = "int8") -> Path:
+    """The .npurt of a row's model for `soc` (compiled once: int8 with one seeded random calibration sample, or
+    fp16)."""
+    path = zoo.cache_dir() / "timing" / f"{model}-{soc}-{dtype}-{_source_digest()}.npurt"
     if not path.exists():
         fn = getattr(zoo_published, model, None) or getattr(zoo, model)
         onnx_path = zoo.cached(fn)
-        sample = sources.random_inputs(onnx_path, seed=0)
+        quantize = [sources.random_inputs(onnx_path, seed=0)] if dtype == "int8" else None
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        npurt.compile(str(onnx_path), soc=soc, quantize=[sample], progress=False).save(tmp)
+        npurt.compile(str(onnx_path), soc=soc, quantize=quantize, progress=False).save(tmp)
         os.replace(tmp, path)
     return path
 
 
-def _row(kind: str, row: rows.Row) -> dict:
-    compiled = npurt.load_compiled(compiled_path(row.model, row.soc))
-    p = predict(compiled, row.soc)
-    naive_fps = 1000.0 / p.naive_ms
-    return {"name": f"{row.name} {row.soc}", "kind": kind, "published_fps": row.fps, "predicted_fps": p.fps,
-            "ratio": p.fps / row.fps, "error_pct": 100 * rows.error(p.fps, row.fps),
-            "naive_fps": naive_fps, "naive_error_pct": 100 * rows.error(naive_fps, row.fps), "gmacs": p.macs / 1e9}
+def _compiled(model: str, soc: str, dtype: str):
+    return npurt.load_compiled(compiled_path(model, soc, dtype))
+
+
+def _row(kind: str, pub: rows.Published, fit=None) -> dict:
+    return {**rows.check(pub, _compiled, fit), "kind": kind}
 
 
 def _child_seconds(args: list[str]) -> tuple[float, float]:
@@ -98,14 +104,22 @@ def _speed(model: str = "yolov5s", soc: str = "rk3568", repeats: int = 5) -> dic
             "goal_seconds": SPEED_GOAL_S, "load_average": os.getloadavg()[0], "cpu": cpu()}
 
 
-def run(quick: bool = False) -> list[dict]:
+def run(quick: bool = False, fit=None) -> list[dict]:
     """Calibration rows, then (unless `quick`) validation rows, then the speed row. `ratio` = predicted / published
-    FPS (1 is exact), for the speed row `npurt perf` seconds / the 1 s goal."""
-    out = [_row("calibration", r) for r in rows.CALIBRATION]
+    FPS (1 is exact), for the speed row `npurt perf` seconds / the 1 s goal. `fit`: other constants than `FIT`."""
+    cal, val, _ = rows.split()
+    out = [_row("calibration", p, fit) for p in cal]
     if not quick:
-        out += [_row("validation", r) for r in rows.VALIDATION]
+        out += [_row("validation", p, fit) for p in val]
     out.append(_speed(repeats=3 if quick else 5))
     return out
+
+
+def not_predicted() -> list[dict]:
+    """The current table's rows npurt does not predict, each with its reason and source."""
+    return [{"name": f"{p.model} {p.column}", "kind": "not predicted", "model": p.model, "family": p.demo,
+             "soc": "/".join(p.socs), "dtype": p.dtype, "reason": p.reason, "source": p.source_ref}
+            for p in rows.split()[2]]
 
 
 def summary(result: list[dict]) -> list[str]:
@@ -113,12 +127,36 @@ def summary(result: list[dict]) -> list[str]:
     for kind in ("calibration", "validation"):
         rs = [r for r in result if r["kind"] == kind]
         if rs:
-            mean = statistics.mean(abs(r["error_pct"]) for r in rs)
+            s = rows.stats(rs)
             worst = max(rs, key=lambda r: abs(r["error_pct"]))
-            naive = statistics.mean(abs(r["naive_error_pct"]) for r in rs)
-            lines.append(f"{kind}: {len(rs)} rows, mean |error| {mean:.1f} %, worst {worst['error_pct']:+.1f} % "
-                         f"({worst['name']}); naive MACs/peak-TOPS mean |error| {naive:.1f} %")
+            lines.append(f"{kind}: {s['rows']} rows, median |error| {s['median_error_pct']:.1f} %, "
+                         f"{100 * s['within_20_pct']:.0f} % within ±20 %, {100 * s['within_35_pct']:.0f} % within "
+                         f"±35 %, worst {worst['error_pct']:+.1f} % ({worst['name']}); naive MACs/peak-TOPS median "
+                         f"|error| {s['naive_median_error_pct']:.0f} %")
+    skipped = [r for r in result if r["kind"] == "not predicted"]
+    if skipped:
+        reasons: dict[str, int] = {}
+        for r in skipped:
+            reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
+        lines.append(f"not predicted: {len(skipped)} rows (" + "; ".join(f"{n}: {k}" for k, n in reasons.items()) + ")")
+    same = [r for r in result if "rk3566_fps" in r]
+    if same:
+        worst = max(abs(r["rk3566_fps"] / r["predicted_fps"] - 1) for r in same)
+        lines.append(f"RK3566/RK3568 column: rk3566 and rk3568 predictions differ by at most {100 * worst:.2f} %")
     return lines
+
+
+def _markdown_groups(result: list[dict]) -> None:
+    print("| group | rows | median abs error | median predicted / published | range | within ±20 % | within ±35 % "
+          "| naive median abs error |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind in ("calibration", "validation"):
+        for key, table in rows.groups(result, kind).items():
+            for value, s in table.items():
+                label = f"{kind}" if key == "all" else f"{kind}, {key} {value}"
+                print(f"| {label} | {s['rows']} | {s['median_error_pct']:.1f} % | {s['median_ratio']:.2f} "
+                      f"| {s['min_ratio']:.2f} – {s['max_ratio']:.2f} | {100 * s['within_20_pct']:.0f} % "
+                      f"| {100 * s['within_35_pct']:.0f} % | {s['naive_median_error_pct']:.0f} % |")
 
 
 def main(argv: list[str]) -> None:
@@ -126,7 +164,8 @@ def main(argv: list[str]) -> None:
     from rich.table import Table
     console = Console(width=max(Console().width, 140))
     if "--fit" in argv:
-        cases = [(npurt.load_compiled(compiled_path(r.model, r.soc)), r) for r in rows.CALIBRATION]
+        cal = rows.split()[0]
+        cases = [(npurt.load_compiled(compiled_path(p.row().model, p.soc, p.dtype)), p.row()) for p in cal]
         fitted = rows.rounded(rows.fit(cases))
         console.print(f"fitted on the {len(cases)} calibration rows: {fitted}")
         for compiled, r in cases:
@@ -134,27 +173,35 @@ def main(argv: list[str]) -> None:
             console.print(f"  {r.name} {r.soc}: {p.fps:.1f} FPS predicted, {r.fps} published "
                           f"({100 * rows.error(p.fps, r.fps):+.1f} %)")
         return
-    result = run("--quick" in argv)
-    if "--markdown" in argv:        # the table of docs/npu-timing.md
+    result = run("--quick" in argv) + not_predicted()
+    predicted = [r for r in result if r["kind"] in ("calibration", "validation")]
+    if "--markdown" in argv:        # the tables of docs/npu-timing.md
+        _markdown_groups(result)
+        print()
         print("| row | kind | GMACs | published FPS | predicted FPS | error | naive MACs/peak-TOPS | naive error |")
         print("|---|---|---|---|---|---|---|---|")
-        for r in result[:-1]:
+        for r in predicted:
             print(f"| {r['name']} | {r['kind']} | {r['gmacs']:.2f} | {r['published_fps']:.1f} "
                   f"| {r['predicted_fps']:.1f} | {r['error_pct']:+.1f} % | {r['naive_fps']:.0f} "
                   f"| {r['naive_error_pct']:+.0f} % |")
-    table = Table(title="npurt timing model vs rknn_model_zoo (int8, single core, FPS)")
-    for col in ("row", "kind", "GMACs", "published", "predicted", "error", "naive", "naive error"):
-        table.add_column(col, justify="left" if col in ("row", "kind") else "right")
-    for r in result:
-        if r["kind"] == "speed":
-            continue
-        table.add_row(r["name"], r["kind"], f"{r['gmacs']:.2f}", f"{r['published_fps']:.1f}",
+    if "--write-bands" in argv:
+        BANDS.write_text(json.dumps(rows.bands(result), indent=1, sort_keys=True) + "\n")
+        console.print(f"error bands written to {BANDS.name}")
+    table = Table(title=f"npurt timing model vs rknn_model_zoo {rows.CURRENT_SDK} (single core, FPS)")
+    for col in ("row", "kind", "dtype", "GMACs", "published", "predicted", "error", "naive", "naive error"):
+        table.add_column(col, justify="left" if col in ("row", "kind", "dtype") else "right")
+    for r in predicted:
+        table.add_row(r["name"], r["kind"], r["dtype"], f"{r['gmacs']:.2f}", f"{r['published_fps']:.1f}",
                       f"{r['predicted_fps']:.1f}", f"{r['error_pct']:+.1f} %", f"{r['naive_fps']:.0f}",
                       f"{r['naive_error_pct']:+.0f} %")
     console.print(table)
+    for key in ("soc", "family", "dtype"):
+        for value, s in rows.groups(result).get(key, {}).items():
+            console.print(f"validation, {key} {value}: {s['rows']} rows, median |error| {s['median_error_pct']:.1f} %,"
+                          f" median predicted/published {s['median_ratio']:.2f}")
     for line in summary(result):
         console.print(line)
-    s = result[-1]
+    s = next(r for r in result if r["kind"] == "speed")
     console.print(f"{s['name']}: `npurt perf --json` {s['cli_seconds']:.2f} s as a command "
                   f"({s['cli_cpu_seconds']:.2f} s CPU; goal < {s['goal_seconds']:.0f} s), of which `import onnx` "
                   f"alone takes {s['import_onnx_seconds']:.2f} s; in-process (load .npurt + predict + JSON) "

@@ -76,9 +76,11 @@ def test_sram_never_slower_than_ddr(mobilenet):
     assert e.value.code == ErrorCode.NOT_SUPPORTED
 
 
-def test_depthwise_and_elementwise_are_memory_bound():
+def test_depthwise_uses_one_kernel_of_the_atom_and_elementwise_is_memory_bound():
     dw = predict(_compile(_conv_model(64, 64, 112, group=64), "rk3588")).layers[0]
-    assert dw.bound == "memory" and dw.memory_us > dw.compute_us
+    full = predict(_compile(_conv_model(64, 64, 112), "rk3588")).layers[0]     # 64 x 64 channels fill the atoms
+    atom_k = T.npu_figures("rk3588").atom_k
+    assert dw.compute_us / dw.macs == pytest.approx(atom_k * full.compute_us / full.macs, rel=1e-9)
     add = predict(_compile(_add_model(64, 112), "rk3588")).layers[0]
     assert add.op == "Add" and add.bound == "memory"
     dense = predict(_compile(_conv_model(256, 256, 28), "rk3588")).layers[0]

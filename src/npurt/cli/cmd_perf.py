@@ -2,10 +2,12 @@
 predicted NPU time of a model, per layer, from npurt's timing model (`npurt.timing.predict`; docs/npu-timing.md).
 
 Nothing runs: the model is compiled for the SoC (or loaded from `.npurt`) and its graph and memory plan are read.
-Each row: op, output shape, element type, MACs, bytes read and written in DDR and in SRAM (the planned sizes of
-the memory table), what bounds it (compute, memory, the fixed per-op cost, or the CPU for fallback ops) and the
-predicted µs; then the total, the FPS and the naive MACs / peak-TOPS estimate. `--json` prints one document
-(`Prediction.to_json`); `--plot` draws where the time goes (needs matplotlib, the `plot` extra).
+Each row: op, target (NPU, or CPU and why: `npurt.timing.placement`), output shape, element type, MACs, bytes
+read and written in DDR and in SRAM (the planned sizes of the memory table), what bounds it (compute, memory, the
+fixed per-op cost, or the CPU for fallback ops) and the predicted µs; then the total, the FPS, the naive MACs /
+peak-TOPS estimate and the model's measured error on the published rows of the SoC (and of the model's zoo family,
+for a zoo model: `npurt.timing.bands`). `--json` prints one document (`Prediction.to_json`, plus `validation`: that
+error band, or null); `--plot` draws where the time goes (needs matplotlib, the `plot` extra).
 """
 from __future__ import annotations
 
@@ -80,7 +82,8 @@ def _table(prediction):
         t.add_column(col, justify="right" if col in ("#", "MACs", "DDR", "SRAM", "µs") else "left",
                      overflow="fold")
     for layer in prediction.layers:
-        t.add_row(str(layer.index), layer.name[:40], layer.op, layer.target, _shape(layer.shape), layer.dtype,
+        target = f"CPU: {layer.why}" if layer.why else layer.target
+        t.add_row(str(layer.index), layer.name[:40], layer.op, target, _shape(layer.shape), layer.dtype,
                   f"{layer.macs:,}" if layer.macs else "-", human_bytes(layer.ddr_bytes),
                   human_bytes(layer.sram_bytes) if layer.sram_bytes else "-", layer.bound, f"{layer.us:.1f}")
     return t
@@ -89,6 +92,7 @@ def _table(prediction):
 def run(args: argparse.Namespace) -> int:
     from npurt.cli.cmd_report import sram_for
     from npurt.timing import predict
+    from npurt.timing.bands import describe, error_band
     console = make_console(quiet=args.json)
     profile = get_profile(target_soc(args.soc, args.model))
     if args.plot:
@@ -104,9 +108,11 @@ def run(args: argparse.Namespace) -> int:
              f"{', SRAM' if sram else ''}: {prediction.total_ms:.2f} ms predicted ({prediction.fps:.1f} FPS)")
     if args.plot:
         plot_prediction(prediction, args.plot, title)
+    band = error_band(profile.name, str(args.model))
     if args.json:
         d = prediction.to_json()
         d["model"] = str(args.model)
+        d["validation"] = band
         d["plot"] = str(args.plot) if args.plot else None
         print_json(d)
         return 0
@@ -118,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
     console.print("time by what bounds it: " + ", ".join(f"{k} {v:.2f} ms" for k, v in sorted(bounds.items())))
     console.print(f"total {prediction.macs:,} MACs; naive MACs / peak-TOPS estimate {prediction.naive_ms:.2f} ms; "
                   f"SRAM {sram:,} B; predicted by npurt's timing model (docs/npu-timing.md), not measured")
+    console.print(describe(band, profile.name))
     if args.plot:
         console.print(f"picture saved to {args.plot}")
     return 0

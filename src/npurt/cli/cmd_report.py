@@ -5,6 +5,8 @@ The model is compiled for `--soc` (or loaded from `.npurt`), and its memory plan
 arena and its SramHit, then the five totals. SRAM is modelled as the runtime places it: the first `--sram` bytes of
 the internal arena (default: all the SRAM the SoC gives the NPU). Addresses are relative to the internal arena;
 model inputs and outputs live in their own buffers (SramHit `\\`). Formatting and totals are `npurt.plan.report`'s.
+Under the table: how many ops the board's NPU runs and, for each op it runs on the CPU, why
+(`npurt.timing.placement`, the RKNN compiler's support list; `--json`: `cpu_ops`, null for a SoC without one).
 `--plot` draws the plan (time x offset, SRAM band shaded).
 """
 from __future__ import annotations
@@ -71,9 +73,12 @@ def run(args: argparse.Namespace) -> int:
         plot_plan(problem, solution, args.plot, fast_size=sram or None,
                   title=f"{Path(args.model).name} on {profile.name} ({compiled.precision}): internal arena "
                         f"{solution.arena:,} B, lower bound {solution.lower_bound:,} B, SRAM {sram:,} B")
+    from npurt.timing.placement import cpu_ops, describe
+    on_cpu = cpu_ops(compiled, profile.name)
     if args.json:
         d = report_dict(compiled, sram)
         d["plot"] = str(args.plot) if args.plot else None
+        d["cpu_ops"] = on_cpu
         print_json(d)
         return 0
     from npurt.plan.report import format_memory_table
@@ -82,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
                   f"(the vendor's column); [Start End) relative to the internal arena, whose first {sram:,} bytes "
                   f"are SRAM")
     print_text(console, format_memory_table(rows, totals, (sram, 0) if sram else None))
+    for line in describe(on_cpu, profile.name, len(compiled.graph.nodes)):
+        console.print(line, markup=False)
     if args.plot:
         console.print(f"plan picture saved to {args.plot}")
     return 0

@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # numpy and onnx load only when a model or dataset is resolve
 
 ZOO = ("mobilenet_v1", "mobilenet_v2_like", "small_convnet", "yolo_head", "yolov8n_like", "transformer_block",
        "outlier_convnet")
-PUBLISHED = ("resnet50_v2", "yolov5n", "yolov5s", "yolov5s_relu", "yolov8n", "yolov8s")   # zoo_published
+PUBLISHED = ("resnet50_v2", "yolov5n", "yolov5s", "yolov5m", "yolov5s_relu", "yolov8n", "yolov8s", "yolov8m",
+             "yolov5n_seg", "yolov5s_seg", "yolov5m_seg", "yolov8n_seg", "yolov8s_seg", "yolov8m_seg")  # zoo_published
 RANDOM_SAMPLES = 4
 
 

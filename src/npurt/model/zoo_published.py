@@ -77,8 +77,10 @@ def _up(g: _Graph, x):
 
 
 def yolov5(size: int = 640, width: float = 0.5, depth: float = 0.33, num_classes: int = 80, act: str = "silu",
-           seed: int = 0) -> onnx.ModelProto:
-    """YOLOv5 (v6+) with rknn_model_zoo's head; width/depth 0.25/0.33 = n, 0.5/0.33 = s, 0.75/0.67 = m."""
+           seed: int = 0, seg: bool = False) -> onnx.ModelProto:
+    """YOLOv5 (v6+) with rknn_model_zoo's head; width/depth 0.25/0.33 = n, 0.5/0.33 = s, 0.75/0.67 = m. `seg`: the
+    YOLOv5-seg head as the zoo exports it (per level the detect conv and the 3 x 32 mask-coefficient conv, then the
+    mask prototypes [1, 32, 160, 160])."""
     g = _Graph(seed)
     cv = _cv(g, act)
 
@@ -103,16 +105,25 @@ def yolov5(size: int = 640, width: float = 0.5, depth: float = 0.33, num_classes
     o3 = c3(g.node("Concat", [_up(g, h14), p3], axis=1), 2 * c[2], c[2], _n(3, depth), False)
     o4 = c3(g.node("Concat", [cv(o3, c[2], c[2], 3, 2), h14], axis=1), 2 * c[2], c[3], _n(3, depth), False)
     o5 = c3(g.node("Concat", [cv(o4, c[3], c[3], 3, 2), h10], axis=1), 2 * c[3], c[4], _n(3, depth), False)
-    no = 3 * (5 + num_classes)
+    no, nm = 3 * (5 + num_classes), 32
     outs = []
     for i, (feat, ch, stride) in enumerate(((o3, c[2], 8), (o4, c[3], 16), (o5, c[4], 32))):
-        outs.append((g.conv(feat, ch, no, 1, gain=1.0, out=f"output{i}"), [1, no, size // stride, size // stride]))
+        h = size // stride
+        outs.append((g.conv(feat, ch, no, 1, gain=1.0, out=f"output{i}"), [1, no, h, h]))
+        if seg:
+            outs.append((g.conv(feat, ch, 3 * nm, 1, gain=1.0, out=f"mask{i}"), [1, 3 * nm, h, h]))
+    if seg:                                 # Proto: conv 3x3, nearest x2, conv 3x3, conv 1x1 to 32 prototypes
+        npr = _ch(256, width)
+        p = cv(_up(g, cv(o3, c[2], npr, 3)), npr, npr, 3)
+        outs.append((cv(p, npr, nm), [1, nm, size // 4, size // 4]))
     return g.model([("images", [1, 3, size, size])], outs, "yolov5")
 
 
 def yolov8(size: int = 640, width: float = 0.25, depth: float = 0.33, max_channels: int = 1024,
-           num_classes: int = 80, seed: int = 0) -> onnx.ModelProto:
-    """YOLOv8 with rknn_model_zoo's head; width/depth/max_channels 0.25/0.33/1024 = n, 0.5/0.33/1024 = s."""
+           num_classes: int = 80, seed: int = 0, seg: bool = False) -> onnx.ModelProto:
+    """YOLOv8 with rknn_model_zoo's head; width/depth/max_channels 0.25/0.33/1024 = n, 0.5/0.33/1024 = s. `seg`: the
+    YOLOv8-seg head as the zoo exports it (per level a fourth output, the 32 mask coefficients, then the mask
+    prototypes [1, 32, 160, 160] from a 2x2 stride-2 ConvTranspose)."""
     g = _Graph(seed)
     cv = _cv(g, "silu")
 
@@ -147,6 +158,18 @@ def yolov8(size: int = 640, width: float = 0.25, depth: float = 0.33, max_channe
         cls = g.node("Sigmoid", [g.conv(cv(cv(feat, ch, c3, 3), c3, c3, 3), c3, nc, 1, gain=1.0)], f"score{i}")
         total = g.node("Clip", [g.node("ReduceSum", [cls, axes], keepdims=1), zero, one], f"score_sum{i}")
         outs += [(box, [1, 4 * reg, h, h]), (cls, [1, nc, h, h]), (total, [1, 1, h, h])]
+        if seg:
+            nm = 32
+            c4 = max(c[2] // 4, nm)
+            outs.append((g.conv(cv(cv(feat, ch, c4, 3), c4, c4, 3), c4, nm, 1, gain=1.0, out=f"mask{i}"),
+                         [1, nm, h, h]))
+    if seg:                                 # Proto: conv 3x3, ConvTranspose 2x2 s2, conv 3x3, conv 1x1 to 32
+        npr = _ch(256, width, max_channels)
+        p = cv(o3, c[2], npr, 3)
+        w = g.const(g.rng.normal(0, np.sqrt(1.0 / (npr * 4)), (npr, npr, 2, 2)).astype(np.float32))
+        p = g.node("ConvTranspose", [p, w, g.const(np.zeros(npr, np.float32), "b")], kernel_shape=[2, 2],
+                   strides=[2, 2])
+        outs.append((cv(cv(p, npr, npr, 3), npr, 32), [1, 32, size // 4, size // 4]))
     return g.model([("images", [1, 3, size, size])], outs, "yolov8")
 
 
@@ -170,3 +193,35 @@ def yolov8n() -> onnx.ModelProto:
 def yolov8s() -> onnx.ModelProto:
     return yolov8(width=0.5, depth=0.33)
 
+
+
+def yolov5m() -> onnx.ModelProto:
+    return yolov5(width=0.75, depth=0.67)
+
+
+def yolov8m() -> onnx.ModelProto:
+    return yolov8(width=0.75, depth=0.67, max_channels=768)
+
+
+def yolov5n_seg() -> onnx.ModelProto:
+    return yolov5(width=0.25, depth=0.33, seg=True)
+
+
+def yolov5s_seg() -> onnx.ModelProto:
+    return yolov5(width=0.5, depth=0.33, seg=True)
+
+
+def yolov5m_seg() -> onnx.ModelProto:
+    return yolov5(width=0.75, depth=0.67, seg=True)
+
+
+def yolov8n_seg() -> onnx.ModelProto:
+    return yolov8(width=0.25, depth=0.33, seg=True)
+
+
+def yolov8s_seg() -> onnx.ModelProto:
+    return yolov8(width=0.5, depth=0.33, seg=True)
+
+
+def yolov8m_seg() -> onnx.ModelProto:
+    return yolov8(width=0.75, depth=0.67, max_channels=768, seg=True)

@@ -7,11 +7,14 @@ choice / a fit, and says so. Public figures:
 - DRAM type, bus width and top data rate: the same datasheets (tag "brief"); the peak bandwidth is
   bus bytes x MT/s and is only reached in part (`FIT.ddr_efficiency`);
 - CPU cores and clock (for ops that fall back to the CPU): the same briefs.
+- the MAC array's atomic operation (tag "nvdla"): 64 bytes of input channels x 32 kernels, which a conv's channels
+  are padded to; the RK3566 has the RK3568's NPU (tag "rk356x").
 Derived: int8 MACs per cycle per core = TOPS x 1e12 / 2 / clock / cores (one MAC = two operations); for the RK3588
 that is 1024, the per-core MAC array commonly quoted for RKNPU2.
 Fitted (`FIT`): only on the four calibration rows of rknn_model_zoo's benchmark table (single core, int8):
 MobileNetV2 RK3588 450.7 FPS, ResNet50-v2 RK3588 110.1 FPS, YOLOv5s RK3566/RK3568 19.3 FPS, YOLOv8n RK3576
-90.2 FPS (`bench/npu_timing.py --fit` re-runs the fit). Everything else is predicted, not fitted.
+90.2 FPS (`bench/npu_timing.py --fit` re-runs the fit). Everything else is predicted, not fitted: the other rows of
+the table (`npurt.timing.rows`) check it.
 """
 from __future__ import annotations
 
@@ -33,6 +36,17 @@ SOURCES: Mapping[str, str] = MappingProxyType({
     "precision": "the RKNPU2 rates commonly cited per precision: int16 at 1/2 and fp16 at 1/4 of the int8 MAC rate "
                  "(not a Rockchip table: npurt's assumption)",
     "estimate": "no public figure found: npurt's estimate from the SoC's class, marked as such",
+    "nvdla": "the convolution core's atomic operation: Rockchip's NPU is closely based on NVIDIA's open NVDLA IP "
+             "(Linux kernel Documentation/accel/rocket: 'This NPU is closely based on the NVDLA IP'), whose "
+             "convolution core (NVDLA hardware architecture documentation, nvdla.org, nv_full configuration) "
+             "computes atomic-C = 64 input channels (bytes: 64 int8 or 32 int16/fp16) x atomic-K = 32 kernels per "
+             "atomic operation: a conv's channels are padded to those atoms. Applying nv_full's atoms to every "
+             "RKNPU2 core is npurt's reading (the RK3588 TRM's NPU chapter does not state them)",
+    "rk356x": "Rockchip's RKNPU kernel driver (rknpu_drv.c, Rockchip BSP kernel): the RK3566 and the RK3568 bind the "
+              "one NPU compatible 'rockchip,rk3568-rknpu' to one configuration (rk356x_rknpu_config, one core) and "
+              "share the SoC family's NPU clock table, whose top operating point is 1 GHz; rknn_model_zoo publishes "
+              "them as one column 'RK3566/RK3568'. So the RK3566 carries the RK3568's NPU figures (the 0.8 TOPS of "
+              "some RK3566 briefs is not the NPU the runtime drives at its top clock)",
 })
 
 
@@ -51,6 +65,8 @@ class NpuFigures:
     cpu_mhz: float
     sources: tuple[str, ...] = ("brief",)
     notes: tuple[str, ...] = ()
+    atom_c: int = 64            # input-channel atom of the MAC array, bytes (64 int8 / 32 fp16 channels): "nvdla"
+    atom_k: int = 32            # output-channel (kernel) atom of the MAC array: "nvdla"
 
     @property
     def macs_per_cycle(self) -> float:
@@ -81,15 +97,12 @@ class Fit:
 # (docs/npu-timing.md) list the fit's result and its error on every row. The RK3566/RK3568 NPU reaches a smaller
 # share of its peak than the RK3588/RK3576 ones (rknn_model_zoo: ResNet50 37.9 vs 110.1 FPS for 1 vs 2 TOPS per
 # core), so its factor is fitted on its one calibration row (YOLOv5s); the RK3562 and the RV11xx keep 1.0.
-FIT = Fit(conv_efficiency=1.0, ddr_efficiency=0.484, op_overhead_cycles=15700.0,
-          soc_efficiency=(("rk3566", 0.417), ("rk3568", 0.417)))
+FIT = Fit(conv_efficiency=1.0, ddr_efficiency=0.78, op_overhead_cycles=11100.0,
+          soc_efficiency=(("rk3566", 0.729), ("rk3568", 0.729)))
 
 # npurt's choices (not public, not fitted), each used in one place of `npurt.timing.model`:
 PRECISION_RATE = MappingProxyType({"int8": 1.0, "uint8": 1.0, "int16": 0.5, "float16": 0.25, "bfloat16": 0.25,
                                    "float32": 0.25})      # "precision": fp32 models run as fp16 on the NPU
-OUT_CHANNEL_ATOM = 16           # output channels the MAC array computes side by side (padding unit): npurt's choice
-DEPTHWISE_SHARE = 0.25          # share of the MAC array a depthwise conv keeps busy (one input channel per output,
-                                # the kernel taps fill part of the lanes): npurt's choice; makes them memory-bound
 SRAM_BANDWIDTH_FACTOR = 4.0     # NPU SRAM bandwidth as a multiple of the peak DRAM bandwidth: npurt's choice
 CPU_ELEMS_PER_CYCLE = 1.0       # a CPU-fallback op: one fp32 element per CPU cycle (NEON, layout conversion incl.)
 CPU_SWITCH_US = 60.0            # NPU -> CPU -> NPU hand-over of one fallback op (cache sync, dequant/requant)
@@ -97,23 +110,24 @@ MULTICORE_SYNC_CYCLES = 2000.0  # per op and extra core: splitting and joining t
 
 _T = NpuFigures
 FIGURES: Mapping[str, NpuFigures] = MappingProxyType({f.soc: f for f in (
-    _T("rk3588", 6.0, 3, 1000, "LPDDR4X", 64, 4224, "4x Cortex-A76", 2400, ("brief", "clock")),
-    _T("rk3576", 6.0, 2, 1000, "LPDDR4X", 32, 4266, "4x Cortex-A72", 2200, ("brief", "clock")),
-    _T("rk3568", 1.0, 1, 1000, "LPDDR4", 32, 3200, "4x Cortex-A55", 2000, ("brief", "clock")),
-    _T("rk3566", 0.8, 1, 800, "LPDDR4", 32, 3200, "4x Cortex-A55", 1800, ("brief",),
-       ("clock: 0.8 TOPS at the RK3568's 512 MACs/cycle",)),
-    _T("rk3562", 1.0, 1, 1000, "LPDDR4X", 32, 3200, "4x Cortex-A53", 2000, ("brief",)),
-    _T("rv1126b", 3.0, 1, 1000, "LPDDR4", 32, 3200, "4x Cortex-A53", 1900, ("brief", "estimate"),
+    _T("rk3588", 6.0, 3, 1000, "LPDDR4X", 64, 4224, "4x Cortex-A76", 2400, ("brief", "clock", "nvdla")),
+    _T("rk3576", 6.0, 2, 1000, "LPDDR4X", 32, 4266, "4x Cortex-A72", 2200, ("brief", "clock", "nvdla")),
+    _T("rk3568", 1.0, 1, 1000, "LPDDR4", 32, 3200, "4x Cortex-A55", 2000,
+       ("brief", "clock", "rk356x", "nvdla")),
+    _T("rk3566", 1.0, 1, 1000, "LPDDR4", 32, 3200, "4x Cortex-A55", 1800, ("brief", "rk356x", "nvdla"),
+       ("NPU: the RK3568's (one driver configuration, one zoo column)",)),
+    _T("rk3562", 1.0, 1, 1000, "LPDDR4X", 32, 3200, "4x Cortex-A53", 2000, ("brief", "nvdla")),
+    _T("rv1126b", 3.0, 1, 1000, "LPDDR4", 32, 3200, "4x Cortex-A53", 1900, ("brief", "estimate", "nvdla"),
        ("NPU clock and DRAM rate: estimates",)),
-    _T("rv1106", 0.5, 1, 1000, "DDR3L (in package)", 16, 1866, "Cortex-A7", 1200, ("brief", "estimate"),
+    _T("rv1106", 0.5, 1, 1000, "DDR3L (in package)", 16, 1866, "Cortex-A7", 1200, ("brief", "estimate", "nvdla"),
        ("NPU clock: estimate",)),
-    _T("rv1103", 0.5, 1, 1000, "DDR2 (in package)", 16, 1066, "Cortex-A7", 1200, ("brief", "estimate"),
+    _T("rv1103", 0.5, 1, 1000, "DDR2 (in package)", 16, 1066, "Cortex-A7", 1200, ("brief", "estimate", "nvdla"),
        ("NPU clock: estimate",)),
-    _T("rv1106b", 1.0, 1, 1000, "DDR3L (in package)", 16, 2133, "Cortex-A7", 1200, ("estimate",),
+    _T("rv1106b", 1.0, 1, 1000, "DDR3L (in package)", 16, 2133, "Cortex-A7", 1200, ("estimate", "nvdla"),
        ("TOPS, clock and DRAM: estimates (no public brief read)",)),
-    _T("rv1103b", 0.5, 1, 1000, "DDR2 (in package)", 16, 1066, "Cortex-A7", 1200, ("estimate",),
+    _T("rv1103b", 0.5, 1, 1000, "DDR2 (in package)", 16, 1066, "Cortex-A7", 1200, ("estimate", "nvdla"),
        ("TOPS, clock and DRAM: estimates (no public brief read)",)),
-    _T("rk2118", 0.25, 1, 500, "PSRAM/SRAM", 16, 400, "Cortex-M / HiFi DSP", 400, ("estimate",),
+    _T("rk2118", 0.25, 1, 500, "PSRAM/SRAM", 16, 400, "Cortex-M / HiFi DSP", 400, ("estimate", "nvdla"),
        ("every figure is an estimate: no public NPU figure of the RK2118 found",)),
 )})
 

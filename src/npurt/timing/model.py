@@ -2,12 +2,14 @@
 
 For every scheduled op: time = max(compute, memory) + a fixed per-op cost, where
 - compute = the op's MACs (convolutions, Gemm, MatMul) over the SoC's MAC rate for the op's element type, with the
-  padding losses of the native layout (input channels padded to C2, output channels to `OUT_CHANNEL_ATOM`) and,
-  for depthwise convolutions, `DEPTHWISE_SHARE` of the array; other NPU ops move C2 elements per cycle;
+  padding losses of the MAC array's atomic operation (input channels padded to the input atom, output channels to
+  the kernel atom: `NpuFigures.atom_c` / `atom_k`, NVDLA's) and, for depthwise convolutions, one kernel of the
+  kernel atom busy (1 / atom_k of the array); other NPU ops move C2 elements per cycle;
 - memory = the op's bytes over the bandwidths: its input and output tensors at their planned sizes (the sizes the
   RKNN_LOG_LEVEL=3 memory table prints), split into DDR and SRAM by the plan's SRAM placement (the arena's first
   `sram` bytes), plus its weights from DDR;
-- ops the NPU does not run (not in `NPU_OPS`, custom ops) cost CPU time: their elements at the CPU's clock plus a
+- ops the board runs on the CPU (`npurt.timing.placement`: not in the SoC's NPU op list of the RKNN compiler's
+  support list, attributes out of its ranges, custom ops) cost CPU time: their elements at the CPU's clock plus a
   hand-over.
 The NPU runs Conv + SiLU (x * Sigmoid(x)) as one op (rknpu2 release notes: "Conv-Silu/Conv-Swish" fusion); npurt's
 executor runs three, so the model charges the Sigmoid and the Mul to the conv and skips their traffic; a fused
@@ -27,12 +29,13 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.model.report import memory_rows
 from npurt.soc import get_profile
 from npurt.soc import npu_timing as T
+from npurt.timing.placement import place
 
 if TYPE_CHECKING:
     from npurt.model.compiled import CompiledModel
     from npurt.model.ir import Node
 
-# Ops the NPU runs (RKNN Compiler Support Operator List, V2.x, the ops it places on the NPU). Others run on the CPU.
+# The cost class of each NPU op (which ops run on the NPU at all: `npurt.timing.placement`).
 CONV_OPS = frozenset({"Conv", "ConvTranspose"})
 MATMUL_OPS = frozenset({"Gemm", "MatMul"})
 LAYOUT_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat", "Split",
@@ -45,7 +48,6 @@ ELEMENTWISE_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Clip", "LeakyR
                              "BatchNormalization", "Softplus", "Mish", "ReduceSum", "ReduceMean", "ReduceMax",
                              "ReduceMin", "LpNormalization", "Neg", "Abs", "Gelu", "LRN", "Swish", "ThresholdedRelu",
                              "Sum", "Mean", "Log", "Floor", "Sin", "Cos", "Upsample"})
-NPU_OPS = CONV_OPS | MATMUL_OPS | LAYOUT_OPS | POOL_OPS | ELEMENTWISE_OPS | frozenset(HEAVY_OPS)
 # Activations computed by a lookup pass over the output (C2 elements per cycle, as other elementwise ops) even when
 # fused into the conv; Relu / Clip / LeakyRelu ride the conv's output stage for free.
 LUT_ACTIVATIONS = frozenset({"Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Swish", "Gelu", "Mish", "Exp"})
@@ -75,6 +77,7 @@ class LayerTime:
     us: float
     bound: str                  # "compute", "memory", "overhead" (the fixed cost is the larger part) or "cpu"
     cores: int                  # cores the op runs on
+    why: str = ""               # for a CPU op: why the board runs it on the CPU (`npurt.timing.placement`)
 
     @property
     def ms(self) -> float:
@@ -161,7 +164,8 @@ def predict(compiled: "CompiledModel", soc: str | None = None, cores: int = 1, s
     macs = sum(layer.macs for layer in layers)
     naive_ms = macs / (fig.macs_per_cycle * fig.clock_mhz * cores) / 1000.0
     figures = {"int8_tops": fig.int8_tops, "npu_cores": fig.cores, "clock_mhz": fig.clock_mhz,
-               "macs_per_cycle_per_core": fig.macs_per_cycle, "ddr_gbps_peak": fig.ddr_gbps, "dram": fig.dram,
+               "macs_per_cycle_per_core": fig.macs_per_cycle, "atom_c_bytes": fig.atom_c, "atom_k": fig.atom_k,
+               "ddr_gbps_peak": fig.ddr_gbps, "dram": fig.dram,
                "fit": {**asdict(fit), "soc_efficiency": dict(fit.soc_efficiency)}, "sources": list(fig.sources)}
     return Prediction(name, cores, sram_bytes, compiled.precision, tuple(layers), naive_ms, figures)
 
@@ -234,24 +238,25 @@ def _layer(index: int, node: "Node", compiled: "CompiledModel", fig: T.NpuFigure
     wbytes = sum(int(plan.weight_sizes.get(w, 0)) + int(plan.weight_sizes.get(f"{w}#scale", 0)) for w in weights_in)
     ddr += wbytes
 
-    on_npu = node.op_type in NPU_OPS and not node.domain
+    target, why = place(node, compiled, fig.soc)
+    on_npu = target == "NPU"
     macs = _macs(node, compiled, out_shape) if on_npu else 0
     elems = math.prod(out_shape) if out_shape else 0
     if not on_npu:
         in_elems = sum(math.prod(s) for s in in_shapes if s)
         cpu_us = (in_elems + elems) / (T.CPU_ELEMS_PER_CYCLE * fig.cpu_mhz) + T.CPU_SWITCH_US
         return LayerTime(index, node.name or (outs[0] if outs else ""), op, "CPU", dtype, in_shapes, out_shape, 0,
-                         ddr, sram, wbytes, cpu_us, 0.0, 0.0, 0.0, cpu_us, "cpu", 1)
+                         ddr, sram, wbytes, cpu_us, 0.0, 0.0, 0.0, cpu_us, "cpu", 1, why)
 
     split = cores if (cores > 1 and node.op_type in MULTICORE_OPS) else 1
     rate = T.PRECISION_RATE.get(dtype, 0.25)
     c2 = _c2(profile, dtype)
     activation = 0.0
     if macs:
-        eff = _fill(node, compiled, c2) * fit.conv_efficiency * fit.efficiency_of(fig.soc)
+        eff = _fill(node, compiled, fig, dtype) * fit.conv_efficiency * fit.efficiency_of(fig.soc)
         per_us = fig.macs_per_cycle * fig.clock_mhz * rate * eff          # MACs per µs of one core
         if _depthwise(node, compiled):
-            per_us *= T.DEPTHWISE_SHARE
+            per_us /= fig.atom_k          # one output channel per input channel: one kernel of the atom works
         if fused_out or node.activation in LUT_ACTIVATIONS:     # the activation is one more pass over the output
             activation = elems / (c2 * fig.clock_mhz)
         compute = macs / per_us + activation
@@ -299,8 +304,9 @@ def _depthwise(node: "Node", compiled: "CompiledModel") -> bool:
     return group > 1 and len(ws) >= 2 and ws[1] == 1
 
 
-def _fill(node: "Node", compiled: "CompiledModel", c2: int) -> float:
-    """Share of the MAC array the op's channels fill: input channels padded to C2, outputs to the output atom."""
+def _fill(node: "Node", compiled: "CompiledModel", fig: T.NpuFigures, dtype: str) -> float:
+    """Share of the MAC array the op's channels fill: input channels padded to the input atom (`atom_c` bytes of
+    the element type), output channels to the kernel atom (`atom_k`)."""
     ws = _weight_shape(node, compiled)
     if node.op_type in CONV_OPS and len(ws) >= 2:
         group = int(node.attrs.get("group", 1))
@@ -312,7 +318,8 @@ def _fill(node: "Node", compiled: "CompiledModel", c2: int) -> float:
         cout, cin = (ws[0], ws[1]) if trans else (ws[1], ws[0])
     else:
         return 1.0
-    return (cin / _pad(cin, c2)) * (cout / _pad(cout, T.OUT_CHANNEL_ATOM))
+    atom_c = max(fig.atom_c // (1 if dtype in ("int8", "uint8") else 2), 1)
+    return (cin / _pad(cin, atom_c)) * (cout / _pad(cout, fig.atom_k))
 
 
 def _macs(node: "Node", compiled: "CompiledModel", out_shape: tuple[int, ...]) -> int:
