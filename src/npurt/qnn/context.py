@@ -34,7 +34,7 @@ from npurt.model import context_binary
 from npurt.model.compiled import CompiledModel
 from npurt.qnn import constants as C
 from npurt.qnn.backend import HANDLES, Backend
-from npurt.qnn.htp_plan import ContextMemory, HtpMemoryPlan, plan_htp, round_granule
+from npurt.qnn.htp_plan import ContextMemory, HtpMemoryPlan, plan_graph, round_granule
 from npurt.qnn.boundary import QnnError, from_npu
 from npurt.qnn.mem_registry import REGISTRY, SPILLFILL, VTCMBACKUP, WEIGHTS, MemRecord
 from npurt.runtime import Context as RuntimeContext
@@ -68,7 +68,7 @@ class QnnContext:
         self.finalized = False
         self.freed = False
         self.lock = forksafe.rlock()
-        self.htp: HtpMemoryPlan = plan_htp(compiled.plan, backend.profile.vtcm_size)
+        self.htp: HtpMemoryPlan = plan_graph(compiled, backend.profile.vtcm_size)
         self.graphs: dict[str, "QnnGraph"] = {}
         # built at finalize (all released by `free`)
         self.runtime: RuntimeContext | None = None
@@ -277,7 +277,7 @@ class GraphsContext(QnnContext):
         spill-fill / VTCM backup need of a graph (its graphs run one at a time)."""
         if kind == WEIGHTS:
             return round_granule(self.memory().weight_bytes)
-        plans = [plan_htp(m.plan, self.backend.profile.vtcm_size) for m in self.models]
+        plans = [plan_graph(m, self.backend.profile.vtcm_size) for m in self.models]
         if kind == SPILLFILL:
             return max((p.spillfill_buffer_size for p in plans), default=0)
         if kind == VTCMBACKUP:

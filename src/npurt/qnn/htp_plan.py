@@ -17,6 +17,7 @@ value exists) is npurt's choice: the VTCM bytes the context's graphs use, rounde
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory.mapping import page_round
@@ -24,6 +25,7 @@ from npurt.plan.fastmem import place_with_fast_memory
 from npurt.plan.model_plan import INTERNAL_ALIGN, MemoryPlan
 
 PROPERTY_GRANULE = 2 << 20      # observed: weights / spill-fill sizes are 2 MiB multiples
+HTP_META = "htp"                # CompiledModel.meta key: the graph configs a built graph was finalized with
 BUFFER_START_ALIGNMENT = 4096   # observed: QNN_HTP_CONTEXT_GET_PROP_BUFFER_START_ALIGNMENT
 
 
@@ -75,6 +77,23 @@ def plan_htp(plan: MemoryPlan, vtcm_size: int) -> HtpMemoryPlan:
     if bad:
         raise NpuError(ErrorCode.INTERNAL, f"HTP plan ({method}) is invalid: {bad[:3]}")
     return HtpMemoryPlan(vtcm_size, vtcm_used, spill, plan.weight_size, combined, frozenset(fast), method)
+
+
+def graph_settings(compiled: Any) -> dict:
+    """The HTP graph configs a graph was finalized with (graphCreate's VTCM_SIZE / OPTIMIZATION / PRECISION, kept in
+    its binary): `vtcm_size` bytes (0 = the SoC's whole VTCM), `optimization` level, `precision`."""
+    return dict(getattr(compiled, "meta", {}).get(HTP_META) or {})
+
+
+def graph_vtcm(compiled: Any, soc_vtcm: int) -> int:
+    """The VTCM a graph is planned for: the SoC's `soc_vtcm` unless its VTCM_SIZE config asked for less."""
+    asked = int(graph_settings(compiled).get("vtcm_size") or 0)
+    return min(asked, soc_vtcm) if asked else soc_vtcm
+
+
+def plan_graph(compiled: Any, soc_vtcm: int) -> HtpMemoryPlan:
+    """The HTP plan of a compiled graph on an HTP with `soc_vtcm` bytes of VTCM, as its graph configs ask."""
+    return plan_htp(compiled.plan, graph_vtcm(compiled, soc_vtcm))
 
 
 @dataclass(frozen=True)
