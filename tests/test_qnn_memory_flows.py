@@ -250,3 +250,208 @@ def test_the_qnn_ep_options_reach_the_binary_and_max_size(lib, tmp_path):
     assert (vtcm, level) == (MIB, 3) and spill > 0 and attrs["max_size"] == spill
     again = qnn_ep_session(tmp_path / "big_ctx.onnx", lib, soc_model=43, htp_arch=73).run(None, {"x": x})[0]
     assert np.array_equal(again, y)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 2. REGISTER_MULTI_CONTEXTS: one spill-fill buffer for the group
+# ---------------------------------------------------------------------------------------------------------
+def group_config(first: int, max_spill: int) -> list:
+    """contextCreateFromBinary's config list with REGISTER_MULTI_CONTEXTS {firstGroupHandle, maxSpillFillBuffer}."""
+    htp = q.QnnHtpContext_CustomConfig_t()
+    htp.option = q.QNN_HTP_CONTEXT_CONFIG_OPTION_REGISTER_MULTI_CONTEXTS
+    htp.groupRegistration.firstGroupHandle = first
+    htp.groupRegistration.maxSpillFillBuffer = max_spill
+    cfg = q.QnnContext_Config_t()
+    cfg.option, cfg.customConfig, cfg._keep = q.QNN_CONTEXT_CONFIG_OPTION_CUSTOM, ctypes.addressof(htp), htp
+    return _list([cfg])
+
+
+def spilling_binary(shape, name: str) -> tuple[bytes, int]:
+    """A one-graph sm8550 binary of the chain graph planned for 1 MB of VTCM, and its spillFillBufferSize."""
+    c = _client()
+    try:
+        chain_graph(c, name, shape, graph_config(vtcm_mb=1))
+        data = _binary(c)
+    finally:
+        c.close()
+    return data, binary_info(data)[1][0][1]
+
+
+@pytest.fixture(scope="module")
+def binaries() -> dict:
+    """Three binaries whose graphs spill 2 MiB-ish, less, and more (name -> (bytes, spill, shape))."""
+    out = {}
+    for name, shape in (("big", (1, 1024, 1024)), ("small", (1, 768, 1024)), ("huge", (1, 1536, 1024))):
+        data, spill = spilling_binary(shape, name)
+        out[name] = (data, spill, shape)
+    assert out["small"][1] < out["big"][1] < out["huge"][1]
+    return out
+
+
+def load(c: Client, data: bytes, config=None, expect: int = q.QNN_SUCCESS) -> q.Qnn_ContextHandle_t:
+    ctx = q.Qnn_ContextHandle_t()
+    assert code(c.qi.contextCreateFromBinary(c.backend, c.device, config, data, len(data), ctx, None)) == expect
+    return ctx
+
+
+def run_graph(c: Client, ctx, name: str, x: np.ndarray) -> np.ndarray:
+    graph = q.Qnn_GraphHandle_t()
+    ok(c.qi.graphRetrieve(ctx, name.encode(), graph))
+    ins, outs = q.io_tensors(HANDLES.get(graph.value).context)
+    y = np.zeros_like(x)
+    ins[0].v1.clientBuf.data, ins[0].v1.clientBuf.dataSize = x.ctypes.data, x.nbytes
+    outs[0].v1.clientBuf.data, outs[0].v1.clientBuf.dataSize = y.ctypes.data, y.nbytes
+    ok(c.qi.graphExecute(graph, ins, 1, outs, 1, None, None))
+    return y
+
+
+def test_contexts_registered_as_a_group_share_one_spill_fill_buffer(binaries):
+    """big starts a group of maxSpillFillBuffer = its need, small joins it: one buffer under both arenas, the report
+    counts it once (and what two buffers would take), both graphs run; the last free releases the buffer."""
+    (big, big_spill, big_shape), (small, _, small_shape) = binaries["big"], binaries["small"]
+    c = _client()
+    try:
+        a = load(c, big, group_config(0, big_spill))
+        b = load(c, small, group_config(a.value, 0))            # later maxSpillFillBuffer values are ignored
+        ca, cb = HANDLES.get(a.value), HANDLES.get(b.value)
+        assert ca.group is cb.group and ca.group.max_spill == big_spill
+        sa, sb = ca.spill_view(), cb.spill_view()
+        sa[:sb.size] = 5
+        assert (sb == 5).all()                                  # one buffer under both arenas
+        report = q.memory_report(c.backend)
+        (group,) = report.groups
+        assert set(group.contexts) == {a.value, b.value} and group.first == a.value
+        rows = report.contexts
+        assert rows[a.value].spill_fill == rows[b.value].spill_fill == 0       # counted in the group, once
+        assert rows[a.value].group == rows[b.value].group == a.value
+        t = report.totals()
+        assert t["spill_fill"] == group.spill_fill == -(-big_spill // 4096) * 4096
+        assert t["spill_fill_unshared"] == rows[a.value].spill_fill_unshared + rows[b.value].spill_fill_unshared
+        assert t["spill_fill"] < t["spill_fill_unshared"]
+        assert any("share one spill-fill buffer" in line for line in report.lines())
+        rng = np.random.default_rng(2)
+        for ctx, name, shape in ((a, "big", big_shape), (b, "small", small_shape), (a, "big", big_shape)):
+            x = rng.normal(size=shape).astype(np.float32)
+            assert np.abs(run_graph(c, ctx, name, x) - expected(x)).max() <= FP16
+        buffer = ca.group.buffer
+        ok(c.qi.contextFree(a, None))
+        assert buffer.alive                                     # small still uses it
+        ok(c.qi.contextFree(b, None))
+        assert not buffer.alive
+    finally:
+        c.close()
+
+
+def test_a_group_refuses_a_context_that_needs_more_than_its_buffer(binaries, caplog):
+    (big, big_spill, _), (huge, huge_spill, _) = binaries["big"], binaries["huge"]
+    c = _client()
+    try:
+        a = load(c, big, group_config(0, big_spill))
+        backend = HANDLES.get(c.backend.value)
+        before = (len(backend.contexts), backend.device.stats()) if hasattr(backend.device, "stats") else \
+            (len(backend.contexts), None)
+        caplog.clear()
+        assert not load(c, huge, group_config(a.value, huge_spill), q.QNN_CONTEXT_ERROR_INVALID_CONFIG).value
+        assert f"needs {huge_spill} bytes of spill-fill" in caplog.text and str(big_spill) in caplog.text
+        assert not load(c, big, group_config(0, 0), q.QNN_CONTEXT_ERROR_INVALID_CONFIG).value
+        alone = load(c, big)                                    # a context of no group cannot be joined
+        caplog.clear()
+        assert not load(c, big, group_config(alone.value, big_spill), q.QNN_CONTEXT_ERROR_INVALID_CONFIG).value
+        assert "not a live context of a group" in caplog.text
+        assert len(backend.contexts) == before[0] + 1 and len(q.memory_report(c.backend).groups) == 1
+    finally:
+        c.close()
+
+
+def test_concurrent_executes_on_a_group_are_serialised(binaries):
+    """The group's buffer is used by one graph at a time: an execute waits while another graph of the HTP runs (it
+    is not refused), and two threads executing the group's graphs over and over all get correct outputs."""
+    import threading
+    from npurt.qnn.backend import core_of
+    (big, big_spill, big_shape), (small, _, small_shape) = binaries["big"], binaries["small"]
+    c = _client()
+    try:
+        a = load(c, big, group_config(0, big_spill))
+        b = load(c, small, group_config(a.value, big_spill))
+        rng = np.random.default_rng(3)
+        xs = {"big": rng.normal(size=big_shape).astype(np.float32),
+              "small": rng.normal(size=small_shape).astype(np.float32)}
+        results: dict = {}
+        core = core_of("sm8550")
+        with core.exec_lock:                                    # another graph is running on the HTP
+            t = threading.Thread(target=lambda: results.update(held=run_graph(c, b, "small", xs["small"])))
+            t.start()
+            t.join(0.3)
+            assert t.is_alive() and "held" not in results       # waiting, not refused
+        t.join(30)
+        assert np.abs(results["held"] - expected(xs["small"])).max() <= FP16
+        errors: list = []
+
+        def loop(ctx, name):
+            for _ in range(3):
+                y = run_graph(c, ctx, name, xs[name])
+                if np.abs(y - expected(xs[name])).max() > FP16:
+                    errors.append(name)
+        threads = [threading.Thread(target=loop, args=(ctx, name)) for ctx, name in ((a, "big"), (b, "small"))]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(60)
+        assert not errors and not any(th.is_alive() for th in threads)
+    finally:
+        c.close()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3. the QNN memory report: Python, the log at verbose, npurt report --qnn
+# ---------------------------------------------------------------------------------------------------------
+def test_the_memory_report_counts_shared_weights_once_and_logs_at_verbose(caplog):
+    """Two graphs over one weight in a weight-sharing context: the report's stored weights are one copy, the
+    unshared figure two; with the QNN log at verbose, contextCreateFromBinary logs the report."""
+    import logging
+    from test_qnn_multigraph import _client as sharing_client, _fc_graphs, _binary as multi_binary
+    w = np.random.default_rng(7).normal(size=(64, 32)).astype(np.float32)
+    c = sharing_client(sharing=True)
+    try:
+        _fc_graphs(c, [w, w])
+        data = multi_binary(c)
+        caplog.set_level(logging.DEBUG, logger="npurt.qnn")
+        ctx = load(c, data)
+        row = q.memory_report(c.backend).contexts[ctx.value]
+        assert row.graphs == 2 and row.shared and row.weight_bytes_unshared == 2 * row.weight_bytes > 0
+        assert row.spill_fill == row.spill_fill_need == 0 and row.vtcm > 0 and row.group is None
+        lines = [r.getMessage() for r in caplog.records if "<V> contextCreateFromBinary" in r.getMessage()]
+        assert any(f"context {ctx.value:#x}: 2 graph(s)" in line and "shared; unshared" in line for line in lines)
+        assert any(line.split(": ", 1)[1].startswith("total: weights") for line in lines)
+    finally:
+        c.close()
+
+
+def test_npurt_report_qnn_prints_the_memory_report_of_a_context_binary(binaries, tmp_path):
+    from helpers.cli import fails, npurt, ok_json
+    data, spill, _ = binaries["big"]
+    path = tmp_path / "big.bin"
+    path.write_bytes(data)
+    out = npurt("report", path, "--qnn")
+    assert out.returncode == 0, out.stderr
+    assert "QNN memory: 1 context(s), 0 spill-fill group(s) on sm8550" in out.stdout
+    assert f"spill-fill {spill:,} B (need {spill:,} B) | VTCM 0 B" in out.stdout     # no 2 MiB activation fits 1 MB
+    totals = ok_json("report", path, "--qnn")["totals"]
+    assert totals["spill_fill"] == totals["spill_fill_unshared"] == -(-spill // 4096) * 4096
+    (tmp_path / "junk.bin").write_bytes(b"\0" * 64)
+    err = fails("report", tmp_path / "junk.bin", "--qnn", words=("contextCreateFromBinary",))
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_group_buffer_larger_than_memory_is_refused_and_leaves_nothing(binaries):
+    big = binaries["big"][0]
+    c = _client()
+    try:
+        backend = HANDLES.get(c.backend.value)
+        before = len(backend.contexts)
+        ret = code(c.qi.contextCreateFromBinary(c.backend, c.device, group_config(0, 1 << 62), big, len(big),
+                                                q.Qnn_ContextHandle_t(), None))
+        assert ret in (q.QNN_CONTEXT_ERROR_MEM_ALLOC, q.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
+        assert len(backend.contexts) == before and not q.memory_report(c.backend).groups
+    finally:
+        c.close()

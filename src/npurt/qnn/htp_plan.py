@@ -98,18 +98,32 @@ def plan_graph(compiled: Any, soc_vtcm: int) -> HtpMemoryPlan:
 
 @dataclass(frozen=True)
 class ContextMemory:
-    """The weight side of a context's memory (`QnnContext.memory()`, `npurt.qnn.context_memory`): with weight
-    sharing, weights identical across the context's graphs are stored once in its binary and once in device memory.
+    """A context's memory (`QnnContext.memory()`, `npurt.qnn.context_memory`; one line of the QNN memory report,
+    `npurt.qnn.memory_report`). With weight sharing, weights identical across the context's graphs are stored once
+    in its binary and once in device memory; with REGISTER_MULTI_CONTEXTS its spill-fill is the group's buffer
+    (counted once, in the group's line, not here).
 
     `weight_bytes`: the weights the binary stores and the weights region holds (once each); `weight_bytes_unshared`:
     what the graphs' weights take without sharing (each graph its own); `weight_memory`: device memory holding the
-    context's weights now (page-rounded buffers; 0 before it is finalized)."""
+    context's weights now (page-rounded buffers; 0 before it is finalized). `spill_fill`: spill-fill memory the
+    context holds itself (its own buffer, or a registered one); `spill_fill_need`: what its largest graph spills
+    (its graphs run one at a time); `spill_fill_unshared`: what its graphs' spill-fill takes with a buffer each.
+    `vtcm`: VTCM bytes its largest graph uses (the HTP's one VTCM region, shared by every context); `vtcm_backup`:
+    a registered VTCM backup buffer; `registered_io`: graph I/O memory registered in it (each (memory, offset)
+    once); `group`: the handle of its spill-fill group's first context, or None."""
 
     graphs: int
     shared: bool
     weight_bytes: int
     weight_bytes_unshared: int
     weight_memory: int
+    spill_fill: int = 0
+    spill_fill_need: int = 0
+    spill_fill_unshared: int = 0
+    vtcm: int = 0
+    vtcm_backup: int = 0
+    registered_io: int = 0
+    group: int | None = None
 
     @property
     def saved(self) -> int:

@@ -30,7 +30,8 @@ from npurt.model.file_format import HEADER_SIZE, is_npurt
 from npurt.qnn import constants as C
 from npurt.qnn import services
 from npurt.qnn.backend import Backend, QnnDevice, lookup
-from npurt.qnn.context import GraphsContext, QnnContext
+from npurt.qnn.context import GraphsContext, QnnContext, join_group
+from npurt.qnn.memory_report import memory_report
 from npurt.qnn.graph import QnnGraph
 from npurt.qnn.graph_build import BuildGraph, GraphBuilding
 from npurt.qnn.boundary import BACKEND_INVALID_HANDLE, DEVICE_INVALID_HANDLE, QnnError, from_npu, qnn_call
@@ -390,19 +391,25 @@ class QnnInterfaceTable(GraphBuilding):
                                                                f"{b.profile.name}")
         opts = _context_options(config, b)
         prof = _profile_arg(profile, C.QNN_CONTEXT_ERROR_SET_PROFILE)
+        group = opts.pop("group", None)
         t0 = time.perf_counter_ns()
         ctx = QnnContext(b, loaded.models[0], **opts) if len(loaded.models) == 1 else \
             GraphsContext(b, loaded.models, shared=loaded.shared, **opts)
-        if not ctx.deferred:
-            try:
+        try:
+            if group is not None and not ctx.deferred:     # DEFER_GRAPH_INIT: the external-buffer flow instead
+                join_group(ctx, *group)
+            if not ctx.deferred:
                 ctx.finalize()
-            except QnnError:
-                ctx.free()
-                raise
+        except QnnError:
+            ctx.free()
+            raise
         if prof is not None:
             prof.record([services.Event(C.QNN_PROFILE_EVENTTYPE_INIT, (time.perf_counter_ns() - t0) // 1000,
                                         f"contextCreateFromBinary {sorted(ctx.graphs)}")])
         _set_handle(context, ctx.handle)
+        if log.isEnabledFor(logging.DEBUG):                 # QNN_LOG_LEVEL_VERBOSE: the backend's memory report
+            for line in memory_report(b).lines():
+                log.debug("<V> contextCreateFromBinary %#x: %s", ctx.handle, line)
         return C.QNN_SUCCESS
 
     @qnn_call("contextGetProperty")
@@ -829,6 +836,8 @@ def _htp_option(custom: QnnHtpContext_CustomConfig_t, opts: dict) -> None:
     if option == C.QNN_HTP_CONTEXT_CONFIG_OPTION_REGISTER_MULTI_CONTEXTS:
         _check_group(custom.groupRegistration, opts)
         opts["multi_contexts"] = True
+        opts["group"] = (pointer_value(custom.groupRegistration.firstGroupHandle),
+                         int(custom.groupRegistration.maxSpillFillBuffer))
     elif option == C.QNN_HTP_CONTEXT_CONFIG_OPTION_REGISTER_CONCURRENT_RESOURCE_SHARING:
         _check_group(custom.concurrentGroupRegistration, opts)
         opts["concurrent"] = True
