@@ -17,7 +17,8 @@ Lifecycle (QnnContext.h, the shared-buffer tutorial):
   runtime context, internal buffers, the arena, its VTCM reference.
 
 A binary of several graphs is a `GraphsContext`: one child `QnnContext` per graph, over one shared weights buffer
-when the binary's weights are shared (`npurt.model.context_binary`).
+when the binary's weights are shared (`npurt.model.context_binary`). Contexts loaded with REGISTER_MULTI_CONTEXTS
+form a `SpillGroup`: one spill-fill buffer of the group's maxSpillFillBuffer under all their arenas.
 """
 from __future__ import annotations
 

@@ -7,6 +7,10 @@ that fit live in VTCM (the device's fast memory, `HtpProfile.vtcm_size`); the re
 is the spill-fill buffer (mapped right behind it), so a plan is the compiled plan with offsets moved into that
 combined arena.
 
+The VTCM a graph is planned for is its SoC's unless graphCreate's HTP config VTCM_SIZE asked for less
+(`plan_graph`); that config, OPTIMIZATION and PRECISION are kept in the compiled model's meta (`HTP_META`), so the
+binary, its binary info and every reload follow them.
+
 Placement: `npurt.plan.place_with_fast_memory(problem, fast_size)` (its two-pool view: the buffers wholly below
 the VTCM size, and the rest rebased into the spill arena); the combined plan is checked by `npurt.plan.check`.
 
