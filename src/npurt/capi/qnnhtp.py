@@ -252,7 +252,8 @@ def qnn_deviceFreePlatformInfo(logger: int, platformInfo: int) -> int:
 
 @adapter("deviceCreate", C.QNN_DEVICE_ERROR_INVALID_ARGUMENT)
 def qnn_deviceCreate(logger: int, config: int, device: int) -> int:
-    return _table().deviceCreate(logger or None, None, _cell(device, "device"))
+    return _table().deviceCreate(logger or None, _configs(config, q.QnnDevice_Config_t, "config"),
+                                 _cell(device, "device"))
 
 
 @adapter("deviceFree", C.QNN_DEVICE_ERROR_INVALID_ARGUMENT)

@@ -12,6 +12,7 @@ Under the table: how many ops the board's NPU runs and, for each op it runs on t
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 
 from npurt.cli._models import add_compile_args, compile_options, load_model, resolve_model
@@ -31,6 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_compile_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--plot", type=Path, metavar="PLAN.png", help="save a time x offset picture of the plan")
+    p.add_argument("--qnn", action="store_true",
+                   help="the QNN memory report of a QNN context binary (one or several graphs) loaded through "
+                        "npurt's QNN HTP mirror: weights shared / unshared, spill-fill, VTCM, VTCM backup, "
+                        "registered I/O")
     p.set_defaults(func=run)
 
 
@@ -58,8 +63,52 @@ def sram_for(compiled, profile, sram: int | None) -> int:
     return min(size, page_round(compiled.internal_size)) if compiled.internal_size else 0
 
 
+class _Errors(logging.Handler):
+    """The QNN mirror's error lines, kept (not printed) while `npurt report --qnn` loads a binary."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def run_qnn(args: argparse.Namespace) -> int:
+    """`npurt report BINARY --qnn`: load the context binary on an HTP backend (its own SoC, or `--soc`) with
+    contextCreateFromBinary, print `npurt.qnn.memory_report` of it (or its JSON), free everything."""
+    import npurt.qnn as q
+    from npurt.files import regular_input
+    data = regular_input(resolve_model(args.model), "MODEL").read_bytes()
+    qi = q.interface("fastrpc", soc=target_soc(args.soc, args.model) if args.soc else None)
+    backend, ctx = q.Qnn_BackendHandle_t(), q.Qnn_ContextHandle_t()
+    qlog, errors = logging.getLogger("npurt.qnn"), _Errors()
+    qlog.addHandler(errors)                 # the mirror's <E> line becomes the command's one error line
+    propagate, qlog.propagate = qlog.propagate, False
+    try:
+        qi.backendCreate(None, None, backend)
+        ret = q.qnn_error_code(qi.contextCreateFromBinary(backend, None, None, data, len(data), ctx, None))
+        if ret != q.QNN_SUCCESS:
+            why = errors.lines[-1].removeprefix("<E> ") if errors.lines else "refused"
+            raise NpuError(ErrorCode.INVALID_MODEL, f"{args.model}: {why} ({q.error_string(ret)})")
+        report = q.memory_report(backend)
+    finally:
+        qi.backendFree(backend)
+        qlog.removeHandler(errors)
+        qlog.propagate = propagate
+    if args.json:
+        print_json({"contexts": [{"handle": h, **vars(c)} for h, c in report.contexts.items()],
+                    "groups": [vars(g) for g in report.groups], "totals": report.totals()})
+        return 0
+    console = make_console()
+    print_text(console, "\n".join(report.lines()))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from npurt.model.report import memory_rows, report_dict
+    if args.qnn:
+        return run_qnn(args)
     console = make_console(quiet=args.json)
     profile = get_profile(target_soc(args.soc, args.model))
     if args.plot:

@@ -13,6 +13,7 @@ from npurt.qnn.context import context_memory
 from npurt.qnn.graph import (GRAPH_IO, GRAPH_IO_LAYOUTS, TensorSpec, io_tensors, set_graph_io, set_graph_io_layout,
                              tensor_specs)
 from npurt.qnn.interface import QnnInterface_getProviders, QnnInterface_t, QnnInterfaceTable, interface
+from npurt.qnn.memory_report import QnnMemoryReport, memory_report
 from npurt.qnn.qurt import qurt_free, qurt_malloc, qurt_view
 from npurt.qnn.rpcmem import (rpcmem_alloc, rpcmem_alloc2, rpcmem_alloc_def, rpcmem_free, rpcmem_leaks,
                               rpcmem_to_fd, rpcmem_view)
@@ -22,5 +23,5 @@ from npurt.qnn.rpcmem import (rpcmem_alloc, rpcmem_alloc2, rpcmem_alloc_def, rpc
 __all__ = list(_constants_all) + list(_structs_all)
 API = ("context_memory", "field_ref", "GRAPH_IO", "GRAPH_IO_LAYOUTS", "set_graph_io", "set_graph_io_layout",
        "QnnInterface_getProviders", "QnnInterface_t", "QnnInterfaceTable", "TensorSpec", "interface", "io_tensors",
-       "qurt_free", "qurt_malloc", "qurt_view", "rpcmem_alloc", "rpcmem_alloc2", "rpcmem_alloc_def", "rpcmem_free",
-       "rpcmem_leaks", "rpcmem_to_fd", "rpcmem_view", "tensor_specs")
+       "memory_report", "QnnMemoryReport", "qurt_free", "qurt_malloc", "qurt_view", "rpcmem_alloc", "rpcmem_alloc2",
+       "rpcmem_alloc_def", "rpcmem_free", "rpcmem_leaks", "rpcmem_to_fd", "rpcmem_view", "tensor_specs")

@@ -138,6 +138,23 @@ class Backend:
         self.adopted = True
         htp_device.note_adopted(soc, 1)
 
+    def select(self, soc: str) -> bool:
+        """Move the backend to HTP SoC `soc` (asked by a device's SOC / ARCH configs) while it has no context;
+        whether it is on `soc` now. Like `adopt`, the SoC is then the default of rpcmem / QuRT allocations."""
+        if soc == self.profile.name:
+            return True
+        if self.contexts:
+            return False
+        self.may_adopt = False
+        old, self.core = self.core, _acquire_core(soc)
+        self.device, self.profile = self.core.device, self.core.profile
+        if self.adopted:
+            htp_device.note_adopted(old.profile.name, -1)
+        _release_core(old)
+        self.adopted = True
+        htp_device.note_adopted(soc, 1)
+        return True
+
     def free(self) -> None:
         """Free every context of the backend, its device handles, and give back the device."""
         if self.freed:
@@ -154,16 +171,21 @@ class Backend:
 
 class QnnDevice:
     """What `deviceCreate` returns: the HTP device of one SoC (one core); contexts on a backend of another SoC
-    are refused. A device created with no SoC configured takes the SoC of the first backend it is used with."""
+    are refused. A device created with no SoC configured takes the SoC of the first backend it is used with; one
+    whose SOC / ARCH configs `chose` a SoC moves a backend without contexts to it (`Backend.select`)."""
 
-    def __init__(self, soc: str, adopt: bool = False) -> None:
+    def __init__(self, soc: str, adopt: bool = False, chosen: bool = False) -> None:
         self.soc = soc
-        self.may_adopt = adopt
+        self.may_adopt = adopt and not chosen
+        self.chosen = chosen
         self.freed = False
         self.handle = HANDLES.add(self)
 
     def matches(self, backend: Backend) -> bool:
-        """Whether a context of `backend` may use this device (adopting the backend's SoC on first use)."""
+        """Whether a context of `backend` may use this device (adopting the backend's SoC on first use, or moving
+        the backend to the SoC the device's configs chose)."""
+        if self.chosen:
+            return backend.select(self.soc)
         if self.may_adopt:
             self.may_adopt = False
             self.soc = backend.profile.name

@@ -17,7 +17,8 @@ Lifecycle (QnnContext.h, the shared-buffer tutorial):
   runtime context, internal buffers, the arena, its VTCM reference.
 
 A binary of several graphs is a `GraphsContext`: one child `QnnContext` per graph, over one shared weights buffer
-when the binary's weights are shared (`npurt.model.context_binary`).
+when the binary's weights are shared (`npurt.model.context_binary`). Contexts loaded with REGISTER_MULTI_CONTEXTS
+form a `SpillGroup`: one spill-fill buffer of the group's maxSpillFillBuffer under all their arenas.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from npurt.model import context_binary
 from npurt.model.compiled import CompiledModel
 from npurt.qnn import constants as C
 from npurt.qnn.backend import HANDLES, Backend
-from npurt.qnn.htp_plan import ContextMemory, HtpMemoryPlan, plan_htp, round_granule
+from npurt.qnn.htp_plan import ContextMemory, HtpMemoryPlan, plan_graph, round_granule
 from npurt.qnn.boundary import QnnError, from_npu
 from npurt.qnn.mem_registry import REGISTRY, SPILLFILL, VTCMBACKUP, WEIGHTS, MemRecord
 from npurt.runtime import Context as RuntimeContext
@@ -60,6 +61,7 @@ class QnnContext:
         self.backend = backend
         self.shared_weights = weights           # a weight store of the parent's several graphs (weight sharing)
         self.shared_spill: Buffer | None = None  # the spill-fill buffer of the parent's graphs (they run one by one)
+        self.group: SpillGroup | None = None    # REGISTER_MULTI_CONTEXTS: the group whose spill-fill buffer it uses
         self.compiled = compiled
         self.deferred = deferred
         self.priority = priority
@@ -68,7 +70,7 @@ class QnnContext:
         self.finalized = False
         self.freed = False
         self.lock = forksafe.rlock()
-        self.htp: HtpMemoryPlan = plan_htp(compiled.plan, backend.profile.vtcm_size)
+        self.htp: HtpMemoryPlan = plan_graph(compiled, backend.profile.vtcm_size)
         self.graphs: dict[str, "QnnGraph"] = {}
         # built at finalize (all released by `free`)
         self.runtime: RuntimeContext | None = None
@@ -150,13 +152,18 @@ class QnnContext:
             if SPILLFILL in ext:
                 rec = ext[SPILLFILL]
                 parts.append((rec.buffer, rec.buf_offset, htp.spill_size))
-            elif self.shared_spill is not None:
-                parts.append((self.shared_spill, 0, htp.spill_size))
+            elif self.shared_spill is not None or self.group is not None:
+                spill = self.shared_spill if self.shared_spill is not None else self.group.buffer
+                parts.append((spill, 0, htp.spill_size))
             else:
                 parts.append((self._own(htp.spill_size, "qnn-spillfill", "spillfill"), 0, htp.spill_size))
         if parts:
             self._arena = device.compose(parts, owner="qnn-arena", name="vtcm+spillfill")
             rt.set_internal_memory(MemRef(self._arena, 0, htp.vtcm_used + htp.spill_size, "internal"))
+
+    def spill_need(self) -> int:
+        """The spill-fill bytes the context's graphs need (one graph runs at a time: the largest)."""
+        return self.htp.spill_size
 
     def _own(self, size: int, owner: str, name: str) -> Buffer:
         buf = self.backend.device.alloc(size, owner=owner, name=name)
@@ -168,10 +175,26 @@ class QnnContext:
         return self.compiled.to_bytes()
 
     def memory(self) -> ContextMemory:
-        """The context's weight memory (see `ContextMemory`)."""
+        """The context's memory (see `ContextMemory`)."""
         size, ref = self.compiled.plan.weight_size, self._weights_ref
         held = page_round(ref.size) if ref is not None and self.shared_weights is None else 0
-        return ContextMemory(1, False, size, size, held)
+        need = self.htp.spill_size
+        return ContextMemory(1, False, size, size, held, spill_fill=self._spill_held(), spill_fill_need=need,
+                             spill_fill_unshared=page_round(need) if need else 0, vtcm=self.htp.vtcm_used,
+                             vtcm_backup=self.external[VTCMBACKUP].nbytes if VTCMBACKUP in self.external else 0,
+                             registered_io=self._registered_io(), group=self.group and self.group.first)
+
+    def _spill_held(self) -> int:
+        """Spill-fill memory the context holds itself: its own buffers and a registered SPILLFILL buffer."""
+        own = sum(page_round(b.size) for b in self._owned if b.owner == "qnn-spillfill" and b.alive)
+        return own + (self.external[SPILLFILL].nbytes if SPILLFILL in self.external else 0)
+
+    def _registered_io(self) -> int:
+        """Bytes of graph I/O registered in the context (memRegister'd ION / shared buffers), each (memory, offset)
+        once."""
+        seen = {(r.key, r.offset): r.nbytes for r in REGISTRY.of_context(self)
+                if r.kind not in (WEIGHTS, SPILLFILL, VTCMBACKUP)}
+        return sum(seen.values())
 
     @property
     def arena(self) -> np.ndarray | None:
@@ -221,9 +244,73 @@ class QnnContext:
             REGISTRY.release_context(self)
             self.external = {}
             self._release_memory()
+            if self.group is not None:
+                self.group.leave(self)
             if self in self.backend.contexts:
                 self.backend.contexts.remove(self)
             HANDLES.remove(self.handle)
+
+
+class SpillGroup:
+    """Contexts loaded with the HTP context config REGISTER_MULTI_CONTEXTS: one spill-fill buffer of the group's
+    `maxSpillFillBuffer` (given with its first context; later values are ignored, as the header says) under every
+    member's arena. A context whose graphs need more spill-fill than that is refused 5010. The HTP runs one graph at
+    a time (`HtpCore.exec_lock`), so the members' executes take turns on the buffer: concurrent graphExecutes on a
+    group are serialised, never refused. The buffer is freed with the group's last member."""
+
+    def __init__(self, backend: Backend, max_spill: int) -> None:
+        self.backend = backend
+        self.max_spill = int(max_spill)
+        self.members: list[QnnContext] = []
+        self.first = 0                          # the handle of its first context (its name in reports)
+        self.buffer: Buffer | None = backend.device.alloc(page_round(self.max_spill), owner="qnn-spillfill",
+                                                          name="group spill-fill") if self.max_spill else None
+
+    def join(self, ctx: QnnContext) -> None:
+        """Make `ctx` (not yet finalized) a member; QnnError 5010 if its graphs need more spill-fill than the group's
+        buffer or it is on another backend."""
+        if ctx.backend is not self.backend:
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, "REGISTER_MULTI_CONTEXTS: firstGroupHandle is a "
+                                                               "context of another backend")
+        need = ctx.spill_need()
+        if need > self.max_spill:
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG,
+                           f"REGISTER_MULTI_CONTEXTS: the context needs {need} bytes of spill-fill, more than the "
+                           f"group's maxSpillFillBuffer {self.max_spill}")
+        ctx.group = self
+        self.members.append(ctx)
+        self.first = self.first or ctx.handle
+
+    def leave(self, ctx: QnnContext) -> None:
+        """`ctx` was freed; the last member frees the buffer."""
+        ctx.group = None
+        if ctx in self.members:
+            self.members.remove(ctx)
+        if not self.members and self.buffer is not None and self.buffer.alive:
+            self.buffer.device.free(self.buffer)
+
+
+def join_group(ctx: QnnContext, first: int, max_spill: int) -> None:
+    """REGISTER_MULTI_CONTEXTS {firstGroupHandle, maxSpillFillBuffer} for `ctx` before it is finalized: NULL starts
+    a group of `max_spill` bytes (0: a group of contexts that do not spill), else `ctx` joins the group of the
+    context `first`. QnnError 5010 for a handle that is no grouped live context or a need above the group's size."""
+    if not first:
+        try:
+            group = SpillGroup(ctx.backend, max(int(max_spill), 0))
+        except NpuError as exc:
+            raise from_npu(exc, "context", f"cannot allocate the group's {max_spill}-byte spill-fill buffer",
+                           general=C.QNN_CONTEXT_ERROR_MEM_ALLOC) from exc
+        try:
+            group.join(ctx)
+        except QnnError:
+            group.leave(ctx)
+            raise
+        return
+    head = HANDLES.get(first, QnnContext)
+    if head is None or head.freed or head.group is None:
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, f"REGISTER_MULTI_CONTEXTS: firstGroupHandle {first:#x} "
+                                                           f"is not a live context of a group")
+    head.group.join(ctx)
 
 
 def context_memory(context: Any) -> ContextMemory:
@@ -263,6 +350,7 @@ class GraphsContext(QnnContext):
         self.htp = None
         self.graphs = {}
         self.children: list[QnnContext] = []
+        self.group = None
         self.runtime = None
         self._owned = []
         self._arena = None
@@ -277,12 +365,15 @@ class GraphsContext(QnnContext):
         spill-fill / VTCM backup need of a graph (its graphs run one at a time)."""
         if kind == WEIGHTS:
             return round_granule(self.memory().weight_bytes)
-        plans = [plan_htp(m.plan, self.backend.profile.vtcm_size) for m in self.models]
+        plans = [plan_graph(m, self.backend.profile.vtcm_size) for m in self.models]
         if kind == SPILLFILL:
             return max((p.spillfill_buffer_size for p in plans), default=0)
         if kind == VTCMBACKUP:
             return max((p.vtcm_backup_buffer_size for p in plans), default=0)
         return 0
+
+    def spill_need(self) -> int:
+        return max((plan_graph(m, self.backend.profile.vtcm_size).spill_size for m in self.models), default=0)
 
     def finalize(self) -> None:
         """Build every graph's child context: over the one shared weights buffer when the store is shared, and over
@@ -300,7 +391,8 @@ class GraphsContext(QnnContext):
                                           multi_contexts=False, weights=weights))
             spill = max((c.htp.spill_size for c in pending), default=0)
             if spill:
-                shared_spill = self._own(spill, "qnn-spillfill", "shared spill-fill")
+                shared_spill = self.group.buffer if self.group is not None else \
+                    self._own(spill, "qnn-spillfill", "shared spill-fill")
                 for child in pending:
                     child.shared_spill = shared_spill
             for child in pending:
@@ -336,8 +428,15 @@ class GraphsContext(QnnContext):
     def memory(self) -> ContextMemory:
         stored, unshared = context_binary.weight_bytes(self.models, self.shared)
         own = self._weights_ref
-        held = (page_round(own.size) if own is not None else 0) + sum(c.memory().weight_memory for c in self.children)
-        return ContextMemory(len(self.models), self.shared, stored, unshared, held)
+        kids = [c.memory() for c in self.children]
+        held = (page_round(own.size) if own is not None else 0) + sum(k.weight_memory for k in kids)
+        needs = [plan_graph(m, self.backend.profile.vtcm_size) for m in self.models]
+        return ContextMemory(len(self.models), self.shared, stored, unshared, held,
+                             spill_fill=self._spill_held() + sum(k.spill_fill for k in kids),
+                             spill_fill_need=max((p.spill_size for p in needs), default=0),
+                             spill_fill_unshared=sum(page_round(p.spill_size) for p in needs if p.spill_size),
+                             vtcm=max((p.vtcm_used for p in needs), default=0),
+                             registered_io=self._registered_io(), group=self.group and self.group.first)
 
     def _release_memory(self) -> None:
         for child in self.children:
@@ -354,6 +453,8 @@ class GraphsContext(QnnContext):
             self._release_memory()
             REGISTRY.release_context(self)
             self.external = {}
+            if self.group is not None:
+                self.group.leave(self)
             if self in self.backend.contexts:
                 self.backend.contexts.remove(self)
             HANDLES.remove(self.handle)

@@ -31,9 +31,10 @@ from npurt.qnn import constants as C
 from npurt.qnn.backend import HANDLES, Backend, QnnDevice, lookup
 from npurt.qnn.boundary import QnnError, from_npu, qnn_call
 from npurt.qnn.context import GraphsContext, QnnContext
+from npurt.qnn.htp_plan import HTP_META
 from npurt.qnn.structs import (Qnn_AxisScaleOffset_t, Qnn_OpConfig_t, Qnn_OpConfigV1_t, Qnn_Param_t,
                                Qnn_ScaleOffset_t, Qnn_Tensor_t, Qnn_TensorV1_t, QnnContext_Config_t,
-                               QnnGraph_Config_t, QnnHtpContext_CustomConfig_t)
+                               QnnGraph_Config_t, QnnHtpContext_CustomConfig_t, QnnHtpGraph_CustomConfig_t)
 
 # Qnn_DataType_t -> (numpy dtype of the stored values, fixed point)
 DATA_TYPES: dict[int, tuple[str, bool]] = {
@@ -296,6 +297,7 @@ class BuildGraph:
         self.ops: list[qi.QnnOp] = []
         self.produced: set[str] = set()
         self.finalized = False
+        self.htp: dict[str, int] = {}               # graphCreate's HTP configs (`_graph_settings`)
         self.handle = HANDLES.add(self)
 
     def known(self) -> dict[str, qi.QnnTensor]:
@@ -376,6 +378,8 @@ def finalize_graph(graph: BuildGraph, compile_ir: Callable) -> None:
     except NpuError as exc:
         raise QnnError(C.QNN_GRAPH_ERROR_FINALIZE_FAILED, f"graph {graph.name!r}: {exc.message}") from exc
     ids = {name: i for i, name in graph.ids.items()}
+    if graph.htp:
+        compiled.meta[HTP_META] = dict(graph.htp)
     compiled.meta["qnn_tensors"] = {n: _io_declaration(tensors[n], graph.io_types[n], ids[n]) for n in inputs + outputs}
     ctx = graph.context
     child = QnnContext(ctx.backend, compiled, deferred=False, priority=ctx.priority, concurrent=False,
@@ -448,6 +452,39 @@ def _checked(op: qi.QnnOp, tensors: dict, code: int, unsupported: int, bad_value
                        bad_value if exc.hint == BAD_VALUE else code, exc.message) from None
 
 
+def _graph_settings(config: Any, profile: Any) -> dict:
+    """graphCreate's HTP custom configs (`htp_plan.graph_settings`): VTCM_SIZE in MB (0 = the SoC's whole VTCM; more
+    than the SoC has is refused), OPTIMIZATION's finalize level, PRECISION. Other options are accepted."""
+    out: dict[str, int] = {}
+    if config is None:
+        return out
+    try:
+        configs = as_struct_list(config, None, QnnGraph_Config_t, "config")
+    except NpuError as exc:
+        raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, exc.message) from None
+    for cfg in configs:
+        if int(cfg.option) != C.QNN_GRAPH_CONFIG_OPTION_CUSTOM:
+            continue
+        custom = as_struct(cfg.customConfig, QnnHtpGraph_CustomConfig_t, address=True)
+        if custom is None:
+            raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, "customConfig is NULL or unreadable")
+        option = int(custom.option)
+        if option == C.QNN_HTP_GRAPH_CONFIG_OPTION_VTCM_SIZE:
+            vtcm = int(custom.vtcmSizeInMB) << 20
+            if vtcm > profile.vtcm_size:
+                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT,
+                               f"VTCM_SIZE {int(custom.vtcmSizeInMB)} MB is more than the "
+                               f"{profile.vtcm_size >> 20} MB VTCM of {profile.name}")
+            out["vtcm_size"] = vtcm
+        elif option == C.QNN_HTP_GRAPH_CONFIG_OPTION_OPTIMIZATION:
+            opt = custom.optimizationOption
+            if int(opt.type) == C.QNN_HTP_GRAPH_OPTIMIZATION_TYPE_FINALIZE_OPTIMIZATION_FLAG:
+                out["optimization"] = int(opt.floatValue)
+        elif option == C.QNN_HTP_GRAPH_CONFIG_OPTION_PRECISION:
+            out["precision"] = int(custom.precision)
+    return out
+
+
 class GraphBuilding:
     """The graph-building members of `QnnInterfaceTable`."""
 
@@ -503,23 +540,20 @@ class GraphBuilding:
 
     @qnn_call("graphCreate")
     def graphCreate(self, contextHandle: Any, graphName: Any, config: Any, graphHandle: Any) -> int:
-        """QnnGraph_create(ctx, name, config, &graph): an empty graph (configs are accepted; they tune the HTP's
-        optimisation, which npurt's compiler does not need)."""
+        """QnnGraph_create(ctx, name, config, &graph): an empty graph; its HTP configs VTCM_SIZE (the VTCM its
+        plan may use), OPTIMIZATION and PRECISION are kept with it and recorded in its binary."""
         ctx = _build_context(contextHandle, C.QNN_GRAPH_ERROR_INVALID_HANDLE)
         name = graphName.decode() if isinstance(graphName, (bytes, bytearray)) else graphName
         if not isinstance(name, str) or not name:
             raise QnnError(C.QNN_GRAPH_ERROR_INVALID_NAME, "graphName is NULL or empty")
         if as_struct(graphHandle, ctypes.c_void_p) is None:
             raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, "graph out-parameter must be a Qnn_GraphHandle_t")
-        if config is not None:
-            try:
-                as_struct_list(config, None, QnnGraph_Config_t, "config")
-            except NpuError as exc:
-                raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, exc.message) from None
+        settings = _graph_settings(config, ctx.backend.profile)
         with ctx.lock:
             if name in ctx.building:
                 raise QnnError(C.QNN_GRAPH_ERROR_INVALID_NAME, f"the context already has a graph {name!r}")
             graph = BuildGraph(ctx, name)
+            graph.htp = settings
             ctx.building[name] = graph
         _out_handle(graphHandle, graph.handle, C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, "graph")
         return C.QNN_SUCCESS

@@ -7,6 +7,10 @@ that fit live in VTCM (the device's fast memory, `HtpProfile.vtcm_size`); the re
 is the spill-fill buffer (mapped right behind it), so a plan is the compiled plan with offsets moved into that
 combined arena.
 
+The VTCM a graph is planned for is its SoC's unless graphCreate's HTP config VTCM_SIZE asked for less
+(`plan_graph`); that config, OPTIMIZATION and PRECISION are kept in the compiled model's meta (`HTP_META`), so the
+binary, its binary info and every reload follow them.
+
 Placement: `npurt.plan.place_with_fast_memory(problem, fast_size)` (its two-pool view: the buffers wholly below
 the VTCM size, and the rest rebased into the spill arena); the combined plan is checked by `npurt.plan.check`.
 
@@ -17,6 +21,7 @@ value exists) is npurt's choice: the VTCM bytes the context's graphs use, rounde
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.memory.mapping import page_round
@@ -24,6 +29,7 @@ from npurt.plan.fastmem import place_with_fast_memory
 from npurt.plan.model_plan import INTERNAL_ALIGN, MemoryPlan
 
 PROPERTY_GRANULE = 2 << 20      # observed: weights / spill-fill sizes are 2 MiB multiples
+HTP_META = "htp"                # CompiledModel.meta key: the graph configs a built graph was finalized with
 BUFFER_START_ALIGNMENT = 4096   # observed: QNN_HTP_CONTEXT_GET_PROP_BUFFER_START_ALIGNMENT
 
 
@@ -77,20 +83,51 @@ def plan_htp(plan: MemoryPlan, vtcm_size: int) -> HtpMemoryPlan:
     return HtpMemoryPlan(vtcm_size, vtcm_used, spill, plan.weight_size, combined, frozenset(fast), method)
 
 
+def graph_settings(compiled: Any) -> dict:
+    """The HTP graph configs a graph was finalized with (graphCreate's VTCM_SIZE / OPTIMIZATION / PRECISION, kept in
+    its binary): `vtcm_size` bytes (0 = the SoC's whole VTCM), `optimization` level, `precision`."""
+    return dict(getattr(compiled, "meta", {}).get(HTP_META) or {})
+
+
+def graph_vtcm(compiled: Any, soc_vtcm: int) -> int:
+    """The VTCM a graph is planned for: the SoC's `soc_vtcm` unless its VTCM_SIZE config asked for less."""
+    asked = int(graph_settings(compiled).get("vtcm_size") or 0)
+    return min(asked, soc_vtcm) if asked else soc_vtcm
+
+
+def plan_graph(compiled: Any, soc_vtcm: int) -> HtpMemoryPlan:
+    """The HTP plan of a compiled graph on an HTP with `soc_vtcm` bytes of VTCM, as its graph configs ask."""
+    return plan_htp(compiled.plan, graph_vtcm(compiled, soc_vtcm))
+
+
 @dataclass(frozen=True)
 class ContextMemory:
-    """The weight side of a context's memory (`QnnContext.memory()`, `npurt.qnn.context_memory`): with weight
-    sharing, weights identical across the context's graphs are stored once in its binary and once in device memory.
+    """A context's memory (`QnnContext.memory()`, `npurt.qnn.context_memory`; one line of the QNN memory report,
+    `npurt.qnn.memory_report`). With weight sharing, weights identical across the context's graphs are stored once
+    in its binary and once in device memory; with REGISTER_MULTI_CONTEXTS its spill-fill is the group's buffer
+    (counted once, in the group's line, not here).
 
     `weight_bytes`: the weights the binary stores and the weights region holds (once each); `weight_bytes_unshared`:
     what the graphs' weights take without sharing (each graph its own); `weight_memory`: device memory holding the
-    context's weights now (page-rounded buffers; 0 before it is finalized)."""
+    context's weights now (page-rounded buffers; 0 before it is finalized). `spill_fill`: spill-fill memory the
+    context holds itself (its own buffer, or a registered one); `spill_fill_need`: what its largest graph spills
+    (its graphs run one at a time); `spill_fill_unshared`: what its graphs' spill-fill takes with a buffer each.
+    `vtcm`: VTCM bytes its largest graph uses (the HTP's one VTCM region, shared by every context); `vtcm_backup`:
+    a registered VTCM backup buffer; `registered_io`: graph I/O memory registered in it (each (memory, offset)
+    once); `group`: the handle of its spill-fill group's first context, or None."""
 
     graphs: int
     shared: bool
     weight_bytes: int
     weight_bytes_unshared: int
     weight_memory: int
+    spill_fill: int = 0
+    spill_fill_need: int = 0
+    spill_fill_unshared: int = 0
+    vtcm: int = 0
+    vtcm_backup: int = 0
+    registered_io: int = 0
+    group: int | None = None
 
     @property
     def saved(self) -> int:

@@ -30,17 +30,19 @@ from npurt.model.file_format import HEADER_SIZE, is_npurt
 from npurt.qnn import constants as C
 from npurt.qnn import services
 from npurt.qnn.backend import Backend, QnnDevice, lookup
-from npurt.qnn.context import GraphsContext, QnnContext
+from npurt.qnn.context import GraphsContext, QnnContext, join_group
+from npurt.qnn.memory_report import memory_report
 from npurt.qnn.graph import QnnGraph
 from npurt.qnn.graph_build import BuildGraph, GraphBuilding
 from npurt.qnn.boundary import BACKEND_INVALID_HANDLE, DEVICE_INVALID_HANDLE, QnnError, from_npu, qnn_call
 from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY, SPILLFILL, VTCMBACKUP, WEIGHTS
 from npurt.runtime.loader import MAX_ONNX, load_family
 from npurt.qnn.structs import (Qnn_ApiVersion_t, Qnn_MemDescriptor_t, Qnn_Version_t, QnnContext_Config_t,
-                               QnnContext_Property_t, QnnHtpContext_CustomConfig_t, QnnHtpContext_CustomProperty_t,
+                               QnnContext_Property_t, QnnDevice_Config_t, QnnHtpContext_CustomConfig_t,
+                               QnnHtpContext_CustomProperty_t, QnnHtpDevice_CustomConfig_t,
                                QnnHtpPerfInfrastructure_MemoryConfig_t, QnnHtpPerfInfrastructure_PowerConfig_t,
                                QnnProfile_Config_t, QnnProfile_EventData_t, QnnProfile_ExtendedEventData_t)
-from npurt.soc.htp import get_htp_profile, is_htp_soc
+from npurt.soc.htp import HTP_PROFILES, get_htp_profile, is_htp_soc
 
 log = logging.getLogger("npurt.qnn")
 
@@ -352,7 +354,8 @@ class QnnInterfaceTable(GraphBuilding):
         """QnnDevice_create(logger, config, &device): the HTP device (one core) of this table's SoC."""
         if as_struct(device, ctypes.c_void_p) is None:
             raise QnnError(DEVICE_INVALID_HANDLE, "device out-parameter must be a Qnn_DeviceHandle_t")
-        _set_handle(device, QnnDevice(self.soc, adopt=not self.configured).handle)
+        chosen = _device_soc(config, self.soc)
+        _set_handle(device, QnnDevice(chosen or self.soc, adopt=not self.configured, chosen=bool(chosen)).handle)
         return C.QNN_SUCCESS
 
     @qnn_call("deviceFree")
@@ -379,25 +382,34 @@ class QnnInterfaceTable(GraphBuilding):
         if as_struct(context, ctypes.c_void_p) is None:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context out-parameter must be a "
                                                                  "Qnn_ContextHandle_t")
+        if d is not None and d.chosen and not d.matches(b):
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, f"the device is {d.soc}, the backend "
+                                                               f"{b.profile.name} (it has contexts)")
         loaded = _load_binary(binaryBuffer, binaryBufferSize, b)
         if d is not None and not d.matches(b):
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, f"the device is {d.soc}, the backend "
                                                                f"{b.profile.name}")
         opts = _context_options(config, b)
         prof = _profile_arg(profile, C.QNN_CONTEXT_ERROR_SET_PROFILE)
+        group = opts.pop("group", None)
         t0 = time.perf_counter_ns()
         ctx = QnnContext(b, loaded.models[0], **opts) if len(loaded.models) == 1 else \
             GraphsContext(b, loaded.models, shared=loaded.shared, **opts)
-        if not ctx.deferred:
-            try:
+        try:
+            if group is not None and not ctx.deferred:     # DEFER_GRAPH_INIT: the external-buffer flow instead
+                join_group(ctx, *group)
+            if not ctx.deferred:
                 ctx.finalize()
-            except QnnError:
-                ctx.free()
-                raise
+        except QnnError:
+            ctx.free()
+            raise
         if prof is not None:
             prof.record([services.Event(C.QNN_PROFILE_EVENTTYPE_INIT, (time.perf_counter_ns() - t0) // 1000,
                                         f"contextCreateFromBinary {sorted(ctx.graphs)}")])
         _set_handle(context, ctx.handle)
+        if log.isEnabledFor(logging.DEBUG):                 # QNN_LOG_LEVEL_VERBOSE: the backend's memory report
+            for line in memory_report(b).lines():
+                log.debug("<V> contextCreateFromBinary %#x: %s", ctx.handle, line)
         return C.QNN_SUCCESS
 
     @qnn_call("contextGetProperty")
@@ -743,6 +755,47 @@ def foreign_binary(size: int) -> str:
             f"convert MODEL.onnx --soc sm8550 --qnn-io-layout nchw -o MODEL.bin` and point the EPContext node at it")
 
 
+def _device_soc(config: Any, default: str) -> str | None:
+    """The HTP SoC deviceCreate's configs choose (HTP custom SOC = a socModel, ARCH = a Hexagon arch: `default` if
+    it has that arch, else the first SoC of it), or None when they name none; both must agree. Other options are
+    accepted (no effect on the memory model); a socModel / arch npurt has no profile of is refused."""
+    if config is None:
+        return None
+    try:
+        configs = as_struct_list(config, None, QnnDevice_Config_t, "config")
+    except NpuError as exc:
+        raise QnnError(C.QNN_DEVICE_ERROR_INVALID_ARGUMENT, f"config entries must be QnnDevice_Config_t: "
+                                                            f"{exc.message}") from None
+    soc = arch = None
+    for cfg in configs:
+        if int(cfg.option) != C.QNN_DEVICE_CONFIG_OPTION_CUSTOM:
+            continue
+        custom = as_struct(cfg.customConfig, QnnHtpDevice_CustomConfig_t, address=True)
+        if custom is None:
+            raise QnnError(C.QNN_DEVICE_ERROR_INVALID_ARGUMENT, "customConfig is NULL or unreadable")
+        if int(custom.option) == C.QNN_HTP_DEVICE_CONFIG_OPTION_SOC:
+            soc = _soc_of(lambda p: p.soc_model == int(custom.socModel), f"socModel {int(custom.socModel)}",
+                          lambda p: f"{p.soc_model} ({p.name})")
+        elif int(custom.option) == C.QNN_HTP_DEVICE_CONFIG_OPTION_ARCH:
+            arch = int(custom.arch.arch)
+            _soc_of(lambda p: p.arch == arch, f"arch {arch}", lambda p: str(p.arch))
+    if arch is not None and soc is not None and get_htp_profile(soc).arch != arch:
+        raise QnnError(C.QNN_DEVICE_ERROR_INVALID_ARGUMENT, f"SOC config {soc} is V{get_htp_profile(soc).arch}, "
+                                                            f"the ARCH config says V{arch}")
+    if soc is None and arch is not None:
+        soc = default if get_htp_profile(default).arch == arch else get_htp_profile(f"v{arch}").name
+    return soc
+
+
+def _soc_of(match: Any, what: str, show: Any) -> str:
+    """The first HTP profile `match` accepts; QnnError naming `what` and the known values otherwise."""
+    for p in HTP_PROFILES.values():
+        if match(p):
+            return p.name
+    known = ", ".join(sorted({show(p) for p in HTP_PROFILES.values()}))
+    raise QnnError(C.QNN_DEVICE_ERROR_INVALID_ARGUMENT, f"deviceCreate: no HTP of {what} (known: {known})")
+
+
 def _context_options(config: Any, backend: Backend) -> dict:
     opts = {"deferred": False, "priority": C.QNN_PRIORITY_DEFAULT, "concurrent": False, "multi_contexts": False}
     if config is None:
@@ -783,6 +836,8 @@ def _htp_option(custom: QnnHtpContext_CustomConfig_t, opts: dict) -> None:
     if option == C.QNN_HTP_CONTEXT_CONFIG_OPTION_REGISTER_MULTI_CONTEXTS:
         _check_group(custom.groupRegistration, opts)
         opts["multi_contexts"] = True
+        opts["group"] = (pointer_value(custom.groupRegistration.firstGroupHandle),
+                         int(custom.groupRegistration.maxSpillFillBuffer))
     elif option == C.QNN_HTP_CONTEXT_CONFIG_OPTION_REGISTER_CONCURRENT_RESOURCE_SHARING:
         _check_group(custom.concurrentGroupRegistration, opts)
         opts["concurrent"] = True

@@ -523,6 +523,48 @@ class QnnGraph_Config_t(Structure):
     _fields_ = [("option", QnnGraph_ConfigOption_t), ("_u", _QnnGraph_ConfigUnion)]
 
 
+class QnnHtpGraph_OptimizationOption_t(Structure):
+    """HTP graph OPTIMIZATION config: {type, floatValue} (FINALIZE_OPTIMIZATION_FLAG = 3 carries the level)."""
+
+    _fields_ = [("type", c_uint32), ("floatValue", c_float)]
+
+
+class _QnnHtpGraph_CustomConfigUnion(Union):
+    _fields_ = [("optimizationOption", QnnHtpGraph_OptimizationOption_t), ("precision", c_uint32),
+                ("vtcmSizeInMB", c_uint32), ("_align", c_uint64)]         # the union sits at offset 8
+
+
+class QnnHtpGraph_CustomConfig_t(Structure):
+    """What a QNN_GRAPH_CONFIG_OPTION_CUSTOM config points at on HTP: {option @0, union @8}."""
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("option", c_uint32), ("_u", _QnnHtpGraph_CustomConfigUnion)]
+
+
+class QnnHtpDevice_DeviceArch_t(Structure):
+    """HTP device ARCH config payload: {deviceId, arch (68 = V68, ...)}."""
+
+    _fields_ = [("deviceId", c_uint32), ("arch", c_uint32)]
+
+
+class _QnnHtpDevice_CustomConfigUnion(Union):
+    _fields_ = [("socModel", c_uint32), ("arch", QnnHtpDevice_DeviceArch_t), ("useSignedProcessDomain", c_bool),
+                ("_align", c_uint64)]                                     # the union sits at offset 8
+
+
+class QnnHtpDevice_CustomConfig_t(Structure):
+    """What a QNN_DEVICE_CONFIG_OPTION_CUSTOM config points at on HTP: {option @0, union @8} (SOC, ARCH, ...)."""
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("option", c_uint32), ("_u", _QnnHtpDevice_CustomConfigUnion)]
+
+
+class QnnDevice_Config_t(Structure):
+    """One deviceCreate config option: {option @0, customConfig / hardwareInfo pointer @8}."""
+
+    _fields_ = [("option", c_uint32), ("customConfig", c_void_p)]
+
+
 # ---------------------------------------------------------------------------------------------
 # QnnDevice.h / QnnHtpDevice.h: what deviceGetPlatformInfo reports (layouts measured on the SDK's x86-64 library)
 # ---------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from npurt.memory.cargs import as_struct
 from npurt.memory.raw import pointer_value, safe_read
 from npurt.qnn.backend import HANDLES, lookup
 from npurt.qnn.graph import io_tensors, tensor_specs
-from npurt.qnn.htp_plan import plan_htp
+from npurt.qnn.htp_plan import graph_settings, plan_graph
 from npurt.qnn.structs import (Qnn_Tensor_t, Qnn_Version_t, QnnProfile_EventData_t,
                                QnnProfile_ExtendedEventData_t)
 from npurt.soc.htp import get_htp_profile, is_htp_soc
@@ -134,13 +134,14 @@ def _blob(compiled: Any, soc: str, shared_bytes: int | None = None) -> QnnHtpSys
     """The HTP blob info of one graph; `shared_bytes` (a weight-shared binary): its weight bytes other graphs read
     too, and its constSize is then its own weights (the binary stores the store once)."""
     profile = get_htp_profile(soc)
-    htp = plan_htp(compiled.plan, profile.vtcm_size)
+    htp = plan_graph(compiled, profile.vtcm_size)
     ins, outs = tensor_specs(compiled)
     blob = QnnHtpSystemContext_GraphBlob_t()
     blob.version1, blob.version2 = (C.QNN_SYSTEM_CONTEXT_HTP_GRAPH_INFO_BLOB_VERSION_V1,
                                     C.QNN_SYSTEM_CONTEXT_HTP_GRAPH_INFO_BLOB_VERSION_V2)
     blob.spillFillBufferSize = htp.spill_size
-    blob.vtcmSize = profile.vtcm_size
+    blob.vtcmSize = htp.vtcm_size                   # bytes, as Qualcomm's library writes it
+    blob.optimizationLevel = int(graph_settings(compiled).get("optimization", 0))
     blob.ioTensorSize = sum(-(-s.nbytes // IO_ALIGN) * IO_ALIGN for s in ins + outs)
     const = own_weight_bytes(compiled) if shared_bytes is not None else compiled.plan.weight_size
     blob.constSize = -(-const // 4096) * 4096

@@ -1,0 +1,107 @@
+"""The QNN memory report (what RKNN_LOG_LEVEL=3 is for RKNN): per live context and per spill-fill group — weights
+(stored once with sharing, and what they would take unshared), spill-fill, VTCM, VTCM backup, registered I/O — and
+the totals before and after sharing, every buffer counted once.
+
+From Python: `npurt.qnn.memory_report()` (`.lines()` for the text); `npurt report MODEL.bin --qnn` prints it for a
+context binary loaded through the mirror; with the QNN log at verbose (`logCreate` level 4 or
+`$NPURT_QNN_LOG_LEVEL=verbose`) contextCreateFromBinary logs the new context's lines.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from npurt.memory.mapping import page_round
+from npurt.qnn.backend import HANDLES, Backend
+from npurt.qnn.context import QnnContext
+from npurt.qnn.htp_plan import ContextMemory
+
+
+@dataclass(frozen=True)
+class GroupMemory:
+    """A REGISTER_MULTI_CONTEXTS group: its one spill-fill buffer and what its members would take with one each."""
+
+    first: int                      # handle of its first context
+    contexts: tuple[int, ...]
+    max_spill: int                  # maxSpillFillBuffer
+    spill_fill: int                 # the buffer in device memory (page-rounded)
+    spill_fill_unshared: int        # the members' needs, a buffer each
+
+
+@dataclass(frozen=True)
+class QnnMemoryReport:
+    """The live contexts (handle -> `ContextMemory`), the groups, and the VTCM regions in use (each HTP's once)."""
+
+    contexts: dict[int, ContextMemory]
+    groups: tuple[GroupMemory, ...] = ()
+    vtcm_regions: int = 0
+    socs: tuple[str, ...] = field(default=())
+
+    def totals(self) -> dict[str, int]:
+        """Bytes after sharing, and `*_unshared` the same memory without it (each graph and context its own)."""
+        ctx = self.contexts.values()
+        grouped = {h for g in self.groups for h in g.contexts}
+        return {
+            "weights": sum(c.weight_bytes for c in ctx),
+            "weights_unshared": sum(c.weight_bytes_unshared for c in ctx),
+            "weight_memory": sum(c.weight_memory for c in ctx),
+            "spill_fill": sum(c.spill_fill for c in ctx) + sum(g.spill_fill for g in self.groups),
+            "spill_fill_unshared": sum(c.spill_fill_unshared for h, c in self.contexts.items() if h not in grouped)
+            + sum(g.spill_fill_unshared for g in self.groups),
+            "vtcm": self.vtcm_regions,
+            "vtcm_backup": sum(c.vtcm_backup for c in ctx),
+            "registered_io": sum(c.registered_io for c in ctx),
+        }
+
+    def lines(self) -> list[str]:
+        """The report as text: a line per context, per group, and the totals."""
+        out = [f"QNN memory: {len(self.contexts)} context(s), {len(self.groups)} spill-fill group(s)"
+               + (f" on {', '.join(self.socs)}" if self.socs else "")]
+        out += [context_line(h, c) for h, c in sorted(self.contexts.items())]
+        for g in self.groups:
+            out.append(f"group {g.first:#x}: contexts {', '.join(f'{h:#x}' for h in g.contexts)} share one spill-fill "
+                       f"buffer of {g.spill_fill:,} B (maxSpillFillBuffer {g.max_spill:,}; a buffer each: "
+                       f"{g.spill_fill_unshared:,} B)")
+        t = self.totals()
+        out.append(f"total: weights {t['weights']:,} B stored (unshared {t['weights_unshared']:,} B), "
+                   f"{t['weight_memory']:,} B in memory | spill-fill {t['spill_fill']:,} B (unshared "
+                   f"{t['spill_fill_unshared']:,} B) | VTCM {t['vtcm']:,} B | VTCM backup {t['vtcm_backup']:,} B | "
+                   f"registered I/O {t['registered_io']:,} B")
+        return out
+
+
+def context_line(handle: int, c: ContextMemory) -> str:
+    """One context of the report."""
+    spill = f"spill-fill {c.spill_fill:,} B (need {c.spill_fill_need:,} B" + \
+        (f", group {c.group:#x})" if c.group else ")")
+    return (f"context {handle:#x}: {c.graphs} graph(s), weights {c.weight_bytes:,} B stored"
+            f"{' (shared; unshared ' + format(c.weight_bytes_unshared, ',') + ' B)' if c.shared else ''}, "
+            f"{c.weight_memory:,} B in memory | {spill} | VTCM {c.vtcm:,} B | VTCM backup {c.vtcm_backup:,} B | "
+            f"registered I/O {c.registered_io:,} B")
+
+
+def _top_contexts(backend: Backend | None) -> list[QnnContext]:
+    """Live contexts that are not a graph of another (of `backend`, or of every backend)."""
+    return [obj for _, obj in HANDLES.live() if isinstance(obj, QnnContext) and not obj.freed and obj.parent is None
+            and (backend is None or obj.backend is backend)]
+
+
+def memory_report(backend: Any = None) -> QnnMemoryReport:
+    """The QNN memory report of every live context (or those of one backend: a `Backend` or its handle)."""
+    if backend is not None and not isinstance(backend, Backend):
+        from npurt.qnn.backend import lookup
+        backend = lookup(backend, Backend)
+    contexts = _top_contexts(backend)
+    groups: dict[int, Any] = {}
+    cores: dict[int, Any] = {}
+    for ctx in contexts:
+        if ctx.group is not None:
+            groups[id(ctx.group)] = ctx.group
+        cores[id(ctx.backend.core)] = ctx.backend.core
+    rows = {ctx.handle: ctx.memory() for ctx in contexts}
+    group_rows = tuple(GroupMemory(g.first, tuple(m.handle for m in g.members), g.max_spill,
+                                   page_round(g.buffer.size) if g.buffer is not None and g.buffer.alive else 0,
+                                   sum(rows[m.handle].spill_fill_unshared for m in g.members if m.handle in rows))
+                       for g in groups.values())
+    vtcm = sum(page_round(core.vtcm.size) for core in cores.values() if core.vtcm is not None)
+    return QnnMemoryReport(rows, group_rows, vtcm, tuple(sorted({c.backend.profile.name for c in contexts})))
