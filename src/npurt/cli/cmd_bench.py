@@ -34,6 +34,9 @@ MEANING = {
                   "the 1 s goal",
     "planner": "arena / lower bound (peak live bytes); 1 is optimal",
     "qnn_ort": "onnxruntime's QNN EP run on npurt's libQnnHtp.so / npurt's own graphExecute, same binary (goal <= 1.1)",
+    "quant_vs_toolkit": "npurt int8 cosine to onnxruntime fp32 / rknn-toolkit2 2.3.2's int8 cosine, same script, "
+                        "calibration and held-out inputs (>= 1: npurt at least as close; the toolkit runs in a "
+                        "separate venv in the cache, skipped when it cannot be made)",
     "real_models": "npurt Session.run(x) time / onnxruntime time on a real trained model (the optional tier's, its "
                    "wheels downloaded once), 1 thread each (lower is better)",
     "toolkit": "npurt.toolkit.RKNN.inference time / onnxruntime fp32 (1 thread), same model (lower is better)",

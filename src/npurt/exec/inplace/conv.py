@@ -25,7 +25,7 @@ from npurt.tensor import DType, Layout
 
 DEPTHWISE_BLOCK = 1 << 16   # float32 elements per depthwise block (256 KiB; 1<<12..1<<18 measured: smaller blocks pay
                             # ~1 us of call overhead per numpy call, larger ones fall out of L2)
-FUSABLE = (None, "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish")
+FUSABLE = (None, "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Swish")
 
 
 @dataclass(frozen=True)

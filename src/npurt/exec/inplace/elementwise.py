@@ -28,7 +28,7 @@ from npurt.exec.inplace.epilogue import padding_lanes, store, stored_table, tabl
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.slots import Skip, activation, all_values, bits, constant_inputs, dequantize, kind_of
 
-UNARY = {"Sigmoid", "Relu", "LeakyRelu", "Elu", "Selu", "Softplus", "HardSigmoid", "HardSwish", "Tanh", "Erf",
+UNARY = {"Sigmoid", "Relu", "LeakyRelu", "Elu", "Selu", "Softplus", "HardSigmoid", "HardSwish", "Swish", "Tanh", "Erf",
          "Gelu", "Mish", "Abs", "Neg", "Exp", "Clip", "Softsign", "ThresholdedRelu", "Celu"}
 BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}
 PACKED_LIMIT = 4 << 20      # bytes of a constant packed into an output's lanes (float32); larger ones stay generic

@@ -70,7 +70,7 @@ def apply_activation(y: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
     """Apply the fused ``attrs["activation"]`` to float `y` in place and return it.
 
     ``activation_params``: Clip ``(min, max)`` (None = unbounded), LeakyRelu ``alpha`` (or
-    ``(alpha,)``), HardSigmoid ``(alpha, beta)``; others take none.
+    ``(alpha,)``), HardSigmoid ``(alpha, beta)``, Swish ``(alpha,)`` (x * sigmoid(alpha * x)); others take none.
     """
     act = attrs.get("activation")
     if act is None:
@@ -94,6 +94,10 @@ def apply_activation(y: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
     if act == "HardSwish":
         h = _hard_sigmoid(y.copy(), 1.0 / 6.0, 0.5)
         return np.multiply(y, h, out=y)
+    if act == "Swish":
+        alpha = np.float32(p[0] if p is not None else 1.0)
+        s = _sigmoid_inplace(y * alpha)
+        return np.multiply(y, s, out=y)
     raise NpuError(ErrorCode.NOT_SUPPORTED, f"fused activation '{act}' is not supported")
 
 

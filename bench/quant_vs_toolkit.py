@@ -1,0 +1,237 @@
+"""npurt's int8 against rknn-toolkit2's own quantiser, side by side, on the real trained models of the optional tier.
+
+One toolkit-style script (`config(quantized_algorithm='normal', target_platform='rk3588')`, `load_onnx` with the
+input shape fixed, `build(do_quantization=True, dataset=...)`, `init_runtime()` (simulator), `inference`) is run
+twice, unchanged: in a separate venv with rknn-toolkit2 2.3.2 (made once in the git-ignored cache, `.cache/
+toolkit-venv`; the toolkit is a benchmark peer, never a test dependency) and under `npurt exec`. Both get the same
+calibration files (16 inputs of a fixed seed: 8 rendered text pages and 8 generated scenes, as the tier makes them)
+and the same held-out inputs (two other pages, two other scenes, and, when scikit-image's wheel can be fetched
+into the cache, its scanned page and its photo of text). Printed per model and held-out image: the cosine of each
+side's int8 outputs against onnxruntime float32 (the minimum over the model's outputs), and per model min / mean.
+
+ratio (for `npurt bench`) = npurt's mean cosine / the toolkit's (>= 1: npurt's int8 is at least as close to float).
+The bench skips with one line when the toolkit venv cannot be made (no python3.11, no network for its wheels).
+Run: python bench/quant_vs_toolkit.py [--quick] [--cfg] [model ...]   (--quick: PP-OCRv4 det only, 8 calibration
+inputs; --cfg: also write both sides' hybrid_quantization_step1 .quantization.cfg into the work folder)
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+from _timing import cpu  # bench/ is on sys.path: the script's folder, or `npurt bench`'s
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from helpers import real_models as rm  # noqa: E402
+
+# The toolkit and the pins it needs to run (its own requirements resolve to numpy 2 / onnx 1.22, which break it).
+TOOLKIT = "rknn-toolkit2==2.3.2"
+PINS = ["numpy==1.26.4", "onnx==1.16.1", "onnxruntime==1.18.1", "protobuf==4.25.4", "setuptools<81"]  # it imports pkg_resources
+SKIMAGE = "scikit-image==0.24.0"  # only for its bundled photos (data/page.png, data/text.png)
+MODELS = ("ppocr_det", "ddddocr_det", "yolov8n")
+# (mean, std) per model as the toolkit's config takes them: the model's own input normalisation of raw pixels.
+NORM = {"ppocr_det": ([127.5] * 3, [127.5] * 3), "ddddocr_det": ([0.0] * 3, [1.0] * 3),
+        "yolov8n": ([0.0] * 3, [255.0] * 3)}
+
+# The toolkit-style script both sides run (argv[1]: a JSON job file). Written into the work folder at run time.
+SCRIPT = r'''
+import json, sys
+import numpy as np
+from rknn.api import RKNN
+
+job = json.load(open(sys.argv[1]))
+rknn = RKNN(verbose=False)
+rknn.config(mean_values=[job["mean"]], std_values=[job["std"]], quantized_algorithm="normal",
+            target_platform="rk3588")
+if rknn.load_onnx(model=job["model"], inputs=[job["input"]], input_size_list=[job["shape"]]) != 0:
+    sys.exit("load_onnx failed")
+if job.get("cfg"):
+    if rknn.hybrid_quantization_step1(dataset=job["dataset"]) != 0:
+        sys.exit("hybrid_quantization_step1 failed")
+    sys.exit(0)
+if rknn.build(do_quantization=True, dataset=job["dataset"]) != 0:
+    sys.exit("build failed")
+if rknn.init_runtime() != 0:
+    sys.exit("init_runtime failed")
+outs = {}
+for k, path in enumerate(job["heldout"]):
+    res = rknn.inference(inputs=[np.load(path)], data_format=["nchw"])
+    for j, o in enumerate(res):
+        outs[f"{k}_{j}"] = np.asarray(o, np.float32)
+np.savez(job["out"], **outs)
+rknn.release()
+'''
+
+
+def toolkit_python() -> Path | None:
+    """The toolkit venv's python, made on first use; None (and one line why) if it cannot be made."""
+    venv = rm.cache() / "toolkit-venv"
+    py = venv / "bin" / "python"
+    if (venv / ".ready").exists():
+        return py
+    base = shutil.which("python3.11")
+    if not base:
+        print("quant_vs_toolkit: skipped: rknn-toolkit2 2.3.2 needs python3.11, not found")
+        return None
+    pip = [str(py), "-m", "pip", "install", "--quiet"]
+    try:
+        if not py.exists():
+            subprocess.run([base, "-m", "venv", str(venv)], check=True, capture_output=True)
+        for step in ([TOOLKIT], PINS):           # the toolkit pulls torch <= 2.4 itself
+            subprocess.run(pip + step, check=True, capture_output=True, text=True)
+        subprocess.run([str(py), "-c", "from rknn.api import RKNN"], check=True, capture_output=True)
+    except subprocess.CalledProcessError as exc:
+        last = ((exc.stderr or "") if isinstance(exc.stderr, str) else exc.stderr.decode(errors="replace"))
+        why = (last.strip().splitlines() or ["?"])[-1]
+        print(f"quant_vs_toolkit: skipped: the rknn-toolkit2 venv could not be made ({why})")
+        return None
+    (venv / ".ready").touch()
+    return py
+
+
+def page(size: int, seed: int) -> np.ndarray:
+    """A rendered text page (uint8 RGB): lines of the tier's words, black on white, random sizes and margins."""
+    from PIL import Image, ImageDraw
+    rng = np.random.default_rng(seed)
+    img = Image.new("RGB", (size, size), "white")
+    draw = ImageDraw.Draw(img)
+    y = int(rng.integers(8, 30))
+    while y < size - 40:
+        height = int(rng.integers(16, 36))
+        words = " ".join(rm.WORDS[int(i)] for i in rng.integers(0, len(rm.WORDS), int(rng.integers(1, 5))))
+        draw.text((int(rng.integers(5, size // 4)), y), words, fill="black", font=rm._font(height))
+        y += int(height * rng.uniform(1.5, 2.6))
+    return np.asarray(img)
+
+
+def photos(size: int) -> dict[str, np.ndarray]:
+    """scikit-image's scanned page, photo of text and a photo of a coffee cup (uint8 RGB, resized to `size`), if its wheel
+    can be fetched."""
+    import io
+    from PIL import Image
+    try:
+        whl = rm.wheel(SKIMAGE)
+    except (subprocess.CalledProcessError, OSError):
+        return {}
+    out = {}
+    with zipfile.ZipFile(whl) as z:
+        for name in ("page", "text", "coffee"):
+            img = Image.open(io.BytesIO(z.read(f"skimage/data/{name}.png"))).convert("RGB")
+            out[f"photo:{name}"] = np.asarray(img.resize((size, size), Image.BILINEAR))
+    return out
+
+
+def inputs(name: str, quick: bool) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """(calibration images, {label: held-out image}) as uint8 RGB HWC of the model's size."""
+    size = rm.MODELS[name].shape[2]
+    n = 4 if quick else 8
+    calib = [page(size, s) for s in range(n)] + [rm.scene(size, 100 + s) for s in range(n)]
+    held = {f"page:{s}": page(size, s) for s in (50, 51)}
+    held.update({f"scene:{s}": rm.scene(size, s) for s in (150, 151)})
+    held.update(photos(size))
+    return calib, held
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """The tier's cosine; 1 when both are all zeros (a detector that finds nothing in either), 0 when one is."""
+    na, nb = np.linalg.norm(np.asarray(a, np.float64)), np.linalg.norm(np.asarray(b, np.float64))
+    return rm.cosine(a, b) if na and nb else float(na == nb)
+
+
+def nchw(img: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(img.astype(np.float32).transpose(2, 0, 1)[None])
+
+
+def run_side(python: list[str], job: dict, folder: Path) -> dict[str, np.ndarray]:
+    """Run the script with `python` (the toolkit venv's, or `npurt exec`) on `job`; its outputs."""
+    path = folder / f"job_{job['side']}.json"
+    path.write_text(json.dumps(job))
+    done = subprocess.run(python + [str(folder / "quant_script.py"), str(path)], cwd=folder, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{job['side']} script failed: {(done.stderr or done.stdout).strip()[-800:]}")
+    if job.get("cfg"):
+        return {}
+    with np.load(job["out"]) as z:
+        return {k: z[k] for k in z.files}
+
+
+def run(quick: bool = False, names: list[str] | None = None, cfg: bool = False) -> list[dict]:
+    """One row per (model, held-out image) and one summary row per model; [] when the toolkit cannot run."""
+    tk = toolkit_python()
+    if tk is None:
+        return []
+    npurt_exec = [sys.executable, "-c", "import sys; from npurt.cli.main import main; sys.exit(main())", "exec"]
+    names = names or (["ppocr_det"] if quick else list(MODELS))
+    rows = []
+    for name in names:
+        spec = rm.MODELS[name]
+        folder = rm.cache() / "quant_vs_toolkit" / name
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        (folder / "quant_script.py").write_text(SCRIPT)
+        calib, held = inputs(name, quick)
+        lines = []
+        for k, img in enumerate(calib):
+            np.save(folder / f"calib{k}.npy", nchw(img))
+            lines.append(f"calib{k}.npy")
+        (folder / "dataset.txt").write_text("\n".join(lines) + "\n")
+        labels = list(held)
+        for k, label in enumerate(labels):
+            np.save(folder / f"held{k}.npy", nchw(held[label]))
+        mean, std = NORM[name]
+        model = folder / "model.onnx"            # the toolkit's hybrid files are named after the model's stem
+        shutil.copyfile(rm.model_path(name), model)
+        job = {"model": str(model), "input": spec.input, "shape": list(spec.shape), "mean": mean, "std": std,
+               "dataset": "dataset.txt", "heldout": [str(folder / f"held{k}.npy") for k in range(len(labels))]}
+        sides = {"npurt": npurt_exec, "toolkit": [str(tk)]}
+        outs = {}
+        for side, python in sides.items():
+            outs[side] = run_side(python, {**job, "side": side, "out": str(folder / f"{side}.npz")}, folder)
+            if cfg:
+                sub = folder / f"cfg_{side}"
+                sub.mkdir()
+                (sub / "quant_script.py").write_text(SCRIPT)
+                for f in lines:
+                    shutil.copyfile(folder / f, sub / f)
+                (sub / "dataset.txt").write_text("\n".join(lines) + "\n")
+                run_side(python, {**job, "side": side, "cfg": True}, sub)
+        per = {"npurt": [], "toolkit": []}
+        for k, label in enumerate(labels):
+            x = (nchw(held[label]) - np.float32(mean[0])) / np.float32(std[0])
+            ref = rm.onnxruntime_run(name, x)
+            row = {"model": name, "image": label}
+            for side in sides:
+                cos = min(cosine(outs[side][f"{k}_{j}"], r) for j, r in enumerate(ref))
+                per[side].append(cos)
+                row[f"{side}_cos"] = cos
+            row["ratio"] = row["npurt_cos"] / row["toolkit_cos"]
+            rows.append(row)
+        rows.append({"model": name, "image": "min / mean",
+                     "npurt_min": min(per["npurt"]), "npurt_mean": float(np.mean(per["npurt"])),
+                     "toolkit_min": min(per["toolkit"]), "toolkit_mean": float(np.mean(per["toolkit"])),
+                     "ratio": float(np.mean(per["npurt"]) / np.mean(per["toolkit"]))})
+    return rows
+
+
+def main() -> None:
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    print(cpu())
+    print(f"{'model':12} {'image':12} {'npurt cos':>10} {'toolkit cos':>12}")
+    for row in run(quick="--quick" in sys.argv, names=args or None, cfg="--cfg" in sys.argv):
+        if "npurt_cos" in row:
+            print(f"{row['model']:12} {row['image']:12} {row['npurt_cos']:10.4f} {row['toolkit_cos']:12.4f}",
+                  flush=True)
+        else:
+            print(f"{row['model']:12} {'min / mean':12} {row['npurt_min']:.4f} / {row['npurt_mean']:.4f}   "
+                  f"{row['toolkit_min']:.4f} / {row['toolkit_mean']:.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
