@@ -11,10 +11,9 @@ For every scheduled op: time = max(compute, memory) + a fixed per-op cost, where
 - ops the board runs on the CPU (`npurt.timing.placement`: not in the SoC's NPU op list of the RKNN compiler's
   support list, attributes out of its ranges, custom ops) cost CPU time: their elements at the CPU's clock plus a
   hand-over.
-The NPU runs Conv + SiLU (x * Sigmoid(x)) as one op (rknpu2 release notes: "Conv-Silu/Conv-Swish" fusion); npurt's
-executor runs three, so the model charges the Sigmoid and the Mul to the conv and skips their traffic; a fused
-lookup activation (SiLU, Sigmoid, ...) still costs one elementwise pass over the output (`LUT_ACTIVATIONS`), while
-Relu / Clip are free.
+The NPU runs Conv + SiLU (x * Sigmoid(x)) as one op (rknpu2 release notes: "Conv-Silu/Conv-Swish" fusion), and so
+does npurt's compiler (ConvSwish); a fused lookup activation (SiLU, Sigmoid, ...) still costs one elementwise pass
+over the output (`LUT_ACTIVATIONS`), while Relu / Clip are free.
 Multi-core (`cores` > 1, RK3588 / RK3576): only the ops the vendor lists for the multi-core masks split their
 compute across the cores, DRAM bandwidth is shared, each split op pays a synchronisation cost per extra core.
 Constants and their sources: `npurt.soc.npu_timing`. No clock of this machine is read.
@@ -154,13 +153,8 @@ def predict(compiled: "CompiledModel", soc: str | None = None, cores: int = 1, s
     rows, _ = memory_rows(compiled, sram_bytes, plan=plan)
     placed = {r.tensor: (r.size, r.sram_hit or 0) for r in rows}
     fit = T.FIT if fit is None else fit
-    fused = _silu_fusions(compiled)
-    layers = []
-    for node in compiled.graph.nodes:
-        if id(node) in fused["skip"]:
-            continue
-        layers.append(_layer(len(layers) + 1, node, compiled, fig, profile, placed, plan, cores, fit,
-                             fused["out"].get(id(node))))
+    layers = [_layer(k + 1, node, compiled, fig, profile, placed, plan, cores, fit)
+              for k, node in enumerate(compiled.graph.nodes)]
     macs = sum(layer.macs for layer in layers)
     naive_ms = macs / (fig.macs_per_cycle * fig.clock_mhz * cores) / 1000.0
     figures = {"int8_tops": fig.int8_tops, "npu_cores": fig.cores, "clock_mhz": fig.clock_mhz,
@@ -182,28 +176,6 @@ def _sram_bytes(sram: bool | int, available: int, soc: str) -> int:
     raise NpuError(ErrorCode.INVALID_ARGUMENT, f"sram must be True, False or a byte count, not {sram!r}")
 
 
-def _silu_fusions(compiled: "CompiledModel") -> dict:
-    """{"skip": ids of the Sigmoid and Mul nodes of a Conv + SiLU, "out": {conv node id: the Mul's output}}."""
-    g = compiled.graph
-    skip: set[int] = set()
-    out: dict[int, str] = {}
-    for k, mul in enumerate(g.nodes):
-        if mul.op_type != "Mul" or len(mul.inputs) != 2:
-            continue
-        for x, s in (mul.inputs, mul.inputs[::-1]):
-            sinfo, xinfo = g.tensors.get(s), g.tensors.get(x)
-            if sinfo is None or xinfo is None or sinfo.producer is None or xinfo.producer is None:
-                continue
-            sig, conv = g.nodes[sinfo.producer], g.nodes[xinfo.producer]
-            if (sig.op_type == "Sigmoid" and sig.inputs == [x] and conv.op_type in CONV_OPS and not conv.activation
-                    and sorted(xinfo.consumers) == sorted([sinfo.producer, k])
-                    and len(sinfo.consumers) == 1 and not xinfo.is_output and not sinfo.is_output):
-                skip.update((id(sig), id(mul)))
-                out[id(conv)] = mul.outputs[0]
-                break
-    return {"skip": skip, "out": out}
-
-
 def _shape(compiled: "CompiledModel", name: str) -> tuple[int, ...]:
     st = compiled.storage.get(name)
     if st is not None:
@@ -217,14 +189,14 @@ def _pad(v: int, a: int) -> int:
 
 
 def _layer(index: int, node: "Node", compiled: "CompiledModel", fig: T.NpuFigures, profile: Any,
-           placed: dict, plan: Any, cores: int, fit: T.Fit, fused_out: str | None) -> LayerTime:
+           placed: dict, plan: Any, cores: int, fit: T.Fit) -> LayerTime:
     g = compiled.graph
-    outs = [fused_out] if fused_out else [t for t in node.outputs if t]
+    outs = [t for t in node.outputs if t]
     acts_in = [t for t in node.inputs if t and t not in g.constants]
     weights_in = [t for t in node.inputs if t and t in g.constants]
     out_st = compiled.storage.get(outs[0]) if outs else None
     dtype = out_st.dtype.value if out_st is not None else "float16"
-    op = node.display_type + ("Swish" if fused_out else "")
+    op = node.display_type
     in_shapes = tuple(_shape(compiled, t) for t in acts_in)
     out_shape = _shape(compiled, outs[0]) if outs else ()
 
@@ -257,7 +229,7 @@ def _layer(index: int, node: "Node", compiled: "CompiledModel", fig: T.NpuFigure
         per_us = fig.macs_per_cycle * fig.clock_mhz * rate * eff          # MACs per µs of one core
         if _depthwise(node, compiled):
             per_us /= fig.atom_k          # one output channel per input channel: one kernel of the atom works
-        if fused_out or node.activation in LUT_ACTIVATIONS:     # the activation is one more pass over the output
+        if node.activation in LUT_ACTIVATIONS:     # the activation is one more pass over the output
             activation = elems / (c2 * fig.clock_mhz)
         compute = macs / per_us + activation
     elif node.op_type in LAYOUT_OPS:
