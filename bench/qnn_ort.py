@@ -115,8 +115,7 @@ def _shared_pair(work: Path, lib: Path, dim: int, repeats: int) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
     import qnn_llm_pair as pair
     import npurt.qnn as q
-    pair.DIM = dim
-    models = pair.decoder_pair(work)
+    models = pair.decoder_pair(work, dim)
     ctx = {}
     for share in (False, True):
         folder = work / f"pair_{'shared' if share else 'separate'}"

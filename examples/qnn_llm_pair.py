@@ -55,13 +55,14 @@ def qnn_session(model: Path, lib: Path, config: dict | None = None):
     return ort.InferenceSession(str(model), sess_options=so)
 
 
-def decoder_pair(folder: Path) -> dict[str, Path]:
-    """The prompt and token graphs of one decoder block (same seed: same weights), saved as ONNX in `folder`."""
+def decoder_pair(folder: Path, dim: int = DIM) -> dict[str, Path]:
+    """The prompt and token graphs of one decoder block of width `dim` (same seed: same weights), saved as ONNX in
+    `folder`."""
     from npurt.model import zoo
     paths = {}
     for name, seq in SEQ.items():
         paths[name] = folder / f"{name}.onnx"
-        onnx.save(zoo.transformer_block(seq=seq, dim=DIM, heads=HEADS, seed=0), paths[name])
+        onnx.save(zoo.transformer_block(seq=seq, dim=dim, heads=HEADS, seed=0), paths[name])
     return paths
 
 
@@ -81,6 +82,7 @@ def generate(models: dict[str, Path], lib: Path, folder: Path, share: bool) -> d
 
 
 def binaries(folder: Path) -> list[Path]:
+    """The context binary files the EP wrote into `folder`."""
     return sorted(folder.glob("*.bin"))
 
 
