@@ -33,7 +33,8 @@ MEANING = {
     "npu_timing": "predicted FPS / rknn_model_zoo's published FPS (1 = exact); speed row: `npurt perf` seconds / "
                   "the 1 s goal",
     "planner": "arena / lower bound (peak live bytes); 1 is optimal",
-    "qnn_ort": "onnxruntime's QNN EP run on npurt's libQnnHtp.so / npurt's own graphExecute, same binary (goal <= 1.1)",
+    "qnn_ort": "onnxruntime's QNN EP run on npurt's libQnnHtp.so / npurt's own graphExecute, same binary (goal <= 1.1); "
+               "the decoder pair: two sessions' load from one weight-shared binary / from a binary each",
     "real_models": "npurt Session.run(x) time / onnxruntime time on a real trained model (the optional tier's, its "
                    "wheels downloaded once), 1 thread each (lower is better)",
     "toolkit": "npurt.toolkit.RKNN.inference time / onnxruntime fp32 (1 thread), same model (lower is better)",
