@@ -32,6 +32,10 @@ EXPECT = {
     "dynamic_shapes.py": [r"shapes the model accepts: \[\[1, 16, 16, 3\], \[1, 8, 8, 3\], \[1, 12, 10, 3\]\] NHWC",
                           r"input NHWC \[1, 12, 10, 3\] -> output \[1, 4, 12, 10\]: max"],
     "qnn_shared_buffer.py": [r"ION buffers: max", r"one rpcmem buffer of \d+ B", r"one shared buffer: max"],
+    "qnn_llm_pair.py": [r"separate: 2 context binary file\(s\)", r"shared: 1 context binary file\(s\)",
+                        r"context 0x[0-9a-f]+: 2 graph\(s\), weights [\d,]+ B stored \(shared; unshared",
+                        r"shared: token graph \(seq 1\) on the EP: max \|npurt - onnxruntime CPU\|",
+                        r"sharing saves [\d,]+ B of stored weights and [\d,]+ B of weight memory"],
 }
 
 

@@ -33,7 +33,8 @@ MEANING = {
     "npu_timing": "predicted FPS / rknn_model_zoo's published FPS (1 = exact); speed row: `npurt perf` seconds / "
                   "the 1 s goal",
     "planner": "arena / lower bound (peak live bytes); 1 is optimal",
-    "qnn_ort": "onnxruntime's QNN EP run on npurt's libQnnHtp.so / npurt's own graphExecute, same binary (goal <= 1.1)",
+    "qnn_ort": "onnxruntime's QNN EP run on npurt's libQnnHtp.so / npurt's own graphExecute, same binary (goal <= 1.1); "
+               "the decoder pair: two sessions' load from one weight-shared binary / from a binary each",
     "quant_vs_toolkit": "npurt int8 cosine to onnxruntime fp32 / rknn-toolkit2 2.3.2's int8 cosine, same script, "
                         "calibration and held-out inputs (>= 1: npurt at least as close; the toolkit runs in a "
                         "separate venv in the cache, skipped when it cannot be made)",

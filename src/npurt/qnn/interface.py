@@ -224,7 +224,7 @@ class QnnInterfaceTable(GraphBuilding):
             raise QnnError(C.QNN_LOG_ERROR_INVALID_HANDLE, "invalid log handle")
         if not 1 <= int(maxLogLevel) <= C.QNN_LOG_LEVEL_MAX:
             raise QnnError(C.QNN_LOG_ERROR_INVALID_ARGUMENT, f"invalid log level {int(maxLogLevel)}")
-        log_obj.level = int(maxLogLevel)
+        log_obj.set_level(int(maxLogLevel))
         return C.QNN_SUCCESS
 
     @qnn_call("logFree")
@@ -407,9 +407,9 @@ class QnnInterfaceTable(GraphBuilding):
             prof.record([services.Event(C.QNN_PROFILE_EVENTTYPE_INIT, (time.perf_counter_ns() - t0) // 1000,
                                         f"contextCreateFromBinary {sorted(ctx.graphs)}")])
         _set_handle(context, ctx.handle)
-        if log.isEnabledFor(logging.DEBUG):                 # QNN_LOG_LEVEL_VERBOSE: the backend's memory report
+        if log.isEnabledFor(services.VERBOSE):              # QNN_LOG_LEVEL_VERBOSE: the backend's memory report
             for line in memory_report(b).lines():
-                log.debug("<V> contextCreateFromBinary %#x: %s", ctx.handle, line)
+                log.log(services.VERBOSE, "<V> contextCreateFromBinary %#x: %s", ctx.handle, line)
         return C.QNN_SUCCESS
 
     @qnn_call("contextGetProperty")

@@ -24,8 +24,10 @@ from npurt.qnn.structs import (QnnDevice_CoreInfo_t, QnnDevice_HardwareDeviceInf
                                QnnHtpDevice_DeviceInfoExtension_t)
 from npurt.soc.htp import get_htp_profile
 
+VERBOSE = 15     # the Python level of QNN_LOG_LEVEL_VERBOSE lines: between INFO and DEBUG, so a VERBOSE handle gets them
+logging.addLevelName(VERBOSE, "VERBOSE")
 _LEVELS = {logging.ERROR: C.QNN_LOG_LEVEL_ERROR, logging.WARNING: C.QNN_LOG_LEVEL_WARN,
-           logging.INFO: C.QNN_LOG_LEVEL_INFO, logging.DEBUG: C.QNN_LOG_LEVEL_DEBUG}
+           logging.INFO: C.QNN_LOG_LEVEL_INFO, VERBOSE: C.QNN_LOG_LEVEL_VERBOSE, logging.DEBUG: C.QNN_LOG_LEVEL_DEBUG}
 _lock = forksafe.lock()
 _logs: dict[int, "Log"] = {}
 
@@ -51,6 +53,12 @@ class Log:
             _logs[self.handle] = self
             _follow_levels()
 
+    def set_level(self, level: int) -> None:
+        """logSetLogLevel: the lines this handle gets from now on (the logger follows, as for logCreate)."""
+        with _lock:
+            self.level = int(level)
+            _follow_levels()
+
     def free(self) -> None:
         with _lock:
             _logs.pop(self.handle, None)
@@ -61,7 +69,7 @@ class Log:
 
 
 _PY_LEVELS = {C.QNN_LOG_LEVEL_ERROR: logging.ERROR, C.QNN_LOG_LEVEL_WARN: logging.WARNING,
-              C.QNN_LOG_LEVEL_INFO: logging.INFO, C.QNN_LOG_LEVEL_VERBOSE: logging.DEBUG,
+              C.QNN_LOG_LEVEL_INFO: logging.INFO, C.QNN_LOG_LEVEL_VERBOSE: VERBOSE,
               C.QNN_LOG_LEVEL_DEBUG: logging.DEBUG}
 _NAMES = {"error": C.QNN_LOG_LEVEL_ERROR, "warn": C.QNN_LOG_LEVEL_WARN, "warning": C.QNN_LOG_LEVEL_WARN,
           "info": C.QNN_LOG_LEVEL_INFO, "verbose": C.QNN_LOG_LEVEL_VERBOSE, "debug": C.QNN_LOG_LEVEL_DEBUG}
