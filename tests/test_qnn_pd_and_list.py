@@ -331,31 +331,27 @@ def lib():
     return prefix() / "lib"
 
 
-def test_list_async_and_the_pd_budget_from_c(binaries, tmp_path):
-    """tests/c/qnn_list_async.c: slot 56 with the EP's list configs (two notifications, both graphs run), then with
-    a budget of 3.5 contexts the fourth contextCreateFromBinary fails 1002 and the three others still run."""
-    from helpers.capi import compile_c
-    exe = compile_c("qnn_list_async.c", tmp_path)
+def test_list_async_and_the_pd_budget_from_c(binaries, lib, tmp_path):
+    """tests/c/qnn_list_async.c: slot 56 with the EP's list configs (one notification per context, both graphs run,
+    a signal 1000, a NULL notifyFunc 5000), then with a budget of 3.5 contexts the fourth contextCreateFromBinary
+    fails 1002 and the three others still run."""
+    from helpers.capi import compile_c, run_c
+    pfx = lib.parent
+    exe = compile_c("qnn_list_async", pfx, libs=(), flags=("-I", str(pfx / "include" / "QNN"), "-ldl", "-lpthread"))
     paths = []
     for k, (data, w) in enumerate(binaries):
         (tmp_path / f"fc{k}.bin").write_bytes(data)
         w.tofile(tmp_path / f"fc{k}.w")
-        paths.append(str(tmp_path / f"fc{k}"))
+        paths.append(tmp_path / f"fc{k}")
     c = Client()
     try:
-        need = (lambda ctx: pd_of(c.backend).mapped)(load(c, binaries[0][0]))
+        load(c, binaries[0][0])
+        need = pd_of(c.backend).mapped
     finally:
         c.close()
-    out = subprocess.run([str(exe), *paths], capture_output=True, text=True, timeout=120,
-                         env={**_env(), "NPURT_QNN_PD_BUDGET": str(3 * need + need // 2)})
-    assert out.returncode == 0, out.stdout + out.stderr
+    out = run_c(exe, 3 * need + need // 2, *paths, env={"LD_LIBRARY_PATH": str(lib)})
     assert "list: 2 notifications" in out.stdout and "fourth: 1002" in out.stdout
-    assert "Failed to find available PD" in out.stderr
-
-
-def _env() -> dict:
-    from helpers.capi import c_env
-    return c_env()
+    assert "qnn_list_async ok" in out.stdout and "Failed to find available PD" in out.stderr
 
 
 def fc_model(w: np.ndarray) -> onnx.ModelProto:
