@@ -366,7 +366,6 @@ def fc_model(w: np.ndarray) -> onnx.ModelProto:
 def test_the_qnn_ep_share_resource_option_and_the_pd_budget(lib, tmp_path, monkeypatch):
     """Two EPContext models loaded with htp_share_resource_optimization=1 go through contextCreateFromBinaryListAsync
     and run (outputs as onnxruntime CPU); with a budget of 3.5 contexts, a fourth session fails to load."""
-    import onnxruntime as ort
     from helpers.oracle import qnn_ep_session, run_ort
     rng = np.random.default_rng(11)
     ws = [rng.normal(size=(256, 256)).astype(np.float32) for _ in range(4)]
@@ -378,10 +377,12 @@ def test_the_qnn_ep_share_resource_option_and_the_pd_budget(lib, tmp_path, monke
         qnn_ep_session(tmp_path / f"m{k}.onnx", lib, config={"ep.context_enable": 1, "ep.context_embed_mode": 0,
                                                               "ep.context_file_path": ctx_models[-1]})
     before = {g.first for g in q.memory_report().groups}
-    shared = [qnn_ep_session(m, lib, htp_share_resource_optimization=1) for m in ctx_models[:2]]
-    for s, w in zip(shared, ws):
-        assert np.abs(s.run(None, {"x": x})[0] - run_ort(fc_model(w), {"x": x})[0]).max() <= 1e-3
-    assert [g for g in q.memory_report().groups if g.first not in before]
+    joined = join_contexts(ctx_models[:2], tmp_path / "joined.onnx")
+    shared = qnn_ep_session(joined, lib, htp_share_resource_optimization=1)
+    (group,) = [g for g in q.memory_report().groups if g.first not in before]
+    assert len(group.contexts) == 2 and group.mappings == 2 and group.vtcm_backup > 0     # one list, shared
+    t = run_ort(fc_model(ws[0]), {"x": x})[0]
+    close(shared.run(None, {"x": x})[0], run_ort(fc_model(ws[1]), {"x": t})[0])
     del shared
     import gc
     gc.collect()
@@ -394,6 +395,24 @@ def test_the_qnn_ep_share_resource_option_and_the_pd_budget(lib, tmp_path, monke
     sessions = [qnn_ep_session(m, lib) for m in ctx_models[:3]]
     with pytest.raises(Exception) as err:
         qnn_ep_session(ctx_models[3], lib)
-    assert isinstance(err.value, (ort.capi.onnxruntime_pybind11_state.Fail, RuntimeError, Exception))
+    assert "1002" in str(err.value) or "EPContext" in str(err.value), str(err.value)
     for s, w in zip(sessions, ws):
-        assert np.abs(s.run(None, {"x": x})[0] - run_ort(fc_model(w), {"x": x})[0]).max() <= 1e-3
+        close(s.run(None, {"x": x})[0], run_ort(fc_model(w), {"x": x})[0])
+
+
+def join_contexts(ctx_models: list, path) -> str:
+    """One model of the two EPContext models' nodes in a chain (x -> t -> y): two main contexts."""
+    nodes = []
+    for k, m in enumerate(ctx_models):
+        node = [nd for nd in onnx.load(m).graph.node if nd.op_type == "EPContext"][0]
+        node.input[0], node.output[0], node.name = ("x", "t")[k], ("t", "y")[k], f"ctx_{k}"
+        nodes.append(node)
+    value = [helper.make_tensor_value_info(v, TensorProto.FLOAT, (2, 256)) for v in ("x", "t", "y")]
+    model = helper.make_model(helper.make_graph(nodes, "joined", value[:1], value[2:], value_info=value[1:2]),
+                              opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    onnx.save(model, path)
+    return str(path)
+
+
+def close(y: np.ndarray, ref: np.ndarray) -> None:
+    assert np.abs(y - ref).max() <= 2e-3 * np.abs(ref).max()          # fp16 on the HTP
