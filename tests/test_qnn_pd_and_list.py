@@ -395,7 +395,7 @@ def test_the_qnn_ep_share_resource_option_and_the_pd_budget(lib, tmp_path, monke
     sessions = [qnn_ep_session(m, lib) for m in ctx_models[:3]]
     with pytest.raises(Exception) as err:
         qnn_ep_session(ctx_models[3], lib)
-    assert "1002" in str(err.value) or "EPContext" in str(err.value), str(err.value)
+    assert "QNN_COMMON_ERROR_MEM_ALLOC (1002)" in str(err.value), str(err.value)
     for s, w in zip(sessions, ws):
         close(s.run(None, {"x": x})[0], run_ort(fc_model(w), {"x": x})[0])
 
@@ -416,3 +416,15 @@ def join_contexts(ctx_models: list, path) -> str:
 
 def close(y: np.ndarray, ref: np.ndarray) -> None:
     assert np.abs(y - ref).max() <= 2e-3 * np.abs(ref).max()          # fp16 on the HTP
+
+
+def test_npurt_report_qnn_shows_the_pd_headroom(binaries, tmp_path):
+    from helpers.cli import npurt, ok_json
+    path = tmp_path / "fc.bin"
+    path.write_bytes(binaries[0][0])
+    out = npurt("report", path, "--qnn")
+    assert out.returncode == 0, out.stderr
+    assert f"of a {PD_MAP_LIMIT:,} B address-space budget" in out.stdout
+    (pd,) = ok_json("report", path, "--qnn")["pd"]
+    assert pd["soc"] == "sm8550" and pd["budget"] == PD_MAP_LIMIT and pd["headroom"] == PD_MAP_LIMIT - pd["mapped"]
+    assert pd["mapped"] >= 256 * 256 * 2
