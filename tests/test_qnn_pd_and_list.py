@@ -362,40 +362,80 @@ def fc_model(w: np.ndarray) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-@pytest.mark.timeout(300)
-def test_the_qnn_ep_share_resource_option_and_the_pd_budget(lib, tmp_path, monkeypatch):
-    """Two EPContext models loaded with htp_share_resource_optimization=1 go through contextCreateFromBinaryListAsync
-    and run (outputs as onnxruntime CPU); with a budget of 3.5 contexts, a fourth session fails to load."""
-    from helpers.oracle import qnn_ep_session, run_ort
+def ep_models(lib, folder) -> tuple[list[np.ndarray], list]:
+    """Four 256x256 MatMul models, EPContext-generated on the EP (embed 0): (weights, EPContext model paths)."""
+    from helpers.oracle import qnn_ep_session
     rng = np.random.default_rng(11)
     ws = [rng.normal(size=(256, 256)).astype(np.float32) for _ in range(4)]
-    x = rng.normal(size=(2, 256)).astype(np.float32)
     ctx_models = []
     for k, w in enumerate(ws):
-        onnx.save(fc_model(w), tmp_path / f"m{k}.onnx")
-        ctx_models.append(tmp_path / f"m{k}_ctx.onnx")
-        qnn_ep_session(tmp_path / f"m{k}.onnx", lib, config={"ep.context_enable": 1, "ep.context_embed_mode": 0,
-                                                              "ep.context_file_path": ctx_models[-1]})
-    before = {g.first for g in q.memory_report().groups}
+        onnx.save(fc_model(w), folder / f"m{k}.onnx")
+        ctx_models.append(folder / f"m{k}_ctx.onnx")
+        qnn_ep_session(folder / f"m{k}.onnx", lib, config={"ep.context_enable": 1, "ep.context_embed_mode": 0,
+                                                            "ep.context_file_path": ctx_models[-1]})
+    return ws, ctx_models
+
+
+_SHARED_SESSION = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import npurt.qnn as q
+from helpers.oracle import qnn_ep_session
+session = qnn_ep_session(sys.argv[2], sys.argv[3], htp_share_resource_optimization=1)
+np.save(sys.argv[5], session.run(None, {"x": np.load(sys.argv[4])})[0])
+(g,) = q.memory_report().groups
+print(json.dumps({"contexts": len(g.contexts), "mappings": g.mappings, "vtcm_backup": g.vtcm_backup}))
+"""
+
+
+@pytest.mark.timeout(300)
+def test_the_qnn_ep_share_resource_option_loads_a_list(lib, tmp_path):
+    """A model of two main EPContext nodes loaded with htp_share_resource_optimization=1 goes through
+    contextCreateFromBinaryListAsync: one group of both contexts sharing a VTCM backup buffer (mapped once per
+    context: SEQUENTIAL_WITHOUT_VA), output as onnxruntime CPU. In a child process: the EP keeps the backend of that
+    option for the whole process."""
+    import json
+    import os
+    import sys
+    from pathlib import Path
+    from helpers.oracle import run_ort
+    ws, ctx_models = ep_models(lib, tmp_path)
     joined = join_contexts(ctx_models[:2], tmp_path / "joined.onnx")
-    shared = qnn_ep_session(joined, lib, htp_share_resource_optimization=1)
-    (group,) = [g for g in q.memory_report().groups if g.first not in before]
-    assert len(group.contexts) == 2 and group.mappings == 2 and group.vtcm_backup > 0     # one list, shared
+    x = np.random.default_rng(12).normal(size=(2, 256)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NPURT_")}
+    out = subprocess.run([sys.executable, "-c", _SHARED_SESSION, str(Path(__file__).parent), joined, str(lib),
+                          str(tmp_path / "x.npy"), str(tmp_path / "y.npy")], capture_output=True, text=True,
+                         timeout=240, env=env)
+    assert out.returncode == 0, out.stderr
+    group = json.loads(out.stdout.strip().splitlines()[-1])
+    assert group["contexts"] == 2 and group["mappings"] == 2 and group["vtcm_backup"] > 0
     t = run_ort(fc_model(ws[0]), {"x": x})[0]
-    close(shared.run(None, {"x": x})[0], run_ort(fc_model(ws[1]), {"x": t})[0])
-    del shared
+    close(np.load(tmp_path / "y.npy"), run_ort(fc_model(ws[1]), {"x": t})[0])
+
+
+@pytest.mark.timeout(300)
+def test_the_qnn_ep_fourth_session_does_not_fit_the_pd(lib, tmp_path, monkeypatch):
+    """With a budget of what is mapped plus 3.5 contexts, three EPContext sessions load and run, the fourth fails
+    1002 (the EP reports QNN_COMMON_ERROR_MEM_ALLOC (1002) from contextCreateFromBinary)."""
     import gc
+    from helpers.oracle import qnn_ep_session, run_ort
+    ws, ctx_models = ep_models(lib, tmp_path)
+    x = np.random.default_rng(13).normal(size=(2, 256)).astype(np.float32)
     gc.collect()
     base = sum(p.mapped for p in q.memory_report().pds)
     one = qnn_ep_session(ctx_models[0], lib)
     need = sum(p.mapped for p in q.memory_report().pds) - base
     del one
     gc.collect()
+    assert need > 0 and sum(p.mapped for p in q.memory_report().pds) == base
     monkeypatch.setenv("NPURT_QNN_PD_BUDGET", str(base + 3 * need + need // 2))
     sessions = [qnn_ep_session(m, lib) for m in ctx_models[:3]]
     with pytest.raises(Exception) as err:
         qnn_ep_session(ctx_models[3], lib)
     assert "QNN_COMMON_ERROR_MEM_ALLOC (1002)" in str(err.value), str(err.value)
+    assert sum(p.mapped for p in q.memory_report().pds) == base + 3 * need
     for s, w in zip(sessions, ws):
         close(s.run(None, {"x": x})[0], run_ort(fc_model(w), {"x": x})[0])
 

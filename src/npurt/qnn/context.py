@@ -285,7 +285,7 @@ class SpillGroup:
                 self.backup = backend.device.alloc(page_round(vtcm_backup), owner="qnn-vtcmbackup",
                                                    name="shared VTCM backup")
             except BaseException:
-                self._free_buffers()
+                self.free_buffers()
                 raise
 
     def join(self, ctx: QnnContext) -> None:
@@ -309,9 +309,10 @@ class SpillGroup:
         if ctx in self.members:
             self.members.remove(ctx)
         if not self.members:
-            self._free_buffers()
+            self.free_buffers()
 
-    def _free_buffers(self) -> None:
+    def free_buffers(self) -> None:
+        """Free the group's buffers (with its last member, or when its list failed to load)."""
         for buf in (self.buffer, self.backup):
             if buf is not None and buf.alive:
                 buf.device.free(buf)

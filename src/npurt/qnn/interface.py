@@ -375,12 +375,7 @@ class QnnInterfaceTable(GraphBuilding):
         """QnnContext_createFromBinary: load a context binary (a `CompiledModel`, `.npurt` bytes, a binary of several
         graphs, or a pointer to them) with all its graphs; with DEFER_GRAPH_INIT only a handle is created and
         `contextFinalize` completes it."""
-        b = lookup(backend, Backend)
-        if b is None or b.freed:
-            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid backend handle")
-        d = lookup(device, QnnDevice) if device is not None and pointer_value(device) else None
-        if d is not None and d.freed or d is None and device is not None and pointer_value(device):
-            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid device handle")
+        b, d = _backend_device(backend, device)
         if as_struct(context, ctypes.c_void_p) is None:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context out-parameter must be a "
                                                                  "Qnn_ContextHandle_t")
@@ -414,12 +409,7 @@ class QnnInterfaceTable(GraphBuilding):
         listConfig applies to every binary and a binary's own configs override it; SHARE_RESOURCES=1 loads the list
         as one group sharing one spill-fill buffer and one VTCM backup buffer (their contexts run one at a time),
         mapped once in the PD (SEQUENTIAL_WITH_VA_OPTIMIZATION) or once per context (SEQUENTIAL_WITHOUT_VA_...)."""
-        b = lookup(backend, Backend)
-        if b is None or b.freed:
-            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid backend handle")
-        d = lookup(device, QnnDevice) if device is not None and pointer_value(device) else None
-        if d is not None and d.freed or d is None and device is not None and pointer_value(device):
-            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid device handle")
+        b, d = _backend_device(backend, device)
         if signal is not None and pointer_value(signal):
             raise QnnError(C.QNN_CONTEXT_ERROR_UNSUPPORTED_FEATURE, "signals are not emulated: pass a NULL signal "
                                                                     "(the list is then loaded synchronously)")
@@ -458,7 +448,7 @@ class QnnInterfaceTable(GraphBuilding):
             for ctx in reversed(created):
                 ctx.free()
             if group is not None and not group.members:
-                group._free_buffers()
+                group.free_buffers()
             raise
         for (p, _, _), ctx in zip(entries, created):
             notify = QnnContext_createFromBinaryNotifyFn_t(pointer_value(p.v1.notifyFunc))
@@ -852,6 +842,17 @@ def _soc_of(match: Any, what: str, show: Any) -> str:
             return p.name
     known = ", ".join(sorted({show(p) for p in HTP_PROFILES.values()}))
     raise QnnError(C.QNN_DEVICE_ERROR_INVALID_ARGUMENT, f"deviceCreate: no HTP of {what} (known: {known})")
+
+
+def _backend_device(backend: Any, device: Any) -> tuple[Backend, QnnDevice | None]:
+    """The live backend and device (None for a NULL device) of a context-creating call; QnnError 5002 otherwise."""
+    b = lookup(backend, Backend)
+    if b is None or b.freed:
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid backend handle")
+    d = lookup(device, QnnDevice) if device is not None and pointer_value(device) else None
+    if d is not None and d.freed or d is None and device is not None and pointer_value(device):
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid device handle")
+    return b, d
 
 
 def _create_context(b: Backend, loaded: ContextBinary, opts: dict, group: SpillGroup | None = None) -> QnnContext:

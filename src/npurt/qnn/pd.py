@@ -15,6 +15,7 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from npurt.errors import ErrorCode, NpuError
 from npurt.qnn import constants as C
 from npurt.qnn.boundary import QnnError
 from npurt.soc.htp import HtpProfile
@@ -28,7 +29,8 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 def budget(profile: HtpProfile) -> int:
-    """The bytes a PD of `profile`'s HTP can map: `$NPURT_QNN_PD_BUDGET` when set, else the SoC's figure."""
+    """The bytes a PD of `profile`'s HTP can map: `$NPURT_QNN_PD_BUDGET` when set, else the SoC's figure; NpuError
+    INVALID_ARGUMENT when the variable is no size."""
     text = os.environ.get(BUDGET_ENV, "").strip().upper().removesuffix("IB").removesuffix("B")
     if not text:
         return profile.pd_budget
@@ -36,8 +38,8 @@ def budget(profile: HtpProfile) -> int:
     try:
         value = int(text[:len(text) - len(unit)]) * _UNITS[unit]
     except ValueError:
-        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, f"${BUDGET_ENV}={os.environ[BUDGET_ENV]!r} is no size "
-                                                           f"(bytes, or with K / M / G)") from None
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"${BUDGET_ENV}={os.environ[BUDGET_ENV]!r} is no size (bytes, or "
+                                                   f"with K / M / G)") from None
     return value if value > 0 else profile.pd_budget
 
 
@@ -46,9 +48,12 @@ def check_fits(ctx: "QnnContext") -> None:
     what `ctx` needs when they exceed its HTP's PD budget (the caller then releases `ctx`)."""
     from npurt.qnn.memory_report import memory_report, pd_mapped
     core = ctx.backend.core
-    report = memory_report(core=core)
+    try:
+        report = memory_report(core=core)
+        limit = budget(core.profile)
+    except NpuError as exc:
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, exc.message) from None
     total = pd_mapped(report)
-    limit = budget(core.profile)
     if total <= limit:
         return
     before = pd_mapped(_without(report, ctx.handle))
