@@ -16,6 +16,7 @@ from npurt.memory.mapping import page_round
 from npurt.qnn.backend import HANDLES, Backend
 from npurt.qnn.context import QnnContext
 from npurt.qnn.htp_plan import ContextMemory
+from npurt.qnn.pd import budget as pd_budget
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,6 @@ class QnnMemoryReport:
             "weights_unshared": sum(c.weight_bytes_unshared for c in ctx),
             "weight_memory": sum(c.weight_memory for c in ctx),
             "spill_fill": sum(c.spill_fill for c in ctx) + sum(g.spill_fill for g in self.groups),
-            "group_vtcm_backup": sum(g.vtcm_backup for g in self.groups),
             "spill_fill_unshared": sum(c.spill_fill_unshared for h, c in self.contexts.items() if h not in grouped)
             + sum(g.spill_fill_unshared for g in self.groups),
             "vtcm": self.vtcm_regions,
@@ -119,7 +119,6 @@ def pd_mapped(report: QnnMemoryReport) -> int:
 def memory_report(backend: Any = None, core: Any = None) -> QnnMemoryReport:
     """The QNN memory report of every live context (or those of one backend: a `Backend` or its handle; or of one
     `HtpCore`), with the PD budget of each HTP they are on."""
-    from npurt.qnn import pd
     if backend is not None and not isinstance(backend, Backend):
         from npurt.qnn.backend import lookup
         backend = lookup(backend, Backend)
@@ -144,5 +143,5 @@ def memory_report(backend: Any = None, core: Any = None) -> QnnMemoryReport:
     pds = []
     for c in cores.values():
         part = report if len(cores) == 1 else memory_report(backend, c)
-        pds.append(PdUsage(c.profile.name, pd.budget(c.profile), pd_mapped(part)))
+        pds.append(PdUsage(c.profile.name, pd_budget(c.profile), pd_mapped(part)))
     return QnnMemoryReport(rows, group_rows, vtcm, report.socs, tuple(pds))

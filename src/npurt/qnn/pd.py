@@ -46,7 +46,7 @@ def budget(profile: HtpProfile) -> int:
 def check_fits(ctx: "QnnContext") -> None:
     """After `ctx` (a top-level context) was built: QnnError 1002 naming the budget, what the other contexts map and
     what `ctx` needs when they exceed its HTP's PD budget (the caller then releases `ctx`)."""
-    from npurt.qnn.memory_report import memory_report, pd_mapped
+    from npurt.qnn.memory_report import memory_report, pd_mapped     # the report reads `budget` from here
     core = ctx.backend.core
     try:
         report = memory_report(core=core)
