@@ -165,14 +165,15 @@ def test_a_deferred_context_fails_at_finalize_and_may_finalize_once_there_is_roo
         c.close()
 
 
-def test_a_budget_that_is_no_size_is_refused_in_one_line(binaries, monkeypatch, caplog):
-    monkeypatch.setenv("NPURT_QNN_PD_BUDGET", "lots")
+@pytest.mark.parametrize("value", ["lots", "0", "-5M"])
+def test_a_budget_that_is_no_size_is_refused_in_one_line(binaries, monkeypatch, caplog, value):
+    monkeypatch.setenv("NPURT_QNN_PD_BUDGET", value)
     c = Client()
     try:
         before = len(HANDLES.get(c.backend.value).contexts)
         caplog.clear()
         load(c, binaries[0][0], expect=q.QNN_CONTEXT_ERROR_INVALID_CONFIG)
-        assert "NPURT_QNN_PD_BUDGET='lots' is no size" in caplog.text
+        assert f"NPURT_QNN_PD_BUDGET={value!r} is no size" in caplog.text
         assert len(HANDLES.get(c.backend.value).contexts) == before
     finally:
         c.close()

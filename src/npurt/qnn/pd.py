@@ -38,9 +38,11 @@ def budget(profile: HtpProfile) -> int:
     try:
         value = int(text[:len(text) - len(unit)]) * _UNITS[unit]
     except ValueError:
-        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"${BUDGET_ENV}={os.environ[BUDGET_ENV]!r} is no size (bytes, or "
-                                                   f"with K / M / G)") from None
-    return value if value > 0 else profile.pd_budget
+        value = 0
+    if value <= 0:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"${BUDGET_ENV}={os.environ[BUDGET_ENV]!r} is no size (a positive "
+                                                   f"number of bytes, or with K / M / G)")
+    return value
 
 
 def check_fits(ctx: "QnnContext") -> None:
