@@ -175,6 +175,16 @@ def qnn_contextCreateFromBinary(backend: int, device: int, config: int, binaryBu
                                             binaryBufferSize, _cell(context, "context"), profile or None)
 
 
+@adapter("contextCreateFromBinaryListAsync", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
+def qnn_contextCreateFromBinaryListAsync(backend: int, device: int, contextParams: int, listConfig: int,
+                                         signal: int) -> int:
+    params = as_struct_list(contextParams, None, q.QnnContext_Params_t, "contextParams", address=True) \
+        if contextParams else None
+    configs = as_struct_list(listConfig, None, q.QnnContext_Config_t, "listConfig", address=True) \
+        if listConfig else None
+    return _table().contextCreateFromBinaryListAsync(backend, device or None, params, configs, signal or None)
+
+
 @adapter("contextFree", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
 def qnn_contextFree(context: int, profile: int) -> int:
     return _table().contextFree(context, profile or None)

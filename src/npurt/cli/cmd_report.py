@@ -98,7 +98,8 @@ def run_qnn(args: argparse.Namespace) -> int:
         qlog.propagate = propagate
     if args.json:
         print_json({"contexts": [{"handle": h, **vars(c)} for h, c in report.contexts.items()],
-                    "groups": [vars(g) for g in report.groups], "totals": report.totals()})
+                    "groups": [vars(g) for g in report.groups], "totals": report.totals(),
+                    "pd": [{**vars(p), "headroom": p.headroom} for p in report.pds]})
         return 0
     console = make_console()
     print_text(console, "\n".join(report.lines()))

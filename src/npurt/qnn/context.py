@@ -232,6 +232,18 @@ class QnnContext:
             self._vtcm_taken = False
             self.backend.core.give_vtcm(self)
 
+    def unload(self) -> None:
+        """Undo `finalize` (a load the PD cannot take): graphs and memory released, registered buffers free to
+        deregister again, the handle kept (a DEFER_GRAPH_INIT context may be finalized again)."""
+        for graph in self.graphs.values():
+            graph.release()
+        self.graphs = {}
+        for rec in self.external.values():
+            rec.in_use = False
+        self.external = {}
+        self._release_memory()
+        self.finalized = False
+
     def free(self) -> None:
         """contextFree: graphs, registered handles, internal memory, VTCM reference, handle. Waits for a graph
         running on the HTP (whatever its context) to finish: the VTCM is shared."""
@@ -252,19 +264,29 @@ class QnnContext:
 
 
 class SpillGroup:
-    """Contexts loaded with the HTP context config REGISTER_MULTI_CONTEXTS: one spill-fill buffer of the group's
+    """Contexts loaded with the HTP context config REGISTER_MULTI_CONTEXTS (or one contextCreateFromBinaryListAsync
+    list with SHARE_RESOURCES, which also gives them one VTCM backup buffer): one spill-fill buffer of the group's
     `maxSpillFillBuffer` (given with its first context; later values are ignored, as the header says) under every
     member's arena. A context whose graphs need more spill-fill than that is refused 5010. The HTP runs one graph at
     a time (`HtpCore.exec_lock`), so the members' executes take turns on the buffer: concurrent graphExecutes on a
     group are serialised, never refused. The buffer is freed with the group's last member."""
 
-    def __init__(self, backend: Backend, max_spill: int) -> None:
+    def __init__(self, backend: Backend, max_spill: int, vtcm_backup: int = 0, share_va: bool = True) -> None:
         self.backend = backend
         self.max_spill = int(max_spill)
         self.members: list[QnnContext] = []
         self.first = 0                          # the handle of its first context (its name in reports)
+        self.share_va = share_va                # False: each member maps the shared buffers at its own address
         self.buffer: Buffer | None = backend.device.alloc(page_round(self.max_spill), owner="qnn-spillfill",
                                                           name="group spill-fill") if self.max_spill else None
+        self.backup: Buffer | None = None       # SHARE_RESOURCES: the one VTCM backup buffer of the members
+        if vtcm_backup:
+            try:
+                self.backup = backend.device.alloc(page_round(vtcm_backup), owner="qnn-vtcmbackup",
+                                                   name="shared VTCM backup")
+            except BaseException:
+                self.free_buffers()
+                raise
 
     def join(self, ctx: QnnContext) -> None:
         """Make `ctx` (not yet finalized) a member; QnnError 5010 if its graphs need more spill-fill than the group's
@@ -286,8 +308,14 @@ class SpillGroup:
         ctx.group = None
         if ctx in self.members:
             self.members.remove(ctx)
-        if not self.members and self.buffer is not None and self.buffer.alive:
-            self.buffer.device.free(self.buffer)
+        if not self.members:
+            self.free_buffers()
+
+    def free_buffers(self) -> None:
+        """Free the group's buffers (with its last member, or when its list failed to load)."""
+        for buf in (self.buffer, self.backup):
+            if buf is not None and buf.alive:
+                buf.device.free(buf)
 
 
 def join_group(ctx: QnnContext, first: int, max_spill: int) -> None:

@@ -497,4 +497,15 @@ def _vtcm_handover(ctx: "QnnContext", core) -> None:
         src = prev.vtcm_view()
         if src is not None:
             backup.view()[:src.size] = src
+    elif prev is not None and not prev.freed and _group_backup(prev) is not None:
+        src = prev.vtcm_view()
+        if src is not None:
+            _group_backup(prev).device_view()[:src.size] = src
     core.vtcm_owner = ctx
+
+
+def _group_backup(ctx: "QnnContext"):
+    """The VTCM backup buffer `ctx` shares with its list (SHARE_RESOURCES), or None."""
+    top = ctx.parent or ctx
+    group = top.group
+    return group.backup if group is not None and group.backup is not None and group.backup.alive else None

@@ -28,16 +28,18 @@ from npurt.model import context_binary
 from npurt.model.context_binary import ContextBinary
 from npurt.model.file_format import HEADER_SIZE, is_npurt
 from npurt.qnn import constants as C
-from npurt.qnn import services
+from npurt.qnn import pd, services
 from npurt.qnn.backend import Backend, QnnDevice, lookup
-from npurt.qnn.context import GraphsContext, QnnContext, join_group
+from npurt.qnn.context import GraphsContext, QnnContext, SpillGroup, join_group
 from npurt.qnn.memory_report import memory_report
 from npurt.qnn.graph import QnnGraph
 from npurt.qnn.graph_build import BuildGraph, GraphBuilding
 from npurt.qnn.boundary import BACKEND_INVALID_HANDLE, DEVICE_INVALID_HANDLE, QnnError, from_npu, qnn_call
 from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY, SPILLFILL, VTCMBACKUP, WEIGHTS
 from npurt.runtime.loader import MAX_ONNX, load_family
+from npurt.qnn.htp_plan import plan_graph
 from npurt.qnn.structs import (Qnn_ApiVersion_t, Qnn_MemDescriptor_t, Qnn_Version_t, QnnContext_Config_t,
+                               QnnContext_createFromBinaryNotifyFn_t, QnnContext_Params_t,
                                QnnContext_Property_t, QnnDevice_Config_t, QnnHtpContext_CustomConfig_t,
                                QnnHtpContext_CustomProperty_t, QnnHtpDevice_CustomConfig_t,
                                QnnHtpPerfInfrastructure_MemoryConfig_t, QnnHtpPerfInfrastructure_PowerConfig_t,
@@ -373,12 +375,7 @@ class QnnInterfaceTable(GraphBuilding):
         """QnnContext_createFromBinary: load a context binary (a `CompiledModel`, `.npurt` bytes, a binary of several
         graphs, or a pointer to them) with all its graphs; with DEFER_GRAPH_INIT only a handle is created and
         `contextFinalize` completes it."""
-        b = lookup(backend, Backend)
-        if b is None or b.freed:
-            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid backend handle")
-        d = lookup(device, QnnDevice) if device is not None and pointer_value(device) else None
-        if d is not None and d.freed or d is None and device is not None and pointer_value(device):
-            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid device handle")
+        b, d = _backend_device(backend, device)
         if as_struct(context, ctypes.c_void_p) is None:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context out-parameter must be a "
                                                                  "Qnn_ContextHandle_t")
@@ -391,18 +388,8 @@ class QnnInterfaceTable(GraphBuilding):
                                                                f"{b.profile.name}")
         opts = _context_options(config, b)
         prof = _profile_arg(profile, C.QNN_CONTEXT_ERROR_SET_PROFILE)
-        group = opts.pop("group", None)
         t0 = time.perf_counter_ns()
-        ctx = QnnContext(b, loaded.models[0], **opts) if len(loaded.models) == 1 else \
-            GraphsContext(b, loaded.models, shared=loaded.shared, **opts)
-        try:
-            if group is not None and not ctx.deferred:     # DEFER_GRAPH_INIT: the external-buffer flow instead
-                join_group(ctx, *group)
-            if not ctx.deferred:
-                ctx.finalize()
-        except QnnError:
-            ctx.free()
-            raise
+        ctx = _create_context(b, loaded, opts)
         if prof is not None:
             prof.record([services.Event(C.QNN_PROFILE_EVENTTYPE_INIT, (time.perf_counter_ns() - t0) // 1000,
                                         f"contextCreateFromBinary {sorted(ctx.graphs)}")])
@@ -410,6 +397,62 @@ class QnnInterfaceTable(GraphBuilding):
         if log.isEnabledFor(services.VERBOSE):              # QNN_LOG_LEVEL_VERBOSE: the backend's memory report
             for line in memory_report(b).lines():
                 log.log(services.VERBOSE, "<V> contextCreateFromBinary %#x: %s", ctx.handle, line)
+        return C.QNN_SUCCESS
+
+    @qnn_call("contextCreateFromBinaryListAsync")
+    def contextCreateFromBinaryListAsync(self, backend: Any, device: Any, contextParams: Any, listConfig: Any,
+                                         signal: Any = None) -> int:
+        """QnnContext_createFromBinaryListAsync(backend, device, params, listConfig, signal): load every binary of
+        the NULL-terminated `QnnContext_Params_t` list. Synchronous (signal must be NULL: signals are not
+        emulated); all or nothing: on success each params' notifyFunc was called once, with
+        QNN_CONTEXT_NOTIFY_TYPE_CONTEXT_INIT, its new context handle and its notifyParam, before the call returns.
+        listConfig applies to every binary and a binary's own configs override it; SHARE_RESOURCES=1 loads the list
+        as one group sharing one spill-fill buffer and one VTCM backup buffer (their contexts run one at a time),
+        mapped once in the PD (SEQUENTIAL_WITH_VA_OPTIMIZATION) or once per context (SEQUENTIAL_WITHOUT_VA_...)."""
+        b, d = _backend_device(backend, device)
+        if signal is not None and pointer_value(signal):
+            raise QnnError(C.QNN_CONTEXT_ERROR_UNSUPPORTED_FEATURE, "signals are not emulated: pass a NULL signal "
+                                                                    "(the list is then loaded synchronously)")
+        try:
+            params = as_struct_list(contextParams, None, QnnContext_Params_t, "contextParams")
+        except NpuError as exc:
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, exc.message) from None
+        if not params:
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "contextParams holds no binary")
+        base = _context_options(listConfig, b)
+        entries = []
+        for k, p in enumerate(params):
+            if int(p.version) != C.QNN_CONTEXT_PARAMS_VERSION_1:
+                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, f"contextParams[{k}]: version {int(p.version)}"
+                                                                     f" (only QNN_CONTEXT_PARAMS_VERSION_1)")
+            if not pointer_value(p.v1.notifyFunc):
+                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, f"contextParams[{k}]: notifyFunc is NULL")
+            configs = _config_list(p.v1.config, f"contextParams[{k}].config")
+            opts = _context_options(configs, b, base) if configs is not None else dict(base)
+            entries.append((p, _load_binary(p.v1.binaryBuffer, int(p.v1.binaryBufferSize), b), opts))
+            _profile_arg(p.v1.profile, C.QNN_CONTEXT_ERROR_SET_PROFILE)
+        if d is not None and not d.matches(b):
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, f"the device is {d.soc}, the backend {b.profile.name}")
+        group = None
+        if base.get("share"):
+            if base.get("share_opt") == C.CONCURRENT_OPTIMIZATION:
+                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, "SHARE_RESOURCES with CONCURRENT_OPTIMIZATION "
+                                                                   "is not emulated: the list's contexts run one at "
+                                                                   "a time (SEQUENTIAL_*)")
+            group = _list_group(b, entries)
+        created: list[QnnContext] = []
+        try:
+            for _, loaded, opts in entries:
+                created.append(_create_context(b, loaded, opts, group))
+        except BaseException:
+            for ctx in reversed(created):
+                ctx.free()
+            if group is not None and not group.members:
+                group.free_buffers()
+            raise
+        for (p, _, _), ctx in zip(entries, created):
+            notify = QnnContext_createFromBinaryNotifyFn_t(pointer_value(p.v1.notifyFunc))
+            notify(ctx.handle, None, None, C.QNN_CONTEXT_NOTIFY_TYPE_CONTEXT_INIT, p.v1.notifyParam, C.QNN_SUCCESS)
         return C.QNN_SUCCESS
 
     @qnn_call("contextGetProperty")
@@ -447,6 +490,11 @@ class QnnInterfaceTable(GraphBuilding):
                 raise QnnError(C.QNN_CONTEXT_ERROR_UNSUPPORTED_FEATURE,
                                "No features indicate a need for context finalization (not deferred, or finalized)")
             ctx.finalize()
+            try:
+                pd.check_fits(ctx)
+            except QnnError:
+                ctx.unload()
+                raise
         return C.QNN_SUCCESS
 
     @qnn_call("contextFree")
@@ -796,8 +844,67 @@ def _soc_of(match: Any, what: str, show: Any) -> str:
     raise QnnError(C.QNN_DEVICE_ERROR_INVALID_ARGUMENT, f"deviceCreate: no HTP of {what} (known: {known})")
 
 
-def _context_options(config: Any, backend: Backend) -> dict:
-    opts = {"deferred": False, "priority": C.QNN_PRIORITY_DEFAULT, "concurrent": False, "multi_contexts": False}
+def _backend_device(backend: Any, device: Any) -> tuple[Backend, QnnDevice | None]:
+    """The live backend and device (None for a NULL device) of a context-creating call; QnnError 5002 otherwise."""
+    b = lookup(backend, Backend)
+    if b is None or b.freed:
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid backend handle")
+    d = lookup(device, QnnDevice) if device is not None and pointer_value(device) else None
+    if d is not None and d.freed or d is None and device is not None and pointer_value(device):
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid device handle")
+    return b, d
+
+
+def _create_context(b: Backend, loaded: ContextBinary, opts: dict, group: SpillGroup | None = None) -> QnnContext:
+    """A context of the loaded binary on backend `b` with `opts` (from `_context_options`), in the spill-fill group
+    its REGISTER_MULTI_CONTEXTS config names (or `group`), finalized unless deferred and within the PD budget;
+    QnnError with nothing kept on failure."""
+    opts = {k: v for k, v in opts.items() if k not in ("share", "share_opt")}
+    spec = opts.pop("group", None)
+    ctx = QnnContext(b, loaded.models[0], **opts) if len(loaded.models) == 1 else \
+        GraphsContext(b, loaded.models, shared=loaded.shared, **opts)
+    try:
+        if group is not None:
+            group.join(ctx)
+        elif spec is not None and not ctx.deferred:    # DEFER_GRAPH_INIT: the external-buffer flow instead
+            join_group(ctx, *spec)
+        if not ctx.deferred:
+            ctx.finalize()
+            pd.check_fits(ctx)
+    except BaseException:
+        ctx.free()
+        raise
+    return ctx
+
+
+def _list_group(b: Backend, entries: list) -> SpillGroup:
+    """SHARE_RESOURCES: one group for the list, its spill-fill and VTCM backup buffers sized for its largest need."""
+    soc_vtcm = b.profile.vtcm_size
+    plans = [plan_graph(m, soc_vtcm) for _, loaded, _ in entries for m in loaded.models]
+    spill = max((p.spill_size for p in plans), default=0)
+    backup = max((p.vtcm_backup_buffer_size for p in plans), default=0)
+    share_va = entries[0][2].get("share_opt", C.SEQUENTIAL_WITH_VA_OPTIMIZATION) == C.SEQUENTIAL_WITH_VA_OPTIMIZATION
+    try:
+        return SpillGroup(b, spill, backup, share_va)
+    except NpuError as exc:
+        raise from_npu(exc, "context", f"cannot allocate the list's shared buffers ({spill} B spill-fill, "
+                                       f"{backup} B VTCM backup)", general=C.QNN_CONTEXT_ERROR_MEM_ALLOC) from exc
+
+
+def _config_list(address: Any, what: str) -> list | None:
+    """The QnnContext_Config_t of a NULL-terminated `const QnnContext_Config_t**` at `address` (None for NULL)."""
+    if not pointer_value(address):
+        return None
+    try:
+        return as_struct_list(pointer_value(address), None, QnnContext_Config_t, what, address=True)
+    except NpuError as exc:
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, exc.message) from None
+
+
+def _context_options(config: Any, backend: Backend, base: dict | None = None) -> dict:
+    """The context options `config` asks for, over `base` (the defaults when None)."""
+    opts = dict(base) if base is not None else {"deferred": False, "priority": C.QNN_PRIORITY_DEFAULT,
+                                                 "concurrent": False, "multi_contexts": False}
     if config is None:
         return opts
     try:
@@ -841,6 +948,14 @@ def _htp_option(custom: QnnHtpContext_CustomConfig_t, opts: dict) -> None:
     elif option == C.QNN_HTP_CONTEXT_CONFIG_OPTION_REGISTER_CONCURRENT_RESOURCE_SHARING:
         _check_group(custom.concurrentGroupRegistration, opts)
         opts["concurrent"] = True
+    elif option == C.QNN_HTP_CONTEXT_CONFIG_OPTION_SHARE_RESOURCES:
+        opts["share"] = bool(custom.shareResources)         # used by contextCreateFromBinaryListAsync only
+    elif option == C.QNN_HTP_CONTEXT_CONFIG_OPTION_SHARE_RESOURCES_OPTIMIZATION_TYPE:
+        kind = int(custom.shareResOptType)
+        if kind not in (C.SEQUENTIAL_WITH_VA_OPTIMIZATION, C.SEQUENTIAL_WITHOUT_VA_OPTIMIZATION,
+                        C.CONCURRENT_OPTIMIZATION):
+            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, f"unknown SHARE_RESOURCES_OPTIMIZATION_TYPE {kind}")
+        opts["share_opt"] = kind
     elif not (1 <= option <= C.QNN_HTP_CONTEXT_CONFIG_OPTION_LORA_WEIGHT_SHARING_ENABLED):
         raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, f"unknown HTP context config option {option}")
 

@@ -1,6 +1,7 @@
 """The QNN memory report (what RKNN_LOG_LEVEL=3 is for RKNN): per live context and per spill-fill group — weights
 (stored once with sharing, and what they would take unshared), spill-fill, VTCM, VTCM backup, registered I/O — and
-the totals before and after sharing, every buffer counted once.
+the totals before and after sharing, every buffer counted once; and per HTP the process domain's address-space
+budget, what is mapped in it and the headroom (`npurt.qnn.pd`).
 
 From Python: `npurt.qnn.memory_report()` (`.lines()` for the text); `npurt report MODEL.bin --qnn` prints it for a
 context binary loaded through the mirror; with the QNN log at verbose (`logCreate` level 4 or
@@ -15,6 +16,7 @@ from npurt.memory.mapping import page_round
 from npurt.qnn.backend import HANDLES, Backend
 from npurt.qnn.context import QnnContext
 from npurt.qnn.htp_plan import ContextMemory
+from npurt.qnn.pd import budget as pd_budget
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,21 @@ class GroupMemory:
     max_spill: int                  # maxSpillFillBuffer
     spill_fill: int                 # the buffer in device memory (page-rounded)
     spill_fill_unshared: int        # the members' needs, a buffer each
+    vtcm_backup: int = 0            # the VTCM backup buffer the members share (SHARE_RESOURCES), page-rounded
+    mappings: int = 1               # times its buffers are mapped in the PD (SEQUENTIAL_WITHOUT_VA: once a member)
+
+
+@dataclass(frozen=True)
+class PdUsage:
+    """One HTP's process domain: its address-space budget and the bytes mapped in it (`npurt.qnn.pd`)."""
+
+    soc: str
+    budget: int
+    mapped: int
+
+    @property
+    def headroom(self) -> int:
+        return self.budget - self.mapped
 
 
 @dataclass(frozen=True)
@@ -36,6 +53,7 @@ class QnnMemoryReport:
     groups: tuple[GroupMemory, ...] = ()
     vtcm_regions: int = 0
     socs: tuple[str, ...] = field(default=())
+    pds: tuple[PdUsage, ...] = ()
 
     def totals(self) -> dict[str, int]:
         """Bytes after sharing, and `*_unshared` the same memory without it (each graph and context its own)."""
@@ -49,7 +67,7 @@ class QnnMemoryReport:
             "spill_fill_unshared": sum(c.spill_fill_unshared for h, c in self.contexts.items() if h not in grouped)
             + sum(g.spill_fill_unshared for g in self.groups),
             "vtcm": self.vtcm_regions,
-            "vtcm_backup": sum(c.vtcm_backup for c in ctx),
+            "vtcm_backup": sum(c.vtcm_backup for c in ctx) + sum(g.vtcm_backup for g in self.groups),
             "registered_io": sum(c.registered_io for c in ctx),
         }
 
@@ -61,12 +79,16 @@ class QnnMemoryReport:
         for g in self.groups:
             out.append(f"group {g.first:#x}: contexts {', '.join(f'{h:#x}' for h in g.contexts)} share one spill-fill "
                        f"buffer of {g.spill_fill:,} B (maxSpillFillBuffer {g.max_spill:,}; a buffer each: "
-                       f"{g.spill_fill_unshared:,} B)")
+                       f"{g.spill_fill_unshared:,} B)"
+                       + (f", one VTCM backup buffer of {g.vtcm_backup:,} B" if g.vtcm_backup else "")
+                       + (f"; mapped once per member ({g.mappings})" if g.mappings > 1 else ""))
         t = self.totals()
         out.append(f"total: weights {t['weights']:,} B stored (unshared {t['weights_unshared']:,} B), "
                    f"{t['weight_memory']:,} B in memory | spill-fill {t['spill_fill']:,} B (unshared "
                    f"{t['spill_fill_unshared']:,} B) | VTCM {t['vtcm']:,} B | VTCM backup {t['vtcm_backup']:,} B | "
                    f"registered I/O {t['registered_io']:,} B")
+        out += [f"PD of {p.soc}: {p.mapped:,} B mapped of a {p.budget:,} B address-space budget, headroom "
+                f"{p.headroom:,} B" for p in self.pds]
         return out
 
 
@@ -86,12 +108,21 @@ def _top_contexts(backend: Backend | None) -> list[QnnContext]:
             and (backend is None or obj.backend is backend)]
 
 
-def memory_report(backend: Any = None) -> QnnMemoryReport:
-    """The QNN memory report of every live context (or those of one backend: a `Backend` or its handle)."""
+def pd_mapped(report: QnnMemoryReport) -> int:
+    """Bytes the report's contexts map in the DSP's address space: weights, spill-fill, VTCM backup, registered I/O
+    (a group's buffers once, or once per member when they are not shared by address)."""
+    t = report.totals()
+    extra = sum((g.mappings - 1) * (g.spill_fill + g.vtcm_backup) for g in report.groups)
+    return t["weight_memory"] + t["spill_fill"] + t["vtcm_backup"] + t["registered_io"] + extra
+
+
+def memory_report(backend: Any = None, core: Any = None) -> QnnMemoryReport:
+    """The QNN memory report of every live context (or those of one backend: a `Backend` or its handle; or of one
+    `HtpCore`), with the PD budget of each HTP they are on."""
     if backend is not None and not isinstance(backend, Backend):
         from npurt.qnn.backend import lookup
         backend = lookup(backend, Backend)
-    contexts = _top_contexts(backend)
+    contexts = [c for c in _top_contexts(backend) if core is None or c.backend.core is core]
     groups: dict[int, Any] = {}
     cores: dict[int, Any] = {}
     for ctx in contexts:
@@ -101,7 +132,16 @@ def memory_report(backend: Any = None) -> QnnMemoryReport:
     rows = {ctx.handle: ctx.memory() for ctx in contexts}
     group_rows = tuple(GroupMemory(g.first, tuple(m.handle for m in g.members), g.max_spill,
                                    page_round(g.buffer.size) if g.buffer is not None and g.buffer.alive else 0,
-                                   sum(rows[m.handle].spill_fill_unshared for m in g.members if m.handle in rows))
+                                   sum(rows[m.handle].spill_fill_unshared for m in g.members if m.handle in rows),
+                                   page_round(g.backup.size) if g.backup is not None and g.backup.alive else 0,
+                                   1 if g.share_va else max(len(g.members), 1))
                        for g in groups.values())
-    vtcm = sum(page_round(core.vtcm.size) for core in cores.values() if core.vtcm is not None)
-    return QnnMemoryReport(rows, group_rows, vtcm, tuple(sorted({c.backend.profile.name for c in contexts})))
+    vtcm = sum(page_round(c.vtcm.size) for c in cores.values() if c.vtcm is not None)
+    report = QnnMemoryReport(rows, group_rows, vtcm, tuple(sorted({c.backend.profile.name for c in contexts})))
+    if core is not None:
+        cores = {id(core): core}
+    pds = []
+    for c in cores.values():
+        part = report if len(cores) == 1 else memory_report(backend, c)
+        pds.append(PdUsage(c.profile.name, pd_budget(c.profile), pd_mapped(part)))
+    return QnnMemoryReport(rows, group_rows, vtcm, report.socs, tuple(pds))

@@ -6,8 +6,8 @@ anonymous unions; here each such union is a field named `_u` listed in `_anonymo
 """
 from __future__ import annotations
 
-from ctypes import (POINTER, Structure, Union, c_bool, c_char_p, c_double, c_float, c_int8, c_int16, c_int32,
-                    c_int64, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p)
+from ctypes import (CFUNCTYPE, POINTER, Structure, Union, c_bool, c_char_p, c_double, c_float, c_int8, c_int16,
+                    c_int32, c_int64, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p)
 
 # ---------------------------------------------------------------------------------------------
 # Scalar typedefs (QnnCommon.h, QnnTypes.h, QnnMem.h, QnnHtpMem.h)
@@ -201,6 +201,35 @@ class QnnContext_Property_t(Structure):
 
     _anonymous_ = ("_u",)
     _fields_ = [("option", QnnContext_PropertyOption_t), ("_u", _QnnContext_PropertyUnion)]
+
+
+QnnContext_ParamsVersion_t = _enum
+QnnContext_createFromBinaryAsyncNotifyType_t = _enum
+# void (*)(context, graph, graphName, notifyType, notifyParam, status)
+QnnContext_createFromBinaryNotifyFn_t = CFUNCTYPE(None, c_void_p, c_void_p, c_char_p,
+                                                  QnnContext_createFromBinaryAsyncNotifyType_t, c_void_p, c_uint64)
+
+
+class QnnContext_ParamsV1_t(Structure):
+    """One binary of contextCreateFromBinaryListAsync: its configs, bytes, profile and notify callback (48 B)."""
+
+    _fields_ = [("config", c_void_p),                   # const QnnContext_Config_t** (NULL-terminated)
+                ("binaryBuffer", c_void_p),
+                ("binaryBufferSize", c_uint64),
+                ("profile", Qnn_ProfileHandle_t),
+                ("notifyFunc", c_void_p),                # QnnContext_createFromBinaryNotifyFn_t
+                ("notifyParam", c_void_p)]
+
+
+class _QnnContext_ParamsUnion(Union):
+    _fields_ = [("v1", QnnContext_ParamsV1_t)]
+
+
+class QnnContext_Params_t(Structure):
+    """Versioned context params (version @0, v1 @8; 56 B): one entry of the NULL-terminated list."""
+
+    _anonymous_ = ("_u",)
+    _fields_ = [("version", QnnContext_ParamsVersion_t), ("_u", _QnnContext_ParamsUnion)]
 
 
 # ---------------------------------------------------------------------------------------------

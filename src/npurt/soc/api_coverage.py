@@ -78,7 +78,6 @@ NOT_EMULATED: Mapping[str, str] = MappingProxyType({
     "contextValidateBinary": "validating a binary without loading it is not emulated: contextCreateFromBinary "
                              "refuses a bad one with the same codes",
     "contextCreateFromBinaryWithSignal": _ASYNC,
-    "contextCreateFromBinaryListAsync": _ASYNC,
     "tensorUpdateGraphTensors": _ONLINE,
     "tensorUpdateContextTensors": _ONLINE,
     "contextGetBinarySectionSize": _SERIALISE,

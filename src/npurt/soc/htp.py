@@ -7,6 +7,11 @@ Sources:
 - measured on the SDK's x86-64 HTP emulator: it reports vtcmSize 4 MB, socModel 30 (SM8350),
   arch 68, which is why "sm8350" is npurt's default HTP SoC.
 - Use cases (FastRPC, Non-RPC / native): the QNN HTP shared-buffer tutorial, supported on every arch here.
+- The process domain (PD) address space: the Hexagon processor has a 32-bit byte-addressable address space
+  (Hexagon V79 Programmer's Reference Manual, "Memory": 4 GiB, `PD_ADDRESS_SPACE`), and one HTP session (a PD)
+  can map "around 3.5GB" of buffers (llama.cpp's Hexagon backend developer notes, for V73-V81; larger models are
+  split over several sessions): `HtpProfile.pd_budget`. Qualcomm publishes no figure per SoC; applying 3.5 GiB to
+  V68 / V69 too is npurt's choice. What is counted against it: `npurt.qnn.pd`.
 
 The VTCM is the HTP's fast on-chip memory. In npurt it is the device's fast-memory region (`SocProfile.sram_size`
 and `vtcm_size` are both set to it), so `npurt.memory` gives every HTP device a VTCM memfd with a page bitmap.
@@ -25,6 +30,9 @@ MIB = 1 << 20
 DEFAULT_HTP_SOC = "sm8350"
 USE_CASES = ("fastrpc", "native")
 
+PD_ADDRESS_SPACE = 1 << 32     # public: the Hexagon's 32-bit virtual address space
+PD_MAP_LIMIT = 3584 * MIB       # public ("around 3.5GB" mappable per HTP session); npurt's choice for V68 / V69
+
 # npurt's choice: where the VTCM appears in the DSP address map (not public; only used for reports).
 VTCM_BASE = 0xD8000000
 
@@ -38,6 +46,7 @@ class HtpProfile:
     soc_model: int       # QnnHtpDevice socModel (the QcomChipset value)
     marketing: str
     use_cases: tuple[str, ...] = USE_CASES
+    pd_budget: int = PD_MAP_LIMIT   # bytes a process domain can map (weights, spill-fill, registered I/O, ...)
 
     @property
     def name(self) -> str:
@@ -94,5 +103,5 @@ def is_htp_soc(name: str | None) -> bool:
     return key in HTP_PROFILES or key in _ARCH_ALIASES
 
 
-__all__ = ["DEFAULT_HTP_SOC", "HTP_PROFILES", "HtpProfile", "USE_CASES", "VTCM_BASE", "get_htp_profile",
-           "is_htp_soc"]
+__all__ = ["DEFAULT_HTP_SOC", "HTP_PROFILES", "HtpProfile", "PD_ADDRESS_SPACE", "PD_MAP_LIMIT", "USE_CASES", "VTCM_BASE",
+           "get_htp_profile", "is_htp_soc"]

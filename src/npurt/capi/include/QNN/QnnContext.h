@@ -125,6 +125,44 @@ typedef Qnn_ErrorHandle_t (*QnnContext_GetBinaryFn_t)(Qnn_ContextHandle_t contex
                                                       Qnn_ContextBinarySize_t *writtenBufferSize);
 typedef Qnn_ErrorHandle_t (*QnnContext_GetPropertyFn_t)(Qnn_ContextHandle_t contextHandle,
                                                         QnnContext_Property_t **properties);
+/* contextCreateFromBinaryListAsync: one QnnContext_Params_t per binary; the notify callback reports each context */
+typedef enum {
+    QNN_CONTEXT_NOTIFY_TYPE_GRAPH_INIT = 0,
+    QNN_CONTEXT_NOTIFY_TYPE_CONTEXT_INIT = 1,
+    QNN_CONTEXT_NOTIFY_TYPE_UNDEFINED = 0x7FFFFFF
+} QnnContext_createFromBinaryAsyncNotifyType_t;
+
+typedef void (*QnnContext_createFromBinaryNotifyFn_t)(Qnn_ContextHandle_t context, Qnn_GraphHandle_t graph,
+                                                      const char *graphName,
+                                                      QnnContext_createFromBinaryAsyncNotifyType_t notifyType,
+                                                      void *notifyParam, Qnn_ErrorHandle_t status);
+
+typedef struct {
+    const QnnContext_Config_t **config;
+    const void *binaryBuffer;
+    Qnn_ContextBinarySize_t binaryBufferSize;
+    Qnn_ProfileHandle_t profile;
+    QnnContext_createFromBinaryNotifyFn_t notifyFunc;
+    void *notifyParam;
+} QnnContext_ParamsV1_t;
+
+typedef enum {
+    QNN_CONTEXT_PARAMS_VERSION_1 = 1,
+    QNN_CONTEXT_PARAMS_VERSION_UNDEFINED = 0x7FFFFFFF
+} QnnContext_ParamsVersion_t;
+
+typedef struct {
+    QnnContext_ParamsVersion_t version;
+    union {
+        QnnContext_ParamsV1_t v1;
+    };
+} QnnContext_Params_t;
+
+typedef Qnn_ErrorHandle_t (*QnnContext_CreateFromBinaryListAsyncFn_t)(Qnn_BackendHandle_t backend,
+                                                                      Qnn_DeviceHandle_t device,
+                                                                      const QnnContext_Params_t **contextParams,
+                                                                      const QnnContext_Config_t **listConfig,
+                                                                      Qnn_SignalHandle_t signal);
 typedef Qnn_ErrorHandle_t (*QnnContext_FinalizeFn_t)(Qnn_ContextHandle_t context, Qnn_ProfileHandle_t profile);
 typedef Qnn_ErrorHandle_t (*QnnContext_FreeFn_t)(Qnn_ContextHandle_t context, Qnn_ProfileHandle_t profile);
 

@@ -94,7 +94,7 @@ typedef struct {
     QnnInterface_NotSupportedFn_t graphGetProperty;               /* 53 */
     QnnInterface_NotSupportedFn_t contextValidateBinary;          /* 54 */
     QnnInterface_NotSupportedFn_t contextCreateFromBinaryWithSignal; /* 55 */
-    QnnInterface_NotSupportedFn_t contextCreateFromBinaryListAsync; /* 56 */
+    QnnContext_CreateFromBinaryListAsyncFn_t contextCreateFromBinaryListAsync; /* 56 */
     QnnInterface_NotSupportedFn_t tensorUpdateGraphTensors;       /* 57 */
     QnnInterface_NotSupportedFn_t tensorUpdateContextTensors;     /* 58 */
     QnnInterface_NotSupportedFn_t contextGetBinarySectionSize;    /* 59 */
