@@ -66,8 +66,9 @@ def test_every_header_constant_equals_the_mirrors():
     assert compared >= 420, compared
 
 
-# The one sentinel QNN's headers spell otherwise: Qnn_ParamType_t's "unused, present to ensure 32 bits" value.
-OTHER_SENTINELS = {"QNN_PARAMTYPE_UNDEFINED": 0xFFFFFFFF}
+# The sentinels QNN's headers spell otherwise: Qnn_ParamType_t's "unused, present to ensure 32 bits" value, and
+# QnnContext_createFromBinaryAsyncNotifyType_t's, which the header writes with seven F's.
+OTHER_SENTINELS = {"QNN_PARAMTYPE_UNDEFINED": 0xFFFFFFFF, "QNN_CONTEXT_NOTIFY_TYPE_UNDEFINED": 0x7FFFFFF}
 
 
 def test_sentinels_are_0x7fffffff_in_headers_and_mirrors():
