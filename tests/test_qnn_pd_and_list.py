@@ -439,6 +439,9 @@ def test_the_qnn_ep_fourth_session_does_not_fit_the_pd(lib, tmp_path, monkeypatc
     assert sum(p.mapped for p in q.memory_report().pds) == base + 3 * need
     for s, w in zip(sessions, ws):
         close(s.run(None, {"x": x})[0], run_ort(fc_model(w), {"x": x})[0])
+    del sessions, s, err                    # the sessions release their contexts: the PD is as it was
+    gc.collect()
+    assert sum(p.mapped for p in q.memory_report().pds) == base
 
 
 def join_contexts(ctx_models: list, path) -> str:

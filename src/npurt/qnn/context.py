@@ -56,7 +56,7 @@ class QnnContext:
     parent: "QnnContext | None" = None      # the context of several graphs this one is a graph of
     takes_context_buffers = True            # external WEIGHTS / SPILLFILL / VTCMBACKUP buffers may be registered
 
-    def __init__(self, backend: Backend, compiled: CompiledModel, *, deferred: bool, priority: int,
+    def __init__(self, backend: Backend, compiled: CompiledModel | None, *, deferred: bool, priority: int,
                  concurrent: bool, multi_contexts: bool, weights: MemRef | None = None) -> None:
         self.backend = backend
         self.shared_weights = weights           # a weight store of the parent's several graphs (weight sharing)
@@ -70,7 +70,8 @@ class QnnContext:
         self.finalized = False
         self.freed = False
         self.lock = forksafe.rlock()
-        self.htp: HtpMemoryPlan = plan_graph(compiled, backend.profile.vtcm_size)
+        self.htp: HtpMemoryPlan | None = None if compiled is None else plan_graph(compiled,
+                                                                                 backend.profile.vtcm_size)
         self.graphs: dict[str, "QnnGraph"] = {}
         # built at finalize (all released by `free`)
         self.runtime: RuntimeContext | None = None
@@ -362,31 +363,12 @@ class GraphsContext(QnnContext):
 
     def __init__(self, backend: Backend, models: list[CompiledModel], *, shared: bool = False, deferred: bool = False,
                  priority: int = C.QNN_PRIORITY_DEFAULT, concurrent: bool = False,
-                 multi_contexts: bool = False) -> None:      # noqa: no super().__init__: the children hold the models
-        self.backend = backend
-        self.compiled = None
-        self.models = list(models)
+                 multi_contexts: bool = False) -> None:
+        self.models = list(models)              # no model of its own (`compiled` None): the children hold them
         self.shared = shared
-        self.shared_weights = None
-        self.deferred = deferred
-        self.priority = priority
-        self.concurrent = concurrent
-        self.multi_contexts = multi_contexts
-        self.finalized = False
-        self.freed = False
-        self.lock = forksafe.rlock()
-        self.htp = None
-        self.graphs = {}
         self.children: list[QnnContext] = []
-        self.group = None
-        self.runtime = None
-        self._owned = []
-        self._arena = None
-        self._vtcm_taken = False
-        self.external = {}
-        self._weights_ref = None                # the shared weights buffer (weight sharing), set at finalize
-        self.handle = HANDLES.add(self)
-        backend.contexts.append(self)
+        super().__init__(backend, None, deferred=deferred, priority=priority, concurrent=concurrent,
+                         multi_contexts=multi_contexts)
 
     def required_size(self, kind: str) -> int:
         """The size properties of the context: the weights of all graphs (the store once when shared), the largest
