@@ -15,6 +15,7 @@ tables of docs/npu-timing.md; `--write-bands` records the validation error per S
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -34,6 +35,7 @@ from npurt.timing.bands import BANDS
 SPEED_GOAL_S = 1.0
 
 
+@functools.lru_cache(maxsize=1)
 def _source_digest() -> str:
     """Changes when the compiler or the planner does (the cached .npurt files are then rebuilt); the model
     generators (zoo, zoo_published) are keyed by their own cache."""

@@ -17,7 +17,6 @@ inputs; --cfg: also write both sides' hybrid_quantization_step1 .quantization.cf
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys

@@ -41,11 +41,6 @@ def add_compile_args(p: Any,
                    help="how int8 activation ranges are chosen: normal (the default: min/max), kl_divergence, mmse")
     p.add_argument("--float-layers", nargs="+", metavar="NAME", default=None,
                    help="keep these layers (by the tensor they produce) in fp16, the rest int8")
-    add_input_shape_arg(p)
-
-
-def add_input_shape_arg(p: Any) -> None:
-    """--input-shape [NAME=]SHAPE: the static shape of an input with dynamic dimensions (every compiling command)."""
     p.add_argument("--input-shape", action="append", default=None, metavar="[NAME=]SHAPE",
                    help="a static shape for an input with dynamic dimensions, e.g. x=1,3,48,320 (NAME= may be left "
                         "out for a single-input model); once per input")

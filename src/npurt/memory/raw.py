@@ -235,3 +235,16 @@ def c_string(addr: int, what: str, limit: int = 4096) -> bytes | None:
             return out + part[:end]
         out += part
     raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what}: no NUL within {limit} bytes")
+
+
+def field_pointer(struct: ctypes.Structure, cls: type, name: str) -> int:
+    """The pointer stored in field `name` (of `cls`'s layout) of `struct`, read from the struct's bytes, never
+    dereferenced; 0 for NULL."""
+    return ctypes.c_void_p.from_address(ctypes.addressof(struct) + getattr(cls, name).offset).value or 0
+
+
+def field_text(struct: ctypes.Structure, cls: type, name: str, what: str) -> str | None:
+    """The string a `char *` field of `struct` points at (`c_string`: NpuError when unreadable), UTF-8 with
+    replacement; None for NULL."""
+    raw = c_string(field_pointer(struct, cls, name), what)
+    return None if raw is None else raw.decode("utf-8", "replace")

@@ -65,16 +65,15 @@ class CompiledModel:
     def to_bytes(self, store_plan: MemoryPlan | None = None) -> bytes:
         """The `.npurt` file contents. With `store_plan` the weights live in a context binary's shared store
         (`npurt.model.context_binary`), laid out by that plan: the file carries no weights of its own."""
-        if store_plan is None:
-            return file_format.encode(self.soc, self._manifest(), self.weight_blob)
-        return file_format.encode(self.soc, {**self._manifest(), "plan": _plan_json(store_plan)},
-                                  np.empty(0, np.uint8))
+        return file_format.encode(self.soc, self._manifest(store_plan),
+                                  self.weight_blob if store_plan is None else np.empty(0, np.uint8))
 
     def save(self, path: "str | os.PathLike") -> None:
         """Write the `.npurt` file atomically (temp file + rename: nothing half-written on failure)."""
         file_format.write_atomic(path, self.to_bytes())
 
-    def _manifest(self) -> dict[str, Any]:
+    def _manifest(self, plan: MemoryPlan | None = None) -> dict[str, Any]:
+        """The manifest, with `plan` (default: the model's own) as the stored memory plan."""
         g = self.graph
         return {
             "format": "npurt-compiled-model",
@@ -88,7 +87,7 @@ class CompiledModel:
             },
             "storage": {k: s.to_json() for k, s in self.storage.items()},
             "weights": {k: w.to_json() for k, w in self.weights.items()},
-            "plan": _plan_json(self.plan),
+            "plan": _plan_json(plan or self.plan),
             "attrs": {key: [a.to_json() for a in getattr(self, key)] for key in _ATTR_LISTS},
             "mean": self.mean, "std": self.std, "meta": self.meta,
         }

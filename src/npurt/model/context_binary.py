@@ -23,7 +23,6 @@ what a graph computes.
 from __future__ import annotations
 
 import hashlib
-import os
 import struct
 from dataclasses import dataclass, replace
 
@@ -52,14 +51,11 @@ def _invalid(msg: str) -> NpuError:
 
 @dataclass(frozen=True)
 class ContextBinary:
-    """The graphs of a context binary; `shared`: they read one weight store (`store`, the same array for all)."""
+    """The graphs of a context binary; `shared`: they read one weight store (each model's `weight_blob` is the same
+    array)."""
 
     models: list[CompiledModel]
     shared: bool
-
-    @property
-    def store(self) -> np.ndarray | None:
-        return self.models[0].weight_blob if self.shared else None
 
 
 def is_context_binary(data: "bytes | bytearray | memoryview") -> bool:
@@ -179,8 +175,3 @@ def _check_names(models: list[CompiledModel]) -> None:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise _invalid(f"a context binary's graphs need distinct names; {twice} appear more than once")
-
-
-def read(path_or_bytes: "str | os.PathLike | bytes | bytearray | memoryview") -> ContextBinary:
-    """`decode` of a file or bytes."""
-    return decode(file_format.read_bytes(path_or_bytes))

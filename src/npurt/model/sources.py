@@ -137,6 +137,7 @@ def random_dataset(model: Any, n: int = RANDOM_SAMPLES,
     if dataset.is_file():
         return dataset
     folder.mkdir(parents=True, exist_ok=True)
+    model = read_onnx(model)                                # parsed once for every sample
     lines = []
     for s in range(n):
         names = []
@@ -164,6 +165,7 @@ def resolve_dataset(value: Any, model: Any, shape_sets: list | None = None,
     if isinstance(value, str) and value == "random":
         if shape_sets:
             per_set = max(1, RANDOM_SAMPLES // len(shape_sets))
+            model = read_onnx(model)
             return [random_inputs(model, seed=1000 + k, shapes=shapes) for shapes in shape_sets for k in range(per_set)]
         return str(random_dataset(model, input_shapes=input_shapes))
     if isinstance(value, (str, os.PathLike)):

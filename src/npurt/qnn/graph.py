@@ -37,7 +37,7 @@ from npurt.runtime.user_io import pack_input, unpack_output
 from npurt.memory import Buffer
 from npurt.model.attrs import QntType, TensorAttr
 from npurt.qnn import constants as C
-from npurt.memory.raw import c_string, check_writable, pointer_value, safe_copy_in, safe_write
+from npurt.memory.raw import check_writable, field_text, pointer_value, safe_copy_in, safe_write
 from npurt.qnn.backend import HANDLES
 from npurt.qnn.boundary import QnnError, from_npu
 from npurt.qnn.mem_registry import ION, REGISTRY, SHARED, SPILLFILL, VTCMBACKUP, WEIGHTS
@@ -212,13 +212,11 @@ def _body(t: Qnn_Tensor_t):
 
 
 def _tensor_name(body: Any) -> str | None:
-    """The name a client tensor carries (read from its pointer without trusting it; None for NULL)."""
-    addr = ctypes.c_void_p.from_address(ctypes.addressof(body) + type(body).name.offset).value or 0
+    """The name a client tensor carries (read from its pointer without trusting it; None for NULL or unreadable)."""
     try:
-        raw = c_string(addr, "tensor name")
+        return field_text(body, type(body), "name", "tensor name")
     except NpuError:
         return None
-    return None if raw is None else raw.decode("utf-8", "replace")
 
 
 def pair_tensors(specs: Sequence[TensorSpec], given: Sequence[Any], what: str, graph: str) -> list[Any]:

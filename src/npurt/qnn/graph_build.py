@@ -23,13 +23,14 @@ from typing import Any, Callable
 import numpy as np
 
 from npurt.errors import ErrorCode, NpuError
-from npurt.memory.cargs import as_struct, as_struct_list
-from npurt.memory.raw import c_string, pointer_value, read_u32_array, safe_read, safe_write
+from npurt.memory.cargs import as_struct
+from npurt.memory.raw import field_pointer, field_text, pointer_value, read_u32_array, safe_read, safe_write
 from npurt.model import qnn_import as qi
 from npurt.model.qnn_graph import BAD_VALUE
 from npurt.qnn import constants as C
 from npurt.qnn.backend import HANDLES, Backend, QnnDevice, lookup
 from npurt.qnn.boundary import QnnError, from_npu, qnn_call
+from npurt.qnn.configs import config_entries, custom_config
 from npurt.qnn.context import GraphsContext, QnnContext
 from npurt.qnn.htp_plan import HTP_META
 from npurt.qnn.structs import (Qnn_AxisScaleOffset_t, Qnn_OpConfig_t, Qnn_OpConfigV1_t, Qnn_Param_t,
@@ -58,16 +59,6 @@ _MAX_OFFSET = 2 ** 20 - 2 ** 16
 _IDS = itertools.count(1)
 
 
-def _field_address(struct: ctypes.Structure, cls: type, name: str) -> int:
-    """The pointer stored in field `name` of `struct` (read from the struct's bytes, never dereferenced)."""
-    return ctypes.c_void_p.from_address(ctypes.addressof(struct) + getattr(cls, name).offset).value or 0
-
-
-def _text(struct: ctypes.Structure, cls: type, name: str, what: str) -> str | None:
-    raw = c_string(_field_address(struct, cls, name), what)
-    return None if raw is None else raw.decode("utf-8", "replace")
-
-
 def _body(t: Qnn_Tensor_t) -> Any:
     if int(t.version) == C.QNN_TENSOR_VERSION_1:
         return t.v1
@@ -94,7 +85,7 @@ def _quant(v: Any, dtype: str, dims: tuple[int, ...], name: str) -> qi.Quant:
         if not 0 <= axis < len(dims) or n != dims[axis]:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: axis {axis} with {n} scale/offsets for "
                                                        f"dims {list(dims)}")
-        raw = safe_read(_field_address(ax, Qnn_AxisScaleOffset_t, "scaleOffset"),
+        raw = safe_read(field_pointer(ax, Qnn_AxisScaleOffset_t, "scaleOffset"),
                         n * ctypes.sizeof(Qnn_ScaleOffset_t))
         if raw is None:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: scaleOffset is not readable")
@@ -137,7 +128,7 @@ def decode_tensor(t: Any, what: str, *, static_data: bool = True) -> tuple[qi.Qn
     if t is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} is NULL or not a Qnn_Tensor_t")
     v = _body(t)
-    name = _text(v, Qnn_TensorV1_t, "name", f"{what} name")
+    name = field_text(v, Qnn_TensorV1_t, "name", f"{what} name")
     if not name:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{what} has no name")
     kind = _KINDS.get(int(v.type))
@@ -151,7 +142,7 @@ def decode_tensor(t: Any, what: str, *, static_data: bool = True) -> tuple[qi.Qn
         raise NpuError(ErrorCode.NOT_SUPPORTED, f"tensor {name!r}: data type {int(v.dataType):#x} is not supported")
     dtype, fixed = dtype_info
     rank = int(v.rank)
-    dims = read_u32_array(_field_address(v, Qnn_TensorV1_t, "dimensions"), rank) if rank <= _MAX_RANK else None
+    dims = read_u32_array(field_pointer(v, Qnn_TensorV1_t, "dimensions"), rank) if rank <= _MAX_RANK else None
     if dims is None:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"tensor {name!r}: rank {rank} with unreadable dimensions")
     if any(d == 0 for d in dims):
@@ -209,9 +200,9 @@ def decode_op(config: Any, resolve: Callable[[Any, str], str]) -> qi.QnnOp:
     if int(cfg.version) != C.QNN_OPCONFIG_VERSION_1:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown op config version {int(cfg.version)}")
     v1 = cfg.v1
-    name = _text(v1, Qnn_OpConfigV1_t, "name", "op name") or ""
-    package = _text(v1, Qnn_OpConfigV1_t, "packageName", "packageName")
-    op_type = _text(v1, Qnn_OpConfigV1_t, "typeName", "typeName")
+    name = field_text(v1, Qnn_OpConfigV1_t, "name", "op name") or ""
+    package = field_text(v1, Qnn_OpConfigV1_t, "packageName", "packageName")
+    op_type = field_text(v1, Qnn_OpConfigV1_t, "typeName", "typeName")
     if not name or not package or not op_type:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "an op config needs a name, a packageName and a typeName")
     arrays = {}
@@ -219,13 +210,13 @@ def decode_op(config: Any, resolve: Callable[[Any, str], str]) -> qi.QnnOp:
                                                                          Qnn_Tensor_t),
                               ("outputTensors", v1.numOfOutputs, Qnn_Tensor_t)):
         n = int(count)
-        addr = _field_address(v1, Qnn_OpConfigV1_t, field)
+        addr = field_pointer(v1, Qnn_OpConfigV1_t, field)
         if n and (n > 4096 or safe_read(addr, n * ctypes.sizeof(cls)) is None):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"op {name!r}: {field} ({n}) is not readable")
         arrays[field] = [cls.from_address(addr + k * ctypes.sizeof(cls)) for k in range(n)]
     params = {}
     for p in arrays["params"]:
-        pname = _text(p, Qnn_Param_t, "name", "param name")
+        pname = field_text(p, Qnn_Param_t, "name", "param name")
         if not pname:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"op {name!r}: a param has no name")
         params[pname] = _param_value(p, pname)
@@ -318,7 +309,7 @@ class BuildGraph:
         ids = {**self.context.ids, **self.ids}
         if int(v.id) in ids:
             return ids[int(v.id)]
-        name = _text(v, Qnn_TensorV1_t, "name", f"{what} name")
+        name = field_text(v, Qnn_TensorV1_t, "name", f"{what} name")
         if name and name in self.known():
             return name
         raise NpuError(ErrorCode.INVALID_INPUT, f"{what} ({name!r}, id {int(v.id)}) is not a tensor of graph "
@@ -456,18 +447,10 @@ def _graph_settings(config: Any, profile: Any) -> dict:
     """graphCreate's HTP custom configs (`htp_plan.graph_settings`): VTCM_SIZE in MB (0 = the SoC's whole VTCM; more
     than the SoC has is refused), OPTIMIZATION's finalize level, PRECISION. Other options are accepted."""
     out: dict[str, int] = {}
-    if config is None:
-        return out
-    try:
-        configs = as_struct_list(config, None, QnnGraph_Config_t, "config")
-    except NpuError as exc:
-        raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, exc.message) from None
-    for cfg in configs:
+    for cfg in config_entries(config, QnnGraph_Config_t, C.QNN_GRAPH_ERROR_INVALID_ARGUMENT):
         if int(cfg.option) != C.QNN_GRAPH_CONFIG_OPTION_CUSTOM:
             continue
-        custom = as_struct(cfg.customConfig, QnnHtpGraph_CustomConfig_t, address=True)
-        if custom is None:
-            raise QnnError(C.QNN_GRAPH_ERROR_INVALID_ARGUMENT, "customConfig is NULL or unreadable")
+        custom = custom_config(cfg, QnnHtpGraph_CustomConfig_t, C.QNN_GRAPH_ERROR_INVALID_ARGUMENT)
         option = int(custom.option)
         if option == C.QNN_HTP_GRAPH_CONFIG_OPTION_VTCM_SIZE:
             vtcm = int(custom.vtcmSizeInMB) << 20
@@ -503,16 +486,11 @@ class GraphBuilding:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context out-parameter must be a "
                                                                  "Qnn_ContextHandle_t")
         sharing = False
-        if config is not None:
-            try:
-                configs = as_struct_list(config, None, QnnContext_Config_t, "config")
-            except NpuError as exc:
-                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, exc.message) from None
-            for cfg in configs:
-                custom = as_struct(cfg.customConfig, QnnHtpContext_CustomConfig_t, address=True) \
-                    if int(cfg.option) == C.QNN_CONTEXT_CONFIG_OPTION_CUSTOM else None
-                if custom is not None and int(custom.option) == C.QNN_HTP_CONTEXT_CONFIG_OPTION_WEIGHT_SHARING_ENABLED:
-                    sharing = bool(custom.weightSharingEnabled)
+        for cfg in config_entries(config, QnnContext_Config_t, C.QNN_CONTEXT_ERROR_INVALID_CONFIG):
+            custom = as_struct(cfg.customConfig, QnnHtpContext_CustomConfig_t, address=True) \
+                if int(cfg.option) == C.QNN_CONTEXT_CONFIG_OPTION_CUSTOM else None
+            if custom is not None and int(custom.option) == C.QNN_HTP_CONTEXT_CONFIG_OPTION_WEIGHT_SHARING_ENABLED:
+                sharing = bool(custom.weightSharingEnabled)
         _out_handle(context, BuildContext(b, sharing).handle, C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context")
         return C.QNN_SUCCESS
 

@@ -34,6 +34,7 @@ from npurt.qnn.context import GraphsContext, QnnContext, SpillGroup, join_group
 from npurt.qnn.memory_report import memory_report
 from npurt.qnn.graph import QnnGraph
 from npurt.qnn.graph_build import BuildGraph, GraphBuilding
+from npurt.qnn.configs import config_entries, custom_config
 from npurt.qnn.boundary import BACKEND_INVALID_HANDLE, DEVICE_INVALID_HANDLE, QnnError, from_npu, qnn_call
 from npurt.qnn.mem_registry import FASTRPC, NATIVE, REGISTRY, SPILLFILL, VTCMBACKUP, WEIGHTS
 from npurt.runtime.loader import MAX_ONNX, load_family
@@ -807,20 +808,11 @@ def _device_soc(config: Any, default: str) -> str | None:
     """The HTP SoC deviceCreate's configs choose (HTP custom SOC = a socModel, ARCH = a Hexagon arch: `default` if
     it has that arch, else the first SoC of it), or None when they name none; both must agree. Other options are
     accepted (no effect on the memory model); a socModel / arch npurt has no profile of is refused."""
-    if config is None:
-        return None
-    try:
-        configs = as_struct_list(config, None, QnnDevice_Config_t, "config")
-    except NpuError as exc:
-        raise QnnError(C.QNN_DEVICE_ERROR_INVALID_ARGUMENT, f"config entries must be QnnDevice_Config_t: "
-                                                            f"{exc.message}") from None
     soc = arch = None
-    for cfg in configs:
+    for cfg in config_entries(config, QnnDevice_Config_t, C.QNN_DEVICE_ERROR_INVALID_ARGUMENT):
         if int(cfg.option) != C.QNN_DEVICE_CONFIG_OPTION_CUSTOM:
             continue
-        custom = as_struct(cfg.customConfig, QnnHtpDevice_CustomConfig_t, address=True)
-        if custom is None:
-            raise QnnError(C.QNN_DEVICE_ERROR_INVALID_ARGUMENT, "customConfig is NULL or unreadable")
+        custom = custom_config(cfg, QnnHtpDevice_CustomConfig_t, C.QNN_DEVICE_ERROR_INVALID_ARGUMENT)
         if int(custom.option) == C.QNN_HTP_DEVICE_CONFIG_OPTION_SOC:
             soc = _soc_of(lambda p: p.soc_model == int(custom.socModel), f"socModel {int(custom.socModel)}",
                           lambda p: f"{p.soc_model} ({p.name})")
@@ -905,14 +897,7 @@ def _context_options(config: Any, backend: Backend, base: dict | None = None) ->
     """The context options `config` asks for, over `base` (the defaults when None)."""
     opts = dict(base) if base is not None else {"deferred": False, "priority": C.QNN_PRIORITY_DEFAULT,
                                                  "concurrent": False, "multi_contexts": False}
-    if config is None:
-        return opts
-    try:
-        configs = as_struct_list(config, None, QnnContext_Config_t, "config")
-    except NpuError as exc:
-        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, f"config entries must be QnnContext_Config_t: "
-                                                           f"{exc.message}") from None
-    for cfg in configs:
+    for cfg in config_entries(config, QnnContext_Config_t, C.QNN_CONTEXT_ERROR_INVALID_CONFIG):
         option = int(cfg.option)
         if option == C.QNN_CONTEXT_CONFIG_OPTION_DEFER_GRAPH_INIT:
             opts["deferred"] = bool(cfg.isGraphInitDeferred)
@@ -922,10 +907,7 @@ def _context_options(config: Any, backend: Backend, base: dict | None = None) ->
                 raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, f"unknown priority {int(cfg.priority)}")
             opts["priority"] = int(cfg.priority)
         elif option == C.QNN_CONTEXT_CONFIG_OPTION_CUSTOM:
-            custom = as_struct(cfg.customConfig, QnnHtpContext_CustomConfig_t, address=True)
-            if custom is None:
-                raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, "customConfig is NULL or unreadable")
-            _htp_option(custom, opts)
+            _htp_option(custom_config(cfg, QnnHtpContext_CustomConfig_t, C.QNN_CONTEXT_ERROR_INVALID_CONFIG), opts)
         elif option in (C.QNN_CONTEXT_CONFIG_OPTION_ERROR_REPORTING, C.QNN_CONTEXT_CONFIG_OPTION_OEM_STRING,
                         C.QNN_CONTEXT_CONFIG_ASYNC_EXECUTION_QUEUE_DEPTH, C.QNN_CONTEXT_CONFIG_ENABLE_GRAPHS,
                         C.QNN_CONTEXT_CONFIG_MEMORY_LIMIT_HINT, C.QNN_CONTEXT_CONFIG_PERSISTENT_BINARY,

@@ -42,11 +42,6 @@ LAYOUT_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"
 POOL_OPS = frozenset({"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
 HEAVY_OPS = {"Softmax": 4.0, "LogSoftmax": 4.0, "LayerNormalization": 4.0, "InstanceNormalization": 4.0,
              "Exp": 2.0, "Erf": 2.0, "Sigmoid": 1.0, "Tanh": 1.0, "Resize": 1.0}   # elements of work per element
-ELEMENTWISE_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Clip", "LeakyRelu", "PRelu", "HardSigmoid",
-                             "HardSwish", "Sigmoid", "Tanh", "Max", "Min", "Sqrt", "Pow", "Exp", "Erf", "Elu",
-                             "BatchNormalization", "Softplus", "Mish", "ReduceSum", "ReduceMean", "ReduceMax",
-                             "ReduceMin", "LpNormalization", "Neg", "Abs", "Gelu", "LRN", "Swish", "ThresholdedRelu",
-                             "Sum", "Mean", "Log", "Floor", "Sin", "Cos", "Upsample"})
 # Activations computed by a lookup pass over the output (C2 elements per cycle, as other elementwise ops) even when
 # fused into the conv; Relu / Clip / LeakyRelu ride the conv's output stage for free.
 LUT_ACTIVATIONS = frozenset({"Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Swish", "Gelu", "Mish", "Exp"})
