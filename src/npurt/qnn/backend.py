@@ -130,10 +130,15 @@ class Backend:
         may, self.may_adopt = self.may_adopt and not self.contexts, False
         if not may:
             return
-        if soc == self.profile.name:
-            return
+        if soc != self.profile.name:
+            self._move_to(soc)
+
+    def _move_to(self, soc: str) -> None:
+        """Move to HTP SoC `soc`'s device (the default SoC of rpcmem / QuRT allocations from then on)."""
         old, self.core = self.core, _acquire_core(soc)
         self.device, self.profile = self.core.device, self.core.profile
+        if self.adopted:
+            htp_device.note_adopted(old.profile.name, -1)
         _release_core(old)
         self.adopted = True
         htp_device.note_adopted(soc, 1)
@@ -146,13 +151,7 @@ class Backend:
         if self.contexts:
             return False
         self.may_adopt = False
-        old, self.core = self.core, _acquire_core(soc)
-        self.device, self.profile = self.core.device, self.core.profile
-        if self.adopted:
-            htp_device.note_adopted(old.profile.name, -1)
-        _release_core(old)
-        self.adopted = True
-        htp_device.note_adopted(soc, 1)
+        self._move_to(soc)
         return True
 
     def free(self) -> None:

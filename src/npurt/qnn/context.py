@@ -257,11 +257,15 @@ class QnnContext:
             REGISTRY.release_context(self)
             self.external = {}
             self._release_memory()
-            if self.group is not None:
-                self.group.leave(self)
-            if self in self.backend.contexts:
-                self.backend.contexts.remove(self)
-            HANDLES.remove(self.handle)
+            self._unlist()
+
+    def _unlist(self) -> None:
+        """The last step of `free`: out of its spill-fill group, its backend's contexts and the handle table."""
+        if self.group is not None:
+            self.group.leave(self)
+        if self in self.backend.contexts:
+            self.backend.contexts.remove(self)
+        HANDLES.remove(self.handle)
 
 
 class SpillGroup:
@@ -367,15 +371,26 @@ class GraphsContext(QnnContext):
         self.models = list(models)              # no model of its own (`compiled` None): the children hold them
         self.shared = shared
         self.children: list[QnnContext] = []
+        self._derived: dict[tuple, Any] = {}    # per list of models: their HTP plans and weight bytes (see _of)
         super().__init__(backend, None, deferred=deferred, priority=priority, concurrent=concurrent,
                          multi_contexts=multi_contexts)
+
+    def _of(self) -> tuple[list[HtpMemoryPlan], tuple[int, int]]:
+        """(each graph's HTP plan, (weight bytes stored, unshared)) of the current models, computed once per list
+        of models (a built context gains one per finalized graph): hashing a shared store is not redone by every
+        size property, memory report and address-space check."""
+        key = tuple(map(id, self.models))
+        if key not in self._derived:
+            self._derived = {key: ([plan_graph(m, self.backend.profile.vtcm_size) for m in self.models],
+                                   context_binary.weight_bytes(self.models, self.shared))}
+        return self._derived[key]
 
     def required_size(self, kind: str) -> int:
         """The size properties of the context: the weights of all graphs (the store once when shared), the largest
         spill-fill / VTCM backup need of a graph (its graphs run one at a time)."""
+        plans, (stored, _) = self._of()
         if kind == WEIGHTS:
-            return round_granule(self.memory().weight_bytes)
-        plans = [plan_graph(m, self.backend.profile.vtcm_size) for m in self.models]
+            return round_granule(stored)
         if kind == SPILLFILL:
             return max((p.spillfill_buffer_size for p in plans), default=0)
         if kind == VTCMBACKUP:
@@ -383,7 +398,7 @@ class GraphsContext(QnnContext):
         return 0
 
     def spill_need(self) -> int:
-        return max((plan_graph(m, self.backend.profile.vtcm_size).spill_size for m in self.models), default=0)
+        return max((p.spill_size for p in self._of()[0]), default=0)
 
     def finalize(self) -> None:
         """Build every graph's child context: over the one shared weights buffer when the store is shared, and over
@@ -436,11 +451,10 @@ class GraphsContext(QnnContext):
                            general=C.QNN_CONTEXT_ERROR_GET_BINARY_FAILED) from exc
 
     def memory(self) -> ContextMemory:
-        stored, unshared = context_binary.weight_bytes(self.models, self.shared)
+        needs, (stored, unshared) = self._of()
         own = self._weights_ref
         kids = [c.memory() for c in self.children]
         held = (page_round(own.size) if own is not None else 0) + sum(k.weight_memory for k in kids)
-        needs = [plan_graph(m, self.backend.profile.vtcm_size) for m in self.models]
         return ContextMemory(len(self.models), self.shared, stored, unshared, held,
                              spill_fill=self._spill_held() + sum(k.spill_fill for k in kids),
                              spill_fill_need=max((p.spill_size for p in needs), default=0),
@@ -463,8 +477,4 @@ class GraphsContext(QnnContext):
             self._release_memory()
             REGISTRY.release_context(self)
             self.external = {}
-            if self.group is not None:
-                self.group.leave(self)
-            if self in self.backend.contexts:
-                self.backend.contexts.remove(self)
-            HANDLES.remove(self.handle)
+            self._unlist()
