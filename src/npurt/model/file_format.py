@@ -183,14 +183,14 @@ def refuse_vendor_model(data: "bytes | bytearray | memoryview | str | os.PathLik
     `.rknn` model or a QNN context binary of several graphs (which only QNN loads); nothing otherwise (an unreadable
     path is left to the caller's own read)."""
     try:
-        vendor = is_vendor_model(data)
         if not isinstance(data, (bytes, bytearray, memoryview)):
             with open(os.fspath(data), "rb") as f:
                 data = f.read(len(CONTEXT_MAGIC))
     except OSError:
         return
-    if bytes(memoryview(data).cast("B")[:len(CONTEXT_MAGIC)]) == CONTEXT_MAGIC:
+    head = bytes(memoryview(data).cast("B")[:len(CONTEXT_MAGIC)])
+    if head == CONTEXT_MAGIC:
         raise _invalid(f"{what} {_SEVERAL_GRAPHS}")
-    if vendor:
+    if is_vendor_model(head):
         raise _invalid(f"{what} is a vendor-compiled .rknn model, which only runs on the board: pass the ONNX model "
                        f"it was built from, or an .npurt compiled from it (npurt convert model.onnx -o model.npurt)")

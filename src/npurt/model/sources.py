@@ -51,13 +51,15 @@ def resolve_model(arg: "str | os.PathLike") -> Path:
                                             f"names {', '.join(ZOO + PUBLISHED)}")
 
 
-def read_onnx(model: Any, external_data: bool = False) -> Any:
+def read_onnx(model: Any, external_data: bool = False, name: "str | os.PathLike | None" = None) -> Any:
     """The ModelProto of an ONNX path, bytes or ModelProto; without external data unless `external_data` (the
-    graph alone answers shape questions; running it needs the weights). INVALID_MODEL when it cannot be read."""
+    graph alone answers shape questions; running it needs the weights). INVALID_MODEL when it cannot be read, naming
+    the path (or `name`: the file that bytes were read from)."""
     import onnx
     if isinstance(model, onnx.ModelProto):
         return model
-    what = "" if isinstance(model, (bytes, bytearray, memoryview)) else f" {os.fspath(model)}"
+    what = f" {os.fspath(name)}" if name is not None else \
+        "" if isinstance(model, (bytes, bytearray, memoryview)) else f" {os.fspath(model)}"
     try:
         if isinstance(model, (bytes, bytearray, memoryview)):
             proto = onnx.load_from_string(bytes(model))

@@ -187,6 +187,6 @@ def read_files(model_input: Any, data_input: Any, cfg_input: Any
         raise NpuError(ErrorCode.INVALID_ARGUMENT, f"{os.fspath(model_input)} is not a model file written by "
                                                    f"hybrid_quantization_step1 (a {FORMAT!r} record)")
     from npurt.model.sources import read_onnx
-    read_onnx(os.fspath(data_input))        # INVALID_MODEL naming a .data that is not an ONNX model
+    read_onnx(onnx_bytes, name=data_input)  # INVALID_MODEL naming a .data that is not an ONNX model
     custom, qparams = parse_cfg(cfg)
     return record, onnx_bytes, custom, qparams

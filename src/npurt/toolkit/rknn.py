@@ -619,11 +619,11 @@ class RKNN(VendorClass):
             if name not in floats:
                 self._log("W", "hybrid_quantization_step2", f"{name}: {dtype} is not supported by npurt, the layer "
                                                             f"stays int8")
-        recorded = record.get("config", {})
-        unknown = sorted(set(recorded) - set(_config_defaults()))
+        recorded, defaults = record.get("config", {}), _config_defaults()
+        unknown = sorted(set(recorded) - set(defaults))
         if unknown:
             raise ToolkitError(f"{model_input}: the recorded configuration has unknown arguments {unknown}")
-        config = _checked_config(dict(_config_defaults(), **recorded))
+        config = _checked_config(dict(defaults, **recorded))
         batch = _batch_size(record.get("batch"))
         saved = (self._config, self._onnx, self._model_path)
         self._config, self._onnx, self._model_path = config, onnx_bytes, record.get("model")

@@ -42,15 +42,16 @@ def file_name(tensor: str) -> str:
 def file_names(tensors: Sequence[str]) -> dict[str, str]:
     """{tensor: file name}, one file per tensor: a name that is already a plain file name keeps it; one whose
     replaced characters make it collide (`a/b` and `a_b`) gets `_1`, `_2`, ... in the order given (the graph's)."""
-    names: dict[str, str] = {t: file_name(t) for t in tensors if file_name(t) == t + ".txt"}
+    base = {t: file_name(t) for t in tensors}
+    names: dict[str, str] = {t: f for t, f in base.items() if f == t + ".txt"}
     taken = set(names.values())
     for t in tensors:
         if t in names:
             continue
-        name, k = file_name(t), 0
+        name, k = base[t], 0
         while name in taken:
             k += 1
-            name = f"{file_name(t)[:-4]}_{k}.txt"
+            name = f"{base[t][:-4]}_{k}.txt"
         names[t] = name
         taken.add(name)
     return {t: names[t] for t in tensors}
