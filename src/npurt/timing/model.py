@@ -28,7 +28,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.model.report import memory_rows
 from npurt.soc import get_profile
 from npurt.soc import npu_timing as T
-from npurt.timing.placement import place
+from npurt.timing.placement import is_depthwise, place, tensor_shape, weight_shape
 
 if TYPE_CHECKING:
     from npurt.model.compiled import CompiledModel
@@ -171,14 +171,6 @@ def _sram_bytes(sram: bool | int, available: int, soc: str) -> int:
     raise NpuError(ErrorCode.INVALID_ARGUMENT, f"sram must be True, False or a byte count, not {sram!r}")
 
 
-def _shape(compiled: "CompiledModel", name: str) -> tuple[int, ...]:
-    st = compiled.storage.get(name)
-    if st is not None:
-        return tuple(int(d) for d in st.shape)
-    info = compiled.graph.tensors.get(name)
-    return tuple(int(d) for d in (info.shape or ())) if info is not None else ()
-
-
 def _pad(v: int, a: int) -> int:
     return -(-max(int(v), 1) // a) * a
 
@@ -192,8 +184,8 @@ def _layer(index: int, node: "Node", compiled: "CompiledModel", fig: T.NpuFigure
     out_st = compiled.storage.get(outs[0]) if outs else None
     dtype = out_st.dtype.value if out_st is not None else "float16"
     op = node.display_type
-    in_shapes = tuple(_shape(compiled, t) for t in acts_in)
-    out_shape = _shape(compiled, outs[0]) if outs else ()
+    in_shapes = tuple(tensor_shape(compiled, t) for t in acts_in)
+    out_shape = tensor_shape(compiled, outs[0]) if outs else ()
 
     ddr = sram = 0
     for t in acts_in + outs:
@@ -222,7 +214,7 @@ def _layer(index: int, node: "Node", compiled: "CompiledModel", fig: T.NpuFigure
     if macs:
         eff = _fill(node, compiled, fig, dtype) * fit.conv_efficiency * fit.efficiency_of(fig.soc)
         per_us = fig.macs_per_cycle * fig.clock_mhz * rate * eff          # MACs per µs of one core
-        if _depthwise(node, compiled):
+        if is_depthwise(node, compiled):
             per_us /= fig.atom_k          # one output channel per input channel: one kernel of the atom works
         if node.activation in LUT_ACTIVATIONS:     # the activation is one more pass over the output
             activation = elems / (c2 * fig.clock_mhz)
@@ -254,30 +246,13 @@ def _c2(profile: Any, dtype: str) -> int:
     return int(profile.c2.get(key) or profile.c2.get("float16") or profile.c2.get("int8") or 8)
 
 
-def _weight_shape(node: "Node", compiled: "CompiledModel") -> tuple[int, ...]:
-    if len(node.inputs) < 2 or not node.inputs[1]:
-        return ()
-    w = compiled.graph.constants.get(node.inputs[1])
-    if w is not None:
-        return tuple(int(d) for d in w.shape)
-    return _shape(compiled, node.inputs[1])
-
-
-def _depthwise(node: "Node", compiled: "CompiledModel") -> bool:
-    if node.op_type not in CONV_OPS:
-        return False
-    group = int(node.attrs.get("group", 1))
-    ws = _weight_shape(node, compiled)
-    return group > 1 and len(ws) >= 2 and ws[1] == 1
-
-
 def _fill(node: "Node", compiled: "CompiledModel", fig: T.NpuFigures, dtype: str) -> float:
     """Share of the MAC array the op's channels fill: input channels padded to the input atom (`atom_c` bytes of
     the element type), output channels to the kernel atom (`atom_k`)."""
-    ws = _weight_shape(node, compiled)
+    ws = weight_shape(node, compiled)
     if node.op_type in CONV_OPS and len(ws) >= 2:
         group = int(node.attrs.get("group", 1))
-        if _depthwise(node, compiled):
+        if is_depthwise(node, compiled):
             return 1.0
         cout, cin = (ws[1] * group, ws[0] // group) if node.op_type == "ConvTranspose" else (ws[0] // group, ws[1])
     elif node.op_type in MATMUL_OPS and len(ws) == 2:
@@ -291,14 +266,14 @@ def _fill(node: "Node", compiled: "CompiledModel", fig: T.NpuFigures, dtype: str
 
 def _macs(node: "Node", compiled: "CompiledModel", out_shape: tuple[int, ...]) -> int:
     """Multiply-accumulates of a conv / Gemm / MatMul (0 for other ops)."""
-    ws = _weight_shape(node, compiled)
+    ws = weight_shape(node, compiled)
     if node.op_type == "Conv" and len(ws) >= 3 and out_shape:
         return int(math.prod(out_shape) * math.prod(ws[1:]))
     if node.op_type == "ConvTranspose" and len(ws) >= 3 and node.inputs:
-        in_shape = _shape(compiled, node.inputs[0])
+        in_shape = tensor_shape(compiled, node.inputs[0])
         return int(math.prod(in_shape) * math.prod(ws[1:])) if in_shape else 0
     if node.op_type in MATMUL_OPS and out_shape:
-        a = _shape(compiled, node.inputs[0]) if node.inputs else ()
+        a = tensor_shape(compiled, node.inputs[0]) if node.inputs else ()
         k = a[-1] if a else 0
         if node.op_type == "Gemm" and int(node.attrs.get("transA", 0)) and len(a) >= 2:
             k = a[-2]

@@ -27,6 +27,33 @@ LIST_NAME = {"Conv": "Convolution", "Gemm": "Convolution", "MatMul": "exMatMul",
              "Mish": "exMish"}
 
 
+def tensor_shape(compiled: "CompiledModel", name: str) -> tuple[int, ...]:
+    """The logical shape of tensor `name` (its storage, else the graph's inferred shape; () when unknown)."""
+    st = compiled.storage.get(name)
+    if st is not None:
+        return tuple(int(d) for d in st.shape)
+    info = compiled.graph.tensors.get(name)
+    return tuple(int(d) for d in (info.shape or ())) if info is not None else ()
+
+
+def weight_shape(node: "Node", compiled: "CompiledModel") -> tuple[int, ...]:
+    """The shape of the node's weight operand (its second input; () when it has none)."""
+    if len(node.inputs) < 2 or not node.inputs[1]:
+        return ()
+    w = compiled.graph.constants.get(node.inputs[1])
+    if w is not None:
+        return tuple(int(d) for d in w.shape)
+    return tensor_shape(compiled, node.inputs[1])
+
+
+def is_depthwise(node: "Node", compiled: "CompiledModel") -> bool:
+    """A grouped convolution with one input channel per group."""
+    if node.op_type not in ("Conv", "ConvTranspose"):
+        return False
+    ws = weight_shape(node, compiled)
+    return int(node.attrs.get("group", 1)) > 1 and len(ws) >= 2 and ws[1] == 1
+
+
 @functools.lru_cache(maxsize=1)
 def support() -> dict[str, Any]:
     """The parsed support lists (`op_support.json`)."""
@@ -35,19 +62,17 @@ def support() -> dict[str, Any]:
 
 def _list_name(node: "Node", compiled: "CompiledModel") -> str:
     if node.op_type == "Conv":
-        from npurt.timing.model import _depthwise
-        return "Depthwise Convolution" if _depthwise(node, compiled) else "Convolution"
+        return "Depthwise Convolution" if is_depthwise(node, compiled) else "Convolution"
     return LIST_NAME.get(node.op_type, node.op_type)
 
 
 def _attributes(node: "Node", compiled: "CompiledModel", rank: int) -> dict[str, int]:
     """The node's attributes under the list's names (each list spells stride / pad its own way: both are given)."""
-    from npurt.timing.model import _weight_shape
     a = node.attrs
     out: dict[str, int] = {}
     kernel = list(a.get("kernel_shape") or [])
     if not kernel and node.op_type in ("Conv", "ConvTranspose"):
-        kernel = list(_weight_shape(node, compiled)[2:])
+        kernel = list(weight_shape(node, compiled)[2:])
     if len(kernel) == 2:
         out.update(kernel_h=int(kernel[0]), kernel_w=int(kernel[1]))
     strides = list(a.get("strides") or [])
@@ -80,8 +105,7 @@ def place(node: "Node", compiled: "CompiledModel", soc: str) -> tuple[str, str]:
     if spec is None:
         version = support()["version"]
         return "CPU", f"{node.op_type} is not in {soc}'s NPU op list (RKNN compiler support list {version})"
-    from npurt.timing.model import _shape
-    in_shape = _shape(compiled, node.inputs[0]) if node.inputs and node.inputs[0] else ()
+    in_shape = tensor_shape(compiled, node.inputs[0]) if node.inputs and node.inputs[0] else ()
     for key, value in _attributes(node, compiled, len(in_shape) or 4).items():
         allowed = spec.get(key)
         if allowed is not None and not _allowed(value, allowed):
