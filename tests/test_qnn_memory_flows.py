@@ -18,7 +18,7 @@ from npurt.qnn.system import QnnSystemContext_BinaryInfo_t, QnnSystemInterfaceTa
 
 from helpers.capi import prefix
 from helpers.oracle import qnn_ep_session, run_ort
-from helpers.qnn import code, ok
+from helpers.qnn import code, config_list, ok
 from helpers.qnn_build import Client
 
 W, R, N = q.QNN_TENSOR_TYPE_APP_WRITE, q.QNN_TENSOR_TYPE_APP_READ, q.QNN_TENSOR_TYPE_NATIVE
@@ -29,11 +29,6 @@ FP16 = 4e-3
 # ---------------------------------------------------------------------------------------------------------
 # config lists
 # ---------------------------------------------------------------------------------------------------------
-def _list(items: list) -> list:
-    """A NULL-terminated list of pointers to `items` (each keeps what it points at alive)."""
-    return [ctypes.pointer(i) for i in items] + [None]
-
-
 def graph_config(vtcm_mb: int | None = None, level: int | None = None) -> list:
     """graphCreate's config list: HTP VTCM_SIZE and / or OPTIMIZATION (FINALIZE_OPTIMIZATION_FLAG)."""
     out = []
@@ -51,7 +46,7 @@ def graph_config(vtcm_mb: int | None = None, level: int | None = None) -> list:
         cfg = q.QnnGraph_Config_t()
         cfg.option, cfg.customConfig, cfg._keep = q.QNN_GRAPH_CONFIG_OPTION_CUSTOM, ctypes.addressof(htp), htp
         out.append(cfg)
-    return _list(out)
+    return config_list(out)
 
 
 def device_config(soc_model: int | None = None, arch: int | None = None) -> list:
@@ -69,7 +64,7 @@ def device_config(soc_model: int | None = None, arch: int | None = None) -> list
         cfg = q.QnnDevice_Config_t()
         cfg.option, cfg.customConfig, cfg._keep = q.QNN_DEVICE_CONFIG_OPTION_CUSTOM, ctypes.addressof(htp), htp
         out.append(cfg)
-    return _list(out)
+    return config_list(out)
 
 
 def binary_info(data: bytes) -> tuple[int, list]:
@@ -263,7 +258,7 @@ def group_config(first: int, max_spill: int) -> list:
     htp.groupRegistration.maxSpillFillBuffer = max_spill
     cfg = q.QnnContext_Config_t()
     cfg.option, cfg.customConfig, cfg._keep = q.QNN_CONTEXT_CONFIG_OPTION_CUSTOM, ctypes.addressof(htp), htp
-    return _list([cfg])
+    return config_list([cfg])
 
 
 def spilling_binary(shape, name: str) -> tuple[bytes, int]:

@@ -24,15 +24,11 @@ import npurt.qnn as q
 from npurt.qnn.backend import HANDLES
 from npurt.soc.htp import HTP_PROFILES, PD_MAP_LIMIT
 
-from helpers.qnn import code, ok
+from helpers.qnn import code, config_list, ok
 from helpers.qnn_build import Client
 
 W, R = q.QNN_TENSOR_TYPE_APP_WRITE, q.QNN_TENSOR_TYPE_APP_READ
 PAGE = 4096
-
-
-def _list(items: list) -> list:
-    return [ctypes.pointer(i) for i in items] + [None]
 
 
 def fc_binary(seed: int, n: int = 256) -> tuple[bytes, np.ndarray]:
@@ -154,7 +150,7 @@ def test_a_deferred_context_fails_at_finalize_and_may_finalize_once_there_is_roo
         a = load(c, binaries[0][0])
         need = pd_of(c.backend).mapped
         monkeypatch.setenv("NPURT_QNN_PD_BUDGET", str(need + need // 2))
-        d = load(c, binaries[1][0], _list([defer]))               # a handle only: nothing mapped yet
+        d = load(c, binaries[1][0], config_list([defer]))               # a handle only: nothing mapped yet
         before = state(c)
         assert code(c.qi.contextFinalize(d, None)) == q.QNN_CONTEXT_ERROR_MEM_ALLOC
         assert state(c) == before and not HANDLES.get(d.value).finalized
@@ -199,7 +195,7 @@ def priority(value: int) -> q.QnnContext_Config_t:
 
 def ep_list_config(share: bool = True, opt: int = q.SEQUENTIAL_WITHOUT_VA_OPTIMIZATION) -> list:
     """The list configs onnxruntime's QNN EP sends with htp_share_resource_optimization=1."""
-    return _list([priority(q.QNN_PRIORITY_DEFAULT),
+    return config_list([priority(q.QNN_PRIORITY_DEFAULT),
                   htp_config(q.QNN_HTP_CONTEXT_CONFIG_OPTION_SHARE_RESOURCES, "shareResources", share),
                   htp_config(q.QNN_HTP_CONTEXT_CONFIG_OPTION_SHARE_RESOURCES_OPTIMIZATION_TYPE, "shareResOptType", opt),
                   htp_config(q.QNN_HTP_CONTEXT_CONFIG_OPTION_WEIGHT_SHARING_ENABLED, "weightSharingEnabled", True)])
@@ -240,7 +236,7 @@ def test_list_async_loads_every_binary_notifies_once_each_and_shares_resources(b
     notes = Notes()
     c = Client()
     try:
-        own = [None, _list([priority(q.QNN_PRIORITY_HIGH)])]
+        own = [None, config_list([priority(q.QNN_PRIORITY_HIGH)])]
         params = notes.params([b for b, _ in binaries[:2]], own)
         ok(c.qi.contextCreateFromBinaryListAsync(c.backend, c.device, params, ep_list_config(), None))
         assert [(n[3], n[4], n[5]) for n in notes.calls] == [(q.QNN_CONTEXT_NOTIFY_TYPE_CONTEXT_INIT, k + 1, 0)

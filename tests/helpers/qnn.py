@@ -98,6 +98,11 @@ def native():
     h.close()
 
 
+def config_list(items: list) -> list:
+    """A NULL-terminated list of pointers to the config structs `items` (each pointer keeps its struct alive)."""
+    return [ctypes.pointer(i) for i in items] + [None]
+
+
 def defer_config(*, concurrent: bool = False, multi: bool = False, priority: int | None = None,
                  first_group: int = 0) -> list:
     """The tutorial's config list: DEFER_GRAPH_INIT, optional HTP group configs and priority (NULL-terminated)."""
