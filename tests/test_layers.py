@@ -48,15 +48,25 @@ def _imports(tree: ast.AST, module: str, is_package: bool) -> list[str]:
                 base = package[:len(package) - (node.level - 1)]
                 prefix = ".".join(base + ([node.module] if node.module else []))
                 found.extend([prefix] if node.module else [f"{prefix}.{a.name}" for a in node.names])
-            elif node.module == "npurt":         # `from npurt import forksafe` imports npurt.forksafe
-                found.extend(f"npurt.{a.name}" for a in node.names)
-            elif node.module:
-                found.append(node.module)
+            elif node.module:                   # `from npurt import forksafe` imports npurt.forksafe
+                found.extend(_from_import(node.module, [a.name for a in node.names]))
         for child in ast.iter_child_nodes(node):
             visit(child)
 
     visit(tree)
     return found
+
+
+def _from_import(package: str, names: list[str]) -> list[str]:
+    """What `from package import names` imports: each name that is a module of an npurt package is that module
+    (`from npurt.qnn import constants` -> npurt.qnn.constants), anything else the package itself."""
+    if package == "npurt":
+        return [f"npurt.{n}" for n in names]
+    folder = SRC.parent.joinpath(*package.split("."))
+    if package.split(".")[0] != "npurt" or not (folder / "__init__.py").exists():
+        return [package]
+    subs = [n for n in names if (folder / f"{n}.py").exists() or (folder / n / "__init__.py").exists()]
+    return [f"{package}.{n}" for n in subs] + ([package] if len(subs) < len(names) else [])
 
 
 def _layer_of(module: str) -> str | None:
@@ -115,7 +125,58 @@ def test_imports_follow_the_layer_order():
     ("from ..plan import greedy", "npurt.qnn.htp_plan", ["npurt.plan"]),
     ("from npurt import __version__", "npurt.rknn.api_query", ["npurt.__version__"]),   # not a layer: refused
     ("from npurt import forksafe", "npurt.runtime.loader", ["npurt.forksafe"]),
+    ("from npurt.qnn import constants as C, interface", "npurt.qnn.pd", ["npurt.qnn.constants", "npurt.qnn.interface"]),
+    ("from npurt.qnn import API", "npurt.qnn.pd", ["npurt.qnn"]),
 ])
 def test_import_collection(source, module, expected):
     """The collector itself: function bodies are seen, TYPE_CHECKING blocks are not, relative imports resolve."""
     assert _imports(ast.parse(source), module, False) == expected
+
+
+# The QNN mirror's own layers (lowest first; `npurt.qnn.interface` documents them): the vendor's data and the C
+# boundary, handles, memory, contexts, graphs, members. A module imports its own level and those before it.
+QNN_LEVELS = (("constants", "structs", "_ptr", "boundary", "configs"),
+              ("device", "backend", "rpcmem", "qurt", "services"),
+              ("htp_plan", "mem_registry", "pd"),
+              ("context", "memory_report"),
+              ("graph", "graph_build", "epcontext"),
+              ("members", "interface", "system"))
+QNN_RANK = {name: i for i, level in enumerate(QNN_LEVELS) for name in level}
+
+
+def _qnn_part(module: str) -> str | None:
+    """`npurt.qnn.X...` -> "X" (the package itself -> ""); None outside the QNN mirror."""
+    parts = module.split(".")
+    return (parts[2] if len(parts) > 2 else "") if parts[:2] == ["npurt", "qnn"] else None
+
+
+def qnn_violations() -> list[tuple[str, str]]:
+    """(module, imported module) for every import inside `npurt.qnn` that goes up its levels."""
+    bad = set()
+    for path in sorted((SRC / "qnn").rglob("*.py")):
+        module = _module_name(path)
+        own = _qnn_part(module)
+        if not own:                                  # the package's __init__ re-exports the API: exempt
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for name in _imports(tree, module, path.name == "__init__.py"):
+            target = _qnn_part(name)
+            if target is None:
+                continue
+            if target not in QNN_RANK or own not in QNN_RANK or QNN_RANK[target] > QNN_RANK[own]:
+                bad.add((module, name))
+    return sorted(bad)
+
+
+def test_every_qnn_module_has_a_level():
+    names = {p.stem for p in (SRC / "qnn").glob("*.py")} - {"__init__"}
+    names |= {p.name for p in (SRC / "qnn").iterdir() if (p / "__init__.py").exists()}
+    assert names == set(QNN_RANK), f"modules without a level: {sorted(names - set(QNN_RANK))}; " \
+                                   f"levels without a module: {sorted(set(QNN_RANK) - names)}"
+
+
+def test_the_qnn_mirror_imports_downwards():
+    """handles -> memory -> context -> graph -> members: no module of the mirror imports one of a later level (a
+    context opens its graphs through the `QnnGraph` its caller passes, it does not import it)."""
+    bad = qnn_violations()
+    assert not bad, "QNN imports against its levels (module -> imported):\n" + "\n".join(f"  {m} -> {t}" for m, t in bad)

@@ -15,6 +15,7 @@ import npurt.qnn as q
 from helpers.qnn import code
 from helpers.qnn_build import Client
 from npurt.qnn import graph_build
+from npurt.qnn.members import building
 from npurt.qnn.backend import Backend, lookup
 from npurt.qnn.boundary import internal_errors
 
@@ -102,13 +103,13 @@ def test_add_node_once_finalize_started_is_refused(client, monkeypatch):
     (6024); the compiled graph is the one finalize started with."""
     _small_graph(client)
     started, release = threading.Event(), threading.Event()
-    compile_ir = graph_build._compile_ir
+    compile_ir = building._compile_ir
 
     def slow_compile(model, soc):
         started.set()
         release.wait(10)
         return compile_ir(model, soc)
-    monkeypatch.setattr(graph_build, "_compile_ir", slow_compile)
+    monkeypatch.setattr(building, "_compile_ir", slow_compile)
     codes = {}
     finalizer = threading.Thread(target=lambda: codes.setdefault(
         "finalize", code(client.qi.graphFinalize(client.graph, None, None))))

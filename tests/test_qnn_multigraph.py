@@ -401,11 +401,11 @@ def test_a_graph_that_cannot_load_leaves_nothing_of_the_others(monkeypatch):
         before_handles, before_buffers = _live_objects(), len(device.buffers())
         real, calls = QnnContext.finalize, []
 
-        def flaky(self):
+        def flaky(self, open_graph):
             calls.append(self)
             if len(calls) == 2:
                 raise QnnError(q.QNN_CONTEXT_ERROR_MEM_ALLOC, "no memory for the second graph")
-            real(self)
+            real(self, open_graph)
         monkeypatch.setattr(QnnContext, "finalize", flaky)
         ctx = q.Qnn_ContextHandle_t()
         rc = c.qi.contextCreateFromBinary(c.backend, c.device, None, data, len(data), ctx, None)

@@ -29,7 +29,7 @@ from npurt.errors import NpuError
 from npurt.memory import raw
 from npurt.memory.cargs import as_struct_list
 from npurt.qnn import constants as C
-from npurt.qnn.interface import PERF_INFRASTRUCTURE
+from npurt.qnn.members.device import PERF_INFRASTRUCTURE
 
 LIBRARY_NAME = "libQnnHtp.so"
 PREFIX = "qnn_"

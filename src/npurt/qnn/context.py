@@ -22,7 +22,7 @@ form a `SpillGroup`: one spill-fill buffer of the group's maxSpillFillBuffer und
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -95,9 +95,9 @@ class QnnContext:
         return 0
 
     # -- finalize --------------------------------------------------------------------------------------
-    def finalize(self) -> None:
-        """Build the context's memory and its graphs; QnnError on failure (then nothing is kept)."""
-        from npurt.qnn.graph import QnnGraph
+    def finalize(self, open_graph: Callable[["QnnContext"], "QnnGraph"]) -> None:
+        """Build the context's memory and open its graph on it (`open_graph`: `QnnGraph`, a layer above, which reads
+        this context); QnnError on failure (then nothing is kept)."""
         ext = {r.kind: r for r in REGISTRY.of_context(self) if r.kind in (WEIGHTS, SPILLFILL, VTCMBACKUP)}
         if self.concurrent and (SPILLFILL in ext) != (VTCMBACKUP in ext):
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG,
@@ -109,7 +109,7 @@ class QnnContext:
                                f"the registered {rec.kind} buffer was freed before contextFinalize")
         try:
             self._build_memory(ext)
-            graph = QnnGraph(self)
+            graph = open_graph(self)
         except QnnError:
             self._release_memory()
             raise
@@ -400,7 +400,7 @@ class GraphsContext(QnnContext):
     def spill_need(self) -> int:
         return max((p.spill_size for p in self._of()[0]), default=0)
 
-    def finalize(self) -> None:
+    def finalize(self, open_graph: Callable[[QnnContext], "QnnGraph"]) -> None:
         """Build every graph's child context: over the one shared weights buffer when the store is shared, and over
         one spill-fill buffer of the largest graph's need (the HTP runs one graph at a time); QnnError on failure,
         and then nothing is kept."""
@@ -421,7 +421,7 @@ class GraphsContext(QnnContext):
                 for child in pending:
                     child.shared_spill = shared_spill
             for child in pending:
-                self.add_child(child)
+                self.add_child(child, open_graph)
         except BaseException:
             for child in pending:
                 child.free()
@@ -429,11 +429,11 @@ class GraphsContext(QnnContext):
             raise
         self.finalized = True
 
-    def add_child(self, child: QnnContext) -> "QnnGraph":
+    def add_child(self, child: QnnContext, open_graph: Callable[[QnnContext], "QnnGraph"]) -> "QnnGraph":
         """Finalize `child` (freed on failure) as one of this context's graphs; its graph."""
         child.parent = self
         try:
-            child.finalize()
+            child.finalize(open_graph)
         except BaseException:
             child.free()
             raise

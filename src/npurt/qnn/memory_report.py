@@ -1,7 +1,8 @@
 """The QNN memory report (what RKNN_LOG_LEVEL=3 is for RKNN): per live context and per spill-fill group — weights
 (stored once with sharing, and what they would take unshared), spill-fill, VTCM, VTCM backup, registered I/O — and
 the totals before and after sharing, every buffer counted once; and per HTP the process domain's address-space
-budget, what is mapped in it and the headroom (`npurt.qnn.pd`).
+budget, what is mapped in it and the headroom (`npurt.qnn.pd`); a load that would exceed the budget is refused
+by `check_pd_fits` from the same figures.
 
 From Python: `npurt.qnn.memory_report()` (`.lines()` for the text); `npurt report MODEL.bin --qnn` prints it for a
 context binary loaded through the mirror; with the QNN log at verbose (`logCreate` level 4 or
@@ -9,11 +10,14 @@ context binary loaded through the mirror; with the QNN log at verbose (`logCreat
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from npurt.memory.mapping import page_round
-from npurt.qnn.backend import HANDLES, Backend
+from npurt.errors import NpuError
+from npurt.qnn import constants as C
+from npurt.qnn.backend import HANDLES, Backend, lookup
+from npurt.qnn.boundary import QnnError
 from npurt.qnn.context import QnnContext
 from npurt.qnn.htp_plan import ContextMemory
 from npurt.qnn.pd import budget as pd_budget
@@ -120,7 +124,6 @@ def memory_report(backend: Any = None, core: Any = None) -> QnnMemoryReport:
     """The QNN memory report of every live context (or those of one backend: a `Backend` or its handle; or of one
     `HtpCore`), with the PD budget of each HTP they are on."""
     if backend is not None and not isinstance(backend, Backend):
-        from npurt.qnn.backend import lookup
         backend = lookup(backend, Backend)
     contexts = [c for c in _top_contexts(backend) if core is None or c.backend.core is core]
     groups: dict[int, Any] = {}
@@ -145,3 +148,33 @@ def memory_report(backend: Any = None, core: Any = None) -> QnnMemoryReport:
         part = report if len(cores) == 1 else memory_report(backend, c)
         pds.append(PdUsage(c.profile.name, pd_budget(c.profile), pd_mapped(part)))
     return QnnMemoryReport(rows, group_rows, vtcm, report.socs, tuple(pds))
+
+
+def check_pd_fits(ctx: QnnContext) -> None:
+    """After `ctx` (a top-level context) was built: QnnError 1002 naming the budget, what the other contexts map and
+    what `ctx` needs when they exceed its HTP's PD budget (the caller then releases `ctx`)."""
+    core = ctx.backend.core
+    try:
+        report = memory_report(core=core)
+        limit = pd_budget(core.profile)
+    except NpuError as exc:
+        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_CONFIG, exc.message) from None
+    total = pd_mapped(report)
+    if total <= limit:
+        return
+    before = pd_mapped(_without(report, ctx.handle))
+    raise QnnError(C.QNN_CONTEXT_ERROR_MEM_ALLOC,
+                   f"Failed to find available PD: the {core.profile.name} PD maps at most {limit:,} B, "
+                   f"{before:,} B are mapped, this context needs {total - before:,} B")
+
+
+def _without(report: QnnMemoryReport, handle: int) -> QnnMemoryReport:
+    """`report` as it was before context `handle` was loaded (its group kept while it has other members)."""
+    groups = []
+    for g in report.groups:
+        if handle not in g.contexts:
+            groups.append(g)
+        elif len(g.contexts) > 1:
+            groups.append(replace(g, contexts=tuple(h for h in g.contexts if h != handle),
+                                  mappings=max(g.mappings - 1, 1)))
+    return replace(report, contexts={h: c for h, c in report.contexts.items() if h != handle}, groups=tuple(groups))

@@ -19,7 +19,8 @@ from typing import Any, Callable
 
 import npurt.forksafe as forksafe
 from npurt.qnn import constants as C
-from npurt.qnn.backend import HANDLES
+from npurt.qnn.backend import HANDLES, lookup
+from npurt.qnn.boundary import LAST_FAILURE
 from npurt.qnn.structs import (QnnDevice_CoreInfo_t, QnnDevice_HardwareDeviceInfo_t, QnnDevice_PlatformInfo_t,
                                QnnHtpDevice_DeviceInfoExtension_t)
 from npurt.soc.htp import get_htp_profile
@@ -325,7 +326,6 @@ _verbose: dict[int, ctypes.Array] = {}
 def verbose_message(code: int) -> int:
     """The address of a new C string for errorGetVerboseMessage: the code's name and the last failure npurt's QNN
     mirror logged with that code; released by `free_verbose_message`."""
-    from npurt.qnn.boundary import LAST_FAILURE
     last = LAST_FAILURE.get(C.qnn_error_code(code))
     text = error_message(code) + (f"; last failure with this code: {last}" if last else "")
     buf = ctypes.create_string_buffer(text.encode())
@@ -341,5 +341,4 @@ def free_verbose_message(addr: int) -> bool:
 
 
 def lookup_log(handle: Any) -> Log | None:
-    from npurt.qnn.backend import lookup
     return lookup(handle, Log)

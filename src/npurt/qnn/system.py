@@ -11,6 +11,8 @@ bytes). Everything returned lives until `systemContextFree` of its handle.
 from __future__ import annotations
 
 import ctypes
+import logging
+import os
 from ctypes import POINTER, Structure, Union, c_char_p, c_uint32, c_uint64, c_uint8, c_void_p
 from typing import Any
 
@@ -23,10 +25,15 @@ from npurt.memory.cargs import as_struct
 from npurt.memory.raw import pointer_value, safe_read
 from npurt.qnn.backend import HANDLES, lookup
 from npurt.qnn.graph import io_tensors, tensor_specs
+from npurt.qnn.members.args import set_handle
+from npurt.qnn.members.backend import BUILD_ID, api_version
+from npurt.qnn.members.context import foreign_binary
 from npurt.qnn.htp_plan import graph_settings, plan_graph
 from npurt.qnn.structs import (Qnn_Tensor_t, Qnn_Version_t, QnnProfile_EventData_t,
                                QnnProfile_ExtendedEventData_t)
 from npurt.soc.htp import get_htp_profile, is_htp_soc
+
+log = logging.getLogger("npurt.qnn")
 
 IO_ALIGN = 8192         # observed: ioTensorSize sums each graph I/O tensor rounded up to 8 KiB
 
@@ -175,7 +182,6 @@ def _graph_info(compiled: Any, soc: str, shared_bytes: int | None, keep: list) -
 def binary_info(compiled: Any, size: int, keep: list) -> QnnSystemContext_BinaryInfo_t:
     """The version-3 binary info of a context binary — a `CompiledModel` or a `ContextBinary` of several graphs, one
     graph info each — (every struct it points to is appended to `keep`)."""
-    from npurt.qnn.interface import BUILD_ID, _api_version
     models = list(getattr(compiled, "models", [compiled]))
     first = models[0]
     soc = get_htp_profile(first.soc).name if is_htp_soc(first.soc) else get_htp_profile(None).name
@@ -185,7 +191,7 @@ def binary_info(compiled: Any, size: int, keep: list) -> QnnSystemContext_Binary
     info = QnnSystemContext_BinaryInfo_t()
     info.version = C.QNN_SYSTEM_CONTEXT_BINARY_INFO_VERSION_3
     v = info.contextBinaryInfoV3
-    api = _api_version()
+    api = api_version()
     v.backendId, v.buildId = C.QNN_BACKEND_ID_HTP, BUILD_ID.encode()
     v.coreApiVersion, v.backendApiVersion = api.coreApiVersion, api.backendApiVersion
     v.socVersion = soc.encode()
@@ -202,8 +208,7 @@ class QnnSystemInterfaceTable:
 
     def systemContextCreate(self, sysCtxHandle: Any) -> int:
         """QnnSystemContext_create(&handle)."""
-        from npurt.qnn.interface import _set_handle
-        if not _set_handle(sysCtxHandle, SystemContext().handle):
+        if not set_handle(sysCtxHandle, SystemContext().handle):
             return C.QNN_SYSTEM_CONTEXT_ERROR_INVALID_ARGUMENT
         return C.QNN_SUCCESS
 
@@ -211,7 +216,6 @@ class QnnSystemInterfaceTable:
                                    binaryInfo: Any, binaryInfoSize: Any = None) -> int:
         """QnnSystemContext_getBinaryInfo(handle, buffer, size, &info, &infoSize): the address of a version-3
         `QnnSystemContext_BinaryInfo_t` for an npurt context binary (`npurt convert ... -o model.bin`)."""
-        from npurt.qnn.interface import _set_handle, log
         sc = lookup(sysCtxHandle, SystemContext)
         if sc is None:
             log.error("<E> systemContextGetBinaryInfo: invalid system context handle")
@@ -227,7 +231,6 @@ class QnnSystemInterfaceTable:
             return C.QNN_SYSTEM_CONTEXT_ERROR_INVALID_ARGUMENT
         try:
             if not is_npurt(data) and not context_binary.is_context_binary(data):
-                from npurt.qnn.interface import foreign_binary
                 log.error("<E> systemContextGetBinaryInfo: %s", foreign_binary(size))
                 return C.QNN_SYSTEM_CONTEXT_ERROR_MALFORMED_BINARY
             compiled = context_binary.decode(data)
@@ -235,7 +238,7 @@ class QnnSystemInterfaceTable:
             log.error("<E> systemContextGetBinaryInfo: malformed context binary: %s", exc)
             return C.QNN_SYSTEM_CONTEXT_ERROR_MALFORMED_BINARY
         info = binary_info(compiled, size, sc.keep)
-        _set_handle(binaryInfo, ctypes.addressof(info))
+        set_handle(binaryInfo, ctypes.addressof(info))
         size_cell = as_struct(binaryInfoSize, ctypes.c_uint64)
         if size_cell is not None:
             size_cell.value = ctypes.sizeof(info)
@@ -245,8 +248,6 @@ class QnnSystemInterfaceTable:
                                                serializationTarget: Any) -> int:
         """QnnSystemProfile_createSerializationTarget(target, configs, n, &handle): a FILE target (the directory must
         exist; the file is created or appended to)."""
-        import os
-        from npurt.qnn.interface import _set_handle, log
         try:
             t = target if isinstance(target, QnnSystemProfile_SerializationTarget_t) else \
                 _read(QnnSystemProfile_SerializationTarget_t, pointer_value(target))
@@ -275,13 +276,12 @@ class QnnSystemInterfaceTable:
         if as_struct(serializationTarget, ctypes.c_void_p) is None:
             log.error("<E> systemProfileCreateSerializationTarget: serializationTarget is NULL")
             return C.QNN_SYSTEM_COMMON_ERROR_INVALID_ARGUMENT
-        _set_handle(serializationTarget, SerializationTarget(os.path.join(folder or ".", name), header,
+        set_handle(serializationTarget, SerializationTarget(os.path.join(folder or ".", name), header,
                                                              max_messages).handle)
         return C.QNN_SUCCESS
 
     def systemProfileSerializeEventData(self, serializationTarget: Any, eventData: Any, numEvents: int) -> int:
         """QnnSystemProfile_serializeEventData(handle, data[], n): one JSON line per QnnSystemProfile_ProfileData_t."""
-        from npurt.qnn.interface import log
         st = lookup(serializationTarget, SerializationTarget)
         if st is None:
             log.error("<E> systemProfileSerializeEventData: invalid serialization target handle")
