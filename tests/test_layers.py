@@ -77,18 +77,24 @@ def _layer_of(module: str) -> str | None:
     return parts[1] if len(parts) > 1 else ""
 
 
+def _module_imports(folder: Path) -> list[tuple[str, list[str]]]:
+    """(module, what it imports) for every module under `folder`."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        module = _module_name(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        found.append((module, _imports(tree, module, path.name == "__init__.py")))
+    return found
+
+
 def layer_violations() -> list[tuple[str, str]]:
     """(module, imported layer) for every import that breaks the order, sorted and without repeats."""
     bad: set[tuple[str, str]] = set()
-    for path in sorted(SRC.rglob("*.py")):
-        module = _module_name(path)
-        if module == "npurt":
-            continue
+    for module, names in _module_imports(SRC):
         own = _layer_of(module)
-        if own == TOP:
+        if module == "npurt" or own == TOP:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for name in _imports(tree, module, path.name == "__init__.py"):
+        for name in names:
             target = _layer_of(name)
             if target is None:
                 continue
@@ -153,13 +159,11 @@ def _qnn_part(module: str) -> str | None:
 def qnn_violations() -> list[tuple[str, str]]:
     """(module, imported module) for every import inside `npurt.qnn` that goes up its levels."""
     bad = set()
-    for path in sorted((SRC / "qnn").rglob("*.py")):
-        module = _module_name(path)
+    for module, names in _module_imports(SRC / "qnn"):
         own = _qnn_part(module)
         if not own:                                  # the package's __init__ re-exports the API: exempt
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for name in _imports(tree, module, path.name == "__init__.py"):
+        for name in names:
             target = _qnn_part(name)
             if target is None:
                 continue
