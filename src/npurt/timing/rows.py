@@ -192,7 +192,8 @@ def groups(result: list[dict], kind: str = "validation") -> dict[str, dict[str, 
 
 
 def bands(result: list[dict]) -> dict:
-    """The validation error per SoC and per (SoC, family), as `npurt.timing.bands` reads it (error_bands.json)."""
+    """The validation error per SoC (median |error| and median predicted / published, the SoC's bias) and per
+    (SoC, family), as `npurt.timing.bands` reads it (error_bands.json)."""
     rs = [r for r in result if r.get("kind") == "validation"]
     out: dict = {"sdk": CURRENT_SDK, "kind": "validation rows (never fitted) of rknn_model_zoo's table",
                  "command": "python bench/npu_timing.py --write-bands", "socs": {},
@@ -200,7 +201,8 @@ def bands(result: list[dict]) -> dict:
     for column in sorted({r["soc"] for r in rs}):
         here = [r for r in rs if r["soc"] == column]
         entry: dict = {"rows": len(here), "families": {},
-                       "median_error_pct": round(statistics.median(abs(r["error_pct"]) for r in here), 1)}
+                       "median_error_pct": round(statistics.median(abs(r["error_pct"]) for r in here), 1),
+                       "median_ratio": round(statistics.median(r["ratio"] for r in here), 3)}
         for fam in sorted({r["family"] for r in here}):
             fr = [r for r in here if r["family"] == fam]
             entry["families"][fam] = {"rows": len(fr),
