@@ -33,6 +33,7 @@ BUILDERS = {
     "yolov8n": "yolov8n", "yolov8s": "yolov8s", "yolov8m": "yolov8m",
     "yolov5n-seg": "yolov5n_seg", "yolov5s-seg": "yolov5s_seg", "yolov5m-seg": "yolov5m_seg",
     "yolov8n-seg": "yolov8n_seg", "yolov8s-seg": "yolov8s_seg", "yolov8m-seg": "yolov8m_seg",
+    "clip_text": "clip_text", "clip_images": "clip_images",           # fp16 (the clip and yolo_world demos)
 }
 # Columns of SoCs npurt does not emulate (the RKNPU1 generation: another toolkit, another runtime).
 NOT_EMULATED = ("rv1109", "rv1126", "rk1808")
