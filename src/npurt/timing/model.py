@@ -3,7 +3,7 @@
 For every scheduled op: time = max(compute, memory) + a fixed per-op cost, where
 - compute = the op's MACs (convolutions, Gemm, MatMul) over the SoC's MAC rate for the op's element type, with the
   padding losses of the MAC array's atomic operation (input channels padded to the input atom, output channels to
-  the kernel atom: `NpuFigures.atom_c` / `atom_k`, NVDLA's) and, for depthwise convolutions, one kernel of the
+  the kernel atom: `NpuFigures.atom_c` / `atom_k`, per NPU generation) and, for depthwise convolutions, one kernel of the
   kernel atom busy (1 / atom_k of the array); other NPU ops move C2 elements per cycle;
 - memory = the op's bytes over the bandwidths: its input and output tensors at their planned sizes (the sizes the
   RKNN_LOG_LEVEL=3 memory table prints), split into DDR and SRAM by the plan's SRAM placement (the arena's first
