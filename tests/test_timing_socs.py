@@ -49,7 +49,10 @@ def test_thin_layers_lose_less_to_padding_on_the_newer_generation():
         compiled = _conv(cin, cin)
         for soc, fill in (("rk3588", fill_3588), ("rk3576", fill_3576)):
             fig = T.npu_figures(soc)
-            layer = predict(compiled, soc).layers[0]
+            prediction = predict(compiled, soc)
+            assert prediction.figures["sparse_factor"] == fig.sparse_factor
+            assert prediction.figures["macs_per_cycle_per_core"] == fig.macs_per_cycle
+            layer = prediction.layers[0]
             rate = fig.macs_per_cycle * fig.clock_mhz * fill * T.FIT.conv_efficiency * T.FIT.efficiency_of(soc)
             assert layer.macs and layer.compute_us - layer.activation_us == pytest.approx(layer.macs / rate), soc
 

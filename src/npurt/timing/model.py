@@ -153,7 +153,8 @@ def predict(compiled: "CompiledModel", soc: str | None = None, cores: int = 1, s
     macs = sum(layer.macs for layer in layers)
     naive_ms = macs / (fig.macs_per_cycle * fig.clock_mhz * cores) / 1000.0
     figures = {"int8_tops": fig.int8_tops, "npu_cores": fig.cores, "clock_mhz": fig.clock_mhz,
-               "macs_per_cycle_per_core": fig.macs_per_cycle, "atom_c_bytes": fig.atom_c, "atom_k": fig.atom_k,
+               "macs_per_cycle_per_core": fig.macs_per_cycle, "sparse_factor": fig.sparse_factor,
+               "atom_c_bytes": fig.atom_c, "atom_k": fig.atom_k,
                "ddr_gbps_peak": fig.ddr_gbps, "dram": fig.dram,
                "fit": {**asdict(fit), "soc_efficiency": dict(fit.soc_efficiency)}, "sources": list(fig.sources)}
     return Prediction(name, cores, sram_bytes, compiled.precision, tuple(layers), naive_ms, figures)
