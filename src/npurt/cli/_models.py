@@ -96,7 +96,6 @@ def load_model(arg: str, soc: str | None, options: CompileOptions = CompileOptio
                progress: bool | None = None) -> Any:
     """A CompiledModel for `arg`: loaded from a `.npurt` (its SoC must match `soc` when given; it takes no
     `options`) or compiled with `options`."""
-    from npurt.exec.compile import compile_with
     import npurt
     path = resolve_model(arg)
     if progress is None:
@@ -109,6 +108,7 @@ def load_model(arg: str, soc: str | None, options: CompileOptions = CompileOptio
         if soc and compiled.soc != soc.lower():
             raise NpuError(ErrorCode.PLATFORM_MISMATCH, f"{path.name} was compiled for {compiled.soc}, not {soc}")
         return compiled
+    from npurt.exec.compile import compile_with       # only to compile: loading a .npurt needs no onnx
     return compile_with(path, named_shapes(options, path), soc, progress)   # which resolves --quantize ('random' too)
 
 

@@ -10,14 +10,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-import onnx
-from onnx import helper, numpy_helper
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.model import file_format
+from npurt.model.attr_wire import decode_attribute
 from npurt.model.attrs import TensorAttr, TensorStorage
 from npurt.model.ir import Graph, Node, TensorInfo
-from npurt.model.onnx_import import attribute_value
 from npurt.model.weights import WeightEntry, stored_view
 from npurt.plan.model_plan import MemoryPlan
 
@@ -115,6 +113,7 @@ def _plan_from_json(d: dict[str, Any]) -> MemoryPlan:
 
 
 def _node_json(n: Node) -> dict[str, Any]:
+    from onnx import helper, numpy_helper      # saving only: loading reads the attributes without onnx (attr_wire)
     attrs = {}
     for k, v in n.attrs.items():
         if isinstance(v, np.ndarray):
@@ -129,9 +128,7 @@ def _node_json(n: Node) -> dict[str, Any]:
 def _node_from_json(d: dict[str, Any]) -> Node:
     attrs = {}
     for k, b64 in d["attrs"].items():
-        a = onnx.AttributeProto()
-        a.ParseFromString(base64.b64decode(b64))
-        attrs[k] = attribute_value(a)
+        attrs[k] = decode_attribute(base64.b64decode(b64))[1]
     p = d["activation_params"]
     return Node(d["name"], d["op_type"], list(d["inputs"]), list(d["outputs"]), attrs, d["activation"],
                 tuple(p) if p is not None else None, d.get("domain", ""))

@@ -7,6 +7,10 @@ calibration and validation rows (rknn_model_zoo's benchmark table). Timing depen
   are the outputs ([1, 255, 80, 80], ...), the decode moved to post-processing. `width`/`depth` give n/s/m.
 - `yolov8`: YOLOv8 (C2f blocks, SPPF, PANet) with rknn_model_zoo's head: per level the box conv [1, 64, h, w],
   the class conv + Sigmoid [1, 80, h, w] and their ReduceSum + Clip [1, 1, h, w]; DFL moved to post-processing.
+- `clip_text` / `clip_images`: OpenAI CLIP ViT-B/32's text encoder (20 tokens, width 512, 8 heads, 12 layers, causal
+  mask, the EOT token's feature projected to 512) and image encoder (224x224, 32x32 patches, width 768, 12 heads,
+  12 layers, the class token projected to 512): pre-LN blocks with LayerNormalization and QuickGELU
+  (x * sigmoid(1.702 x)), as rknn_model_zoo's clip demo (fp16) runs them; 63 M and 88 M parameters.
 MobileNetV2 (mobilenetv2-12) is `npurt.model.zoo.mobilenet_v2_like`.
 """
 from __future__ import annotations
@@ -225,3 +229,81 @@ def yolov8s_seg() -> onnx.ModelProto:
 
 def yolov8m_seg() -> onnx.ModelProto:
     return yolov8(width=0.75, depth=0.67, max_channels=768, seg=True)
+
+
+def _clip_blocks(g: _Graph, x: str, seq: int, width: int, heads: int, layers: int, causal: bool) -> str:
+    """CLIP's residual attention blocks: x + attn(ln_1(x)), x + mlp(ln_2(x)), QuickGELU in the MLP."""
+    hd = width // heads
+
+    def linear(y, din, dout, bias=True):
+        w = g.const(g.rng.normal(0, np.sqrt(1 / din), (din, dout)).astype(np.float32))
+        y = g.node("MatMul", [y, w])
+        return g.node("Add", [y, g.const(np.zeros(dout, np.float32), "b")]) if bias else y
+
+    def ln(y):
+        return g.node("LayerNormalization", [y, g.const(np.ones(width, np.float32), "ln"),
+                                             g.const(np.zeros(width, np.float32), "ln")], axis=-1, epsilon=1e-5)
+
+    def heads_of(y, perm):
+        r = g.node("Reshape", [y, g.const(np.array([1, seq, heads, hd], np.int64), "shape")])
+        return g.node("Transpose", [r], perm=perm)
+
+    mask = g.const(np.triu(np.full((seq, seq), -1e4, np.float32), 1)[None, None], "mask") if causal else None
+    scale = g.const(np.array(1 / np.sqrt(hd), np.float32), "scale")
+    for _ in range(layers):
+        h = ln(x)
+        q, k, v = (heads_of(linear(h, width, width), p) for p in ([0, 2, 1, 3], [0, 2, 3, 1], [0, 2, 1, 3]))
+        att = g.node("Mul", [g.node("MatMul", [q, k]), scale])
+        att = g.node("Softmax", [g.node("Add", [att, mask]) if causal else att], axis=-1)
+        o = g.node("Transpose", [g.node("MatMul", [att, v])], perm=[0, 2, 1, 3])
+        o = g.node("Reshape", [o, g.const(np.array([1, seq, width], np.int64), "shape")])
+        x = g.node("Add", [x, linear(o, width, width)])
+        m = linear(ln(x), width, 4 * width)
+        m = g.node("Mul", [m, g.node("Sigmoid", [g.node("Mul", [m, g.const(np.array(1.702, np.float32), "qg")])])])
+        x = g.node("Add", [x, linear(m, 4 * width, width)])
+    return x
+
+
+def _take(g: _Graph, x: str, index: int, width: int) -> str:
+    """Token `index` of [1, seq, width] as [1, width] (the pooled feature)."""
+    return g.node("Gather", [x, g.const(np.array(index, np.int64), "idx")], axis=1)
+
+
+def clip_text(tokens: int = 20, width: int = 512, heads: int = 8, layers: int = 12, vocab: int = 49408,
+              seed: int = 0) -> onnx.ModelProto:
+    """CLIP ViT-B/32's text encoder: token and position embeddings, 12 causal blocks, ln_final, the last (EOT)
+    token's feature projected to 512. Input: int64 token ids [1, tokens]."""
+    g = _Graph(seed)
+    table = g.const(g.rng.normal(0, 0.02, (vocab, width)).astype(np.float32), "token_embedding")
+    x = g.node("Gather", [table, "input_ids"], axis=0)
+    x = g.node("Add", [x, g.const(g.rng.normal(0, 0.01, (1, tokens, width)).astype(np.float32), "pos")])
+    x = _clip_blocks(g, x, tokens, width, heads, layers, causal=True)
+    x = g.node("LayerNormalization", [x, g.const(np.ones(width, np.float32), "ln"),
+                                      g.const(np.zeros(width, np.float32), "ln")], axis=-1, epsilon=1e-5)
+    w = g.const(g.rng.normal(0, np.sqrt(1 / width), (width, 512)).astype(np.float32), "proj")
+    y = g.node("MatMul", [_take(g, x, tokens - 1, width), w], "text_embeds")
+    m = g.model([("input_ids", [1, tokens])], [(y, [1, 512])], "clip_text")
+    m.graph.input[0].type.tensor_type.elem_type = onnx.TensorProto.INT64
+    onnx.checker.check_model(m)
+    return m
+
+
+def clip_images(size: int = 224, patch: int = 32, width: int = 768, heads: int = 12, layers: int = 12,
+                seed: int = 0) -> onnx.ModelProto:
+    """CLIP ViT-B/32's image encoder: the patch conv, class token and position embeddings, ln_pre, 12 blocks,
+    the class token's feature (ln_post) projected to 512."""
+    g = _Graph(seed)
+    n = (size // patch) ** 2
+    x = g.conv("pixel_values", 3, width, patch, patch, bias=False, pad=0)
+    x = g.node("Transpose", [g.node("Reshape", [x, g.const(np.array([1, width, n], np.int64), "shape")])],
+               perm=[0, 2, 1])
+    cls = g.const(g.rng.normal(0, 0.02, (1, 1, width)).astype(np.float32), "class_embedding")
+    x = g.node("Concat", [cls, x], axis=1)
+    x = g.node("Add", [x, g.const(g.rng.normal(0, 0.01, (1, n + 1, width)).astype(np.float32), "pos")])
+    ln_w = (g.const(np.ones(width, np.float32), "ln"), g.const(np.zeros(width, np.float32), "ln"))
+    x = g.node("LayerNormalization", [x, *ln_w], axis=-1, epsilon=1e-5)
+    x = _clip_blocks(g, x, n + 1, width, heads, layers, causal=False)
+    x = g.node("LayerNormalization", [_take(g, x, 0, width), *ln_w], axis=-1, epsilon=1e-5)
+    w = g.const(g.rng.normal(0, np.sqrt(1 / width), (width, 512)).astype(np.float32), "proj")
+    y = g.node("MatMul", [x, w], "image_embeds")
+    return g.model([("pixel_values", [1, 3, size, size])], [(y, [1, 512])], "clip_images")

@@ -8,9 +8,11 @@ choice / a fit, and says so. Public figures:
   bus bytes x MT/s and is only reached in part (`FIT.ddr_efficiency`);
 - CPU cores and clock (for ops that fall back to the CPU): the same briefs.
 - the MAC array's atomic operation (tag "nvdla"): 64 bytes of input channels x 32 kernels, which a conv's channels
-  are padded to; the RK3566 has the RK3568's NPU (tag "rk356x").
-Derived: int8 MACs per cycle per core = TOPS x 1e12 / 2 / clock / cores (one MAC = two operations); for the RK3588
-that is 1024, the per-core MAC array commonly quoted for RKNPU2.
+  are padded to; the RK3566 has the RK3568's NPU (tag "rk356x"); the RK3562 / RK3576 generation (tag
+  "rk3562_rk3576"): 32 x 32 atoms, peak TOPS counting sparse weights, the RK3576's NPU at 950 MHz.
+Derived: int8 MACs per cycle per core = TOPS x 1e12 / 2 / clock / cores (one MAC = two operations), over the sparse
+factor for a SoC whose peak counts 2:4 sparse weights (tag "rk3562_rk3576"); for the RK3588 that is 1024, the per-core MAC
+array commonly quoted for RKNPU2, and for the RK3576 about 1050.
 Fitted (`FIT`): only on the four calibration rows of rknn_model_zoo's benchmark table (single core, int8):
 MobileNetV2 RK3588 450.7 FPS, ResNet50-v2 RK3588 110.1 FPS, YOLOv5s RK3566/RK3568 19.3 FPS, YOLOv8n RK3576
 90.2 FPS (`bench/npu_timing.py --fit` re-runs the fit). Everything else is predicted, not fitted: the other rows of
@@ -47,6 +49,16 @@ SOURCES: Mapping[str, str] = MappingProxyType({
               "share the SoC family's NPU clock table, whose top operating point is 1 GHz; rknn_model_zoo publishes "
               "them as one column 'RK3566/RK3568'. So the RK3566 carries the RK3568's NPU figures (the 0.8 TOPS of "
               "some RK3566 briefs is not the NPU the runtime drives at its top clock)",
+    "rk3562_rk3576": "the RK3562 and RK3576 NPUs are one generation, newer than the RK3588's: Rockchip's RKNPU kernel "
+                     "driver (rknpu_drv.c) gives rk3562_rknpu_config and rk3576_rknpu_config, and only them, 16-bit "
+                     "task counters, the new task-status offset, DMA control and an internal buffer (RK3562 256 KB, "
+                     "RK3576 1 MB split per core); the NPU OPP table of the RK3576 BSP device tree tops at 950 MHz; "
+                     "rknn_model_zoo publishes the RK3576 with a sparse-weight column, 1.4-1.7 times its dense FPS on "
+                     "the convolution-bound models (YOLOv6/v8 m, ResNet50). npurt's reading, applied to both SoCs: the "
+                     "brief's TOPS counts that sparse gain (x 1.5; RK3576: 2 cores x ~1050 dense int8 MACs x 2 x "
+                     "0.95 GHz x 1.5 = 6 TOPS) and the dense core computes 32 input channels x 32 kernels per atomic "
+                     "operation, so thin layers (16 / 32 channels) lose less to padding than in the RK3588's 64 x 32 "
+                     "atom. Not a Rockchip table; the zoo's dense rows were seen when choosing it (docs/npu-timing.md)",
 })
 
 
@@ -67,11 +79,12 @@ class NpuFigures:
     notes: tuple[str, ...] = ()
     atom_c: int = 64            # input-channel atom of the MAC array, bytes (64 int8 / 32 fp16 channels): "nvdla"
     atom_k: int = 32            # output-channel (kernel) atom of the MAC array: "nvdla"
+    sparse_factor: float = 1.0  # the peak TOPS counts 2:4 sparse weights at this gain ("rk3562_rk3576")
 
     @property
     def macs_per_cycle(self) -> float:
-        """int8 MACs per cycle of one core (derived: TOPS x 1e12 / 2 / clock / cores)."""
-        return self.int8_tops * 1e12 / 2 / (self.clock_mhz * 1e6) / self.cores
+        """Dense int8 MACs per cycle of one core (derived: TOPS x 1e12 / 2 / clock / cores / sparse factor)."""
+        return self.int8_tops * 1e12 / 2 / (self.clock_mhz * 1e6) / self.cores / self.sparse_factor
 
     @property
     def ddr_gbps(self) -> float:
@@ -97,8 +110,8 @@ class Fit:
 # (docs/npu-timing.md) list the fit's result and its error on every row. The RK3566/RK3568 NPU reaches a smaller
 # share of its peak than the RK3588/RK3576 ones (rknn_model_zoo: ResNet50 37.9 vs 110.1 FPS for 1 vs 2 TOPS per
 # core), so its factor is fitted on its one calibration row (YOLOv5s); the RK3562 and the RV11xx keep 1.0.
-FIT = Fit(conv_efficiency=1.0, ddr_efficiency=0.78, op_overhead_cycles=11100.0,
-          soc_efficiency=(("rk3566", 0.729), ("rk3568", 0.729)))
+FIT = Fit(conv_efficiency=1.0, ddr_efficiency=0.903, op_overhead_cycles=12100.0,
+          soc_efficiency=(("rk3566", 0.723), ("rk3568", 0.723)))
 
 # npurt's choices (not public, not fitted), each used in one place of `npurt.timing.model`:
 PRECISION_RATE = MappingProxyType({"int8": 1.0, "uint8": 1.0, "int16": 0.5, "float16": 0.25, "bfloat16": 0.25,
@@ -111,12 +124,16 @@ MULTICORE_SYNC_CYCLES = 2000.0  # per op and extra core: splitting and joining t
 _T = NpuFigures
 FIGURES: Mapping[str, NpuFigures] = MappingProxyType({f.soc: f for f in (
     _T("rk3588", 6.0, 3, 1000, "LPDDR4X", 64, 4224, "4x Cortex-A76", 2400, ("brief", "clock", "nvdla")),
-    _T("rk3576", 6.0, 2, 1000, "LPDDR4X", 32, 4266, "4x Cortex-A72", 2200, ("brief", "clock", "nvdla")),
+    _T("rk3576", 6.0, 2, 950, "LPDDR4X", 32, 4266, "4x Cortex-A72", 2200, ("brief", "rk3562_rk3576"),
+       ("6 TOPS with sparse weights: dense ~1050 int8 MACs per cycle per core in 32 x 32 atoms, at 950 MHz",),
+       atom_c=32, atom_k=32, sparse_factor=1.5),
     _T("rk3568", 1.0, 1, 1000, "LPDDR4", 32, 3200, "4x Cortex-A55", 2000,
        ("brief", "clock", "rk356x", "nvdla")),
     _T("rk3566", 1.0, 1, 1000, "LPDDR4", 32, 3200, "4x Cortex-A55", 1800, ("brief", "rk356x", "nvdla"),
        ("NPU: the RK3568's (one driver configuration, one zoo column)",)),
-    _T("rk3562", 1.0, 1, 1000, "LPDDR4X", 32, 3200, "4x Cortex-A53", 2000, ("brief", "nvdla")),
+    _T("rk3562", 1.0, 1, 1000, "LPDDR4X", 32, 3200, "4x Cortex-A53", 2000, ("brief", "rk3562_rk3576"),
+       ("the RK3576's NPU generation: 1 TOPS with sparse weights, dense ~333 int8 MACs per cycle in 32 x 32 atoms",),
+       atom_c=32, atom_k=32, sparse_factor=1.5),
     _T("rv1126b", 3.0, 1, 1000, "LPDDR4", 32, 3200, "4x Cortex-A53", 1900, ("brief", "estimate", "nvdla"),
        ("NPU clock and DRAM rate: estimates",)),
     _T("rv1106", 0.5, 1, 1000, "DDR3L (in package)", 16, 1866, "Cortex-A7", 1200, ("brief", "estimate", "nvdla"),

@@ -3,7 +3,7 @@
 For every scheduled op: time = max(compute, memory) + a fixed per-op cost, where
 - compute = the op's MACs (convolutions, Gemm, MatMul) over the SoC's MAC rate for the op's element type, with the
   padding losses of the MAC array's atomic operation (input channels padded to the input atom, output channels to
-  the kernel atom: `NpuFigures.atom_c` / `atom_k`, NVDLA's) and, for depthwise convolutions, one kernel of the
+  the kernel atom: `NpuFigures.atom_c` / `atom_k`, per NPU generation) and, for depthwise convolutions, one kernel of the
   kernel atom busy (1 / atom_k of the array); other NPU ops move C2 elements per cycle;
 - memory = the op's bytes over the bandwidths: its input and output tensors at their planned sizes (the sizes the
   RKNN_LOG_LEVEL=3 memory table prints), split into DDR and SRAM by the plan's SRAM placement (the arena's first
@@ -153,7 +153,8 @@ def predict(compiled: "CompiledModel", soc: str | None = None, cores: int = 1, s
     macs = sum(layer.macs for layer in layers)
     naive_ms = macs / (fig.macs_per_cycle * fig.clock_mhz * cores) / 1000.0
     figures = {"int8_tops": fig.int8_tops, "npu_cores": fig.cores, "clock_mhz": fig.clock_mhz,
-               "macs_per_cycle_per_core": fig.macs_per_cycle, "atom_c_bytes": fig.atom_c, "atom_k": fig.atom_k,
+               "macs_per_cycle_per_core": fig.macs_per_cycle, "sparse_factor": fig.sparse_factor,
+               "atom_c_bytes": fig.atom_c, "atom_k": fig.atom_k,
                "ddr_gbps_peak": fig.ddr_gbps, "dram": fig.dram,
                "fit": {**asdict(fit), "soc_efficiency": dict(fit.soc_efficiency)}, "sources": list(fig.sources)}
     return Prediction(name, cores, sram_bytes, compiled.precision, tuple(layers), naive_ms, figures)

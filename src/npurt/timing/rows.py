@@ -33,6 +33,7 @@ BUILDERS = {
     "yolov8n": "yolov8n", "yolov8s": "yolov8s", "yolov8m": "yolov8m",
     "yolov5n-seg": "yolov5n_seg", "yolov5s-seg": "yolov5s_seg", "yolov5m-seg": "yolov5m_seg",
     "yolov8n-seg": "yolov8n_seg", "yolov8s-seg": "yolov8s_seg", "yolov8m-seg": "yolov8m_seg",
+    "clip_text": "clip_text", "clip_images": "clip_images",           # fp16 (the clip and yolo_world demos)
 }
 # Columns of SoCs npurt does not emulate (the RKNPU1 generation: another toolkit, another runtime).
 NOT_EMULATED = ("rv1109", "rv1126", "rk1808")
@@ -192,7 +193,8 @@ def groups(result: list[dict], kind: str = "validation") -> dict[str, dict[str, 
 
 
 def bands(result: list[dict]) -> dict:
-    """The validation error per SoC and per (SoC, family), as `npurt.timing.bands` reads it (error_bands.json)."""
+    """The validation error per SoC (median |error| and median predicted / published, the SoC's bias) and per
+    (SoC, family), as `npurt.timing.bands` reads it (error_bands.json)."""
     rs = [r for r in result if r.get("kind") == "validation"]
     out: dict = {"sdk": CURRENT_SDK, "kind": "validation rows (never fitted) of rknn_model_zoo's table",
                  "command": "python bench/npu_timing.py --write-bands", "socs": {},
@@ -200,7 +202,8 @@ def bands(result: list[dict]) -> dict:
     for column in sorted({r["soc"] for r in rs}):
         here = [r for r in rs if r["soc"] == column]
         entry: dict = {"rows": len(here), "families": {},
-                       "median_error_pct": round(statistics.median(abs(r["error_pct"]) for r in here), 1)}
+                       "median_error_pct": round(statistics.median(abs(r["error_pct"]) for r in here), 1),
+                       "median_ratio": round(statistics.median(r["ratio"] for r in here), 3)}
         for fam in sorted({r["family"] for r in here}):
             fr = [r for r in here if r["family"] == fam]
             entry["families"][fam] = {"rows": len(fr),
