@@ -10,7 +10,7 @@ For every scheduled op: time = max(compute, memory) + a fixed per-op cost, where
   `sram` bytes), plus its weights from DDR;
 - ops the board runs on the CPU (`npurt.timing.placement`: not in the SoC's NPU op list of the RKNN compiler's
   support list, attributes out of its ranges, custom ops) cost CPU time: their elements at the CPU's clock plus a
-  hand-over.
+  hand-over, and their MACs (e.g. a convolution whose kernel is beyond the NPU's range) at the fitted CPU MAC rate.
 The NPU runs Conv + SiLU (x * Sigmoid(x)) as one op (rknpu2 release notes: "Conv-Silu/Conv-Swish" fusion), and so
 does npurt's compiler (ConvSwish); a fused lookup activation (SiLU, Sigmoid, ...) still costs one elementwise pass
 over the output (`LUT_ACTIVATIONS`), while Relu / Clip are free.
@@ -72,6 +72,7 @@ class LayerTime:
     bound: str                  # "compute", "memory", "overhead" (the fixed cost is the larger part) or "cpu"
     cores: int                  # cores the op runs on
     why: str = ""               # for a CPU op: why the board runs it on the CPU (`npurt.timing.placement`)
+    cpu_mac_us: float = 0.0     # part of a CPU op's time: its MACs at the fitted CPU rate (`Fit.cpu_macs_per_cycle`)
 
     @property
     def ms(self) -> float:
@@ -204,9 +205,10 @@ def _layer(index: int, node: "Node", compiled: "CompiledModel", fig: T.NpuFigure
     elems = math.prod(out_shape) if out_shape else 0
     if not on_npu:
         in_elems = sum(math.prod(s) for s in in_shapes if s)
-        cpu_us = (in_elems + elems) / (T.CPU_ELEMS_PER_CYCLE * fig.cpu_mhz) + T.CPU_SWITCH_US
+        mac_us = _macs(node, compiled, out_shape) / (fit.cpu_macs_per_cycle * fig.cpu_mhz)
+        cpu_us = (in_elems + elems) / (T.CPU_ELEMS_PER_CYCLE * fig.cpu_mhz) + T.CPU_SWITCH_US + mac_us
         return LayerTime(index, node.name or (outs[0] if outs else ""), op, "CPU", dtype, in_shapes, out_shape, 0,
-                         ddr, sram, wbytes, cpu_us, 0.0, 0.0, 0.0, cpu_us, "cpu", 1, why)
+                         ddr, sram, wbytes, cpu_us, 0.0, 0.0, 0.0, cpu_us, "cpu", 1, why, mac_us)
 
     split = cores if (cores > 1 and node.op_type in MULTICORE_OPS) else 1
     rate = T.PRECISION_RATE.get(dtype, 0.25)
