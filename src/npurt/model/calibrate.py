@@ -188,13 +188,54 @@ def calibrate_shared(runs: Sequence[tuple[Graph, list[list[np.ndarray]]]], mean:
                             lo.setdefault(name, 0.0)
                             hi.setdefault(name, 0.0)
                     bar.advance(task)
-    params = {}
+    ranges = {}
     for name in lo:
         a, b = histogram_range(lo[name], hi[name]) if name in hists else (lo[name], hi[name])
         if name in hists:
             a, b = choose_range(algorithm, hists[name], a, b)
-        params[name] = choose_affine_params(a, b, "int8")
+        ranges[name] = (a, b)
+    ranges = narrow_to_consumers(runs[0][0], ranges)
+    params = {name: choose_affine_params(a, b, "int8") for name, (a, b) in ranges.items()}
     return share_passthrough_params(runs[0][0], params)
+
+
+# A Sigmoid cannot tell inputs beyond ±7 apart at int8: sigmoid(±7) is within 0.001 of 0 / 1, under half a step
+# (1/510) of its [0, 1] output. rknn-toolkit2 clips Sigmoid inputs to the same bound.
+SIGMOID_INPUT_BOUND = 7.0
+
+
+def narrow_to_consumers(graph: Graph, ranges: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    """Each tensor's range cut to what its consumers can use: a Sigmoid's input to ±`SIGMOID_INPUT_BOUND`, and back
+    through the ops that only move or gather values (Concat and the pass-through ops: a Split, a Reshape ...) the
+    union of what their outputs keep. A tensor that any other op (or the graph's output) reads keeps its range.
+    With it a Concat of box coordinates and class logits before a Split and a Sigmoid (YOLOv8's head) is not widened
+    by logits the Sigmoid flattens anyway."""
+    consumers: dict[str, list] = {}
+    for node in graph.nodes:
+        for t in node.inputs:
+            if t:
+                consumers.setdefault(t, []).append(node)
+    outputs = set(graph.outputs)
+    out = dict(ranges)
+    for node in reversed(graph.nodes):              # consumers before producers: their needs are known
+        for t in node.outputs:
+            if t not in out or t in outputs or not consumers.get(t):
+                continue
+            needs = []
+            for c in consumers[t]:
+                kept = [out[o] for o in c.outputs if o in out]
+                if c.activation:
+                    needs.append(out[t])
+                elif c.op_type == "Sigmoid":
+                    needs.append(tuple(min(max(v, -SIGMOID_INPUT_BOUND), SIGMOID_INPUT_BOUND) for v in out[t]))
+                elif kept and (c.op_type == "Concat" or c.op_type in PASSTHROUGH_OPS and c.inputs[0] == t):
+                    needs.append((min(k[0] for k in kept), max(k[1] for k in kept)))
+                else:
+                    needs.append(out[t])
+            (a, b), lo, hi = out[t], min(n[0] for n in needs), max(n[1] for n in needs)
+            a, b = max(a, lo), min(b, hi)
+            out[t] = (a, b) if a <= b else ((lo, lo) if b < lo else (hi, hi))   # every value clips to one end
+    return out
 
 
 # Ops whose output values are a subset of their (first) input's values: they keep the input's quantisation, as
