@@ -11,8 +11,12 @@ side's int8 outputs against onnxruntime float32 (the minimum over the model's ou
 
 ratio (for `npurt bench`) = npurt's mean cosine / the toolkit's (>= 1: npurt's int8 is at least as close to float).
 The bench skips with one line when the toolkit venv cannot be made (no python3.11, no network for its wheels).
-Run: python bench/quant_vs_toolkit.py [--quick] [--cfg] [model ...]   (--quick: PP-OCRv4 det only, 8 calibration
-inputs; --cfg: also write both sides' hybrid_quantization_step1 .quantization.cfg into the work folder)
+With `--optimize=cle,bias[,adaround]` the same script also runs on `npurt optimize`'s output (columns "+eq": the
+vendor's quantiser given the equalised / bias-corrected / grid-aligned float model); with `--qdq`, onnxruntime's QDQ
+int8 as the QNN EP's flow makes it (`get_qnn_qdq_config`, same calibration images) on each model too.
+Run: python bench/quant_vs_toolkit.py [--quick] [--cfg] [--optimize=LIST] [--qdq] [model ...]   (--quick: PP-OCRv4
+det only, 8 calibration inputs; --cfg: also write both sides' hybrid_quantization_step1 .quantization.cfg into the
+work folder)
 """
 from __future__ import annotations
 
@@ -161,12 +165,67 @@ def run_side(python: list[str], job: dict, folder: Path) -> dict[str, np.ndarray
         return {k: z[k] for k in z.files}
 
 
-def run(quick: bool = False, names: list[str] | None = None, cfg: bool = False) -> list[dict]:
-    """One row per (model, held-out image) and one summary row per model; [] when the toolkit cannot run."""
+def npurt_cli() -> list[str]:
+    return [sys.executable, "-c", "import sys; from npurt.cli.main import main; sys.exit(main())"]
+
+
+def optimized(name: str, model: Path, folder: Path, techniques: str) -> Path:
+    """`npurt optimize` of `model` on the calibration files (the toolkit's mean / std) into `folder`/eq/model.onnx:
+    the float model the vendor's quantiser is then given."""
+    spec = rm.MODELS[name]
+    mean, std = NORM[name]
+    out = folder / "eq" / "model.onnx"      # the same stem: the toolkit names its files after it
+    out.parent.mkdir(exist_ok=True)
+    cmd = npurt_cli() + ["optimize", str(model), "-o", str(out), "--dataset", "dataset.txt", "--techniques",
+                         techniques, "--for", "rknn", "--mean", ",".join(map(str, mean)), "--std",
+                         ",".join(map(str, std)), "--input-shape", f"{spec.input}={','.join(map(str, spec.shape))}"]
+    done = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"npurt optimize failed: {(done.stderr or done.stdout).strip()[-800:]}")
+    return out
+
+
+def ort_qdq(name: str, model: Path, calib: list[np.ndarray], held: list[np.ndarray], folder: Path) -> dict:
+    """onnxruntime's QDQ int8 of `model` as the QNN EP's flow makes it (`get_qnn_qdq_config`: uint8 activations and
+    weights, min / max on the same calibration images), run on onnxruntime's CPU EP; its outputs per held-out image."""
+    import onnx
+    import onnxruntime as ort
+    from onnxruntime.quantization import CalibrationDataReader, quantize
+    from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
+    spec = rm.MODELS[name]
+    mean, std = NORM[name]
+    fixed = onnx.load(str(model))                   # the tier's static input shape (the QDQ tool wants one)
+    dims = fixed.graph.input[0].type.tensor_type.shape.dim
+    for d, v in zip(dims, spec.shape):
+        d.ClearField("dim_param")
+        d.dim_value = int(v)
+    src, dst = folder / f"{model.parent.name}_static.onnx", folder / f"{model.parent.name}_qdq.onnx"
+    onnx.save(fixed, str(src))
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.items = iter([{spec.input: (nchw(c) - np.float32(mean[0])) / np.float32(std[0])} for c in calib])
+
+        def get_next(self):
+            return next(self.items, None)
+    quantize(str(src), str(dst), get_qnn_qdq_config(str(src), Reader()))
+    sess = ort.InferenceSession(str(dst), providers=["CPUExecutionProvider"])
+    outs = {}
+    for k, img in enumerate(held):
+        x = (nchw(img) - np.float32(mean[0])) / np.float32(std[0])
+        for j, o in enumerate(sess.run(None, {spec.input: x})):
+            outs[f"{k}_{j}"] = np.asarray(o, np.float32)
+    return outs
+
+
+def run(quick: bool = False, names: list[str] | None = None, cfg: bool = False, techniques: str | None = None,
+        qdq: bool = False) -> list[dict]:
+    """One row per (model, held-out image) and one summary row per model; [] when the toolkit cannot run. Columns
+    (`side`): npurt and the toolkit on the model; with `techniques`, both again on `npurt optimize`'s output ("+eq");
+    with `qdq`, onnxruntime's QDQ (the QNN EP's quantiser) on each."""
     tk = toolkit_python()
     if tk is None:
         return []
-    npurt_exec = [sys.executable, "-c", "import sys; from npurt.cli.main import main; sys.exit(main())", "exec"]
     names = names or (["ppocr_det"] if quick else list(MODELS))
     rows = []
     for name in names:
@@ -174,7 +233,6 @@ def run(quick: bool = False, names: list[str] | None = None, cfg: bool = False) 
         folder = rm.cache() / "quant_vs_toolkit" / name
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        (folder / "quant_script.py").write_text(SCRIPT)
         calib, held = inputs(name, quick)
         lines = []
         for k, img in enumerate(calib):
@@ -185,51 +243,65 @@ def run(quick: bool = False, names: list[str] | None = None, cfg: bool = False) 
         for k, label in enumerate(labels):
             np.save(folder / f"held{k}.npy", nchw(held[label]))
         mean, std = NORM[name]
-        model = folder / "model.onnx"            # the toolkit's hybrid files are named after the model's stem
+        model = folder / "orig" / "model.onnx"   # the toolkit's hybrid files are named after the model's stem
+        model.parent.mkdir()
         shutil.copyfile(rm.model_path(name), model)
-        job = {"model": str(model), "input": spec.input, "shape": list(spec.shape), "mean": mean, "std": std,
-               "dataset": "dataset.txt", "heldout": [str(folder / f"held{k}.npy") for k in range(len(labels))]}
-        sides = {"npurt": npurt_exec, "toolkit": [str(tk)]}
+        variants = {"": model}
+        if techniques:
+            variants["+eq"] = optimized(name, model, folder, techniques)
         outs = {}
-        for side, python in sides.items():
-            outs[side] = run_side(python, {**job, "side": side, "out": str(folder / f"{side}.npz")}, folder)
-            if cfg:
-                sub = folder / f"cfg_{side}"
-                sub.mkdir()
-                (sub / "quant_script.py").write_text(SCRIPT)
-                for f in lines:
-                    shutil.copyfile(folder / f, sub / f)
-                (sub / "dataset.txt").write_text("\n".join(lines) + "\n")
-                run_side(python, {**job, "side": side, "cfg": True}, sub)
-        per = {"npurt": [], "toolkit": []}
+        for suffix, path in variants.items():
+            work = path.parent
+            (work / "quant_script.py").write_text(SCRIPT)
+            for f in lines:
+                shutil.copyfile(folder / f, work / f)
+            (work / "dataset.txt").write_text("\n".join(lines) + "\n")
+            job = {"model": str(path), "input": spec.input, "shape": list(spec.shape), "mean": mean, "std": std,
+                   "dataset": "dataset.txt", "heldout": [str(folder / f"held{k}.npy") for k in range(len(labels))]}
+            for side, python in {"npurt": npurt_cli() + ["exec"], "toolkit": [str(tk)]}.items():
+                outs[side + suffix] = run_side(python, {**job, "side": side, "out": str(work / f"{side}.npz")}, work)
+                if cfg:
+                    sub = work / f"cfg_{side}"
+                    sub.mkdir()
+                    (sub / "quant_script.py").write_text(SCRIPT)
+                    for f in lines:
+                        shutil.copyfile(folder / f, sub / f)
+                    (sub / "dataset.txt").write_text("\n".join(lines) + "\n")
+                    run_side(python, {**job, "side": side, "cfg": True}, sub)
+            if qdq:
+                outs["ort_qdq" + suffix] = ort_qdq(name, path, calib, [held[label] for label in labels], folder)
+        per: dict[str, list[float]] = {side: [] for side in outs}
         for k, label in enumerate(labels):
             x = (nchw(held[label]) - np.float32(mean[0])) / np.float32(std[0])
             ref = rm.onnxruntime_run(name, x)
             row = {"model": name, "image": label}
-            for side in sides:
+            for side in outs:
                 cos = min(cosine(outs[side][f"{k}_{j}"], r) for j, r in enumerate(ref))
                 per[side].append(cos)
-                row[f"{side}_cos"] = cos
-            row["ratio"] = row["npurt_cos"] / row["toolkit_cos"]
+                row[side] = cos
+            row["ratio"] = row["npurt"] / row["toolkit"]
             rows.append(row)
-        rows.append({"model": name, "image": "min / mean",
-                     "npurt_min": min(per["npurt"]), "npurt_mean": float(np.mean(per["npurt"])),
-                     "toolkit_min": min(per["toolkit"]), "toolkit_mean": float(np.mean(per["toolkit"])),
-                     "ratio": float(np.mean(per["npurt"]) / np.mean(per["toolkit"]))})
+        summary = {"model": name, "image": "min / mean", "ratio": float(np.mean(per["npurt"]) / np.mean(per["toolkit"]))}
+        summary.update({side: (min(v), float(np.mean(v))) for side, v in per.items()})
+        rows.append(summary)
     return rows
 
 
 def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    techniques = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--optimize=")), None)
     print(cpu())
-    print(f"{'model':12} {'image':12} {'npurt cos':>10} {'toolkit cos':>12}")
-    for row in run(quick="--quick" in sys.argv, names=args or None, cfg="--cfg" in sys.argv):
-        if "npurt_cos" in row:
-            print(f"{row['model']:12} {row['image']:12} {row['npurt_cos']:10.4f} {row['toolkit_cos']:12.4f}",
+    rows = run(quick="--quick" in sys.argv, names=args or None, cfg="--cfg" in sys.argv, techniques=techniques,
+               qdq="--qdq" in sys.argv)
+    sides = [k for k in (rows[0] if rows else {}) if k not in ("model", "image", "ratio")]
+    print(f"{'model':12} {'image':12} " + " ".join(f"{side:>17}" for side in sides))
+    for row in rows:
+        if row["image"] != "min / mean":
+            print(f"{row['model']:12} {row['image']:12} " + " ".join(f"{row[side]:17.4f}" for side in sides),
                   flush=True)
         else:
-            print(f"{row['model']:12} {'min / mean':12} {row['npurt_min']:.4f} / {row['npurt_mean']:.4f}   "
-                  f"{row['toolkit_min']:.4f} / {row['toolkit_mean']:.4f}", flush=True)
+            print(f"{row['model']:12} {'min / mean':12} " +
+                  " ".join(f"{row[side][0]:8.4f}/{row[side][1]:.4f}" for side in sides), flush=True)
 
 
 if __name__ == "__main__":

@@ -174,7 +174,7 @@ def test_context_binary_size_is_checked_before_it_is_read(monkeypatch):
         asked = []
         real = raw.safe_read
         import sys
-        monkeypatch.setattr(sys.modules["npurt.qnn.interface"], "safe_read", lambda a, n: asked.append(n) or real(a, n))
+        monkeypatch.setattr(sys.modules["npurt.qnn.members.context"], "safe_read", lambda a, n: asked.append(n) or real(a, n))
         ctx = q.Qnn_ContextHandle_t()
         ret = h.qi.contextCreateFromBinary(h.backend, h.device, None, data.ctypes.data, 1 << 31, ctx, None)
         assert q.qnn_error_code(ret) == q.QNN_CONTEXT_ERROR_INVALID_ARGUMENT

@@ -8,6 +8,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import npurt
+from helpers.oracle import ort_session
 from npurt.model.calibrate import SIGMOID_INPUT_BOUND
 
 
@@ -45,11 +46,10 @@ def _compiled(model: onnx.ModelProto) -> npurt.CompiledModel:
 
 def _float_range(model: onnx.ModelProto, name: str) -> tuple[float, float]:
     """The float range of tensor `name` over the calibration samples (onnxruntime)."""
-    import onnxruntime as ort
     m = onnx.ModelProto()
     m.CopyFrom(model)
     m.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
-    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    sess = ort_session(m)
     rng = np.random.default_rng(3)
     values = [sess.run([name], {"x": rng.normal(0, 2, (1, 4, 6, 6)).astype(np.float32)})[0] for _ in range(4)]
     return float(min(v.min() for v in values)), float(max(v.max() for v in values))
@@ -77,8 +77,7 @@ def test_a_tensor_another_op_reads_keeps_its_range():
 def test_the_cut_scores_match_onnxruntime_within_int8():
     model = _head()
     c = _compiled(model)
-    import onnxruntime as ort
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    sess = ort_session(model)
     x = np.random.default_rng(3).normal(0, 2, (1, 4, 6, 6)).astype(np.float32)     # a calibration sample
     ref = sess.run(None, {"x": x})
     got = npurt.Session(c).run([x])
