@@ -7,7 +7,9 @@
  *   (-128) * (-128) * 2 = 32768 fits int32 (vpmaddubsw's int16 saturation is never used).
  * - portable C (level 0): plain int32 loops.
  * The epilogue is the same float32 sequence everywhere (built with -ffp-contract=off): y = float(acc - zp * sum(w))
- * * mult + bias, then either clamp to [lo, hi], round to nearest even and store int8, or store y as float32.
+ * * mult + bias, then either clamp to [lo, hi], round to nearest even and store int8, or store y as float32; a
+ * fused SiLU (act 1) maps y to swish(y) / s_out + zp_out first, in basic float32 operations only, so every level
+ * and numpy give the same bytes.
  */
 #include "npurt_kernels.h"
 
@@ -81,6 +83,42 @@ static inline int8_t clamp_round(float f, float lo, float hi)
     return (int8_t)nearbyintf(f);
 }
 
+/* the fused SiLU epilogue (act 1): swish(f) * inv_scale + out_zp, in the order of `swish_codes` (epilogue.py) */
+#define EXP_HI 87.0f
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_C1 0.693359375f
+#define EXP_C2 -2.12194440e-4f
+#define EXP_P0 1.9875691500e-4f
+#define EXP_P1 1.3981999507e-3f
+#define EXP_P2 8.3334519073e-3f
+#define EXP_P3 4.1665795894e-2f
+#define EXP_P4 1.6666665459e-1f
+#define EXP_P5 5.0000001201e-1f
+
+static inline float pow2i(int32_t n) { float f; uint32_t b = (uint32_t)(n + 127) << 23; memcpy(&f, &b, 4); return f; }
+
+static inline float swish_requant(float f, const struct npk_conv8 *p)
+{
+    float z = -(f * p->alpha);
+    z = z < -EXP_HI ? -EXP_HI : z;
+    z = z > EXP_HI ? EXP_HI : z;
+    const float n = nearbyintf(z * EXP_LOG2E);
+    float r = z - n * EXP_C1;
+    r = r - n * EXP_C2;
+    float e = EXP_P0;
+    e = e * r + EXP_P1;
+    e = e * r + EXP_P2;
+    e = e * r + EXP_P3;
+    e = e * r + EXP_P4;
+    e = e * r + EXP_P5;
+    e = e * (r * r);
+    e = e + r;
+    e = e + 1.0f;
+    e = e * pow2i((int32_t)n);
+    const float g = f * (1.0f / (1.0f + e));
+    return g * p->inv_scale + p->out_zp;
+}
+
 /* ---- portable ----------------------------------------------------------------------------------------------- */
 
 static void conv8_portable(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
@@ -106,6 +144,8 @@ static void conv8_portable(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_
                         }
                 for (int t = 0; t < 16; t++) {
                     float f = requant(acc[t] - p->zp * p->colsum[j + t], p->mult[j + t], p->bias[j + t]);
+                    if (p->out && p->act)
+                        f = swish_requant(f, p);
                     if (p->out)
                         p->out[(j / 16) * p->out_plane + pix * 16 + t] = clamp_round(f, p->lo, p->hi);
                     else
@@ -143,6 +183,30 @@ static inline __m256 requant8_avx2(__m256i acc, const struct npk_conv8 *p, int64
     return _mm256_add_ps(f, _mm256_loadu_ps(p->bias + ch));
 }
 
+__attribute__((target("avx2")))
+static inline __m256 swish_requant_avx2(__m256 f, const struct npk_conv8 *p)
+{
+    __m256 z = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(f, _mm256_set1_ps(p->alpha)));
+    z = _mm256_min_ps(_mm256_max_ps(z, _mm256_set1_ps(-EXP_HI)), _mm256_set1_ps(EXP_HI));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(z, _mm256_set1_ps(EXP_LOG2E)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_sub_ps(z, _mm256_mul_ps(n, _mm256_set1_ps(EXP_C1)));
+    r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(EXP_C2)));
+    __m256 e = _mm256_set1_ps(EXP_P0);
+    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P1));
+    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P2));
+    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P3));
+    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P4));
+    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P5));
+    e = _mm256_mul_ps(e, _mm256_mul_ps(r, r));
+    e = _mm256_add_ps(_mm256_add_ps(e, r), _mm256_set1_ps(1.0f));
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
+    e = _mm256_mul_ps(e, _mm256_castsi256_ps(bits));
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 g = _mm256_mul_ps(f, _mm256_div_ps(one, _mm256_add_ps(one, e)));
+    return _mm256_add_ps(_mm256_mul_ps(g, _mm256_set1_ps(p->inv_scale)), _mm256_set1_ps(p->out_zp));
+}
+
 /* one tile: NPK_R2 pixels x 16 channels from j */
 __attribute__((target("avx2")))
 static inline __attribute__((always_inline)) void tile_avx2(const struct npk_conv8 *p, const int16_t *const *xr,
@@ -175,6 +239,10 @@ static inline __attribute__((always_inline)) void tile_avx2(const struct npk_con
             _mm256_storeu_ps(p->y + pix * n + j, f0);
             _mm256_storeu_ps(p->y + pix * n + j + 8, f1);
             continue;
+        }
+        if (p->act) {
+            f0 = swish_requant_avx2(f0, p);
+            f1 = swish_requant_avx2(f1, p);
         }
         f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);
         f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
@@ -217,6 +285,30 @@ static void conv8_avx2(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
 #define NPK_R3 8     /* output pixels per tile: 8 x 3 accumulators + 3 weights + 1 input = 28 zmm */
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+static inline __m512 swish_requant_512(__m512 f, const struct npk_conv8 *p)
+{
+    __m512 z = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(f, _mm512_set1_ps(p->alpha)));
+    z = _mm512_min_ps(_mm512_max_ps(z, _mm512_set1_ps(-EXP_HI)), _mm512_set1_ps(EXP_HI));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(EXP_LOG2E)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_sub_ps(z, _mm512_mul_ps(n, _mm512_set1_ps(EXP_C1)));
+    r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(EXP_C2)));
+    __m512 e = _mm512_set1_ps(EXP_P0);
+    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P1));
+    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P2));
+    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P3));
+    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P4));
+    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P5));
+    e = _mm512_mul_ps(e, _mm512_mul_ps(r, r));
+    e = _mm512_add_ps(_mm512_add_ps(e, r), _mm512_set1_ps(1.0f));
+    const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+    e = _mm512_mul_ps(e, _mm512_castsi512_ps(bits));
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 g = _mm512_mul_ps(f, _mm512_div_ps(one, _mm512_add_ps(one, e)));
+    return _mm512_add_ps(_mm512_mul_ps(g, _mm512_set1_ps(p->inv_scale)), _mm512_set1_ps(p->out_zp));
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 static inline __attribute__((always_inline)) void tile_vnni(const struct npk_conv8 *p, const int8_t *const *xr,
                                                             int nr, int64_t j0, const int NJ, int64_t pix0)
 {
@@ -252,6 +344,8 @@ static inline __attribute__((always_inline)) void tile_vnni(const struct npk_con
                 _mm512_storeu_ps(p->y + (pix0 + r) * n + ch, f);
                 continue;
             }
+            if (p->act)
+                f = swish_requant_512(f, p);
             f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
             _mm_storeu_si128((__m128i *)(p->out + (j0 + j) * p->out_plane + (pix0 + r) * 16),
                              _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(f)));
@@ -297,7 +391,8 @@ static void conv8_vnni(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
 int npk_conv8(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
 {
     if (p->cc < 4 || p->cc % 4 || p->n % 16 || p->c1 < 1 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1
-        || p->dh < 1 || p->dw < 1 || oy_lo < 0 || oy_hi > p->ho || (!p->out && !p->y)
+        || p->dh < 1 || p->dw < 1 || oy_lo < 0 || oy_hi > p->ho || (!p->out && !p->y) || (p->act && !p->out)
+        || p->act < 0 || p->act > 1
         || (int64_t)(p->ho - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh >= p->hp
         || (int64_t)(p->wo - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw >= p->wp)
         return -1;
