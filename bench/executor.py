@@ -125,7 +125,11 @@ def _session(model: bytes, threads: int, profile: bool = False):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
-    so.enable_profiling = profile
+    if profile:
+        import tempfile
+        from pathlib import Path
+        so.enable_profiling = True
+        so.profile_file_prefix = str(Path(tempfile.gettempdir()) / "npurt-bench-ort-profile")
     return ort.InferenceSession(model, so)
 
 
@@ -177,8 +181,10 @@ def _op_profile(ex, sess, feed: dict, runs: int) -> dict[str, tuple[float, float
             npurt_times.setdefault(op, []).append(us)
     for _ in range(runs):
         sess.run(None, feed)
-    with open(sess.end_profiling()) as f:
+    path = sess.end_profiling()
+    with open(path) as f:
         events = json.load(f)
+    os.remove(path)
     ort_sum: dict[str, float] = {}
     for e in events:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):

@@ -65,6 +65,8 @@ def _prepare(op: str, node: Any, kernel: Callable, attrs: dict, ctx: StepBinding
         return max_pool(node, attrs, ctx)
     if op == "GlobalAveragePool":
         return global_average_pool(node, attrs, ctx)
+    if op == "AveragePool":
+        return global_average_pool(node, attrs, ctx, window=True)
     if op in plain.KERNEL_OPS:
         return plain.kernel_step(node, kernel, attrs, ctx)
     if op in ("Reshape", "Flatten"):

@@ -95,18 +95,28 @@ def _numpy_max_pool(x: np.ndarray, y: np.ndarray, so, ki: str, table: np.ndarray
     return run
 
 
-def global_average_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
+def global_average_pool(node: Any, attrs: dict, ctx: StepBinding, window: bool = False) -> Callable[[], None]:
     """GlobalAveragePool between NC1HWC2 slots: the stored values widened to float32 (int8 dequantised as the slot
     reader does) into the channels' contiguous H x W planes, as in the NCHW array the kernel gets, and `np.mean`'s
-    own sum and division over them — the kernel's arithmetic on the same memory order, so the same results."""
+    own sum and division over them — the kernel's arithmetic on the same memory order, so the same results.
+    `window`: an AveragePool whose one window is the whole unpadded map (a classifier's 7 x 7 pool): the same planes
+    summed as its kernel sums a window (row after row, then column after column) and multiplied by 1 / (H W)."""
     si, so, ki = _pair(node, ctx)
     if tuple(so.shape[2:]) != (1, 1):
         raise Skip
+    if window:
+        k, _, dil, pb, pe_ext, _, out = _pool_geometry(tuple(si.shape), attrs)
+        if tuple(k) != tuple(si.shape[2:]) or any(pb) or any(pe_ext) or any(d != 1 for d in dil) \
+                or tuple(out) != (1, 1):
+            raise Skip
     x, y = ctx.slot(node.inputs[0]), ctx.slot(node.outputs[0])
     n, c1, h, w, c2 = x.shape
     planes = ctx.typed_scratch(np.float32, x.size).reshape(n * c1 * c2, h * w)
     means = ctx.scratch(n * c1 * c2)
     count = np.intp(h * w)                       # np.mean divides the float32 sums by the element count, an intp
+    inverse = np.float32(1.0 / (h * w))          # AveragePool multiplies the window sums by 1 / count
+    grid = planes.reshape(-1, h, w)
+    rows = ctx.scratch2(grid.shape[0] * w)[:grid.shape[0] * w].reshape(-1, w)
     quant = None if ki == "fp16" else (si.scale, si.zp * si.scale)
     widen = _kernels.lanes_to_planes_fn(planes.reshape(n, c1 * c2, h, w), x, quant) or \
         _numpy_planes(planes.reshape(n, c1, c2, h, w), x, si, ki)
@@ -115,8 +125,17 @@ def global_average_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[]
 
     def run() -> None:
         widen()
-        np.add.reduce(planes, axis=1, dtype=np.float32, out=means)
-        np.true_divide(means, count, out=means, casting="unsafe")
+        if window:
+            np.copyto(rows, grid[:, 0])
+            for r in range(1, h):
+                np.add(rows, grid[:, r], out=rows)
+            np.copyto(means, rows[:, 0])
+            for c in range(1, w):
+                np.add(means, rows[:, c], out=means)
+            np.multiply(means, inverse, out=means)
+        else:
+            np.add.reduce(planes, axis=1, dtype=np.float32, out=means)
+            np.true_divide(means, count, out=means, casting="unsafe")
         store()
         padding.fill(0)
     return run
