@@ -7,7 +7,7 @@ domain by the kernel's store too (`epilogue.swish_codes`); other fused activatio
 through `ConvEpilogue`. The numpy path is the reference the compiled kernel matches byte for byte.
 
 The input is copied into a padded int8 buffer (C1, Hp, Wp, CC) whose border holds the zero point, so padding
-contributes (zp - zp) * w = 0; CC is the input's C2 (NC1HWC2) or its channels rounded up to 4 (NHWC, e.g. a model
+contributes (zp - zp) * w = 0 (without padding the conv reads the NC1HWC2 slot itself); CC is the input's C2 (NC1HWC2) or its channels rounded up to 4 (NHWC, e.g. a model
 input: the step's own buffer, its border and spare lanes written once at bind).
 """
 from __future__ import annotations
@@ -101,7 +101,10 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
     geometry = ((kh, kw), (sh, sw), tuple(cw.geometry.dilations), (ho, wo))
 
     x = ctx.slot(src.name)
-    if src.layout == "nc1hwc2":
+    if src.layout == "nc1hwc2" and (hp, wp) == (h, wd) and x[0].flags.c_contiguous:
+        xpad = x[0]                  # no padding: the conv reads the slot itself (no copy)
+        values = interior = None
+    elif src.layout == "nc1hwc2":
         xpad = ctx.temp.take("padded8", np.int8, c1 * hp * wp * cc).reshape(c1, hp, wp, cc)
         values, interior = x[0], xpad[:, pb[0]:pb[0] + h, pb[1]:pb[1] + wd]
     else:       # NHWC (few channels, e.g. a model input): the step's own buffer, border and spare lanes written here
@@ -110,7 +113,7 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
         values, interior = x[0, :, :wd, :cin], xpad[0, pb[0]:pb[0] + h, pb[1]:pb[1] + wd, :cin]
     edges = [e for e in [xpad[:, :pb[0]], xpad[:, pb[0] + h:], xpad[:, pb[0]:pb[0] + h, :pb[1]],
                          xpad[:, pb[0]:pb[0] + h, pb[1] + wd:]] if e.size] if src.layout == "nc1hwc2" else []
-    fill = copier(interior, values)
+    fill = copier(interior, values) if interior is not None else (lambda: None)
     o = ctx.slot(out_name)
     pads = padding_lanes(so, o)
     folded = epilogue.folds_output_scale
