@@ -282,7 +282,6 @@ static void conv8_avx2(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
 
 /* ---- AVX-512 VNNI (vpdpbusd on u8 x s8 quads) --------------------------------------------------------------- */
 
-#define NPK_R3 8     /* output pixels per tile: 8 x 3 accumulators + 3 weights + 1 input = 28 zmm */
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 static inline __m512 swish_requant_512(__m512 f, const struct npk_conv8 *p)
@@ -308,83 +307,115 @@ static inline __m512 swish_requant_512(__m512 f, const struct npk_conv8 *p)
     return _mm512_add_ps(_mm512_mul_ps(g, _mm512_set1_ps(p->inv_scale)), _mm512_set1_ps(p->out_zp));
 }
 
+/* one tile: R output pixels x NJ channel blocks of 16 from j0 (R * NJ <= 24 accumulators + NJ weights + 1 input
+ * <= 29 zmm); one body per register shape R x NJMAX, so the accumulators are a fixed-size array the compiler keeps
+ * in registers */
+#define NPK_TILE_VNNI(NAME, R, NJMAX)                                                                                \
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))                                                 \
+static inline __attribute__((always_inline)) void NAME(const struct npk_conv8 *p, const int8_t *const *xr, int nr,   \
+                                                       int64_t j0, const int NJ, int64_t pix0)                       \
+{                                                                                                                    \
+    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n, nquads = p->cc / 4;                         \
+    const __m512i flip = _mm512_set1_epi32((int)0x80808080u);                                                       \
+    __m512i acc[R][NJMAX];                                                                                           \
+    for (int r = 0; r < R; r++)                                                                                      \
+        for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_setzero_si512();                                            \
+    const int64_t kq = (int64_t)p->kh * p->kw * p->c1 * nquads;          /* K / 4 */                                \
+    const int8_t *wq = (const int8_t *)p->w + j0 * kq * 64;                                                          \
+    for (int dy = 0; dy < p->kh; dy++)                                                                               \
+        for (int dx = 0; dx < p->kw; dx++)                                                                           \
+            for (int64_t c = 0; c < p->c1; c++) {                                                                    \
+                const int64_t off = c * plane + dy * p->dh * row + dx * p->dw * p->cc;                               \
+                for (int64_t q = 0; q < nquads; q++, wq += 64) {                                                     \
+                    __m512i b[NJMAX];                                                                                \
+                    for (int j = 0; j < NJ; j++) b[j] = _mm512_loadu_si512((const void *)(wq + j * kq * 64));        \
+                    for (int r = 0; r < R; r++) {                                                                    \
+                        const __m512i a = _mm512_xor_si512(_mm512_set1_epi32(load32(xr[r] + off + 4 * q)), flip);   \
+                        for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], a, b[j]);            \
+                    }                                                                                                \
+                }                                                                                                    \
+            }                                                                                                        \
+    const __m512 lo = _mm512_set1_ps(p->lo), hi = _mm512_set1_ps(p->hi);                                             \
+    const __m512i zp = _mm512_set1_epi32(128 + p->zp);                                                               \
+    for (int j = 0; j < NJ; j++) {                                                                                   \
+        const int64_t ch = (j0 + j) * 16;                                                                            \
+        const __m512i corr = _mm512_mullo_epi32(zp, _mm512_loadu_si512((const void *)(p->colsum + ch)));             \
+        const __m512 m = _mm512_loadu_ps(p->mult + ch), bias = _mm512_loadu_ps(p->bias + ch);                        \
+        for (int r = 0; r < nr; r++) {                                                                               \
+            __m512 f = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][j], corr)), m), bias); \
+            if (!p->out) {                                                                                           \
+                _mm512_storeu_ps(p->y + (pix0 + r) * n + ch, f);                                                     \
+                continue;                                                                                            \
+            }                                                                                                        \
+            if (p->act)                                                                                              \
+                f = swish_requant_512(f, p);                                                                         \
+            f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);                                                             \
+            _mm_storeu_si128((__m128i *)(p->out + (j0 + j) * p->out_plane + (pix0 + r) * 16),                        \
+                             _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(f)));                                          \
+        }                                                                                                            \
+    }                                                                                                                \
+}
+
+NPK_TILE_VNNI(tile_vnni_6, 6, 4)
+NPK_TILE_VNNI(tile_vnni_8, 8, 3)
+NPK_TILE_VNNI(tile_vnni_12, 12, 2)
+
+/* the tiles of channel blocks [j0, j1) for R pixels: groups of 24 / R blocks, then the rest */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-static inline __attribute__((always_inline)) void tile_vnni(const struct npk_conv8 *p, const int8_t *const *xr,
-                                                            int nr, int64_t j0, const int NJ, int64_t pix0)
+static inline __attribute__((always_inline)) void tiles_vnni(const struct npk_conv8 *p, const int8_t *const *xr,
+                                                             int nr, int64_t j0, int64_t j1, int64_t q0, const int R)
 {
-    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n, nquads = p->cc / 4;
-    const __m512i flip = _mm512_set1_epi32((int)0x80808080u);
-    __m512i acc[NPK_R3][3];
-    for (int r = 0; r < NPK_R3; r++)
-        for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_setzero_si512();
-    const int64_t kq = (int64_t)p->kh * p->kw * p->c1 * nquads;          /* K / 4 */
-    const int8_t *wq = (const int8_t *)p->w + j0 * kq * 64;
-    for (int dy = 0; dy < p->kh; dy++)
-        for (int dx = 0; dx < p->kw; dx++)
-            for (int64_t c = 0; c < p->c1; c++) {
-                const int64_t off = c * plane + dy * p->dh * row + dx * p->dw * p->cc;
-                for (int64_t q = 0; q < nquads; q++, wq += 64) {
-                    __m512i b[3];
-                    for (int j = 0; j < NJ; j++) b[j] = _mm512_loadu_si512((const void *)(wq + j * kq * 64));
-                    for (int r = 0; r < NPK_R3; r++) {
-                        const __m512i a = _mm512_xor_si512(_mm512_set1_epi32(load32(xr[r] + off + 4 * q)), flip);
-                        for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], a, b[j]);
-                    }
-                }
-            }
-    const __m512 lo = _mm512_set1_ps(p->lo), hi = _mm512_set1_ps(p->hi);
-    const __m512i zp = _mm512_set1_epi32(128 + p->zp);
-    for (int j = 0; j < NJ; j++) {
-        const int64_t ch = (j0 + j) * 16;
-        const __m512i corr = _mm512_mullo_epi32(zp, _mm512_loadu_si512((const void *)(p->colsum + ch)));
-        const __m512 m = _mm512_loadu_ps(p->mult + ch), bias = _mm512_loadu_ps(p->bias + ch);
-        for (int r = 0; r < nr; r++) {
-            __m512 f = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][j], corr)), m), bias);
-            if (!p->out) {
-                _mm512_storeu_ps(p->y + (pix0 + r) * n + ch, f);
-                continue;
-            }
-            if (p->act)
-                f = swish_requant_512(f, p);
-            f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-            _mm_storeu_si128((__m128i *)(p->out + (j0 + j) * p->out_plane + (pix0 + r) * 16),
-                             _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(f)));
-        }
+    int64_t j = j0;
+    if (R == 6) {
+        for (; j + 4 <= j1; j += 4) tile_vnni_6(p, xr, nr, j, 4, q0);
+        if (j1 - j == 3) tile_vnni_6(p, xr, nr, j, 3, q0);
+        else if (j1 - j == 2) tile_vnni_6(p, xr, nr, j, 2, q0);
+        else if (j1 - j == 1) tile_vnni_6(p, xr, nr, j, 1, q0);
+    } else if (R == 8) {
+        for (; j + 3 <= j1; j += 3) tile_vnni_8(p, xr, nr, j, 3, q0);
+        if (j1 - j == 2) tile_vnni_8(p, xr, nr, j, 2, q0);
+        else if (j1 - j == 1) tile_vnni_8(p, xr, nr, j, 1, q0);
+    } else {
+        for (; j + 2 <= j1; j += 2) tile_vnni_12(p, xr, nr, j, 2, q0);
+        if (j1 - j == 1) tile_vnni_12(p, xr, nr, j, 1, q0);
     }
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-static inline __attribute__((always_inline)) void tiles_vnni(const struct npk_conv8 *p, const int8_t *const *xr,
-                                                             int nr, int64_t j0, int64_t j1, int64_t q0)
+static inline __attribute__((always_inline)) void conv8_vnni_tiles(const struct npk_conv8 *p, int64_t oy_lo,
+                                                                   int64_t oy_hi, const int R)
 {
-    int64_t j = j0;
-    for (; j + 3 <= j1; j += 3) tile_vnni(p, xr, nr, j, 3, q0);
-    if (j1 - j == 2) tile_vnni(p, xr, nr, j, 2, q0);
-    else if (j1 - j == 1) tile_vnni(p, xr, nr, j, 1, q0);
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-static void conv8_vnni(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
-{
-    const int64_t blocks = p->n / 16, q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo;
-    int64_t off[NPK_R3];
-    const int8_t *xr[NPK_R3];
+    const int64_t blocks = p->n / 16, q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo, group = 24 / R;
+    int64_t off[12];
+    const int8_t *xr[12];
     if (weights_outer(p)) {
-        for (int64_t j0 = 0; j0 < blocks; j0 += 3)
-            for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R3) {
-                const int nr = q_hi - q0 < NPK_R3 ? (int)(q_hi - q0) : NPK_R3;
-                tile_offsets(p, q0, nr, NPK_R3, off);
-                for (int r = 0; r < NPK_R3; r++) xr[r] = p->x + off[r];
-                tiles_vnni(p, xr, nr, j0, j0 + 3 < blocks ? j0 + 3 : blocks, q0);
+        for (int64_t j0 = 0; j0 < blocks; j0 += group)
+            for (int64_t q0 = q_lo; q0 < q_hi; q0 += R) {
+                const int nr = q_hi - q0 < R ? (int)(q_hi - q0) : R;
+                tile_offsets(p, q0, nr, R, off);
+                for (int r = 0; r < R; r++) xr[r] = p->x + off[r];
+                tiles_vnni(p, xr, nr, j0, j0 + group < blocks ? j0 + group : blocks, q0, R);
             }
         return;
     }
-    for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R3) {
-        const int nr = q_hi - q0 < NPK_R3 ? (int)(q_hi - q0) : NPK_R3;
-        tile_offsets(p, q0, nr, NPK_R3, off);
-        for (int r = 0; r < NPK_R3; r++) xr[r] = p->x + off[r];
-        tiles_vnni(p, xr, nr, 0, blocks, q0);
+    for (int64_t q0 = q_lo; q0 < q_hi; q0 += R) {
+        const int nr = q_hi - q0 < R ? (int)(q_hi - q0) : R;
+        tile_offsets(p, q0, nr, R, off);
+        for (int r = 0; r < R; r++) xr[r] = p->x + off[r];
+        tiles_vnni(p, xr, nr, 0, blocks, q0, R);
     }
+}
+
+/* the register shape by output channel blocks: 4 blocks x 6 pixels where they come in fours, 2 x 12 for 32 channels,
+ * 3 x 8 otherwise (24 accumulators: fewer input broadcasts per vpdpbusd than 3 x 8 plus a 1 x 8 remainder); 16
+ * channels take 1 x 12 (1 x 24 measured slower) */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+static void conv8_vnni(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
+{
+    const int64_t blocks = p->n / 16;
+    if (blocks % 4 == 0) conv8_vnni_tiles(p, oy_lo, oy_hi, 6);
+    else if (blocks <= 2) conv8_vnni_tiles(p, oy_lo, oy_hi, 12);
+    else conv8_vnni_tiles(p, oy_lo, oy_hi, 8);
 }
 #endif
 
