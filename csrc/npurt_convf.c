@@ -349,7 +349,7 @@ static inline __attribute__((always_inline)) void dw_store8(const struct npk_dw 
     }
 }
 
-/* `n` (<= 4) output pixels of block c from ox on, lanes [l, l + 8): each pixel's taps summed in tap order in its own
+/* `n` (<= 8) output pixels of block c from ox on, lanes [l, l + 8): each pixel's taps summed in tap order in its own
  * register (the pixels' sums are independent chains), then the bias, stored */
 __attribute__((target("avx2,fma,f16c")))
 static inline __attribute__((always_inline)) void dw_pixels8(const struct npk_dw *p, struct npk_convf *a,
@@ -358,7 +358,7 @@ static inline __attribute__((always_inline)) void dw_pixels8(const struct npk_dw
 {
     const int64_t c2 = p->c2, step = p->sw * c2;
     const float *wt = p->wt + c * c2 + l;
-    __m256 acc[4];
+    __m256 acc[8];
     for (int dy = 0, t = 0; dy < p->kh; dy++) {
         const float *row = rows[dy] + ox * p->sw * c2 + l;
         for (int dx = 0; dx < p->kw; dx++, t++) {
@@ -375,8 +375,8 @@ static inline __attribute__((always_inline)) void dw_pixels8(const struct npk_dw
         dw_store8(p, a, ((c * p->ho + oy) * p->wo + ox + j) * c2 + l, _mm256_add_ps(acc[j], bias), lo, hi);
 }
 
-/* the input rows as float32 with their border, each converted once into a ring of kh rows, then four output
- * pixels at a time */
+/* the input rows as float32 with their border, each converted once into a ring of kh rows, then eight, four or one
+ * output pixels at a time */
 __attribute__((target("avx2,fma,f16c")))
 static int dw_avx2(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
 {
@@ -405,6 +405,8 @@ static int dw_avx2(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
             }
             for (int64_t l = 0; l < c2; l += 8) {
                 int64_t ox = 0;
+                for (; ox + 8 <= p->wo; ox += 8)
+                    dw_pixels8(p, &a, rows, c, oy, ox, 8, l, lo, hi);
                 for (; ox + 4 <= p->wo; ox += 4)
                     dw_pixels8(p, &a, rows, c, oy, ox, 4, l, lo, hi);
                 for (; ox < p->wo; ox++)
