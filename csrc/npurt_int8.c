@@ -310,7 +310,7 @@ static inline __m512 swish_requant_512(__m512 f, const struct npk_conv8 *p)
 /* one tile: R output pixels x NJ channel blocks of 16 from j0 (R * NJ <= 24 accumulators + NJ weights + 1 input
  * <= 29 zmm); one body per register shape R x NJMAX, so the accumulators are a fixed-size array the compiler keeps
  * in registers */
-#define NPK_TILE_VNNI(NAME, R, NJMAX)                                                                                \
+#define NPK_TILE_VNNI(NAME, R, NJMAX, STEP)                                                                          \
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))                                                 \
 static inline __attribute__((always_inline)) void NAME(const struct npk_conv8 *p, const int8_t *const *xr, int nr,   \
                                                        int64_t j0, const int NJ, int64_t pix0)                       \
@@ -330,7 +330,8 @@ static inline __attribute__((always_inline)) void NAME(const struct npk_conv8 *p
                     __m512i b[NJMAX];                                                                                \
                     for (int j = 0; j < NJ; j++) b[j] = _mm512_loadu_si512((const void *)(wq + j * kq * 64));        \
                     for (int r = 0; r < R; r++) {                                                                    \
-                        const __m512i a = _mm512_xor_si512(_mm512_set1_epi32(load32(xr[r] + off + 4 * q)), flip);   \
+                        const int8_t *xp = STEP ? xr[0] + r * STEP : xr[r];                                          \
+                        const __m512i a = _mm512_xor_si512(_mm512_set1_epi32(load32(xp + off + 4 * q)), flip);       \
                         for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], a, b[j]);            \
                     }                                                                                                \
                 }                                                                                                    \
@@ -356,28 +357,37 @@ static inline __attribute__((always_inline)) void NAME(const struct npk_conv8 *p
     }                                                                                                                \
 }
 
-NPK_TILE_VNNI(tile_vnni_6, 6, 4)
-NPK_TILE_VNNI(tile_vnni_8, 8, 3)
-NPK_TILE_VNNI(tile_vnni_12, 12, 2)
+NPK_TILE_VNNI(tile_vnni_6, 6, 4, 0)
+NPK_TILE_VNNI(tile_vnni_8, 8, 3, 0)
+NPK_TILE_VNNI(tile_vnni_12, 12, 2, 0)
+/* the same, the R pixels `STEP` bytes apart from xr[0] (one output row, stride 1 over 16-lane pixels): one input
+ * pointer and constant displacements instead of R pointers */
+NPK_TILE_VNNI(tile_vnni_6s, 6, 4, 16)
+NPK_TILE_VNNI(tile_vnni_8s, 8, 3, 16)
+NPK_TILE_VNNI(tile_vnni_12s, 12, 2, 16)
 
-/* the tiles of channel blocks [j0, j1) for R pixels: groups of 24 / R blocks, then the rest */
+/* the tiles of channel blocks [j0, j1) for R pixels: groups of 24 / R blocks, then the rest (`even`: the pixels are
+ * 16 bytes apart) */
+#define NPK_TILES_VNNI(R, G, TILE)                                                                                   \
+    do {                                                                                                             \
+        for (; j + G <= j1; j += G) TILE(p, xr, nr, j, G, q0);                                                       \
+        if (j1 - j == 3 && G > 3) TILE(p, xr, nr, j, 3, q0);                                                         \
+        else if (j1 - j == 2 && G > 2) TILE(p, xr, nr, j, 2, q0);                                                    \
+        else if (j1 - j == 1) TILE(p, xr, nr, j, 1, q0);                                                             \
+    } while (0)
+
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 static inline __attribute__((always_inline)) void tiles_vnni(const struct npk_conv8 *p, const int8_t *const *xr,
-                                                             int nr, int64_t j0, int64_t j1, int64_t q0, const int R)
+                                                             int nr, int64_t j0, int64_t j1, int64_t q0, const int R,
+                                                             int even)
 {
     int64_t j = j0;
     if (R == 6) {
-        for (; j + 4 <= j1; j += 4) tile_vnni_6(p, xr, nr, j, 4, q0);
-        if (j1 - j == 3) tile_vnni_6(p, xr, nr, j, 3, q0);
-        else if (j1 - j == 2) tile_vnni_6(p, xr, nr, j, 2, q0);
-        else if (j1 - j == 1) tile_vnni_6(p, xr, nr, j, 1, q0);
+        if (even) NPK_TILES_VNNI(6, 4, tile_vnni_6s); else NPK_TILES_VNNI(6, 4, tile_vnni_6);
     } else if (R == 8) {
-        for (; j + 3 <= j1; j += 3) tile_vnni_8(p, xr, nr, j, 3, q0);
-        if (j1 - j == 2) tile_vnni_8(p, xr, nr, j, 2, q0);
-        else if (j1 - j == 1) tile_vnni_8(p, xr, nr, j, 1, q0);
+        if (even) NPK_TILES_VNNI(8, 3, tile_vnni_8s); else NPK_TILES_VNNI(8, 3, tile_vnni_8);
     } else {
-        for (; j + 2 <= j1; j += 2) tile_vnni_12(p, xr, nr, j, 2, q0);
-        if (j1 - j == 1) tile_vnni_12(p, xr, nr, j, 1, q0);
+        if (even) NPK_TILES_VNNI(12, 2, tile_vnni_12s); else NPK_TILES_VNNI(12, 2, tile_vnni_12);
     }
 }
 
@@ -386,6 +396,7 @@ static inline __attribute__((always_inline)) void conv8_vnni_tiles(const struct 
                                                                    int64_t oy_hi, const int R)
 {
     const int64_t blocks = p->n / 16, q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo, group = 24 / R;
+    const int even = p->sw * p->cc == 16;      /* neighbouring pixels of a row 16 bytes apart */
     int64_t off[12];
     const int8_t *xr[12];
     if (weights_outer(p)) {
@@ -394,7 +405,8 @@ static inline __attribute__((always_inline)) void conv8_vnni_tiles(const struct 
                 const int nr = q_hi - q0 < R ? (int)(q_hi - q0) : R;
                 tile_offsets(p, q0, nr, R, off);
                 for (int r = 0; r < R; r++) xr[r] = p->x + off[r];
-                tiles_vnni(p, xr, nr, j0, j0 + group < blocks ? j0 + group : blocks, q0, R);
+                tiles_vnni(p, xr, nr, j0, j0 + group < blocks ? j0 + group : blocks, q0, R,
+                           even && nr == R && off[R - 1] - off[0] == 16 * (R - 1));
             }
         return;
     }
@@ -402,7 +414,7 @@ static inline __attribute__((always_inline)) void conv8_vnni_tiles(const struct 
         const int nr = q_hi - q0 < R ? (int)(q_hi - q0) : R;
         tile_offsets(p, q0, nr, R, off);
         for (int r = 0; r < R; r++) xr[r] = p->x + off[r];
-        tiles_vnni(p, xr, nr, 0, blocks, q0, R);
+        tiles_vnni(p, xr, nr, 0, blocks, q0, R, even && nr == R && off[R - 1] - off[0] == 16 * (R - 1));
     }
 }
 
