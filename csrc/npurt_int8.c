@@ -360,35 +360,44 @@ static inline __attribute__((always_inline)) void NAME(const struct npk_conv8 *p
 NPK_TILE_VNNI(tile_vnni_6, 6, 4, 0)
 NPK_TILE_VNNI(tile_vnni_8, 8, 3, 0)
 NPK_TILE_VNNI(tile_vnni_12, 12, 2, 0)
-/* the same, the R pixels `STEP` bytes apart from xr[0] (one output row, stride 1 over 16-lane pixels): one input
- * pointer and constant displacements instead of R pointers */
-NPK_TILE_VNNI(tile_vnni_6s, 6, 4, 16)
-NPK_TILE_VNNI(tile_vnni_8s, 8, 3, 16)
-NPK_TILE_VNNI(tile_vnni_12s, 12, 2, 16)
+/* the same, the R pixels `STEP` bytes apart from xr[0] (within one output row: STEP = stride x lanes, 8, 16 or 32):
+ * one input pointer and constant displacements instead of R pointers */
+NPK_TILE_VNNI(tile_vnni_6s8, 6, 4, 8)
+NPK_TILE_VNNI(tile_vnni_8s8, 8, 3, 8)
+NPK_TILE_VNNI(tile_vnni_12s8, 12, 2, 8)
+NPK_TILE_VNNI(tile_vnni_6s16, 6, 4, 16)
+NPK_TILE_VNNI(tile_vnni_8s16, 8, 3, 16)
+NPK_TILE_VNNI(tile_vnni_12s16, 12, 2, 16)
+NPK_TILE_VNNI(tile_vnni_6s32, 6, 4, 32)
+NPK_TILE_VNNI(tile_vnni_8s32, 8, 3, 32)
+NPK_TILE_VNNI(tile_vnni_12s32, 12, 2, 32)
 
-/* the tiles of channel blocks [j0, j1) for R pixels: groups of 24 / R blocks, then the rest (`even`: the pixels are
- * 16 bytes apart) */
-#define NPK_TILES_VNNI(R, G, TILE)                                                                                   \
+/* the tiles of channel blocks [j0, j1) for R pixels: groups of G = 24 / R blocks, then the rest */
+#define NPK_TILES_VNNI(G, TILE)                                                                                      \
     do {                                                                                                             \
         for (; j + G <= j1; j += G) TILE(p, xr, nr, j, G, q0);                                                       \
         if (j1 - j == 3 && G > 3) TILE(p, xr, nr, j, 3, q0);                                                         \
         else if (j1 - j == 2 && G > 2) TILE(p, xr, nr, j, 2, q0);                                                    \
         else if (j1 - j == 1) TILE(p, xr, nr, j, 1, q0);                                                             \
     } while (0)
+#define NPK_TILES_BY_STEP(G, T)                                                                                      \
+    do {                                                                                                             \
+        if (step == 8) NPK_TILES_VNNI(G, T##s8);                                                                     \
+        else if (step == 16) NPK_TILES_VNNI(G, T##s16);                                                              \
+        else if (step == 32) NPK_TILES_VNNI(G, T##s32);                                                              \
+        else NPK_TILES_VNNI(G, T);                                                                                   \
+    } while (0)
 
+/* `step`: the pixels' distance in bytes when they are evenly spaced from xr[0] (8, 16 or 32), else 0 */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 static inline __attribute__((always_inline)) void tiles_vnni(const struct npk_conv8 *p, const int8_t *const *xr,
                                                              int nr, int64_t j0, int64_t j1, int64_t q0, const int R,
-                                                             int even)
+                                                             int step)
 {
     int64_t j = j0;
-    if (R == 6) {
-        if (even) NPK_TILES_VNNI(6, 4, tile_vnni_6s); else NPK_TILES_VNNI(6, 4, tile_vnni_6);
-    } else if (R == 8) {
-        if (even) NPK_TILES_VNNI(8, 3, tile_vnni_8s); else NPK_TILES_VNNI(8, 3, tile_vnni_8);
-    } else {
-        if (even) NPK_TILES_VNNI(12, 2, tile_vnni_12s); else NPK_TILES_VNNI(12, 2, tile_vnni_12);
-    }
+    if (R == 6) NPK_TILES_BY_STEP(4, tile_vnni_6);
+    else if (R == 8) NPK_TILES_BY_STEP(3, tile_vnni_8);
+    else NPK_TILES_BY_STEP(2, tile_vnni_12);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
@@ -396,7 +405,8 @@ static inline __attribute__((always_inline)) void conv8_vnni_tiles(const struct 
                                                                    int64_t oy_hi, const int R)
 {
     const int64_t blocks = p->n / 16, q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo, group = 24 / R;
-    const int even = p->sw * p->cc == 16;      /* neighbouring pixels of a row 16 bytes apart */
+    const int64_t step = p->sw * p->cc;         /* between neighbouring pixels of a row, in bytes */
+    const int even = step == 8 || step == 16 || step == 32;
     int64_t off[12];
     const int8_t *xr[12];
     if (weights_outer(p)) {
@@ -406,7 +416,7 @@ static inline __attribute__((always_inline)) void conv8_vnni_tiles(const struct 
                 tile_offsets(p, q0, nr, R, off);
                 for (int r = 0; r < R; r++) xr[r] = p->x + off[r];
                 tiles_vnni(p, xr, nr, j0, j0 + group < blocks ? j0 + group : blocks, q0, R,
-                           even && nr == R && off[R - 1] - off[0] == 16 * (R - 1));
+                           even && nr == R && off[R - 1] - off[0] == step * (R - 1) ? (int)step : 0);
             }
         return;
     }
@@ -414,7 +424,8 @@ static inline __attribute__((always_inline)) void conv8_vnni_tiles(const struct 
         const int nr = q_hi - q0 < R ? (int)(q_hi - q0) : R;
         tile_offsets(p, q0, nr, R, off);
         for (int r = 0; r < R; r++) xr[r] = p->x + off[r];
-        tiles_vnni(p, xr, nr, 0, blocks, q0, R, even && nr == R && off[R - 1] - off[0] == 16 * (R - 1));
+        tiles_vnni(p, xr, nr, 0, blocks, q0, R,
+                   even && nr == R && off[R - 1] - off[0] == step * (R - 1) ? (int)step : 0);
     }
 }
 

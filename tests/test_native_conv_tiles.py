@@ -1,6 +1,7 @@
 """The int8 conv's register tiles on every instruction set: each output channel count (16, 32, 48, 64, 80 -> 1 x 12,
 2 x 12, 3 x 8, 4 x 6, 4 + 1 x 6 blocks x pixels) on rows long enough for whole tiles within a row (the one-pointer
-tiles of stride-1 rows) and tiles across rows, stride 1 and 2: exact int32 sums, and the fused int8 store."""
+tiles, pixels 8, 16 or 32 bytes apart) and tiles across rows, stride 1 and 2, 4 to 16 lanes: exact int32 sums, and
+the fused int8 store."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,10 +12,10 @@ from npurt.exec.inplace import conv_int8
 
 
 @pytest.mark.parametrize("n", [16, 32, 48, 64, 80])
-@pytest.mark.parametrize("stride, width", [(1, 31), (2, 29), (1, 5)])
-def test_tiles_sum_exactly(level, n, stride, width):
+@pytest.mark.parametrize("stride, width, cc", [(1, 31, 16), (2, 29, 16), (1, 5, 16), (2, 33, 4), (1, 30, 8)])
+def test_tiles_sum_exactly(level, n, stride, width, cc):
     rng = np.random.default_rng(n + width)
-    c1, cc, kernel = 2, 16, (3, 3)
+    c1, kernel = 2, (3, 3)
     hp = 7
     x = rng.integers(-128, 128, (c1, hp, width, cc), dtype=np.int8)
     w = rng.integers(-128, 128, (9 * c1 * cc, n), dtype=np.int8)
