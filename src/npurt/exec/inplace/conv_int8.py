@@ -7,8 +7,9 @@ domain by the kernel's store too (`epilogue.swish_codes`); other fused activatio
 through `ConvEpilogue`. The numpy path is the reference the compiled kernel matches byte for byte.
 
 The input is copied into a padded int8 buffer (C1, Hp, Wp, CC) whose border holds the zero point, so padding
-contributes (zp - zp) * w = 0 (without padding the conv reads the NC1HWC2 slot itself); CC is the input's C2 (NC1HWC2) or its channels rounded up to 4 (NHWC, e.g. a model
-input: the step's own buffer, its border and spare lanes written once at bind).
+contributes (zp - zp) * w = 0 (without padding the conv reads the NC1HWC2 slot itself); CC is the input's C2
+(NC1HWC2) or its channels rounded up to 4 (NHWC, e.g. a model input: the step's own buffer, its border and spare
+lanes written once at bind).
 """
 from __future__ import annotations
 

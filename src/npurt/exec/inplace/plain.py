@@ -111,9 +111,12 @@ def _values(name: str, ctx: StepBinding) -> tuple[Any, str, np.ndarray, np.ndarr
     """(storage, kind, the stored values in their logical shape, padding lanes or None) of a plain slot, or of an
     NC1HWC2 slot of shape (1, C, 1, 1) (a classifier's logits: its C values are the first C lanes, in order)."""
     st = ctx.storage.get(name) if name and name not in ctx.constants else None
-    if st is not None and kind_of(st) is not None and len(st.shape) == 4 and tuple(st.shape[::2]) == (1, 1) \
-            and st.shape[3] == 1:
-        flat = ctx.slot(name).reshape(-1)
+    if st is not None and kind_of(st) is not None and len(st.shape) == 4 \
+            and st.shape[0] == st.shape[2] == st.shape[3] == 1:
+        x = ctx.slot(name)
+        if not x.flags.c_contiguous:
+            raise Skip
+        flat = x.reshape(-1)
         return st, kind_of(st), flat[:st.shape[1]].reshape(st.shape), flat[st.shape[1]:]
     st, kind = _plain(name, ctx)
     return st, kind, ctx.slot(name), None
