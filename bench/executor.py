@@ -111,14 +111,19 @@ def ort_int8(model, inputs: list[np.ndarray]) -> bytes:
         def get_next(self):
             return next(self.feeds, None)
 
-    logging.getLogger().setLevel(logging.ERROR)        # its "consider pre-processing" warnings: we do
-    with tempfile.TemporaryDirectory() as d:
-        src, pre, out = (str(Path(d) / f) for f in ("float.onnx", "pre.onnx", "int8.onnx"))
-        onnx.save(model, src)
-        quant_pre_process(src, pre, skip_symbolic_shape=True)
-        quantize_static(pre, out, Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
-                        weight_type=QuantType.QInt8, per_channel=True)
-        return Path(out).read_bytes()
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)        # the tool's "consider pre-processing" warnings (it is done) for this call only
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            src, pre, out = (str(Path(d) / f) for f in ("float.onnx", "pre.onnx", "int8.onnx"))
+            onnx.save(model, src)
+            quant_pre_process(src, pre, skip_symbolic_shape=True)
+            quantize_static(pre, out, Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                            weight_type=QuantType.QInt8, per_channel=True)
+            return Path(out).read_bytes()
+    finally:
+        root.setLevel(level)
 
 
 def _session(model: bytes, threads: int, profile: bool = False):

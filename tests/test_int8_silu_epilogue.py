@@ -76,7 +76,8 @@ def _silu_model(c: int, m: int, size: int, seed: int):
     inits = [numpy_helper.from_array((rng.standard_normal((m, c, 3, 3)) * 0.4).astype(np.float32), "w1"),
              numpy_helper.from_array((rng.standard_normal(m) * 0.2).astype(np.float32), "b1"),
              numpy_helper.from_array((rng.standard_normal((8, m, 1, 1)) * 0.3).astype(np.float32), "w2")]
-    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                              strides=[2, 2]),
              helper.make_node("Sigmoid", ["c1"], ["s1"]), helper.make_node("Mul", ["c1", "s1"], ["a1"]),
              helper.make_node("Conv", ["a1", "w2"], ["y"], kernel_shape=[1, 1])]
     g = helper.make_graph(nodes, "silu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, size, size])],
