@@ -1,15 +1,21 @@
 """Executor latency against onnxruntime, batch 1, same thread count, measured in the same run.
 
-Rows: every vision zoo model — mobilenet_v2_like (224), mobilenet_v1 (224), yolov8n_like (320), yolo_head (320) and
-small_convnet (32, the per-op overhead case) — in npurt fp16 and int8 (activations in native layout and
-type in a bound arena; `Executor.run()` only, inputs already packed) against onnxruntime float32
+Rows: every vision zoo model — mobilenet_v2_like (224), mobilenet_v1 (224), resnet_small (224), yolov8n_like (320),
+yolo_head (320) and small_convnet (32, the per-op overhead case) — in npurt fp16 and int8 (activations in native
+layout and type in a bound arena; `Executor.run()` only, inputs already packed) against onnxruntime float32
 (`InferenceSession.run`). ORT's intra_op_num_threads is the executor's BLAS thread count ($NPURT_BLAS_THREADS,
 default 1; `--threads N` sets it and the compiled conv steps' $NPURT_EXEC_THREADS). ratio = npurt / onnxruntime
-(goals: fp16 <= 2.5, int8 <= 2). With several threads the two alternate in blocks of 10 runs, 0.1 s apart, the
+(goals: fp16 <= 2.5, int8 <= 2).
+int8 rows also time npurt against onnxruntime's own int8, in a second alternation: the same float model quantised by
+onnxruntime's tool (`quant_pre_process`, then `quantize_static`: QDQ, uint8 activations, int8 weights per channel,
+the four calibration inputs npurt's int8 compile uses); "vs ORT int8" = npurt int8 / onnxruntime int8 (goal <= 1).
+Then a 2-thread block (not with --threads): mobilenet_v1, resnet_small and yolo_head with $NPURT_EXEC_THREADS=2 and
+onnxruntime's intra_op 2, fp16 against onnxruntime float32 and int8 against onnxruntime int8 (goal: each ratio <=
+its 1-thread ratio). With several threads the two alternate in blocks of 10 runs, 0.1 s apart, the
 first of each untimed: onnxruntime's idle workers spin (its default, and its best time) on the cores npurt's
 workers need, and run for run alternation measured that instead (MobileNetV2-like fp16 at 2 threads: npurt 8.2-12.7
-ms beside onnxruntime's runs, about 6 ms in blocks). `NPURT_NATIVE_LEVEL=avx2` runs npurt's kernels at the AVX2 level (a laptop's path) on a bigger CPU;
-onnxruntime keeps its own best.
+ms beside onnxruntime's runs, about 6 ms in blocks). `NPURT_NATIVE_LEVEL=avx2` runs npurt's kernels at the AVX2 level
+(a laptop's path) on a bigger CPU; onnxruntime keeps its own best.
 Also reported: how many steps run in place (`npurt.exec.inplace`: computed on their NC1HWC2 slots, with their
 conversions fused in, so not separable), the share of npurt time spent in the generic steps' slot conversions
 (native layout/type <-> float32), and the kernels-only ratio (npurt time minus those conversions, over ORT).
@@ -18,7 +24,9 @@ before bind), over the number of steps: what each step costs outside the compile
 the steps' Python and their remaining numpy calls; goal <= 10 us).
 `--generic` runs every step through the generic slot -> float32 -> kernel -> slot path (`Executor(inplace=False)`,
 the executor before `npurt.exec.inplace`), for before/after comparisons.
-Run: python bench/executor.py [--quick] [--threads N] [--generic]
+`--profile` adds, per int8 model of the 1-thread table, npurt's time per op type (`Executor.run_profiled`, median of
+the runs) beside onnxruntime int8's (its profiler: the QuantizeLinear / DequantizeLinear it runs counted apart).
+Run: python bench/executor.py [--quick] [--threads N] [--generic] [--profile]
 """
 from __future__ import annotations
 
@@ -82,50 +90,182 @@ def _glue_per_step(cm, inplace: bool, repeats: int) -> float:
     return t / len(ex._steps)
 
 
-def run(quick: bool = False, inplace: bool = True) -> list[dict]:
-    """One row per (model, precision): npurt and ORT median latency (ms) and their ratio."""
-    import onnxruntime as ort
+def ort_int8(model, inputs: list[np.ndarray]) -> bytes:
+    """`model` quantised by onnxruntime's own tool, as its documentation does it: `quant_pre_process` (shape
+    inference, BatchNormalization folded), then static QDQ with uint8 activations and int8 weights per output
+    channel, calibrated on `inputs` (minmax)."""
+    import logging
+    import tempfile
+    from pathlib import Path
 
-    import npurt
-    from npurt.runtime.user_io import pack_input
+    import onnx
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    name = model.graph.input[0].name
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.feeds = iter([{name: x} for x in inputs])
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)        # the tool's "consider pre-processing" warnings (it is done) for this call only
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            src, pre, out = (str(Path(d) / f) for f in ("float.onnx", "pre.onnx", "int8.onnx"))
+            onnx.save(model, src)
+            quant_pre_process(src, pre, skip_symbolic_shape=True)
+            quantize_static(pre, out, Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                            weight_type=QuantType.QInt8, per_channel=True)
+            return Path(out).read_bytes()
+    finally:
+        root.setLevel(level)
+
+
+def _session(model: bytes, threads: int, profile: bool = False):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    if profile:
+        import tempfile
+        from pathlib import Path
+        so.enable_profiling = True
+        so.profile_file_prefix = str(Path(tempfile.gettempdir()) / "npurt-bench-ort-profile")
+    return ort.InferenceSession(model, so)
+
+
+def _executor(cm, x: np.ndarray, inplace: bool, exec_threads: int | None = None):
+    """An executor of `cm` bound to a fresh arena with input `x` packed (its compiled steps split over
+    `exec_threads` when given: $NPURT_EXEC_THREADS is read at bind)."""
     from npurt.exec.executor import Executor, allocate
+    from npurt.runtime.user_io import pack_input
+    saved = os.environ.get("NPURT_EXEC_THREADS")
+    if exec_threads is not None:
+        os.environ["NPURT_EXEC_THREADS"] = str(exec_threads)
+    try:
+        w, a, ins, outs = allocate(cm)
+        ex = Executor(cm, inplace=inplace)
+        ex.bind(w, a, ins, outs)
+    finally:
+        if saved is None:
+            os.environ.pop("NPURT_EXEC_THREADS", None)
+        else:
+            os.environ["NPURT_EXEC_THREADS"] = saved
+    pack_input(cm.native_input_attrs[0], x, ins[0])
+    return ex
+
+
+def _models(quick: bool) -> list[tuple[str, object]]:
     from npurt.model import zoo
+    if quick:
+        return [("mobilenet_v2_like", zoo.mobilenet_v2_like(size=96)), ("resnet_small", zoo.resnet_small(size=64)),
+                ("yolov8n_like", zoo.yolov8n_like(size=160)), ("small_convnet", zoo.small_convnet(size=32))]
+    return [("mobilenet_v2_like", zoo.mobilenet_v2_like(size=224)), ("mobilenet_v1", zoo.mobilenet_v1(size=224)),
+            ("resnet_small", zoo.resnet_small(size=224)), ("yolov8n_like", zoo.yolov8n_like(size=320)),
+            ("yolo_head", zoo.yolo_head(size=320)), ("small_convnet", zoo.small_convnet(size=32))]
+
+
+THREADED = ("mobilenet_v1", "resnet_small", "yolo_head")      # the 2-thread block's models (quick: resnet_small)
+
+
+def _op_profile(ex, sess, feed: dict, runs: int) -> dict[str, tuple[float, float]]:
+    """{op type: (npurt us, onnxruntime us)} per run (medians of `runs`); onnxruntime's from its profiler."""
+    import json
+    import statistics
+    npurt_times: dict[str, list[float]] = {}
+    for _ in range(runs):
+        per: dict[str, float] = {}
+        for us, node in ex.run_profiled():
+            op = node.op_type + (node.activation or "") if hasattr(node, "op_type") else str(node)
+            per[op] = per.get(op, 0.0) + us
+        for op, us in per.items():
+            npurt_times.setdefault(op, []).append(us)
+    for _ in range(runs):
+        sess.run(None, feed)
+    path = sess.end_profiling()
+    with open(path) as f:
+        events = json.load(f)
+    os.remove(path)
+    ort_sum: dict[str, float] = {}
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            op = e["args"].get("op_name", "?")
+            ort_sum[op] = ort_sum.get(op, 0.0) + e["dur"]
+    ops = set(npurt_times) | set(ort_sum)
+    return {op: (statistics.median(npurt_times[op]) if op in npurt_times else 0.0, ort_sum.get(op, 0.0) / (runs + 1))
+            for op in ops}
+
+
+def run(quick: bool = False, inplace: bool = True, profile: bool = False) -> list[dict]:
+    """One row per (model, precision): npurt and ORT median latency (ms) and their ratio; int8 rows also against
+    onnxruntime's int8; then, at 1 thread, the 2-thread rows (`mode`)."""
+    import npurt
 
     threads = blas_threads()
     repeats = 5 if quick else 20
-    models = [("mobilenet_v2_like", zoo.mobilenet_v2_like(size=224)), ("mobilenet_v1", zoo.mobilenet_v1(size=224)),
-              ("yolov8n_like", zoo.yolov8n_like(size=320)), ("yolo_head", zoo.yolo_head(size=320)),
-              ("small_convnet", zoo.small_convnet(size=32))]
-    if quick:
-        models = [("mobilenet_v2_like", zoo.mobilenet_v2_like(size=96)), ("yolov8n_like", zoo.yolov8n_like(size=160)),
-                  ("small_convnet", zoo.small_convnet(size=32))]
-    rows = []
-    for name, model in models:
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = threads
-        sess = ort.InferenceSession(model.SerializeToString(), so)
+    rows, kept = [], {}
+    for name, model in _models(quick):
+        sess = _session(model.SerializeToString(), threads)
         iname = sess.get_inputs()[0].name
         shape = [d if isinstance(d, int) else 1 for d in sess.get_inputs()[0].shape]
         rng = np.random.default_rng(0)
         x = rng.normal(size=shape).astype(np.float32)
+        calibration = [x] + [rng.normal(size=shape).astype(np.float32) for _ in range(3)]
+        feed = {iname: x}
+        kept[name, "fp32"] = model.SerializeToString()
         for precision in ("fp16", "int8"):
-            kw = {"quantize": [x] + [rng.normal(size=shape).astype(np.float32) for _ in range(3)],
-                  "progress": False} if precision == "int8" else {"precision": precision}
+            kw = {"quantize": calibration, "progress": False} if precision == "int8" else {"precision": precision}
             cm = npurt.compile(model, **kw)
-            w, a, ins, outs = allocate(cm)
-            ex = Executor(cm, inplace=inplace)
-            ex.bind(w, a, ins, outs)
-            pack_input(cm.native_input_attrs[0], x, ins[0])
-            t_np, t_ort = median_pair(ex.run, lambda: sess.run(None, {iname: x}), repeats if threads == 1 else 3, 1 if threads == 1 else 10)
-            rows.append({"model": name, "precision": precision, "threads": threads,
-                         "npurt_ms": t_np * 1e3, "ort_ms": t_ort * 1e3, "ratio": t_np / t_ort,
-                         "conversion_share": (share := _conversion_share(ex, 1 if quick else 3)),
-                         "inplace_steps": sum(1 for st in ex._steps if not st[2] and not st[3]),
-                         "steps": len(ex._steps),
-                         "kernel_ratio": t_np * (1 - share) / t_ort,
-                         "glue_us": _glue_per_step(cm, inplace, repeats) * 1e6,
-                         "arena_bytes": cm.internal_size, "weight_bytes": cm.weight_size})
+            ex = _executor(cm, x, inplace)
+            block = 1 if threads == 1 else 10
+            t_np, t_ort = median_pair(ex.run, lambda: sess.run(None, feed), repeats if threads == 1 else 3, block)
+            share = _conversion_share(ex, 1 if quick else 3)
+            row = {"model": name, "precision": precision, "threads": threads,
+                   "npurt_ms": t_np * 1e3, "ort_ms": t_ort * 1e3, "ratio": t_np / t_ort,
+                   "conversion_share": share,
+                   "inplace_steps": sum(1 for st in ex._steps if not st[2] and not st[3]),
+                   "steps": len(ex._steps),
+                   "kernel_ratio": t_np * (1 - share) / t_ort,
+                   "glue_us": _glue_per_step(cm, inplace, repeats) * 1e6,
+                   "arena_bytes": cm.internal_size, "weight_bytes": cm.weight_size}
+            kept[name, precision] = (cm, x, feed)
+            if precision == "int8":
+                q = ort_int8(model, calibration)
+                kept[name, "ort int8"] = q
+                sess8 = _session(q, threads)
+                t_np8, t_ort8 = median_pair(ex.run, lambda: sess8.run(None, feed), repeats if threads == 1 else 3,
+                                            block)
+                row.update({"npurt_int8_ms": t_np8 * 1e3, "ort_int8_ms": t_ort8 * 1e3, "vs_ort_int8": t_np8 / t_ort8})
+                if profile:
+                    row["profile"] = _op_profile(ex, _session(q, threads, profile=True), feed, repeats)
+            rows.append(row)
+    if threads == 1 and "--threads" not in sys.argv:
+        rows += _two_threads(rows, kept, inplace, 3 if quick else 6)
     return rows
+
+
+def _two_threads(rows: list[dict], kept: dict, inplace: bool, repeats: int) -> list[dict]:
+    """The 2-thread block: npurt ($NPURT_EXEC_THREADS=2) fp16 against onnxruntime float32 and int8 against
+    onnxruntime int8, both with 2 intra-op threads, alternating in blocks of 10; beside the 1-thread ratios."""
+    out = []
+    one = {(r["model"], r["precision"]): r for r in rows}
+    for name in [n for n in THREADED if (n, "fp16") in kept]:
+        for precision in ("fp16", "int8"):
+            cm, x, feed = kept[name, precision]
+            sess = _session(kept[name, "ort int8" if precision == "int8" else "fp32"], 2)
+            ex = _executor(cm, x, inplace, exec_threads=2)
+            t_np, t_ort = median_pair(ex.run, lambda: sess.run(None, feed), repeats, 10)
+            r1 = one[name, precision]
+            ratio1 = r1["vs_ort_int8"] if precision == "int8" else r1["ratio"]
+            out.append({"model": name, "precision": precision, "mode": "2 threads", "threads": 2,
+                        "peer": "ort int8" if precision == "int8" else "ort fp32",
+                        "npurt_ms": t_np * 1e3, "ort_ms": t_ort * 1e3, "ratio": t_np / t_ort, "ratio_1thread": ratio1,
+                        "npurt_ms_1thread": r1["npurt_int8_ms" if precision == "int8" else "npurt_ms"]})
+    return out
 
 
 def main() -> None:
@@ -135,21 +275,43 @@ def main() -> None:
     quick = "--quick" in sys.argv
     if "--threads" in sys.argv:
         os.environ["NPURT_BLAS_THREADS"] = os.environ["NPURT_EXEC_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
-    rows = run(quick=quick, inplace="--generic" not in sys.argv)
-    console = Console(width=160)
+    rows = run(quick=quick, inplace="--generic" not in sys.argv, profile="--profile" in sys.argv)
+    console = Console(width=180)
     console.print(f"{cpu()}; threads (npurt BLAS = onnxruntime intra_op): {rows[0]['threads'] if rows else blas_threads()}")
     path = "generic steps only" if "--generic" in sys.argv else "in-place steps"
     table = Table(title=f"npurt executor ({path}) vs onnxruntime (batch 1, median)")
-    for col in ("model", "precision", "npurt ms", "ORT fp32 ms", "ratio", "in-place steps", "in conversions",
-                "kernels-only ratio", "glue us/step", "arena", "weights"):
+    for col in ("model", "precision", "npurt ms", "ORT fp32 ms", "ratio", "ORT int8 ms", "vs ORT int8",
+                "in-place steps", "in conversions", "kernels-only ratio", "glue us/step", "arena", "weights"):
         table.add_column(col, justify="right" if col not in ("model", "precision") else "left")
     for r in rows:
+        if "mode" in r:
+            continue
+        int8 = "vs_ort_int8" in r
         table.add_row(r["model"], r["precision"], f"{r['npurt_ms']:.2f}", f"{r['ort_ms']:.2f}", f"{r['ratio']:.2f}x",
+                      f"{r['ort_int8_ms']:.2f}" if int8 else "", f"{r['vs_ort_int8']:.2f}x" if int8 else "",
                       f"{r['inplace_steps']}/{r['steps']}", f"{r['conversion_share'] * 100:.0f}%",
                       f"{r['kernel_ratio']:.2f}x", f"{r['glue_us']:.1f}",
                       f"{r['arena_bytes'] / 2**20:.2f} MiB",
                       f"{r['weight_bytes'] / 2**20:.2f} MiB")
     console.print(table)
+    two = [r for r in rows if r.get("mode") == "2 threads"]
+    if two:
+        table = Table(title="2 threads: npurt $NPURT_EXEC_THREADS=2 vs onnxruntime intra_op 2 (blocks of 10, median)")
+        for col in ("model", "precision", "peer", "npurt ms (1 -> 2 threads)", "peer ms", "ratio", "1-thread ratio"):
+            table.add_column(col, justify="right" if col not in ("model", "precision", "peer") else "left")
+        for r in two:
+            table.add_row(r["model"], r["precision"], r["peer"], f"{r['npurt_ms_1thread']:.2f} -> {r['npurt_ms']:.2f}",
+                          f"{r['ort_ms']:.2f}", f"{r['ratio']:.2f}x", f"{r['ratio_1thread']:.2f}x")
+        console.print(table)
+    for r in rows:
+        if "profile" not in r:
+            continue
+        table = Table(title=f"{r['model']} int8 per op type, us per run: npurt vs onnxruntime int8")
+        for col in ("op", "npurt us", "ORT int8 us"):
+            table.add_column(col, justify="left" if col == "op" else "right")
+        for op, (a, b) in sorted(r["profile"].items(), key=lambda kv: -max(kv[1])):
+            table.add_row(op, f"{a:.0f}", f"{b:.0f}")
+        console.print(table)
 
 
 if __name__ == "__main__":

@@ -349,7 +349,7 @@ static inline __attribute__((always_inline)) void dw_store8(const struct npk_dw 
     }
 }
 
-/* `n` (<= 4) output pixels of block c from ox on, lanes [l, l + 8): each pixel's taps summed in tap order in its own
+/* `n` (<= 8) output pixels of block c from ox on, lanes [l, l + 8): each pixel's taps summed in tap order in its own
  * register (the pixels' sums are independent chains), then the bias, stored */
 __attribute__((target("avx2,fma,f16c")))
 static inline __attribute__((always_inline)) void dw_pixels8(const struct npk_dw *p, struct npk_convf *a,
@@ -358,7 +358,7 @@ static inline __attribute__((always_inline)) void dw_pixels8(const struct npk_dw
 {
     const int64_t c2 = p->c2, step = p->sw * c2;
     const float *wt = p->wt + c * c2 + l;
-    __m256 acc[4];
+    __m256 acc[8];
     for (int dy = 0, t = 0; dy < p->kh; dy++) {
         const float *row = rows[dy] + ox * p->sw * c2 + l;
         for (int dx = 0; dx < p->kw; dx++, t++) {
@@ -375,8 +375,8 @@ static inline __attribute__((always_inline)) void dw_pixels8(const struct npk_dw
         dw_store8(p, a, ((c * p->ho + oy) * p->wo + ox + j) * c2 + l, _mm256_add_ps(acc[j], bias), lo, hi);
 }
 
-/* the input rows as float32 with their border, each converted once into a ring of kh rows, then four output
- * pixels at a time */
+/* the input rows as float32 with their border, each converted once into a ring of kh rows, then eight, four or one
+ * output pixels at a time */
 __attribute__((target("avx2,fma,f16c")))
 static int dw_avx2(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
 {
@@ -405,10 +405,109 @@ static int dw_avx2(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
             }
             for (int64_t l = 0; l < c2; l += 8) {
                 int64_t ox = 0;
+                for (; ox + 8 <= p->wo; ox += 8)
+                    dw_pixels8(p, &a, rows, c, oy, ox, 8, l, lo, hi);
                 for (; ox + 4 <= p->wo; ox += 4)
                     dw_pixels8(p, &a, rows, c, oy, ox, 4, l, lo, hi);
                 for (; ox < p->wo; ox++)
                     dw_pixels8(p, &a, rows, c, oy, ox, 1, l, lo, hi);
+            }
+        }
+    }
+    free(ring);
+    return 0;
+}
+
+/* AVX-512 (modes 1 and 2, 16-lane blocks): the same rows, taps and order as dw_avx2, 16 lanes and up to eight
+ * output pixels at a time */
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+static inline __attribute__((always_inline)) __m512 dw_load16(const struct npk_dw *p, int64_t i)
+{
+    if (p->xtype == 0)
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p->x + i)));
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)((const int8_t *)p->x + i))));
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+static void dw_padded_row16(const struct npk_dw *p, int64_t c, int64_t y, float *out, int64_t wp)
+{
+    const int64_t c2 = p->c2, iy = y - p->pt;
+    const __m512 border = _mm512_set1_ps(p->border);
+    int64_t x0 = p->pl < wp ? p->pl : wp, x1 = p->pl + p->w < wp ? p->pl + p->w : wp;
+    if (iy < 0 || iy >= p->h)
+        x0 = x1 = wp;
+    for (int64_t i = 0; i < x0 * c2; i += 16)
+        _mm512_storeu_ps(out + i, border);
+    const int64_t base = (c * p->h + iy) * p->ws * c2 - p->pl * c2;
+    for (int64_t i = x0 * c2; i < x1 * c2; i += 16)
+        _mm512_storeu_ps(out + i, dw_load16(p, base + i));
+    for (int64_t i = (x1 > x0 ? x1 : x0) * c2; i < wp * c2; i += 16)
+        _mm512_storeu_ps(out + i, border);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+static inline __attribute__((always_inline)) void dw_pixels16(const struct npk_dw *p, const float *const *rows,
+                                                              int64_t c, int64_t oy, int64_t ox, const int n, int64_t l,
+                                                              __m512 lo, __m512 hi)
+{
+    const int64_t c2 = p->c2, step = p->sw * c2;
+    const float *wt = p->wt + c * c2 + l;
+    __m512 acc[8];
+    for (int dy = 0, t = 0; dy < p->kh; dy++) {
+        const float *row = rows[dy] + ox * p->sw * c2 + l;
+        for (int dx = 0; dx < p->kw; dx++, t++) {
+            const __m512 w16 = _mm512_loadu_ps(wt + (int64_t)t * p->c1 * c2);
+            const float *x = row + dx * c2;
+            for (int j = 0; j < n; j++) {
+                const __m512 prod = _mm512_mul_ps(_mm512_loadu_ps(x + j * step), w16);
+                acc[j] = t == 0 ? prod : _mm512_add_ps(acc[j], prod);
+            }
+        }
+    }
+    const __m512 bias = _mm512_loadu_ps(p->bias + c * c2 + l);
+    for (int j = 0; j < n; j++) {
+        const int64_t o = ((c * p->ho + oy) * p->wo + ox + j) * c2 + l;
+        const __m512 v = _mm512_add_ps(acc[j], bias);
+        if (p->mode == 2)
+            _mm512_storeu_ps(p->y + o, v);
+        else
+            _mm_storeu_si128((__m128i *)((int8_t *)p->out + o),
+                             _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, lo), hi))));
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+static int dw_avx512(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
+{
+    const int64_t c2 = p->c2, wp = (p->wo - 1) * p->sw + p->kw;
+    const __m512 lo = _mm512_set1_ps(p->p0), hi = _mm512_set1_ps(p->p1);
+    if (p->ho < 1 || p->wo < 1)
+        return 0;
+    float *ring = malloc((size_t)(p->kh * wp * c2) * sizeof(float) + (size_t)p->kh * (sizeof(int64_t) + sizeof(float *)));
+    if (!ring)
+        return -1;
+    int64_t *held = (int64_t *)(ring + p->kh * wp * c2);
+    const float **rows = (const float **)(held + p->kh);
+    for (int64_t c = c_lo; c < c_hi; c++) {
+        for (int k = 0; k < p->kh; k++)
+            held[k] = -1;
+        for (int64_t oy = 0; oy < p->ho; oy++) {
+            for (int dy = 0; dy < p->kh; dy++) {
+                const int64_t y = oy * p->sh + dy, slot = y % p->kh;
+                if (held[slot] != y) {
+                    dw_padded_row16(p, c, y, ring + slot * wp * c2, wp);
+                    held[slot] = y;
+                }
+                rows[dy] = ring + slot * wp * c2;
+            }
+            for (int64_t l = 0; l < c2; l += 16) {
+                int64_t ox = 0;
+                for (; ox + 8 <= p->wo; ox += 8)
+                    dw_pixels16(p, rows, c, oy, ox, 8, l, lo, hi);
+                for (; ox + 4 <= p->wo; ox += 4)
+                    dw_pixels16(p, rows, c, oy, ox, 4, l, lo, hi);
+                for (; ox < p->wo; ox++)
+                    dw_pixels16(p, rows, c, oy, ox, 1, l, lo, hi);
             }
         }
     }
@@ -424,6 +523,8 @@ int npk_depthwise(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
         || (p->mode == 2 ? !p->y : !p->out) || (p->mode == 0 && p->xtype != 0) || (p->mode == 1 && p->xtype != 1))
         return -1;
 #ifdef NPK_X86
+    if (npk_level() >= 2 && p->c2 % 16 == 0 && p->mode != 0)
+        return dw_avx512(p, c_lo, c_hi);
     if (npk_level() >= 1 && p->c2 % 8 == 0)
         return dw_avx2(p, c_lo, c_hi);
 #endif

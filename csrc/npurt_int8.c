@@ -7,7 +7,9 @@
  *   (-128) * (-128) * 2 = 32768 fits int32 (vpmaddubsw's int16 saturation is never used).
  * - portable C (level 0): plain int32 loops.
  * The epilogue is the same float32 sequence everywhere (built with -ffp-contract=off): y = float(acc - zp * sum(w))
- * * mult + bias, then either clamp to [lo, hi], round to nearest even and store int8, or store y as float32.
+ * * mult + bias, then either clamp to [lo, hi], round to nearest even and store int8, or store y as float32; a
+ * fused SiLU (act 1) maps y to swish(y) / s_out + zp_out first, in basic float32 operations only, so every level
+ * and numpy give the same bytes.
  */
 #include "npurt_kernels.h"
 
@@ -81,6 +83,42 @@ static inline int8_t clamp_round(float f, float lo, float hi)
     return (int8_t)nearbyintf(f);
 }
 
+/* the fused SiLU epilogue (act 1): swish(f) * inv_scale + out_zp, in the order of `swish_codes` (epilogue.py) */
+#define EXP_HI 87.0f
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_C1 0.693359375f
+#define EXP_C2 -2.12194440e-4f
+#define EXP_P0 1.9875691500e-4f
+#define EXP_P1 1.3981999507e-3f
+#define EXP_P2 8.3334519073e-3f
+#define EXP_P3 4.1665795894e-2f
+#define EXP_P4 1.6666665459e-1f
+#define EXP_P5 5.0000001201e-1f
+
+static inline float pow2i(int32_t n) { float f; uint32_t b = (uint32_t)(n + 127) << 23; memcpy(&f, &b, 4); return f; }
+
+static inline float swish_requant(float f, const struct npk_conv8 *p)
+{
+    float z = -(f * p->alpha);
+    z = z < -EXP_HI ? -EXP_HI : z;
+    z = z > EXP_HI ? EXP_HI : z;
+    const float n = nearbyintf(z * EXP_LOG2E);
+    float r = z - n * EXP_C1;
+    r = r - n * EXP_C2;
+    float e = EXP_P0;
+    e = e * r + EXP_P1;
+    e = e * r + EXP_P2;
+    e = e * r + EXP_P3;
+    e = e * r + EXP_P4;
+    e = e * r + EXP_P5;
+    e = e * (r * r);
+    e = e + r;
+    e = e + 1.0f;
+    e = e * pow2i((int32_t)n);
+    const float g = f * (1.0f / (1.0f + e));
+    return g * p->inv_scale + p->out_zp;
+}
+
 /* ---- portable ----------------------------------------------------------------------------------------------- */
 
 static void conv8_portable(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
@@ -106,6 +144,8 @@ static void conv8_portable(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_
                         }
                 for (int t = 0; t < 16; t++) {
                     float f = requant(acc[t] - p->zp * p->colsum[j + t], p->mult[j + t], p->bias[j + t]);
+                    if (p->out && p->act)
+                        f = swish_requant(f, p);
                     if (p->out)
                         p->out[(j / 16) * p->out_plane + pix * 16 + t] = clamp_round(f, p->lo, p->hi);
                     else
@@ -143,6 +183,30 @@ static inline __m256 requant8_avx2(__m256i acc, const struct npk_conv8 *p, int64
     return _mm256_add_ps(f, _mm256_loadu_ps(p->bias + ch));
 }
 
+__attribute__((target("avx2")))
+static inline __m256 swish_requant_avx2(__m256 f, const struct npk_conv8 *p)
+{
+    __m256 z = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(f, _mm256_set1_ps(p->alpha)));
+    z = _mm256_min_ps(_mm256_max_ps(z, _mm256_set1_ps(-EXP_HI)), _mm256_set1_ps(EXP_HI));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(z, _mm256_set1_ps(EXP_LOG2E)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_sub_ps(z, _mm256_mul_ps(n, _mm256_set1_ps(EXP_C1)));
+    r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(EXP_C2)));
+    __m256 e = _mm256_set1_ps(EXP_P0);
+    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P1));
+    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P2));
+    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P3));
+    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P4));
+    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P5));
+    e = _mm256_mul_ps(e, _mm256_mul_ps(r, r));
+    e = _mm256_add_ps(_mm256_add_ps(e, r), _mm256_set1_ps(1.0f));
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
+    e = _mm256_mul_ps(e, _mm256_castsi256_ps(bits));
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 g = _mm256_mul_ps(f, _mm256_div_ps(one, _mm256_add_ps(one, e)));
+    return _mm256_add_ps(_mm256_mul_ps(g, _mm256_set1_ps(p->inv_scale)), _mm256_set1_ps(p->out_zp));
+}
+
 /* one tile: NPK_R2 pixels x 16 channels from j */
 __attribute__((target("avx2")))
 static inline __attribute__((always_inline)) void tile_avx2(const struct npk_conv8 *p, const int16_t *const *xr,
@@ -175,6 +239,10 @@ static inline __attribute__((always_inline)) void tile_avx2(const struct npk_con
             _mm256_storeu_ps(p->y + pix * n + j, f0);
             _mm256_storeu_ps(p->y + pix * n + j + 8, f1);
             continue;
+        }
+        if (p->act) {
+            f0 = swish_requant_avx2(f0, p);
+            f1 = swish_requant_avx2(f1, p);
         }
         f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);
         f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
@@ -214,90 +282,171 @@ static void conv8_avx2(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
 
 /* ---- AVX-512 VNNI (vpdpbusd on u8 x s8 quads) --------------------------------------------------------------- */
 
-#define NPK_R3 8     /* output pixels per tile: 8 x 3 accumulators + 3 weights + 1 input = 28 zmm */
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-static inline __attribute__((always_inline)) void tile_vnni(const struct npk_conv8 *p, const int8_t *const *xr,
-                                                            int nr, int64_t j0, const int NJ, int64_t pix0)
+static inline __m512 swish_requant_512(__m512 f, const struct npk_conv8 *p)
 {
-    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n, nquads = p->cc / 4;
-    const __m512i flip = _mm512_set1_epi32((int)0x80808080u);
-    __m512i acc[NPK_R3][3];
-    for (int r = 0; r < NPK_R3; r++)
-        for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_setzero_si512();
-    const int64_t kq = (int64_t)p->kh * p->kw * p->c1 * nquads;          /* K / 4 */
-    const int8_t *wq = (const int8_t *)p->w + j0 * kq * 64;
-    for (int dy = 0; dy < p->kh; dy++)
-        for (int dx = 0; dx < p->kw; dx++)
-            for (int64_t c = 0; c < p->c1; c++) {
-                const int64_t off = c * plane + dy * p->dh * row + dx * p->dw * p->cc;
-                for (int64_t q = 0; q < nquads; q++, wq += 64) {
-                    __m512i b[3];
-                    for (int j = 0; j < NJ; j++) b[j] = _mm512_loadu_si512((const void *)(wq + j * kq * 64));
-                    for (int r = 0; r < NPK_R3; r++) {
-                        const __m512i a = _mm512_xor_si512(_mm512_set1_epi32(load32(xr[r] + off + 4 * q)), flip);
-                        for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], a, b[j]);
-                    }
-                }
-            }
-    const __m512 lo = _mm512_set1_ps(p->lo), hi = _mm512_set1_ps(p->hi);
-    const __m512i zp = _mm512_set1_epi32(128 + p->zp);
-    for (int j = 0; j < NJ; j++) {
-        const int64_t ch = (j0 + j) * 16;
-        const __m512i corr = _mm512_mullo_epi32(zp, _mm512_loadu_si512((const void *)(p->colsum + ch)));
-        const __m512 m = _mm512_loadu_ps(p->mult + ch), bias = _mm512_loadu_ps(p->bias + ch);
-        for (int r = 0; r < nr; r++) {
-            __m512 f = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][j], corr)), m), bias);
-            if (!p->out) {
-                _mm512_storeu_ps(p->y + (pix0 + r) * n + ch, f);
-                continue;
-            }
-            f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-            _mm_storeu_si128((__m128i *)(p->out + (j0 + j) * p->out_plane + (pix0 + r) * 16),
-                             _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(f)));
-        }
-    }
+    __m512 z = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(f, _mm512_set1_ps(p->alpha)));
+    z = _mm512_min_ps(_mm512_max_ps(z, _mm512_set1_ps(-EXP_HI)), _mm512_set1_ps(EXP_HI));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(EXP_LOG2E)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_sub_ps(z, _mm512_mul_ps(n, _mm512_set1_ps(EXP_C1)));
+    r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(EXP_C2)));
+    __m512 e = _mm512_set1_ps(EXP_P0);
+    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P1));
+    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P2));
+    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P3));
+    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P4));
+    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P5));
+    e = _mm512_mul_ps(e, _mm512_mul_ps(r, r));
+    e = _mm512_add_ps(_mm512_add_ps(e, r), _mm512_set1_ps(1.0f));
+    const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+    e = _mm512_mul_ps(e, _mm512_castsi512_ps(bits));
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 g = _mm512_mul_ps(f, _mm512_div_ps(one, _mm512_add_ps(one, e)));
+    return _mm512_add_ps(_mm512_mul_ps(g, _mm512_set1_ps(p->inv_scale)), _mm512_set1_ps(p->out_zp));
 }
 
+/* one tile: R output pixels x NJ channel blocks of 16 from j0 (R * NJ <= 24 accumulators + NJ weights + 1 input
+ * <= 29 zmm); one body per register shape R x NJMAX, so the accumulators are a fixed-size array the compiler keeps
+ * in registers */
+#define NPK_TILE_VNNI(NAME, R, NJMAX, STEP)                                                                          \
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))                                                 \
+static inline __attribute__((always_inline)) void NAME(const struct npk_conv8 *p, const int8_t *const *xr, int nr,   \
+                                                       int64_t j0, const int NJ, int64_t pix0)                       \
+{                                                                                                                    \
+    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n, nquads = p->cc / 4;                         \
+    const __m512i flip = _mm512_set1_epi32((int)0x80808080u);                                                       \
+    __m512i acc[R][NJMAX];                                                                                           \
+    for (int r = 0; r < R; r++)                                                                                      \
+        for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_setzero_si512();                                            \
+    const int64_t kq = (int64_t)p->kh * p->kw * p->c1 * nquads;          /* K / 4 */                                \
+    const int8_t *wq = (const int8_t *)p->w + j0 * kq * 64;                                                          \
+    for (int dy = 0; dy < p->kh; dy++)                                                                               \
+        for (int dx = 0; dx < p->kw; dx++)                                                                           \
+            for (int64_t c = 0; c < p->c1; c++) {                                                                    \
+                const int64_t off = c * plane + dy * p->dh * row + dx * p->dw * p->cc;                               \
+                for (int64_t q = 0; q < nquads; q++, wq += 64) {                                                     \
+                    __m512i b[NJMAX];                                                                                \
+                    for (int j = 0; j < NJ; j++) b[j] = _mm512_loadu_si512((const void *)(wq + j * kq * 64));        \
+                    for (int r = 0; r < R; r++) {                                                                    \
+                        const int8_t *xp = STEP ? xr[0] + r * STEP : xr[r];                                          \
+                        const __m512i a = _mm512_xor_si512(_mm512_set1_epi32(load32(xp + off + 4 * q)), flip);       \
+                        for (int j = 0; j < NJ; j++) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], a, b[j]);            \
+                    }                                                                                                \
+                }                                                                                                    \
+            }                                                                                                        \
+    const __m512 lo = _mm512_set1_ps(p->lo), hi = _mm512_set1_ps(p->hi);                                             \
+    const __m512i zp = _mm512_set1_epi32(128 + p->zp);                                                               \
+    for (int j = 0; j < NJ; j++) {                                                                                   \
+        const int64_t ch = (j0 + j) * 16;                                                                            \
+        const __m512i corr = _mm512_mullo_epi32(zp, _mm512_loadu_si512((const void *)(p->colsum + ch)));             \
+        const __m512 m = _mm512_loadu_ps(p->mult + ch), bias = _mm512_loadu_ps(p->bias + ch);                        \
+        for (int r = 0; r < nr; r++) {                                                                               \
+            __m512 f = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][j], corr)), m), bias); \
+            if (!p->out) {                                                                                           \
+                _mm512_storeu_ps(p->y + (pix0 + r) * n + ch, f);                                                     \
+                continue;                                                                                            \
+            }                                                                                                        \
+            if (p->act)                                                                                              \
+                f = swish_requant_512(f, p);                                                                         \
+            f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);                                                             \
+            _mm_storeu_si128((__m128i *)(p->out + (j0 + j) * p->out_plane + (pix0 + r) * 16),                        \
+                             _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(f)));                                          \
+        }                                                                                                            \
+    }                                                                                                                \
+}
+
+NPK_TILE_VNNI(tile_vnni_6, 6, 4, 0)
+NPK_TILE_VNNI(tile_vnni_8, 8, 3, 0)
+NPK_TILE_VNNI(tile_vnni_12, 12, 2, 0)
+/* the same, the R pixels `STEP` bytes apart from xr[0] (within one output row: STEP = stride x lanes, 8, 16 or 32):
+ * one input pointer and constant displacements instead of R pointers */
+NPK_TILE_VNNI(tile_vnni_6s8, 6, 4, 8)
+NPK_TILE_VNNI(tile_vnni_8s8, 8, 3, 8)
+NPK_TILE_VNNI(tile_vnni_12s8, 12, 2, 8)
+NPK_TILE_VNNI(tile_vnni_6s16, 6, 4, 16)
+NPK_TILE_VNNI(tile_vnni_8s16, 8, 3, 16)
+NPK_TILE_VNNI(tile_vnni_12s16, 12, 2, 16)
+NPK_TILE_VNNI(tile_vnni_6s32, 6, 4, 32)
+NPK_TILE_VNNI(tile_vnni_8s32, 8, 3, 32)
+NPK_TILE_VNNI(tile_vnni_12s32, 12, 2, 32)
+
+/* the tiles of channel blocks [j0, j1) for R pixels: groups of G = 24 / R blocks, then the rest */
+#define NPK_TILES_VNNI(G, TILE)                                                                                      \
+    do {                                                                                                             \
+        for (; j + G <= j1; j += G) TILE(p, xr, nr, j, G, q0);                                                       \
+        if (j1 - j == 3 && G > 3) TILE(p, xr, nr, j, 3, q0);                                                         \
+        else if (j1 - j == 2 && G > 2) TILE(p, xr, nr, j, 2, q0);                                                    \
+        else if (j1 - j == 1) TILE(p, xr, nr, j, 1, q0);                                                             \
+    } while (0)
+#define NPK_TILES_BY_STEP(G, T)                                                                                      \
+    do {                                                                                                             \
+        if (step == 8) NPK_TILES_VNNI(G, T##s8);                                                                     \
+        else if (step == 16) NPK_TILES_VNNI(G, T##s16);                                                              \
+        else if (step == 32) NPK_TILES_VNNI(G, T##s32);                                                              \
+        else NPK_TILES_VNNI(G, T);                                                                                   \
+    } while (0)
+
+/* `step`: the pixels' distance in bytes when they are evenly spaced from xr[0] (8, 16 or 32), else 0 */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 static inline __attribute__((always_inline)) void tiles_vnni(const struct npk_conv8 *p, const int8_t *const *xr,
-                                                             int nr, int64_t j0, int64_t j1, int64_t q0)
+                                                             int nr, int64_t j0, int64_t j1, int64_t q0, const int R,
+                                                             int step)
 {
     int64_t j = j0;
-    for (; j + 3 <= j1; j += 3) tile_vnni(p, xr, nr, j, 3, q0);
-    if (j1 - j == 2) tile_vnni(p, xr, nr, j, 2, q0);
-    else if (j1 - j == 1) tile_vnni(p, xr, nr, j, 1, q0);
+    if (R == 6) NPK_TILES_BY_STEP(4, tile_vnni_6);
+    else if (R == 8) NPK_TILES_BY_STEP(3, tile_vnni_8);
+    else NPK_TILES_BY_STEP(2, tile_vnni_12);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-static void conv8_vnni(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
+static inline __attribute__((always_inline)) void conv8_vnni_tiles(const struct npk_conv8 *p, int64_t oy_lo,
+                                                                   int64_t oy_hi, const int R)
 {
-    const int64_t blocks = p->n / 16, q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo;
-    int64_t off[NPK_R3];
-    const int8_t *xr[NPK_R3];
+    const int64_t blocks = p->n / 16, q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo, group = 24 / R;
+    const int64_t step = p->sw * p->cc;         /* between neighbouring pixels of a row, in bytes */
+    const int even = step == 8 || step == 16 || step == 32;
+    int64_t off[12];
+    const int8_t *xr[12];
     if (weights_outer(p)) {
-        for (int64_t j0 = 0; j0 < blocks; j0 += 3)
-            for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R3) {
-                const int nr = q_hi - q0 < NPK_R3 ? (int)(q_hi - q0) : NPK_R3;
-                tile_offsets(p, q0, nr, NPK_R3, off);
-                for (int r = 0; r < NPK_R3; r++) xr[r] = p->x + off[r];
-                tiles_vnni(p, xr, nr, j0, j0 + 3 < blocks ? j0 + 3 : blocks, q0);
+        for (int64_t j0 = 0; j0 < blocks; j0 += group)
+            for (int64_t q0 = q_lo; q0 < q_hi; q0 += R) {
+                const int nr = q_hi - q0 < R ? (int)(q_hi - q0) : R;
+                tile_offsets(p, q0, nr, R, off);
+                for (int r = 0; r < R; r++) xr[r] = p->x + off[r];
+                tiles_vnni(p, xr, nr, j0, j0 + group < blocks ? j0 + group : blocks, q0, R,
+                           even && nr == R && off[R - 1] - off[0] == step * (R - 1) ? (int)step : 0);
             }
         return;
     }
-    for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R3) {
-        const int nr = q_hi - q0 < NPK_R3 ? (int)(q_hi - q0) : NPK_R3;
-        tile_offsets(p, q0, nr, NPK_R3, off);
-        for (int r = 0; r < NPK_R3; r++) xr[r] = p->x + off[r];
-        tiles_vnni(p, xr, nr, 0, blocks, q0);
+    for (int64_t q0 = q_lo; q0 < q_hi; q0 += R) {
+        const int nr = q_hi - q0 < R ? (int)(q_hi - q0) : R;
+        tile_offsets(p, q0, nr, R, off);
+        for (int r = 0; r < R; r++) xr[r] = p->x + off[r];
+        tiles_vnni(p, xr, nr, 0, blocks, q0, R,
+                   even && nr == R && off[R - 1] - off[0] == step * (R - 1) ? (int)step : 0);
     }
+}
+
+/* the register shape by output channel blocks: 4 blocks x 6 pixels where they come in fours, 2 x 12 for 32 channels,
+ * 3 x 8 otherwise (24 accumulators: fewer input broadcasts per vpdpbusd than 3 x 8 plus a 1 x 8 remainder); 16
+ * channels take 1 x 12 (1 x 24 measured slower) */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+static void conv8_vnni(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
+{
+    const int64_t blocks = p->n / 16;
+    if (blocks % 4 == 0) conv8_vnni_tiles(p, oy_lo, oy_hi, 6);
+    else if (blocks <= 2) conv8_vnni_tiles(p, oy_lo, oy_hi, 12);
+    else conv8_vnni_tiles(p, oy_lo, oy_hi, 8);
 }
 #endif
 
 int npk_conv8(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
 {
     if (p->cc < 4 || p->cc % 4 || p->n % 16 || p->c1 < 1 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1
-        || p->dh < 1 || p->dw < 1 || oy_lo < 0 || oy_hi > p->ho || (!p->out && !p->y)
+        || p->dh < 1 || p->dw < 1 || oy_lo < 0 || oy_hi > p->ho || (!p->out && !p->y) || (p->act && !p->out)
+        || p->act < 0 || p->act > 1
         || (int64_t)(p->ho - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh >= p->hp
         || (int64_t)(p->wo - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw >= p->wp)
         return -1;

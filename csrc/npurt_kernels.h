@@ -65,7 +65,10 @@ int npk_normalize_u8(const uint8_t *src, int64_t src_row, void *dst, int64_t dst
  * (dy, dx), input blocks c and lanes l of a padded input x (C1, Hp, Wp, CC) whose border holds the zero point zp;
  * k = ((dy * kw + dx) * C1 + c) * CC + l; then f = float(acc) * mult[j] + bias[j] (float32, no fused multiply-add)
  * and, when `out` is set, int8(rint(min(max(f, lo), hi))) at out + (j / 16) * out_plane + pix * 16 (an NC1HWC2
- * slot with C2 = 16), else f at y[pix * n + j]. Output rows [oy_lo, oy_hi). */
+ * slot with C2 = 16), else f at y[pix * n + j]. Output rows [oy_lo, oy_hi).
+ * act 1 (with `out`): f is first replaced by swish(f) * inv_scale + out_zp, swish(f) = f / (1 + e^(-alpha f)) with
+ * e^z in float32 basic operations only (Cephes expf: z clamped to [-87, 87], n = rint(z log2 e), two-part
+ * reduction, degree-5 polynomial, times 2^n), the sequence `npurt.exec.inplace.epilogue.swish_codes` runs in numpy. */
 struct npk_conv8 {
     const int8_t *x;
     int64_t c1, hp, wp, cc;
@@ -82,6 +85,8 @@ struct npk_conv8 {
     int64_t out_plane;
     float *y;
     int16_t *wide;
+    int32_t act;
+    float alpha, inv_scale, out_zp;
 };
 
 /* bytes of the weights (k, n) packed for instruction set `level` (w, k % 4 == 0, n % 16 == 0) */

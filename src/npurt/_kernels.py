@@ -394,14 +394,15 @@ def normalize_image(dst: np.ndarray, src: np.ndarray, mean: np.ndarray, std: np.
 def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, mult: np.ndarray, bias: np.ndarray,
               kernel: tuple[int, int], strides: tuple[int, int], dilations: tuple[int, int], out_hw: tuple[int, int],
               out: np.ndarray | None = None, bounds: tuple[float, float] = (-128.0, 127.0),
-              y: np.ndarray | None = None, wide=None):
+              y: np.ndarray | None = None, wide=None, swish: tuple[float, float, float] | None = None):
     """A zero-argument function computing an int8 conv in int32 (`npk_conv8`): the padded input `x` (C1, Hp, Wp, CC;
     int8, border = `zp`), `weights` (K, N) int8 with K = kh * kw * C1 * CC in (dy, dx, c1, lane) order and N a
     multiple of 16, `colsum` (N,) their column sums; f = float32(acc - zp * colsum) * mult + bias, then either
     int8(rint(clip(f, *bounds))) into `out` (an NC1HWC2 slot (C1o, Ho, Wo, 16)) or f into `y` (Ho * Wo, N) float32.
     The weights are packed for the instruction set in use now; `wide(n)` gives an int16 scratch of n elements
-    (the AVX2 path's sign-extended input). None when the arrays are not that case or the kernels are off; every
-    size the kernel relies on is checked here, once."""
+    (the AVX2 path's sign-extended input). `swish` = (alpha, 1 / output scale, output zero point), with `out`: a
+    fused SiLU, f -> swish(f) / s + zp before the clip (`epilogue.swish_codes`, byte for byte). None when the arrays
+    are not that case or the kernels are off; every size the kernel relies on is checked here, once."""
     if not _enabled:
         return None
     c1, hp, wp, cc = x.shape if x.ndim == 4 else (0, 0, 0, 0)
@@ -418,7 +419,7 @@ def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, m
             and out.shape == (n // 16, ho, wo, 16)
     else:
         ok = ok and y is not None and y.dtype == _F32 and y.flags.c_contiguous and y.shape == (ho * wo, n)
-    if not ok:
+    if not ok or (swish is not None and out is None):
         return None
     lvl = lib.npk_level()
     packed = np.empty(lib.npk_conv8_packed_size(k, n, lvl), np.uint8)
@@ -445,6 +446,9 @@ def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, m
     p.out_plane = ho * wo * 16
     p.y = ffi.cast("float *", y.ctypes.data) if y is not None else ffi.NULL
     p.wide = ffi.cast("int16_t *", scratch.ctypes.data) if scratch is not None else ffi.NULL
+    if swish is not None:
+        p.act = 1
+        p.alpha, p.inv_scale, p.out_zp = (float(np.float32(v)) for v in swish)
     structs = [p] + [ffi.new("struct npk_conv8 *", p[0]) for _ in parts[1:]]
     if scratch is not None:              # each thread widens the input rows it reads into its own scratch
         for k, q in enumerate(structs):

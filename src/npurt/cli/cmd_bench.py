@@ -27,7 +27,9 @@ RATIO_KEYS = {"planner": "solve_ratio"}
 MEANING = {
     "capi": "the call from C (librknnrt.so, libQnnHtp.so) / the same call from Python on the mirror (1 = the C face "
             "adds nothing)",
-    "executor": "npurt time / onnxruntime time, same model and thread count (lower is better)",
+    "executor": "npurt time / onnxruntime time, same model and thread count (int8 rows: vs_ort_int8 = against "
+                "onnxruntime's own int8; 2-thread rows: fp16 against float32, int8 against onnxruntime int8; lower is "
+                "better)",
     "layout": "conversion GB/s / np.copyto GB/s of the same bytes (higher is better, 1 = memory bandwidth)",
     "memory": "npurt time / the same syscalls or copy done directly (lower is better)",
     "npu_timing": "predicted FPS / rknn_model_zoo's published FPS (1 = exact); speed row: `npurt perf` seconds / "

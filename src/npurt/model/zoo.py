@@ -8,7 +8,7 @@ biases. `save_cached` / `cached` keep serialised models under `.cache/models/` (
 - `mobilenet_v1`: the MobileNet v1 of the RKNN SRAM seed's memory table (27 ConvRelu, a 7x7
   AveragePool, a 1x1 Conv classifier and Softmax on (1, 1000, 1, 1); tensor names follow the
   table: input0, output1 ... output57).
-- `mobilenet_v2_like`, `small_convnet`, `yolo_head`, `yolov8n_like`, `transformer_block`.
+- `mobilenet_v2_like`, `resnet_small`, `small_convnet`, `yolo_head`, `yolov8n_like`, `transformer_block`.
 - `outlier_convnet`: three convolutions whose first layer has one outlier channel (rare, huge activations that the
   next layer weighs down): the int8 accuracy case of `docs/quantization.md`.
 - `light_model(name)`: the 9 "light" real architectures shipped in the onnx wheel, with their
@@ -196,6 +196,31 @@ def outlier_convnet(size: int = 16, gain: float = 200.0, seed: int = 0) -> onnx.
     x = g.node("Relu", [g.node("Conv", [x, g.const(w2)], pads=pads)], "conv2")
     y = g.node("Conv", [x, g.const(w3)], "output")
     return g.model([("input", [1, 3, size, size])], [(y, [1, 4, size, size])], "outlier_convnet")
+
+
+# --- ResNet-small -----------------------------------------------------------------------------
+
+def resnet_small(size: int = 224, num_classes: int = 1000, seed: int = 0) -> onnx.ModelProto:
+    """A ResNet-18-style classifier at half width: 7x7/2 stem + MaxPool, four stages of two basic blocks (3x3
+    Conv+BN+Relu twice, identity or 1x1/2 projection shortcut, Add, Relu) of 32/64/128/256 channels,
+    GlobalAveragePool, Flatten and Gemm: dense 3x3 convs with residual Adds (no depthwise)."""
+    g = _Graph(seed)
+    x = g.node("Relu", [g.bn(g.conv("input", 3, 32, 7, 2, gain=1.0, bias=False), 32)])
+    x = g.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 32
+    for stage, cout in enumerate((32, 64, 128, 256)):
+        for block in range(2):
+            stride = 2 if stage and not block else 1
+            y = g.node("Relu", [g.bn(g.conv(x, cin, cout, 3, stride, gain=1.0, bias=False), cout)])
+            y = g.bn(g.conv(y, cout, cout, 3, 1, gain=1.0, bias=False), cout)
+            short = x if stride == 1 and cin == cout else g.bn(g.conv(x, cin, cout, 1, stride, gain=1.0,
+                                                                        bias=False), cout)
+            x = g.node("Relu", [g.node("Add", [y, short])])
+            cin = cout
+    x = g.node("Flatten", [g.node("GlobalAveragePool", [x])], axis=1)
+    w = g.const(g.rng.normal(0, np.sqrt(1.0 / cin), (num_classes, cin)).astype(np.float32))
+    y = g.node("Gemm", [x, w, g.const(np.zeros(num_classes, np.float32), "b")], "logits", transB=1)
+    return g.model([("input", [1, 3, size, size])], [(y, [1, num_classes])], "resnet_small")
 
 
 # --- YOLO-style head --------------------------------------------------------------------------

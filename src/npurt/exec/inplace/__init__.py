@@ -19,7 +19,7 @@ from npurt.exec.inplace import plain
 from npurt.exec.inplace.channels import concat, spatial_concat, spatial_split, split
 from npurt.exec.inplace.conv import conv
 from npurt.exec.inplace.elementwise import BINARY, UNARY, binary, unary
-from npurt.exec.inplace.pool import global_average_pool, max_pool
+from npurt.exec.inplace.pool import global_average_pool, max_pool, whole_map_average_pool
 from npurt.exec.inplace.reshape import unpack_reshape
 from npurt.exec.inplace.resize import resize_nearest
 from npurt.exec.inplace.binding import StepBinding
@@ -65,6 +65,8 @@ def _prepare(op: str, node: Any, kernel: Callable, attrs: dict, ctx: StepBinding
         return max_pool(node, attrs, ctx)
     if op == "GlobalAveragePool":
         return global_average_pool(node, attrs, ctx)
+    if op == "AveragePool":
+        return whole_map_average_pool(node, attrs, ctx)
     if op in plain.KERNEL_OPS:
         return plain.kernel_step(node, kernel, attrs, ctx)
     if op in ("Reshape", "Flatten"):

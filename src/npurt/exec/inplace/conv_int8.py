@@ -2,12 +2,14 @@
 compiled kernel `npurt._kernels.int8_conv`; in numpy, BLAS on float32 / float64 where every partial sum is an exact
 integer), the input zero point removed as zp * sum(w) per output channel, then one float32 requantisation
 f = float(acc) * (s_x * s_w / s_o) + (bias / s_o + zp_o), clamped (the fused Relu / Clip and int8 saturation),
-rounded to nearest even and stored into the output's NC1HWC2 slot. Other fused activations get f in the real
-domain and go through `ConvEpilogue`. The numpy path is the reference the compiled kernel matches byte for byte.
+rounded to nearest even and stored into the output's NC1HWC2 slot. A fused SiLU is applied to f in the real
+domain by the kernel's store too (`epilogue.swish_codes`); other fused activations get f in the real domain and go
+through `ConvEpilogue`. The numpy path is the reference the compiled kernel matches byte for byte.
 
 The input is copied into a padded int8 buffer (C1, Hp, Wp, CC) whose border holds the zero point, so padding
-contributes (zp - zp) * w = 0; CC is the input's C2 (NC1HWC2) or its channels rounded up to 4 (NHWC, e.g. a model
-input: the step's own buffer, its border and spare lanes written once at bind).
+contributes (zp - zp) * w = 0 (without padding the conv reads the NC1HWC2 slot itself); CC is the input's C2
+(NC1HWC2) or its channels rounded up to 4 (NHWC, e.g. a model input: the step's own buffer, its border and spare
+lanes written once at bind).
 """
 from __future__ import annotations
 
@@ -100,7 +102,10 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
     geometry = ((kh, kw), (sh, sw), tuple(cw.geometry.dilations), (ho, wo))
 
     x = ctx.slot(src.name)
-    if src.layout == "nc1hwc2":
+    if src.layout == "nc1hwc2" and (hp, wp) == (h, wd) and x[0].flags.c_contiguous:
+        xpad = x[0]                  # no padding: the conv reads the slot itself (no copy)
+        values = interior = None
+    elif src.layout == "nc1hwc2":
         xpad = ctx.temp.take("padded8", np.int8, c1 * hp * wp * cc).reshape(c1, hp, wp, cc)
         values, interior = x[0], xpad[:, pb[0]:pb[0] + h, pb[1]:pb[1] + wd]
     else:       # NHWC (few channels, e.g. a model input): the step's own buffer, border and spare lanes written here
@@ -109,17 +114,18 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
         values, interior = x[0, :, :wd, :cin], xpad[0, pb[0]:pb[0] + h, pb[1]:pb[1] + wd, :cin]
     edges = [e for e in [xpad[:, :pb[0]], xpad[:, pb[0] + h:], xpad[:, pb[0]:pb[0] + h, :pb[1]],
                          xpad[:, pb[0]:pb[0] + h, pb[1] + wd:]] if e.size] if src.layout == "nc1hwc2" else []
-    fill = copier(interior, values)
+    fill = copier(interior, values) if interior is not None else (lambda: None)
     o = ctx.slot(out_name)
     pads = padding_lanes(so, o)
     folded = epilogue.folds_output_scale
+    direct = folded or epilogue.swish is not None          # the kernel stores the int8 codes itself
     lo, hi = epilogue.bounds if folded else (-128.0, 127.0)
-    y = None if folded else ctx.scratch(ho * wo * n)[:ho * wo * n].reshape(ho * wo, n)
+    y = None if direct else ctx.scratch(ho * wo * n)[:ho * wo * n].reshape(ho * wo, n)
     dst = o[0].reshape(o1, ho, wo, 16)
-    compiled = _kernels.int8_conv(xpad, wk, colsum, zp, mult, bias, *geometry, out=dst if folded else None,
-                                  bounds=(lo, hi), y=y,
-                                  wide=lambda k: ctx.temp.take("wide16", np.int16, k))
-    if not folded:
+    compiled = _kernels.int8_conv(xpad, wk, colsum, zp, mult, bias, *geometry, out=dst if direct else None,
+                                  bounds=(lo, hi), y=y, wide=lambda k: ctx.temp.take("wide16", np.int16, k),
+                                  swish=None if folded else epilogue.swish)
+    if not direct:
         stored = ctx.typed_scratch(np.int8, ho * wo * n).reshape(ho * wo, n)
         groups = stored.view("V16").reshape(ho * wo, o1).T
         dst_groups = o[0].reshape(o1, ho * wo, 16).view("V16")[..., 0]
@@ -132,13 +138,16 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
             compiled()
         else:
             f = requantize(accumulate(columns(xpad, *geometry), wk), colsum, zp, mult, bias)
-            if folded:
-                np.clip(f, np.float32(lo), np.float32(hi), out=f)
-                np.rint(f, out=f)
+            if direct:
+                if folded:
+                    np.clip(f, np.float32(lo), np.float32(hi), out=f)
+                    np.rint(f, out=f)
+                else:
+                    epilogue(f)
                 np.copyto(dst, f.reshape(ho, wo, o1, 16).transpose(2, 0, 1, 3), casting="unsafe")
             else:
                 np.copyto(y, f)
-        if not folded:
+        if not direct:
             epilogue(y)
             cast_copy(stored, y)
             np.copyto(dst_groups, groups)

@@ -144,18 +144,60 @@ def folded_bounds(attrs: dict, inv_scale: float, zp: float) -> tuple[float, floa
     return None
 
 
+# Cephes expf, in float32: range [-87, 87], ln 2 in two parts, the polynomial of e^r on [-ln 2 / 2, ln 2 / 2]
+_EXP = tuple(np.float32(v) for v in (87.0, 1.44269504088896341, 0.693359375, -2.12194440e-4))
+_EXP_POLY = tuple(np.float32(v) for v in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+                                          1.6666665459e-1, 5.0000001201e-1))
+
+
+def swish_codes(y: np.ndarray, alpha: np.float32, inv_scale: np.float32, zp: np.float32) -> None:
+    """In place, a conv's float32 result to the int8 codes (as float32) of its fused SiLU y / (1 + e^(-alpha y)),
+    scaled by `inv_scale`, shifted by `zp`, saturated and rounded: e^z in basic float32 operations only (Cephes
+    expf), the sequence the compiled int8 conv runs (`npurt._kernels.int8_conv(swish=...)`), so both store the same
+    bytes at every instruction set (numpy's own tanh / exp differ between builds and CPUs)."""
+    hi, log2e, c1, c2 = _EXP
+    one = np.float32(1.0)
+    z = np.multiply(y, alpha)
+    np.negative(z, out=z)
+    np.clip(z, -hi, hi, out=z)
+    n = np.rint(z * log2e)
+    z -= n * c1
+    z -= n * c2                                   # z is now r, the reduced argument
+    e = np.full_like(z, _EXP_POLY[0])
+    for coef in _EXP_POLY[1:]:
+        e *= z
+        e += coef
+    e *= z * z
+    e += z
+    e += one
+    e *= ((n.astype(np.int32) + 127) << 23).view(np.float32)      # 2^n, n in [-126, 126]
+    e += one
+    np.divide(one, e, out=e)
+    y *= e
+    y *= inv_scale
+    y += zp
+    np.clip(y, np.float32(-128), np.float32(127), out=y)
+    np.rint(y, out=y)
+
+
 class ConvEpilogue:
     """In place, a conv's float32 result (bias added) to what its output stores: fp16 applies the fused activation;
     int8 either clamps to `folded_bounds` (weights and bias were scaled to the quantised domain at bind) or applies
-    the activation, scale and zero point and saturates; then rounds."""
+    the activation, scale and zero point and saturates (a SiLU by `swish_codes`, `swish` its parameters); then
+    rounds."""
 
     def __init__(self, attrs: dict, out_storage) -> None:
         self.attrs = attrs
         self.int8 = out_storage.quantized
         self.bounds = None
+        self.swish = None
         if self.int8:
             self.inv_scale, self.zp = np.float32(1.0 / out_storage.scale), np.float32(out_storage.zp)
             self.bounds = folded_bounds(attrs, 1.0 / out_storage.scale, float(out_storage.zp))
+            if attrs.get("activation") == "Swish":
+                p = attrs.get("activation_params")
+                p = (p,) if p is not None and not isinstance(p, (list, tuple, np.ndarray)) else p
+                self.swish = (np.float32(p[0] if p is not None else 1.0), self.inv_scale, self.zp)
 
     @property
     def folds_output_scale(self) -> bool:
@@ -176,6 +218,9 @@ class ConvEpilogue:
             return
         if self.bounds is not None:
             np.clip(y, self.bounds[0], self.bounds[1], out=y)
+        elif self.swish is not None:
+            swish_codes(y, *self.swish)
+            return
         else:
             apply_activation(y, self.attrs)
             np.multiply(y, self.inv_scale, out=y)

@@ -1,7 +1,8 @@
 """Ops on plain slots: tensors stored in their logical shape, C order (UNDEFINED or NCHW layout, no padded rows), as
 float16 or quantised int8 — a detection head's (1, C, N) tensors. Concat / Split are block copies (int8 with other
 quantisation through the 256-entry requantisation table); unary ops are the table gather of `elementwise`; Gemm /
-Softmax call their kernel between the slots (`kernel_step`)."""
+Softmax call their kernel between the slots (`kernel_step`; also on (1, C, 1, 1) NC1HWC2 slots, whose values are
+contiguous)."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -11,7 +12,7 @@ import numpy as np
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.epilogue import copier, narrow, stored_table, widen
-from npurt.exec.inplace.slots import Skip, activation, all_values, bits, stored_kind
+from npurt.exec.inplace.slots import Skip, activation, all_values, bits, kind_of, stored_kind
 from npurt.tensor import Layout
 
 
@@ -106,10 +107,26 @@ def unary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callabl
 KERNEL_OPS = ("Gemm", "Softmax")
 
 
+def _values(name: str, ctx: StepBinding) -> tuple[Any, str, np.ndarray, np.ndarray | None]:
+    """(storage, kind, the stored values in their logical shape, padding lanes or None) of a plain slot, or of an
+    NC1HWC2 slot of shape (1, C, 1, 1) (a classifier's logits: its C values are the first C lanes, in order)."""
+    st = ctx.storage.get(name) if name and name not in ctx.constants else None
+    if st is not None and kind_of(st) is not None and len(st.shape) == 4 \
+            and st.shape[0] == st.shape[2] == st.shape[3] == 1:
+        x = ctx.slot(name)
+        if not x.flags.c_contiguous:
+            raise Skip
+        flat = x.reshape(-1)
+        return st, kind_of(st), flat[:st.shape[1]].reshape(st.shape), flat[st.shape[1]:]
+    st, kind = _plain(name, ctx)
+    return st, kind, ctx.slot(name), None
+
+
 def kernel_step(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
-    """An op whose activations are all plain fp16 or int8 slots (a classifier's Gemm / Softmax on (1, C) tensors):
-    its own kernel on the values widened to float32 (int8 dequantised as the slot reader does), stored back as the
-    slot writer stores them (float16 cast, or quantised) — the generic path's arithmetic without its per-run glue."""
+    """An op whose activations are all plain fp16 or int8 slots, or (1, C, 1, 1) NC1HWC2 ones (a classifier's Gemm
+    / Softmax): its own kernel on the values widened to float32 (int8 dequantised as the slot reader does), stored
+    back as the slot writer stores them (float16 cast, or quantised) — the generic path's arithmetic without its
+    per-run glue."""
     loads, args = [], []
     for t in node.inputs:
         if t and t in ctx.constants:
@@ -117,19 +134,19 @@ def kernel_step(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> C
             continue
         if not t or len(loads) == 2:
             raise Skip
-        st, kind = _plain(t, ctx)
-        x = ctx.slot(t)
+        st, kind, x, _ = _values(t, ctx)
         wide = (ctx.scratch if not loads else ctx.scratch2)(x.size).reshape(x.shape)
         loads.append(widen(wide, x, st, kind))
         args.append(wide)
-    stores = []
+    stores, pads = [], []
     for t in node.outputs:
         if not t:
             raise Skip
-        st, kind = _plain(t, ctx)
-        dst = ctx.slot(t)
+        st, kind, dst, pad = _values(t, ctx)
         staged = np.empty(dst.shape, np.float32)
         stores.append((staged, narrow(dst, staged, st, kind)))
+        if pad is not None and pad.size:
+            pads.append(pad)
 
     def run() -> None:
         for load in loads:
@@ -137,4 +154,6 @@ def kernel_step(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> C
         for (staged, stored), y in zip(stores, kernel(args, attrs)):
             np.copyto(staged, np.asarray(y, np.float32).reshape(staged.shape))
             stored()
+        for pad in pads:
+            pad.fill(0)
     return run

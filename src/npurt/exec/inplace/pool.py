@@ -11,7 +11,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.epilogue import copier, narrow, stored_table
+from npurt.exec.inplace.epilogue import copier, narrow, stored_table, widen
 from npurt.exec.inplace.slots import Skip, activation, all_values, bits
 from npurt.exec.kernels.pool import _pool_geometry
 
@@ -117,6 +117,38 @@ def global_average_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[]
         widen()
         np.add.reduce(planes, axis=1, dtype=np.float32, out=means)
         np.true_divide(means, count, out=means, casting="unsafe")
+        store()
+        padding.fill(0)
+    return run
+
+
+def whole_map_average_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
+    """An AveragePool whose one window is the whole unpadded map (a classifier's 7 x 7 pool), between NC1HWC2 slots:
+    its kernel's sums — row after row, then column after column, then times 1 / (H W) — on the values widened to
+    float32 in the slot's own lane order (every add a long contiguous run of C1 x W x C2 or C1 x C2 lanes)."""
+    si, so, ki = _pair(node, ctx)
+    k, _, dil, pb, pe_ext, _, out = _pool_geometry(tuple(si.shape), attrs)
+    if tuple(k) != tuple(si.shape[2:]) or any(pb) or any(pe_ext) or any(d != 1 for d in dil) or tuple(out) != (1, 1):
+        raise Skip
+    x, y = ctx.slot(node.inputs[0]), ctx.slot(node.outputs[0])
+    n, c1, h, w, c2 = x.shape
+    wide = ctx.typed_scratch(np.float32, x.size).reshape(x.shape)
+    rows = ctx.scratch2(n * c1 * w * c2)[:n * c1 * w * c2].reshape(n, c1, w, c2)
+    sums = ctx.scratch(n * c1 * c2)[:n * c1 * c2].reshape(n, c1, c2)
+    inverse = np.float32(1.0 / (h * w))
+    load = widen(wide, x, si, ki)
+    store = narrow(y.reshape(n, c1, c2), sums, so, ki)
+    padding = _padding_lanes(y, so)
+
+    def run() -> None:
+        load()
+        np.copyto(rows, wide[:, :, 0])
+        for r in range(1, h):
+            np.add(rows, wide[:, :, r], out=rows)
+        np.copyto(sums, rows[:, :, 0])
+        for c in range(1, w):
+            np.add(sums, rows[:, :, c], out=sums)
+        np.multiply(sums, inverse, out=sums)
         store()
         padding.fill(0)
     return run
