@@ -13,9 +13,12 @@
    at the target (six preorders searched in interleaved slices; with a capacity it gets 90 % of
    the remaining time, as only it reaches the perfect packings of the challenging set).
 3. Remaining time improves the best plan: mirror it in address space and re-place every buffer
-   lowest-first in mirrored-offset order (never raises a buffer, so never worse) until that stalls,
-   then hill-climb over placement orders: a buffer that ends at the arena top moves earlier in the
-   order, and the move is kept when the arena does not grow.
+   lowest-first in mirrored-offset order (never raises a buffer, so never worse) until that stalls.
+   Then, on small problems, hill-climb over placement orders: a buffer that ends at the arena top
+   moves earlier in the order, kept when the arena does not grow. On large ones, where a whole
+   pass is costly (18.7k buffers: ~1.5 s), ruin-and-recreate instead: rip up the buffers around
+   one at the top and re-place only those into the fixed rest, starting from the peak-first plan
+   (gapless where the lower bound is decided), then from the best plan.
 Every returned plan passes `check.violations`.
 """
 from __future__ import annotations
@@ -33,7 +36,7 @@ from npurt.plan.greedy import place_in_order, size_order, to_solution
 from npurt.plan.problem import Arrays, Problem, Solution, peak_live
 
 SEARCH_MAX_BUFFERS = 2000     # above this the per-node O(n) cost of the exact search is too high
-RIP_MIN = 100                 # ruin-and-recreate may always rip up this many buffers (small problems: all)
+CLIMB_MAX_BUFFERS = 500       # up to this the hill-climb's whole placement passes are cheap; above, ruin-and-recreate
 
 
 def _section_load(a: Arrays) -> np.ndarray:
@@ -174,23 +177,23 @@ def _plan_leaf(a: Arrays, target: int, deadline: float, seed: int, has_capacity:
     n = len(a.size)
     lb = peak_live(a.start, a.end, a.size)
     target = max(target, lb)
-    best, best_arena, method, peak = _greedy_passes(a, target, deadline)
+    best, best_arena, method, best_order, peak = _greedy_passes(a, target, deadline)
     if best_arena > target and n <= SEARCH_MAX_BUFFERS and time.perf_counter() < deadline:
         budget = (deadline - time.perf_counter()) * (0.9 if has_capacity else 0.4)
         status, offsets = search.fit(a.start, a.end, a.size, a.align, target, time.perf_counter() + budget)
         if status == search.OK and offsets is not None and _arena(a, offsets) < best_arena:
             best, best_arena, method = offsets, _arena(a, offsets), "search"
     if best_arena > target and time.perf_counter() < deadline:
-        improved, arena, how = _improve(a, best, peak, best_arena, target, deadline, seed)
+        improved, arena, how = _improve(a, best, best_order, peak, best_arena, target, deadline, seed)
         if arena < best_arena:
             best, best_arena, method = improved, arena, how if how.startswith("greedy-peak") else f"{method}+{how}"
     return best, method
 
 
-def _greedy_passes(a: Arrays, lb: int, deadline: float) -> tuple[np.ndarray, int, str, np.ndarray]:
-    """The best plan of the greedy orders (stopping at the lower bound or the deadline), its arena and
-    method, and the plan of the first ("peak") order, from which `_ruin_recreate` starts."""
-    best, best_arena, method, peak, last = None, None, "", None, 0.0
+def _greedy_passes(a: Arrays, lb: int, deadline: float) -> tuple[np.ndarray, int, str, np.ndarray, np.ndarray]:
+    """The best plan of the greedy orders (stopping at the lower bound or the deadline), its arena,
+    method and order, and the plan of the first ("peak") order, from which `_ruin_recreate` starts."""
+    best, best_arena, method, best_order, peak, last = None, None, "", None, None, 0.0
     for k, (name, order, first_fit) in enumerate(_orders(a)):
         t_pass = time.perf_counter()
         if best_arena is not None and best_arena <= lb:
@@ -202,16 +205,18 @@ def _greedy_passes(a: Arrays, lb: int, deadline: float) -> tuple[np.ndarray, int
         arena = _arena(a, offsets)
         peak = offsets if peak is None else peak
         if best is None or arena < best_arena:
-            best, best_arena, method = offsets, arena, f"greedy-{name}"
-    return best, best_arena, method, peak
+            best, best_arena, method, best_order = offsets, arena, f"greedy-{name}", order
+    return best, best_arena, method, best_order, peak
 
 
-def _improve(a: Arrays, offsets: np.ndarray, peak: np.ndarray, arena: int, target: int, deadline: float,
-             seed: int) -> tuple[np.ndarray, int, str]:
-    """Mirror-and-compact the best plan until it stalls, then ruin-and-recreate from the peak-first
-    plan for 3/4 of the remaining time (it is gapless at the most loaded section, where the lower
-    bound is decided, so what is left to repair lies where other sections have slack; plans of the
-    other orders can be fragmented right there), then from the best plan so far."""
+def _improve(a: Arrays, offsets: np.ndarray, order: np.ndarray, peak: np.ndarray, arena: int, target: int,
+             deadline: float, seed: int) -> tuple[np.ndarray, int, str]:
+    """Mirror-and-compact the best plan until it stalls, then use the remaining time.
+    Small problems (a whole placement pass is cheap): hill-climb over placement orders.
+    Large problems: ruin-and-recreate, first (3/4 of the time) from the peak-first plan: it is
+    gapless at the most loaded section, where the lower bound is decided, so what is left to repair
+    lies where other sections have slack, whereas the plans of the other orders can be fragmented
+    right there; then from the best plan so far."""
     best, best_arena, how = offsets, arena, ""
     last = 0.0
     stall = 0
@@ -225,27 +230,34 @@ def _improve(a: Arrays, offsets: np.ndarray, peak: np.ndarray, arena: int, targe
         stall = stall + 1 if new >= best_arena else 0
         if new < best_arena:
             best, best_arena, how = offsets, new, "compact"
+    if len(a.size) <= CLIMB_MAX_BUFFERS:
+        if best_arena > target and time.perf_counter() + 3 * last < deadline:
+            climbed, new = _hill_climb(a, order, target, deadline, seed)
+            if new < best_arena:
+                best, best_arena, how = climbed, new, "climb"
+        return best, best_arena, how
     if best_arena > target and time.perf_counter() < deadline:
-        share = time.perf_counter() + 0.75 * (deadline - time.perf_counter())
-        repaired = _ruin_recreate(a, peak, target, share, seed)
+        until = time.perf_counter() + 0.75 * (deadline - time.perf_counter())
+        repaired = _ruin_recreate(a, peak, target, until, seed)
         if _arena(a, repaired) < best_arena:
             best, best_arena, how = repaired, _arena(a, repaired), "greedy-peak+ruin-recreate"
     if best_arena > target and time.perf_counter() < deadline:
         repaired = _ruin_recreate(a, best, target, deadline, seed + 1)
         if _arena(a, repaired) < best_arena:
-            best, best_arena, how = repaired, _arena(a, repaired), (how if how.endswith("ruin-recreate")
-                                                                   else (how + "+" if how else "") + "ruin-recreate")
+            label = how if how.endswith("ruin-recreate") else (how + "+" if how else "") + "ruin-recreate"
+            best, best_arena, how = repaired, _arena(a, repaired), label
     return best, best_arena, how
 
 
 def _ruin_recreate(a: Arrays, offsets: np.ndarray, target: int, deadline: float, seed: int) -> np.ndarray:
     """Large-neighbourhood search. Pick a buffer b that reaches the arena top and a time t where it
     rests on another buffer; rip up every buffer live in a random time window around t whose top is
-    above a random depth below b, and re-place those best-fit by size into the fixed rest (cost
-    O(n log n) numpy plus O(ripped) placements, so many moves fit where one full pass would).
+    above a random depth below b, and re-place them best-fit into the fixed rest, b first (it gets
+    the pick of the freed space), then the others by size (cost O(n log n) numpy plus O(ripped)
+    placements, so many moves fit where one full pass would).
     A move is kept when the arena does not grow (plateau moves let the search drift).
     Window width and depth are log-uniform, so small local repairs and large re-plans both occur;
-    moves that would rip up more than half of a large plan are skipped (that is the size-order pass
+    moves that would rip up more than half of the plan are skipped (that is the size-order pass
     again, which falls back into its fragmented plans)."""
     rng = random.Random(seed)
     tops = offsets + a.size
@@ -266,9 +278,10 @@ def _ruin_recreate(a: Arrays, offsets: np.ndarray, target: int, deadline: float,
         ripped = (a.start < t + width) & (a.end > t - width) & (tops > low - depth)
         ripped[b] = True
         idx = np.flatnonzero(ripped)
-        if len(idx) > max(RIP_MIN, len(ripped) // 2):   # most of the plan by size: the greedy baseline again
+        if 2 * len(idx) > len(ripped):      # most of the plan by size: the greedy baseline again
             continue
         order = idx[np.lexsort((idx, a.start[idx], -a.size[idx]))]
+        order = np.concatenate(([b], order[order != b]))
         new = place_in_order(a, order, keep=~ripped, kept=offsets)
         new_tops = new + a.size
         new_arena = int(new_tops.max())
@@ -276,3 +289,36 @@ def _ruin_recreate(a: Arrays, offsets: np.ndarray, target: int, deadline: float,
             offsets, tops, arena = new, new_tops, new_arena
         last = time.perf_counter() - t_move
     return offsets
+
+
+def _hill_climb(a: Arrays, order: np.ndarray, target: int, deadline: float, seed: int) -> tuple[np.ndarray, int]:
+    """Best-fit placement of `order`, then: move a buffer that reaches the arena top to an earlier
+    place in the order; keep the move when the arena does not grow (plateaus are accepted, so the
+    climb can drift). Returns the best offsets seen and their arena."""
+    rng = random.Random(seed)
+    order = order.copy()
+    offsets = place_in_order(a, order)
+    cur = int((offsets + a.size).max())
+    best_offsets, best_arena = offsets, cur
+    last = 0.0
+    while time.perf_counter() + last < deadline and best_arena > target:
+        t_pass = time.perf_counter()
+        tops = offsets + a.size
+        culprits = np.flatnonzero(tops == cur)
+        b = int(rng.choice(culprits.tolist()))
+        pos = int(np.flatnonzero(order == b)[0])
+        if pos == 0:
+            b = int(rng.randrange(len(order)))
+            pos = int(np.flatnonzero(order == b)[0])
+            if pos == 0:
+                continue
+        new_pos = rng.randrange(0, pos)
+        trial = np.insert(np.delete(order, pos), new_pos, b)
+        offs = place_in_order(a, trial)
+        arena_t = int((offs + a.size).max())
+        last = time.perf_counter() - t_pass
+        if arena_t <= cur:
+            order, offsets, cur = trial, offs, arena_t
+            if arena_t < best_arena:
+                best_arena, best_offsets = arena_t, offs
+    return best_offsets, best_arena
