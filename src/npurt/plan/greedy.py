@@ -65,22 +65,30 @@ class OverlapIndex:
                             buf_ptr, node_arr[by_buf])
 
 
-def place_in_order(a: Arrays, order: np.ndarray, first_fit: bool = False) -> np.ndarray:
+def place_in_order(a: Arrays, order: np.ndarray, first_fit: bool = False,
+                   keep: np.ndarray | None = None, kept: np.ndarray | None = None) -> np.ndarray:
     """Place buffers one by one in `order`, each at the best-fitting (smallest slack; or lowest, with
     `first_fit`) aligned gap between already placed buffers that overlap it in time, else on top of
-    them. Returns int64 offsets (zero-size buffers get 0 and block nothing)."""
+    them. With `keep` (a mask) the buffers it marks are already placed at `kept` offsets and `order`
+    lists the others (re-placing part of a plan costs O(n log n) numpy work plus O(that part)).
+    Returns int64 offsets (zero-size buffers get 0 and block nothing)."""
     n = len(a.size)
-    offsets = np.zeros(n, np.int64)
-    tops = np.zeros(n, np.int64)
-    placed = np.zeros(n, bool)
     rank = np.empty(n, np.int64)
-    rank[order] = np.arange(n)
+    if keep is None:
+        keep = np.zeros(n, bool)
+        offsets = np.zeros(n, np.int64)
+    else:
+        offsets = np.where(keep & (a.size > 0), kept, 0).astype(np.int64)
+        rank[keep] = np.arange(int(keep.sum()))
+    rank[order] = np.arange(n - len(order), n)
+    placed = keep.copy()
+    tops = np.where(keep, offsets + a.size, 0)
     ix = OverlapIndex.build(a.start, a.end, rank)
     ptr, items, by_start, leafs = ix.node_ptr, ix.node_items, ix.by_start, ix.leaf.tolist()
     after_lo, after_hi = ix.after_lo.tolist(), ix.after_hi.tolist()
     buf_ptr, buf_nodes = ix.buf_ptr, ix.buf_nodes
-    count = np.zeros(len(ptr), np.int64)
-    count_l = [0] * len(ptr)
+    # the kept buffers come first in every node's rank-sorted list: they are its placed prefix
+    count_l = np.bincount(buf_nodes[np.repeat(keep, np.diff(buf_ptr))], minlength=len(ptr)).tolist()
     ptr_l = ptr.tolist()
     size_l, align_l = a.size.tolist(), a.align.tolist()
     concat, flatnonzero = np.concatenate, np.flatnonzero

@@ -13,13 +13,17 @@
    at the target (six preorders searched in interleaved slices; with a capacity it gets 90 % of
    the remaining time, as only it reaches the perfect packings of the challenging set).
 3. Remaining time improves the best plan: mirror it in address space and re-place every buffer
-   lowest-first in mirrored-offset order (never raises a buffer, so never worse) until that stalls,
-   then hill-climb over placement orders: a buffer that ends at the arena top moves earlier in the
-   order, and the move is kept when the arena does not grow.
+   lowest-first in mirrored-offset order (never raises a buffer, so never worse) until that stalls.
+   Then, on small problems, hill-climb over placement orders: a buffer that ends at the arena top
+   moves earlier in the order, kept when the arena does not grow. On large ones, where a whole
+   pass is costly (18.7k buffers: ~1.5 s), ruin-and-recreate instead: rip up the buffers around
+   one at the top and re-place only those into the fixed rest, starting from the peak-first plan
+   (gapless where the lower bound is decided), then from the best plan.
 Every returned plan passes `check.violations`.
 """
 from __future__ import annotations
 
+import math
 import random
 import time
 
@@ -32,6 +36,7 @@ from npurt.plan.greedy import place_in_order, size_order, to_solution
 from npurt.plan.problem import Arrays, Problem, Solution, peak_live
 
 SEARCH_MAX_BUFFERS = 2000     # above this the per-node O(n) cost of the exact search is too high
+CLIMB_MAX_BUFFERS = 500       # up to this the hill-climb's whole placement passes are cheap; above, ruin-and-recreate
 
 
 def _section_load(a: Arrays) -> np.ndarray:
@@ -172,21 +177,23 @@ def _plan_leaf(a: Arrays, target: int, deadline: float, seed: int, has_capacity:
     n = len(a.size)
     lb = peak_live(a.start, a.end, a.size)
     target = max(target, lb)
-    best, best_arena, method, best_order = _greedy_passes(a, target, deadline)
+    best, best_arena, method, best_order, peak = _greedy_passes(a, target, deadline)
     if best_arena > target and n <= SEARCH_MAX_BUFFERS and time.perf_counter() < deadline:
         budget = (deadline - time.perf_counter()) * (0.9 if has_capacity else 0.4)
         status, offsets = search.fit(a.start, a.end, a.size, a.align, target, time.perf_counter() + budget)
         if status == search.OK and offsets is not None and _arena(a, offsets) < best_arena:
             best, best_arena, method = offsets, _arena(a, offsets), "search"
     if best_arena > target and time.perf_counter() < deadline:
-        improved, arena, how = _improve(a, best, best_order, best_arena, target, deadline, seed)
+        improved, arena, how = _improve(a, best, best_order, peak, best_arena, target, deadline, seed)
         if arena < best_arena:
-            best, best_arena, method = improved, arena, f"{method}+{how}"
+            best, best_arena, method = improved, arena, how if how.startswith("greedy-peak") else f"{method}+{how}"
     return best, method
 
 
-def _greedy_passes(a: Arrays, lb: int, deadline: float):
-    best, best_arena, method, best_order, last = None, None, "", None, 0.0
+def _greedy_passes(a: Arrays, lb: int, deadline: float) -> tuple[np.ndarray, int, str, np.ndarray, np.ndarray]:
+    """The best plan of the greedy orders (stopping at the lower bound or the deadline), its arena,
+    method and order, and the plan of the first ("peak") order, from which `_ruin_recreate` starts."""
+    best, best_arena, method, best_order, peak, last = None, None, "", None, None, 0.0
     for k, (name, order, first_fit) in enumerate(_orders(a)):
         t_pass = time.perf_counter()
         if best_arena is not None and best_arena <= lb:
@@ -196,14 +203,20 @@ def _greedy_passes(a: Arrays, lb: int, deadline: float):
         offsets = place_in_order(a, order, first_fit)
         last = time.perf_counter() - t_pass
         arena = _arena(a, offsets)
+        peak = offsets if peak is None else peak
         if best is None or arena < best_arena:
             best, best_arena, method, best_order = offsets, arena, f"greedy-{name}", order
-    return best, best_arena, method, best_order
+    return best, best_arena, method, best_order, peak
 
 
-def _improve(a: Arrays, offsets: np.ndarray, order: np.ndarray, arena: int, target: int, deadline: float,
-             seed: int) -> tuple[np.ndarray, int, str]:
-    """Mirror-and-compact until it stalls, then (time allowing) hill-climb over orders."""
+def _improve(a: Arrays, offsets: np.ndarray, order: np.ndarray, peak: np.ndarray, arena: int, target: int,
+             deadline: float, seed: int) -> tuple[np.ndarray, int, str]:
+    """Mirror-and-compact the best plan until it stalls, then use the remaining time.
+    Small problems (a whole placement pass is cheap): hill-climb over placement orders.
+    Large problems: ruin-and-recreate, first (90 % of the time) from the peak-first plan: it is
+    gapless at the most loaded section, where the lower bound is decided, so what is left to repair
+    lies where other sections have slack, whereas the plans of the other orders can be fragmented
+    right there; then from the best plan so far."""
     best, best_arena, how = offsets, arena, ""
     last = 0.0
     stall = 0
@@ -217,11 +230,71 @@ def _improve(a: Arrays, offsets: np.ndarray, order: np.ndarray, arena: int, targ
         stall = stall + 1 if new >= best_arena else 0
         if new < best_arena:
             best, best_arena, how = offsets, new, "compact"
-    if best_arena > target and time.perf_counter() + 3 * last < deadline:
-        climbed, new = _hill_climb(a, order, target, deadline, seed)
-        if new < best_arena:
-            best, best_arena, how = climbed, new, "climb"
+    if len(a.size) <= CLIMB_MAX_BUFFERS:
+        if best_arena > target and time.perf_counter() + 3 * last < deadline:
+            climbed, new = _hill_climb(a, order, target, deadline, seed)
+            if new < best_arena:
+                best, best_arena, how = climbed, new, "climb"
+        return best, best_arena, how
+    if best_arena > target and time.perf_counter() < deadline:
+        until = time.perf_counter() + 0.9 * (deadline - time.perf_counter())
+        repaired = _ruin_recreate(a, peak, target, until, seed)
+        if _arena(a, repaired) < best_arena:
+            best, best_arena, how = repaired, _arena(a, repaired), "greedy-peak+ruin-recreate"
+    if best_arena > target and time.perf_counter() < deadline:
+        repaired = _ruin_recreate(a, best, target, deadline, seed + 1)
+        if _arena(a, repaired) < best_arena:
+            label = how if how.endswith("ruin-recreate") else (how + "+" if how else "") + "ruin-recreate"
+            best, best_arena, how = repaired, _arena(a, repaired), label
     return best, best_arena, how
+
+
+def _ruin_recreate(a: Arrays, offsets: np.ndarray, target: int, deadline: float, seed: int) -> np.ndarray:
+    """Large-neighbourhood search. Pick a buffer b that reaches the arena top and a time t where it
+    rests on another buffer; rip up every buffer live in a random time window around t whose top is
+    above a random depth below b, and re-place them best-fit into the fixed rest, b first (it gets
+    the pick of the freed space), then the others by size (cost O(n log n) numpy plus O(ripped)
+    placements, so many moves fit where one full pass would).
+    A move is kept when the arena does not grow (plateau moves let the search drift) and the
+    buffers live at a most loaded section do not reach higher than before: a gap opened there is
+    never closed again (it keeps the arena at the lower bound + the gap; the size-order plans of
+    pangu_2.6B sit in such a trap, 40 MiB above the bound).
+    Window width and depth are log-uniform, so small local repairs and large re-plans both occur
+    (the depth is at least 1/64 of the arena: thinner top layers rarely change anything); moves
+    that would rip up more than half of the plan are skipped (that is the size-order pass again)."""
+    rng = random.Random(seed)
+    load = _section_load(a)
+    at_peak = load >= load.max()
+    tops = offsets + a.size
+    arena = int(tops.max())
+    peak_top = int(tops[at_peak].max())
+    span = max(1, int(a.end.max() - a.start.min()))
+    last = 0.0
+    while arena > target and time.perf_counter() + last < deadline:
+        t_move = time.perf_counter()
+        b = rng.choice(np.flatnonzero(tops == arena).tolist())
+        s, e, low = int(a.start[b]), int(a.end[b]), int(offsets[b])
+        props = np.flatnonzero((a.start < e) & (a.end > s) & (tops == low) & (a.size > 0))
+        if len(props):                       # where b rests on a buffer below it
+            p = rng.choice(props.tolist())
+            s, e = max(s, int(a.start[p])), min(e, int(a.end[p]))
+        t = rng.randrange(s, e)
+        width = int(math.exp(rng.uniform(0.0, math.log(span))))
+        depth = int(math.exp(rng.uniform(math.log(max(1, int(a.size[b]), arena >> 6)), math.log(arena))))
+        ripped = (a.start < t + width) & (a.end > t - width) & (tops > low - depth)
+        ripped[b] = True
+        idx = np.flatnonzero(ripped)
+        if 2 * len(idx) > len(ripped):      # most of the plan by size: the greedy baseline again
+            continue
+        order = idx[np.lexsort((idx, a.start[idx], -a.size[idx]))]
+        order = np.concatenate(([b], order[order != b]))
+        new = place_in_order(a, order, keep=~ripped, kept=offsets)
+        new_tops = new + a.size
+        new_arena, new_peak_top = int(new_tops.max()), int(new_tops[at_peak].max())
+        if new_arena <= arena and new_peak_top <= peak_top:
+            offsets, tops, arena, peak_top = new, new_tops, new_arena, new_peak_top
+        last = time.perf_counter() - t_move
+    return offsets
 
 
 def _hill_climb(a: Arrays, order: np.ndarray, target: int, deadline: float, seed: int) -> tuple[np.ndarray, int]:
