@@ -67,7 +67,8 @@ def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str
                   input_shapes: Mapping[str, Sequence[int]] | None = None, precision: str | None = None,
                   progress: bool = True, quantized_algorithm: str = "normal",
                   float_layers: Sequence[str] = (), qparams: Mapping[str, Sequence[float]] | None = None,
-                  custom_ops: Mapping[str, CustomOpImpl] | None = None) -> CompiledModel:
+                  custom_ops: Mapping[str, CustomOpImpl] | None = None,
+                  optimize: "str | Sequence[str] | None" = None) -> CompiledModel:
     """Compile an ONNX model for `soc` (`npurt.compile`): the keywords are the fields of
     `npurt.model.options.CompileOptions`, documented there; `progress` shows the calibration's bar.
 
@@ -75,7 +76,7 @@ def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str
     """
     options = CompileOptions(precision=precision, quantize=quantize, mean=mean, std=std,
                              quantized_algorithm=quantized_algorithm, float_layers=float_layers, qparams=qparams,
-                             input_shapes=input_shapes, custom_ops=custom_ops)
+                             input_shapes=input_shapes, custom_ops=custom_ops, optimize=optimize)
     return compile_with(model, options, soc, progress)
 
 

@@ -150,13 +150,17 @@ def _compile_optimized(graph: Graph, soc: str | None, options: CompileOptions, *
     _check_norm_channels(graph, means, "mean")
     _check_norm_channels(graph, stds, "std")
 
-    given, qparams = options.qparams, {}
+    given, qparams, applied = options.qparams, {}, {}
     float_nodes = resolve_float_layers(graph, options.float_layers) if options.float_layers else []
     if given is not None:
         qparams = {name: (float(v[0]), int(v[1])) for name, v in given.items()}
     elif precision == "int8":
         samples = calib.normalize_samples(options.quantize, graph.inputs)
         calib.check_samples(samples, graph)
+        if options.optimize:
+            from npurt.model.techniques import apply_techniques
+            applied = apply_techniques(graph, options.optimize, samples, means if mean is not None else None,
+                                       stds if std is not None else None, evaluate)
         qparams = calib.calibrate(graph, samples, means if mean is not None else None,
                                   stds if std is not None else None, progress=progress, evaluate=evaluate,
                                   algorithm=options.algorithm)
@@ -204,7 +208,8 @@ def _compile_optimized(graph: Graph, soc: str | None, options: CompileOptions, *
         mean=means, std=stds,
         meta={"op_counts": graph.op_counts(),
               **({"quantized_algorithm": options.algorithm,
-                  "float_layers": [n.outputs[0] for n in float_nodes]} if precision == "int8" else {})},
+                  "float_layers": [n.outputs[0] for n in float_nodes]} if precision == "int8" else {}),
+              **({"optimize": applied} if applied else {})},
     )
 
 
