@@ -162,3 +162,128 @@ def test_techniques_need_an_int8_calibration():
     with pytest.raises(NpuError) as err:
         CompileOptions(precision="fp16", optimize="cle").checked()
     assert err.value.code is ErrorCode.INVALID_ARGUMENT and "calibration dataset" in err.value.message
+
+
+# --- the float ONNX for the vendors' quantisers ------------------------------------------------------------------------
+
+def _initializers(model) -> dict[str, np.ndarray]:
+    from onnx import numpy_helper
+    return {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+
+
+def _ort(model, x: np.ndarray) -> np.ndarray:
+    import onnxruntime as ort
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {sess.get_inputs()[0].name: x})[0]
+
+
+@pytest.mark.parametrize("make", [lambda: _model(), lambda: zoo.mobilenet_v2_like(size=32)])
+def test_written_cle_model_is_float_equivalent_and_edited_in_place(make):
+    from npurt.exec.compile import optimize_onnx
+    model = make()
+    size = model.graph.input[0].type.tensor_type.shape.dim[2].dim_value
+    written, report = optimize_onnx(model, "cle")
+    assert report["cle"]["pairs"] > 0
+    assert [(n.op_type, list(n.input), list(n.output)) for n in written.graph.node] == \
+        [(n.op_type, list(n.input), list(n.output)) for n in model.graph.node]
+    assert _initializers(written).keys() == _initializers(model).keys()
+    for seed in (0, 1):
+        x = np.random.default_rng(seed).normal(0, 1, (1, 3, size, size)).astype(np.float32)
+        ref, got = _ort(model, x), _ort(written, x)
+        assert np.max(np.abs(got - ref)) <= 1e-5 * np.max(np.abs(ref))
+
+
+def test_written_bias_and_rounding_change_only_their_initializers():
+    from npurt.exec.compile import optimize_onnx
+    model = _model()
+    original = _initializers(model)
+    convs = [n for n in model.graph.node if n.op_type in ("Conv", "Gemm")]
+    weight_names = {n.input[1] for n in convs}
+
+    biased, _ = optimize_onnx(model, "bias", _samples(4, 6))
+    new = _initializers(biased)
+    additive = {n.input[2] for n in model.graph.node if n.op_type in ("BatchNormalization", "Conv", "Gemm")
+                and len(n.input) > 2}                          # a BN's B, a Conv's / Gemm's bias
+    changed = {name for name in original if not np.array_equal(new[name], original[name])}
+    assert new.keys() == original.keys() and changed and changed <= additive
+    assert len(changed) == 10                                   # every layer's (a conv's: its BN's B)
+
+    rounded, _ = optimize_onnx(model, "adaround", _samples(4, 6))
+    new = _initializers(rounded)
+    assert new.keys() == original.keys()
+    changed = {name for name in original if not np.array_equal(new[name], original[name])}
+    assert changed == weight_names                              # every weight, nothing else
+    # Folded with its BatchNormalization (as a vendor's quantiser folds it), each conv weight lies on the grid.
+    graph = optimize_ir(import_onnx(rounded))
+    for layer in quant_layers(graph):
+        w = graph.constants[layer.weight]
+        q, scales = quantize_per_channel(w, layer.axis, "int8")
+        shape = [1] * w.ndim
+        shape[layer.axis] = -1
+        np.testing.assert_allclose(q * scales.reshape(shape), w, rtol=1e-5, atol=1e-7 * float(np.abs(w).max()))
+
+
+def test_npurt_optimize_command(tmp_path):
+    import onnx
+    from helpers.cli import fails, ok_json
+    src = tmp_path / "m.onnx"
+    onnx.save(_model(), src)
+    d = ok_json("optimize", src, "-o", tmp_path / "m.eq.onnx")
+    assert d["techniques"] == ["cle"] and d["cle"]["pairs"] == 8 and d["for"] == "rknn"
+    eq = onnx.load(tmp_path / "m.eq.onnx")
+    meta = {p.key: p.value for p in eq.metadata_props}
+    assert '"techniques": ["cle"]' in meta["npurt.optimize"]
+    d = ok_json("optimize", src, "-o", tmp_path / "m.b.onnx", "--dataset", "random", "--for", "qnn")
+    assert d["techniques"] == ["cle", "bias"] and d["bias"]["layers"] == 10 and d["for"] == "qnn"
+    fails("optimize", src, "-o", tmp_path / "x.onnx", "--techniques", "cle,nope", words=("nope",))
+    fails("optimize", src, "-o", tmp_path / "x.onnx", "--techniques", "adaround", words=("--dataset",))
+    fails("optimize", src, "-o", tmp_path / "x.onnx", "--for", "tflite", words=("--for",))
+    fails("optimize", src, "-o", src, words=("--output",))
+    assert not (tmp_path / "x.onnx").exists()
+
+
+def test_convert_and_accuracy_switches(tmp_path):
+    import onnx
+    from helpers.cli import fails, ok_json
+    src = tmp_path / "m.onnx"
+    onnx.save(_model(), src)
+    out = tmp_path / "m.npurt"
+    ok_json("convert", src, "-o", out, "--quantize", "random", "--optimize", "cle,bias")
+    assert npurt.load_compiled(out).meta["optimize"] == {"cle": {"pairs": 8}, "bias": {"layers": 10}}
+    fails("convert", src, "-o", tmp_path / "n.npurt", "--quantize", "random", "--optimize", "cle,x",
+          words=("'x'",))
+    fails("convert", src, "-o", tmp_path / "n.npurt", "--optimize", "cle", words=("--quantize",))
+    fails("convert", src, "-o", tmp_path / "n.npurt", "--quantize", "random", "--optimize", "cle",
+          "--dynamic-input", "1,3,16,16;1,3,32,32", words=("dynamic-shape",))
+    assert not (tmp_path / "n.npurt").exists()
+    plain = ok_json("accuracy", src, "--quantize", "random")
+    tuned = ok_json("accuracy", src, "--quantize", "random", "--optimize", "cle")
+    assert plain["optimize"] == {} and tuned["optimize"] == {"cle": {"pairs": 8}}
+    # The reference is equalised as the model was: the tensors between equalised convs compare, not only outputs.
+    assert min(r["single_cosine"] for r in tuned["tensors"]) > 0.99
+    assert min(r["entire_cosine"] for r in tuned["tensors"]) > max(r["entire_cosine"] for r in plain["tensors"]
+                                                                   if r["name"] == "logits")
+
+
+def test_toolkit_config_extra(tmp_path, capsys):
+    import onnx
+    from npurt.toolkit import RKNN
+    src = tmp_path / "m.onnx"
+    onnx.save(_model(), src)
+    rng = np.random.default_rng(8)
+    lines = []
+    for k in range(3):
+        np.save(tmp_path / f"s{k}.npy", rng.normal(0, 1, (1, 3, 16, 16)).astype(np.float32))
+        lines.append(f"s{k}.npy")
+    (tmp_path / "dataset.txt").write_text("\n".join(lines) + "\n")
+    rknn = RKNN()
+    assert rknn.config(target_platform="rk3588", npurt_optimize="cle,bias") == 0
+    assert rknn.config(target_platform="rk3588", npurt_optimize="cle,zz") == -1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("E ")]
+    assert len(err) == 1 and err[0].startswith("E config: npurt_optimize") and "'zz'" in err[0]
+    assert rknn._config["npurt_optimize"] == "cle,bias"          # the failed call changed nothing
+    assert rknn.load_onnx(str(src)) == 0
+    assert rknn.build(dataset=str(tmp_path / "dataset.txt")) == 0
+    assert rknn._compiled.meta["optimize"] == {"cle": {"pairs": 8}, "bias": {"layers": 10}}
+    assert RKNN().config(target_platform="rk3588") == 0          # off by default
+    rknn.release()

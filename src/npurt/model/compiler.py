@@ -222,6 +222,9 @@ def calibrate_shapes(model: "str | os.PathLike | bytes | onnx.ModelProto",
     dynamic-shape model: each sample runs the graph of the shape set its arrays match (INVALID_ARGUMENT when they
     match none), ranges are taken over all of them; compile each shape set with the result as `qparams`."""
     check_algorithm(options.algorithm)
+    if options.optimize:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "the quantisation techniques (optimize) are not supported for "
+                                                   "dynamic-shape models")
     supported = frozenset(supported)
     graphs = [optimize(import_onnx(model, dict(shapes)), evaluate, supported) for shapes in shape_sets]
     inputs = graphs[0].inputs

@@ -103,6 +103,10 @@ class CompileOptions:
         from npurt.tensor.ranges import check_algorithm     # numpy: not loaded to build options (the CLI's --help)
         algorithm = check_algorithm(self.algorithm)
         optimize = parse_techniques(self.optimize)
+        if optimize and self.qparams is not None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"optimize={','.join(optimize)} changes the float model that a "
+                                                       f"calibration is made on: it cannot take a calibration made "
+                                                       f"before (qparams, a dynamic-shape model's shared one)")
         if optimize and (precision != "int8" or self.quantize is None):
             raise NpuError(ErrorCode.INVALID_ARGUMENT, f"optimize={','.join(optimize)} shapes an int8 model before "
                                                        f"its calibration: give a calibration dataset (quantize=...)")
