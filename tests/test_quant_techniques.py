@@ -287,3 +287,23 @@ def test_toolkit_config_extra(tmp_path, capsys):
     assert rknn._compiled.meta["optimize"] == {"cle": {"pairs": 8}, "bias": {"layers": 10}}
     assert RKNN().config(target_platform="rk3588") == 0          # off by default
     rknn.release()
+
+
+def test_per_layer_weights_one_scale_per_tensor_and_the_toolkits_layer_method():
+    from npurt.model.weights import stored_view
+    calib = _samples(3, 9)
+    per_layer = npurt.compile(_model(), soc="rk3588", quantize=calib, weight_method="layer", progress=False)
+    per_channel = npurt.compile(_model(), soc="rk3588", quantize=calib, progress=False)
+    assert per_layer.meta["weight_method"] == "layer" and "weight_method" not in per_channel.meta
+
+    def scales(compiled, weight):
+        entry = compiled.weights[compiled.weights[weight].scales]
+        return stored_view(entry, compiled.weight_blob, compiled.plan.weight_offsets[entry.name])
+    convs = [n.inputs[1] for n in per_layer.graph.nodes if n.op_type == "Conv"]
+    for name in convs:
+        s = scales(per_layer, name)
+        assert np.all(s == s[0])                                 # one scale for the whole tensor
+        assert np.ptp(scales(per_channel, name)) > 0
+    with pytest.raises(NpuError) as err:
+        npurt.compile(_model(), quantize=calib, weight_method="group", progress=False)
+    assert err.value.code is ErrorCode.INVALID_ARGUMENT

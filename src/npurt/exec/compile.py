@@ -68,7 +68,8 @@ def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str
                   progress: bool = True, quantized_algorithm: str = "normal",
                   float_layers: Sequence[str] = (), qparams: Mapping[str, Sequence[float]] | None = None,
                   custom_ops: Mapping[str, CustomOpImpl] | None = None,
-                  optimize: "str | Sequence[str] | None" = None) -> CompiledModel:
+                  optimize: "str | Sequence[str] | None" = None,
+                  weight_method: str | None = None) -> CompiledModel:
     """Compile an ONNX model for `soc` (`npurt.compile`): the keywords are the fields of
     `npurt.model.options.CompileOptions`, documented there; `progress` shows the calibration's bar.
 
@@ -76,7 +77,8 @@ def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str
     """
     options = CompileOptions(precision=precision, quantize=quantize, mean=mean, std=std,
                              quantized_algorithm=quantized_algorithm, float_layers=float_layers, qparams=qparams,
-                             input_shapes=input_shapes, custom_ops=custom_ops, optimize=optimize)
+                             input_shapes=input_shapes, custom_ops=custom_ops, optimize=optimize,
+                             weight_method=weight_method)
     return compile_with(model, options, soc, progress)
 
 

@@ -160,7 +160,8 @@ def _compile_optimized(graph: Graph, soc: str | None, options: CompileOptions, *
         if options.optimize:
             from npurt.model.techniques import apply_techniques
             applied = apply_techniques(graph, options.optimize, samples, means if mean is not None else None,
-                                       stds if std is not None else None, evaluate)
+                                       stds if std is not None else None, evaluate,
+                                       per_layer=options.weight_method == "layer")
         qparams = calib.calibrate(graph, samples, means if mean is not None else None,
                                   stds if std is not None else None, progress=progress, evaluate=evaluate,
                                   algorithm=options.algorithm)
@@ -180,8 +181,9 @@ def _compile_optimized(graph: Graph, soc: str | None, options: CompileOptions, *
                                     int(zp), quantized)
 
     float_ids = {id(n) for n in float_nodes}
+    per_layer = options.weight_method == "layer"
     entries, arrays = encode_weights(graph, precision, qparams,
-                                     {i for i, n in enumerate(graph.nodes) if id(n) in float_ids})
+                                     {i for i, n in enumerate(graph.nodes) if id(n) in float_ids}, per_layer)
     placed, total = layout_blob(arrays)
     blob = build_blob(arrays, placed, total)
     # The graph's constants become views of the stored blob (the compiled model holds one copy of weights).
@@ -208,7 +210,8 @@ def _compile_optimized(graph: Graph, soc: str | None, options: CompileOptions, *
         mean=means, std=stds,
         meta={"op_counts": graph.op_counts(),
               **({"quantized_algorithm": options.algorithm,
-                  "float_layers": [n.outputs[0] for n in float_nodes]} if precision == "int8" else {}),
+                  "float_layers": [n.outputs[0] for n in float_nodes],
+                  **({"weight_method": "layer"} if per_layer else {})} if precision == "int8" else {}),
               **({"optimize": applied} if applied else {})},
     )
 

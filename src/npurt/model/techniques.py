@@ -34,8 +34,7 @@ from npurt.model.calibrate import iterate_float, normalized_feeds
 from npurt.model.ir import Graph, Node
 from npurt.model.options import TECHNIQUES
 from npurt.model.passes import NodeEvaluator, _activation_params
-from npurt.model.weights import _weight_axis
-from npurt.tensor.quant import quantize_per_channel
+from npurt.model.weights import _weight_axis, quantize_weight
 
 MAX_POSITIONS = 1024
 """Input patches per sample and layer that enter H (adaptive rounding), drawn at random with a fixed seed."""
@@ -289,9 +288,6 @@ def layer_statistics(graph: Graph, layers: list[Layer], samples: list[list[np.nd
     return {i: LayerStats(sums[i] / counts[i], seconds[i] / counts[i] if second_moment else None) for i in sums}
 
 
-def _grid(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """(int8 values, per-channel scales) of `w` as npurt's compiler quantises weights."""
-    return quantize_per_channel(w.astype(np.float32), axis, "int8")
 
 
 def _dequant(q: np.ndarray, scales: np.ndarray, axis: int) -> np.ndarray:
@@ -303,7 +299,7 @@ def _dequant(q: np.ndarray, scales: np.ndarray, axis: int) -> np.ndarray:
 # --- bias correction ---------------------------------------------------------------------------------------------------
 
 def correct_bias(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats],
-                 float_weights: dict[int, np.ndarray]) -> int:
+                 float_weights: dict[int, np.ndarray], per_layer: bool = False) -> int:
     """Subtract from each layer's bias the mean output shift of its int8 weights (quantised from the weights the
     graph holds now) against `float_weights` (the float weights before rounding), on the mean input patch of the
     calibration run; a Conv / Gemm without a bias gets one. MatMul has no bias and is left alone. Returns the
@@ -314,7 +310,7 @@ def correct_bias(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats]
         if layer.index not in stats or node.op_type == "MatMul":
             continue
         w = graph.constants[layer.weight]
-        q, scales = _grid(w, layer.axis)
+        q, scales = quantize_weight(w, layer.axis, per_layer)
         delta = layer.matrix(_dequant(q, scales, layer.axis) - float_weights[layer.index].astype(np.float64))
         shift = np.einsum("gmk,gk->gm", delta, stats[layer.index].mean).reshape(-1)
         if node.op_type == "Gemm":
@@ -335,11 +331,11 @@ def _rectified_sigmoid(v: np.ndarray) -> np.ndarray:
 
 
 def round_layer(w: np.ndarray, scales: np.ndarray, h: np.ndarray, iterations: int = ADAROUND_ITERATIONS,
-                reg: float = 0.01, lr: float = 0.05) -> np.ndarray:
+                reg: float = 3.0, lr: float = 0.05) -> np.ndarray:
     """AdaRound of one layer's weight rows `w` (groups, R, K) on the grid `scales` (groups, R), with the input
     second moment `h` (groups, K, K): the integer weights (groups, R, K) in [-127, 127]. The element holding a
     row's largest |w| keeps its nearest integer (+-127), so the row's scale does not change; each group keeps the
-    rounding with the lower output error of AdaRound's and round-to-nearest."""
+    rounding with the lower output error of AdaRound's and round-to-nearest for each row."""
     s = scales[..., None]
     t = w / s                                                            # weights in grid steps
     base = np.floor(t)
@@ -368,15 +364,15 @@ def round_layer(w: np.ndarray, scales: np.ndarray, h: np.ndarray, iterations: in
     rounded = base + (_rectified_sigmoid(v) >= 0.5)
     rounded = np.where(pinned, nearest, np.clip(rounded, -127, 127))
 
-    def loss(q: np.ndarray) -> np.ndarray:
-        e = (q - t) * s
-        return np.einsum("grk,gkl,grl->g", e, h, e)
+    def loss(q: np.ndarray) -> np.ndarray:           # per row: the rows' output errors are independent
+        e = q - t
+        return np.einsum("grk,gkl,grl->gr", e, h, e)
     better = loss(rounded) < loss(nearest)
-    return np.where(better[:, None, None], rounded, nearest)
+    return np.where(better[..., None], rounded, nearest)
 
 
 def adaround(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats],
-             iterations: int = ADAROUND_ITERATIONS) -> int:
+             iterations: int = ADAROUND_ITERATIONS, per_layer: bool = False) -> int:
     """Replace each layer's weights by their adaptively rounded values on npurt's per-channel int8 grid (float
     weights that int8 compilation stores exactly); returns the number of layers rounded."""
     done = 0
@@ -385,7 +381,7 @@ def adaround(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats],
         if st is None or st.second is None:
             continue
         w = graph.constants[layer.weight].astype(np.float64)
-        _, scales = _grid(w, layer.axis)
+        _, scales = quantize_weight(w, layer.axis, per_layer)
         mat = layer.matrix(w)
         q = round_layer(mat, scales.astype(np.float64).reshape(mat.shape[:2]), st.second, iterations)
         value = layer.from_matrix(q * scales.astype(np.float64).reshape(mat.shape[:2])[..., None], w)
@@ -397,9 +393,11 @@ def adaround(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats],
 # --- the pipeline ------------------------------------------------------------------------------------------------------
 
 def apply_techniques(graph: Graph, techniques: Sequence[str], samples: list[list[np.ndarray]] | None,
-                     mean: list | None, std: list | None, evaluate: NodeEvaluator) -> dict[str, dict[str, int]]:
+                     mean: list | None, std: list | None, evaluate: NodeEvaluator,
+                     per_layer: bool = False) -> dict[str, dict[str, int]]:
     """Run `techniques` (names of `TECHNIQUES`, in any order: they run as the module doc says) over `graph` in place;
-    `samples` (normalised by `mean` / `std`) drive bias correction and adaptive rounding. Returns what each did,
+    `samples` (normalised by `mean` / `std`) drive bias correction and adaptive rounding, on the int8 weight grid
+    npurt compiles to (per channel, or `per_layer`). Returns what each did,
     e.g. {"cle": {"pairs": 12}, "bias": {"layers": 27}}."""
     chosen = [t for t in TECHNIQUES if t in techniques]
     report: dict[str, dict[str, int]] = {}
@@ -414,7 +412,7 @@ def apply_techniques(graph: Graph, techniques: Sequence[str], samples: list[list
     stats = layer_statistics(graph, layers, samples, mean, std, evaluate, "adaround" in chosen)
     float_weights = {layer.index: graph.constants[layer.weight] for layer in layers}
     if "adaround" in chosen:
-        report["adaround"] = {"layers": adaround(graph, layers, stats)}
+        report["adaround"] = {"layers": adaround(graph, layers, stats, per_layer=per_layer)}
     if "bias" in chosen:
-        report["bias"] = {"layers": correct_bias(graph, layers, stats, float_weights)}
+        report["bias"] = {"layers": correct_bias(graph, layers, stats, float_weights, per_layer)}
     return report

@@ -22,7 +22,7 @@ Where npurt differs (stated, never silent): `export_rknn` writes npurt's compile
 `.rknn` gets one clear line) and such a model runs on the emulated SoC (the toolkit's simulator refuses it);
 `init_runtime(target=...)` emulates that SoC instead of connecting to a board; `eval_perf` reports the NPU times
 npurt's timing model predicts (labelled as predictions) and the CPU time measured on the host
-(`npurt.toolkit.perf`); weights are quantised per channel whatever `quantized_method` says; only w8a8 / float16 builds;
+(`npurt.toolkit.perf`); only w8a8 / float16 builds;
 `rknn_batch_size` is at most 128; `codegen`, encrypted export and non-ONNX loaders return -1.
 """
 from __future__ import annotations
@@ -319,6 +319,8 @@ class RKNN(VendorClass):
         custom = {t: _compile_time(op) for t, op in self._custom_ops.items()} or None
         if precision == "int8" and samples is not None:
             more.setdefault("optimize", self._config[NPURT_OPTIMIZE])
+        if precision == "int8":
+            more.setdefault("weight_method", self._config["quantized_method"])
         return CompileOptions(precision=precision, quantize=samples, mean=self._config["mean_values"],
                               std=self._config["std_values"], custom_ops=custom,
                               quantized_algorithm=self._config["quantized_algorithm"] if precision == "int8" else None,
@@ -362,8 +364,6 @@ class RKNN(VendorClass):
         if do_quantization:
             if dataset is None:
                 raise ToolkitError("The dataset is None, please set dataset when do_quantization is True!")
-            if self._config["quantized_method"] == "layer":
-                self._log("W", "build", "quantized_method='layer': npurt quantises weights per channel")
             options = self._options("int8", self._samples(dataset, rknn_batch_size))
         else:
             if dataset is not None:
