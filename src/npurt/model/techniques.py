@@ -39,7 +39,12 @@ from npurt.model.weights import _weight_axis, quantize_weight
 MAX_POSITIONS = 1024
 """Input patches per sample and layer that enter H (adaptive rounding), drawn at random with a fixed seed."""
 ADAROUND_ITERATIONS = 400
-"""Adam steps per layer of the adaptive rounding."""
+"""Adam steps per layer of the adaptive rounding (fewer for large layers: `LAYER_FLOPS`)."""
+ADAROUND_MIN_ITERATIONS = 50
+LAYER_FLOPS = 5e9
+"""A layer whose step costs c = rows * (2 K^2 + 200 K) (the matrix product and the elementwise work) gets
+LAYER_FLOPS / c steps, between the two bounds above: the rounding of a large layer (a 3x3 conv over 256 channels, a
+classifier) stays within seconds."""
 
 _ZETA, _GAMMA = 1.1, -0.1            # AdaRound's rectified sigmoid stretch
 _NO_UPPER = 3.0e38                   # a Clip bound at or above this is no bound (float32 max)
@@ -217,18 +222,18 @@ class Layer:
         return mean.reshape(self.groups, -1)
 
     def patch_sample(self, x: np.ndarray, out_shape: Sequence[int], rng: np.random.Generator) -> np.ndarray:
-        """Up to MAX_POSITIONS input patches, (groups, P, K) float64, drawn at random output positions."""
+        """Up to MAX_POSITIONS input patches, (groups, P, K) float32, drawn at random output positions."""
         if self.node.op_type != "Conv":
             rows = x.reshape(-1, x.shape[-1])
             pick = rng.choice(len(rows), MAX_POSITIONS, replace=False) if len(rows) > MAX_POSITIONS else slice(None)
-            return rows[pick].astype(np.float64)[None]
+            return rows[pick].astype(np.float32)[None]
         win = self.windows(x, out_shape)
         n, c, ho, wo = win.shape[:4]
         total = n * ho * wo
         flat = rng.choice(total, MAX_POSITIONS, replace=False) if total > MAX_POSITIONS else np.arange(total)
         b, rest = np.divmod(flat, ho * wo)
         i, j = np.divmod(rest, wo)
-        p = win[b, :, i, j].astype(np.float64)                                         # (P, C, kh, kw)
+        p = win[b, :, i, j].astype(np.float32)                                         # (P, C, kh, kw)
         return p.reshape(len(flat), self.groups, -1).transpose(1, 0, 2)
 
 
@@ -282,7 +287,7 @@ def layer_statistics(graph: Graph, layers: list[Layer], samples: list[list[np.nd
                 sums[i] = sums.get(i, 0) + layer.patch_mean(value, out_shape)
                 if second_moment:
                     p = layer.patch_sample(value, out_shape, rng)
-                    h = np.einsum("gpk,gpl->gkl", p, p) / p.shape[1]
+                    h = np.matmul(p.transpose(0, 2, 1), p).astype(np.float64) / p.shape[1]
                     seconds[i] = seconds.get(i, 0) + h
                 counts[i] = counts.get(i, 0) + 1
     return {i: LayerStats(sums[i] / counts[i], seconds[i] / counts[i] if second_moment else None) for i in sums}
@@ -330,28 +335,33 @@ def _rectified_sigmoid(v: np.ndarray) -> np.ndarray:
     return np.clip(1.0 / (1.0 + np.exp(-v)) * (_ZETA - _GAMMA) + _GAMMA, 0.0, 1.0)
 
 
-def round_layer(w: np.ndarray, scales: np.ndarray, h: np.ndarray, iterations: int = ADAROUND_ITERATIONS,
+def round_layer(w: np.ndarray, scales: np.ndarray, h: np.ndarray, iterations: int | None = None,
                 reg: float = 3.0, lr: float = 0.05) -> np.ndarray:
     """AdaRound of one layer's weight rows `w` (groups, R, K) on the grid `scales` (groups, R), with the input
     second moment `h` (groups, K, K): the integer weights (groups, R, K) in [-127, 127]. The element holding a
     row's largest |w| keeps its nearest integer (+-127), so the row's scale does not change; each group keeps the
-    rounding with the lower output error of AdaRound's and round-to-nearest for each row."""
-    s = scales[..., None]
-    t = w / s                                                            # weights in grid steps
+    rounding with the lower output error of AdaRound's and round-to-nearest for each row. `iterations`: Adam steps
+    (None: ADAROUND_ITERATIONS, fewer for a large layer as LAYER_FLOPS says); the steps run in float32."""
+    if iterations is None:
+        cost = w.shape[0] * w.shape[1] * (2.0 * w.shape[2] ** 2 + 200.0 * w.shape[2])
+        iterations = int(min(ADAROUND_ITERATIONS, max(ADAROUND_MIN_ITERATIONS, LAYER_FLOPS // max(cost, 1.0))))
+    t = w / scales[..., None]                                            # weights in grid steps
     base = np.floor(t)
     rest = t - base
     nearest = np.rint(t)
     pinned = np.abs(t) >= np.max(np.abs(t), axis=-1, keepdims=True) - 1e-6
-    v = -np.log((_ZETA - _GAMMA) / (np.clip(rest, 0.01, 0.99) - _GAMMA) - 1.0)
+    norm = np.maximum(np.einsum("gr,gkk->g", scales ** 2, h), 1e-30)[:, None, None]
+    s32, t32, base32, h32 = (a.astype(np.float32) for a in (scales[..., None], t, base, h))
+    scale32 = (2.0 * s32 / norm).astype(np.float32)
+    v = (-np.log((_ZETA - _GAMMA) / (np.clip(rest, 0.01, 0.99) - _GAMMA) - 1.0)).astype(np.float32)
     m1, m2 = np.zeros_like(v), np.zeros_like(v)
     b1, b2, eps = 0.9, 0.999, 1e-8
-    norm = np.maximum(np.einsum("gr,gkk->g", s[..., 0] ** 2, h), 1e-30)[:, None, None]
     warm = iterations // 5
     for step in range(1, iterations + 1):
         sig = 1.0 / (1.0 + np.exp(-v))
         soft = np.clip(sig * (_ZETA - _GAMMA) + _GAMMA, 0.0, 1.0)
-        err = (base + soft - t) * s                                       # output-space weight error per element
-        grad = 2.0 * np.matmul(err, h) * s / norm
+        err = (base32 + soft - t32) * s32                                 # output-space weight error per element
+        grad = np.matmul(err, h32) * scale32
         if step > warm:
             beta = 20.0 + (2.0 - 20.0) * (step - warm) / max(iterations - warm, 1)
             x = 2.0 * soft - 1.0
@@ -366,7 +376,7 @@ def round_layer(w: np.ndarray, scales: np.ndarray, h: np.ndarray, iterations: in
 
     def loss(q: np.ndarray) -> np.ndarray:           # per row: the rows' output errors are independent
         e = q - t
-        return np.einsum("grk,gkl,grl->gr", e, h, e)
+        return np.sum(np.matmul(e, h) * e, axis=-1)
     better = loss(rounded) < loss(nearest)
     return np.where(better[..., None], rounded, nearest)
 
