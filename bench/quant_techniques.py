@@ -7,7 +7,11 @@ the zoo's `mobilenet_v2_like` (64x64, ReLU6: only the pairs without ReLU6 betwee
 trained models of the optional tier when they are in the cache (PP-OCRv4 det, ddddocr det, YOLOv8n; calibration and
 held-out images as `bench/quant_vs_toolkit.py` makes them: 16 / 7, or 8 / 4 with --quick), skipped with one line
 otherwise (`make test-real` fetches them). Per row: mean and min cosine over the held-out inputs (a model's minimum
-over its outputs) and the compile time (calibration and techniques included).
+over its outputs) and the compile time (calibration and techniques included); and the same techniques written into
+the float ONNX by `npurt optimize` (`npurt.exec.compile.optimize_onnx`), quantised by onnxruntime's own quantiser
+(`quant_pre_process`, which folds BatchNormalization as a vendor's converter does, then `quantize_static`: QDQ,
+per-channel int8 weights, uint8 activations, min/max calibration on the same inputs) and run by its CPU provider:
+what the vendor-side int8 gains from the exported model.
 
 ratio (for `npurt bench`) = mean cosine with the techniques / mean cosine without (> 1: the techniques help).
 Run: python bench/quant_techniques.py [--quick] [model ...]
@@ -28,6 +32,7 @@ from helpers import real_models as rm  # noqa: E402
 
 TECHNIQUES = (None, "cle", "bias", "adaround", "cle,bias", "cle,bias,adaround")
 REAL_TECHNIQUES = (None, "cle", "bias", "cle,bias", "cle,bias,adaround")
+MODELS = ("mobilenet_uneven", "mobilenet_v2_like", *qt.MODELS)
 
 
 def _cosines(compiled, held: list[np.ndarray], refs: list[list[np.ndarray]]) -> list[float]:
@@ -36,10 +41,56 @@ def _cosines(compiled, held: list[np.ndarray], refs: list[list[np.ndarray]]) -> 
         return [min(qt.cosine(o, r) for o, r in zip(s.run(x), ref)) for x, ref in zip(held, refs)]
 
 
+def _normalised(x: np.ndarray, options: dict) -> np.ndarray:
+    if "mean" not in options:
+        return x
+    return (x - np.float32(options["mean"][0][0])) / np.float32(options["std"][0][0])
+
+
+def _qdq_cosines(onnx_model, calib: list[np.ndarray], held: list[np.ndarray], refs: list[list[np.ndarray]],
+                 options: dict) -> list[float] | None:
+    """onnxruntime's own int8 (see the module doc) of the float model `onnx_model` (a ModelProto)."""
+    import tempfile
+
+    import onnx
+    import onnxruntime as ort
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    name = onnx_model.graph.input[0].name
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.items = iter([{name: _normalised(x, options)} for x in calib])
+
+        def get_next(self):
+            return next(self.items, None)
+    with tempfile.TemporaryDirectory() as tmp:
+        raw, pre, q = (f"{tmp}/{n}.onnx" for n in ("raw", "pre", "q"))
+        onnx.save(onnx_model, raw)
+        try:
+            quant_pre_process(raw, pre)
+            quantize_static(pre, q, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                            weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8)
+        except Exception as exc:                               # a model onnxruntime's quantiser cannot take
+            print(f"onnxruntime quantize_static: {type(exc).__name__}: {exc}"[:200], file=sys.stderr)
+            return None
+        sess = ort.InferenceSession(q, providers=["CPUExecutionProvider"])
+        return [min(qt.cosine(o, r) for o, r in zip(sess.run(None, {name: _normalised(x, options)}), ref))
+                for x, ref in zip(held, refs)]
+
+
 def _rows(model: str, onnx_model, weights: str, calib: list[np.ndarray], held: list[np.ndarray],
           refs: list[list[np.ndarray]], techniques, **options) -> list[dict]:
-    """One row per technique set: mean / min cosine, compile seconds, ratio to the row without techniques."""
+    """One row per technique set: mean / min cosine, compile seconds, ratio to the row without techniques; with
+    per-channel weights also onnxruntime's int8 of the exported float model."""
+    import logging
+
+    import onnx
+
     import npurt
+    from npurt.exec.compile import optimize_onnx
+    logging.getLogger().setLevel(logging.ERROR)               # onnxruntime's quantiser warns per tensor
+    proto = onnx.load(onnx_model) if isinstance(onnx_model, str) else onnx_model
     rows, base = [], None
     for t in techniques:
         t0 = time.perf_counter()
@@ -49,9 +100,16 @@ def _rows(model: str, onnx_model, weights: str, calib: list[np.ndarray], held: l
         cos = _cosines(compiled, held, refs)
         mean = float(np.mean(cos))
         base = mean if t is None else base
-        rows.append({"name": f"{model} {weights} {t or 'none'}", "model": model, "weights": weights,
-                     "techniques": t or "none", "mean_cos": mean, "min_cos": float(min(cos)),
-                     "seconds": seconds, "ratio": mean / base})
+        row = {"name": f"{model} {weights} {t or 'none'}", "model": model, "weights": weights,
+               "techniques": t or "none", "mean_cos": mean, "min_cos": float(min(cos)),
+               "seconds": seconds, "ratio": mean / base}
+        if weights == "channel":
+            exported = proto if t is None else optimize_onnx(
+                proto, t, calib, options.get("mean"), options.get("std"), input_shapes=options.get("input_shapes"))[0]
+            qdq = _qdq_cosines(exported, calib, held, refs, options)
+            if qdq is not None:
+                row.update(qdq_mean=float(np.mean(qdq)), qdq_min=float(min(qdq)))
+        rows.append(row)
     return rows
 
 
@@ -84,7 +142,7 @@ def _real(name: str, quick: bool) -> list[dict]:
 
 def run(quick: bool = False, names: list[str] | None = None) -> list[dict]:
     """The rows of every model (real ones only when in the cache; one line says which are skipped)."""
-    names = names or ["mobilenet_uneven", "mobilenet_v2_like", *qt.MODELS]
+    names = names or MODELS
     rows = []
     for name in names:
         if name in rm.MODELS:
@@ -100,10 +158,13 @@ def run(quick: bool = False, names: list[str] | None = None) -> list[dict]:
 def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     print(cpu())
-    print(f"| model | weights | techniques | mean cos | min cos | compile s |\n|---|---|---|---|---|---|")
-    for row in run(quick="--quick" in sys.argv, names=args or None):
-        print(f"| {row['model']} | {row['weights']} | {row['techniques']} | {row['mean_cos']:.4f} | "
-              f"{row['min_cos']:.4f} | {row['seconds']:.1f} |", flush=True)
+    print("| model | weights | techniques | npurt int8 mean / min cos | compile s | onnxruntime QDQ of the exported "
+          "model, mean / min cos |\n|---|---|---|---|---|---|")
+    names = args or MODELS
+    for row in (r for name in names for r in run(quick="--quick" in sys.argv, names=[name])):
+        qdq = f"{row['qdq_mean']:.4f} / {row['qdq_min']:.4f}" if "qdq_mean" in row else "-"
+        print(f"| {row['model']} | {row['weights']} | {row['techniques']} | {row['mean_cos']:.4f} / "
+              f"{row['min_cos']:.4f} | {row['seconds']:.1f} | {qdq} |", flush=True)
 
 
 if __name__ == "__main__":

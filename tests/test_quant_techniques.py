@@ -307,3 +307,31 @@ def test_per_layer_weights_one_scale_per_tensor_and_the_toolkits_layer_method():
     with pytest.raises(NpuError) as err:
         npurt.compile(_model(), quantize=calib, weight_method="group", progress=False)
     assert err.value.code is ErrorCode.INVALID_ARGUMENT
+
+
+def test_writing_refuses_a_weight_that_is_not_an_initializer(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from helpers.cli import fails
+    from npurt.exec.compile import optimize_onnx
+    rng = np.random.default_rng(10)
+    w1 = numpy_helper.from_array(rng.normal(0, 1, (4, 3, 3, 3)).astype(np.float32), "w1")
+    w2 = helper.make_tensor("w2v", TensorProto.FLOAT, (2, 4, 1, 1), rng.normal(0, 1, 8).astype(np.float32).tolist())
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Constant", [], ["w2"], value=w2),           # a weight computed by a node
+             helper.make_node("Conv", ["r1", "w2"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])], [w1])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    with pytest.raises(NpuError) as err:
+        optimize_onnx(model, "cle")
+    assert err.value.code is ErrorCode.NOT_SUPPORTED and "not an initializer" in err.value.message
+    src = tmp_path / "c.onnx"
+    onnx.save(model, src)
+    fails("optimize", src, "-o", tmp_path / "c.eq.onnx", words=("not an initializer",))
+    assert not (tmp_path / "c.eq.onnx").exists()
+    # npurt's own int8 compiles it equalised all the same: the IR holds the constant.
+    compiled = npurt.compile(model, quantize=_samples(2, 11, size=8), optimize="cle", progress=False)
+    assert compiled.meta["optimize"] == {"cle": {"pairs": 1}}

@@ -33,7 +33,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.model.calibrate import iterate_float, normalized_feeds
 from npurt.model.ir import Graph, Node
 from npurt.model.options import TECHNIQUES
-from npurt.model.passes import NodeEvaluator, _activation_params
+from npurt.model.passes import NodeEvaluator
 from npurt.model.weights import _weight_axis, quantize_weight
 
 MAX_POSITIONS = 1024
@@ -84,7 +84,9 @@ def equalization_pairs(graph: Graph) -> list[tuple[int, int]]:
             continue
         j = out.consumers[0]
         b = graph.nodes[j]
-        if _const_conv(graph, b) and b.inputs[0] == out.name and out.name not in b.inputs[1:]:
+        if _const_conv(graph, b) and b.inputs[0] == out.name and out.name not in b.inputs[1:] \
+                and graph.constants[b.inputs[1]].shape[1] * int(b.attrs.get("group", 1)) \
+                == graph.constants[a.inputs[1]].shape[0]:
             pairs.append((i, j))
     return pairs
 
@@ -141,8 +143,6 @@ def equalize(graph: Graph, iterations: int = 100, tolerance: float = 1e-6) -> in
         for a, b in pairs:
             w1, w2 = weights[a], weights[b]
             group2 = int(graph.nodes[b].attrs.get("group", 1))
-            if w2.shape[1] * group2 != w1.shape[0]:
-                continue
             r1 = np.abs(w1).reshape(w1.shape[0], -1).max(axis=1)
             r2 = _input_channel_ranges(w2, group2)
             ok = (r1 > 0) & (r2 > 0)
