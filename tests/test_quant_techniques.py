@@ -335,3 +335,23 @@ def test_writing_refuses_a_weight_that_is_not_an_initializer(tmp_path):
     # npurt's own int8 compiles it equalised all the same: the IR holds the constant.
     compiled = npurt.compile(model, quantize=_samples(2, 11, size=8), optimize="cle", progress=False)
     assert compiled.meta["optimize"] == {"cle": {"pairs": 1}}
+
+
+def test_techniques_applied_twice():
+    """CLE and rounding are idempotent; bias correction is not, so a written model refuses it a second time."""
+    from npurt.exec.compile import optimize_onnx
+    graph = _graph()
+    apply_techniques(graph, ["adaround"], _samples(3, 12), None, None, evaluate_node)
+    once = _weights(graph)
+    apply_techniques(graph, ["adaround"], _samples(3, 13), None, None, evaluate_node)
+    for name, w in _weights(graph).items():
+        np.testing.assert_array_equal(w, once[name])
+    written, _ = optimize_onnx(_model(), "cle,bias", _samples(3, 12))
+    again, report = optimize_onnx(written, "cle")
+    assert report["cle"]["pairs"] == 8
+    assert '"techniques": ["cle", "bias"]' in {p.key: p.value for p in again.metadata_props}["npurt.optimize"]
+    x = _samples(1, 14)[0][0]
+    np.testing.assert_allclose(_ort(again, x), _ort(written, x), rtol=1e-5, atol=1e-5 * np.abs(_ort(written, x)).max())
+    with pytest.raises(NpuError) as err:
+        optimize_onnx(again, "bias", _samples(3, 12))
+    assert err.value.code is ErrorCode.INVALID_ARGUMENT and "already corrected" in err.value.message

@@ -27,7 +27,8 @@ from npurt.model.passes import AFFINE_OPS, NodeEvaluator, _affine, optimize
 from npurt.model.techniques import apply_techniques, quant_layers
 
 META_KEY = "npurt.optimize"
-"""The metadata_props key of a written model: the techniques applied and what they did (JSON)."""
+"""The metadata_props key of a written model: the techniques applied to it so far and what the last run did
+(JSON)."""
 
 
 def _refuse(msg: str) -> NpuError:
@@ -178,6 +179,11 @@ def write_techniques(model: "str | bytes | onnx.ModelProto", techniques: "str | 
     if not chosen:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "no technique chosen: use cle, bias and / or adaround")
     proto = load_onnx(model)
+    done = {p.key: p.value for p in proto.metadata_props}.get(META_KEY)
+    if done and "bias" in chosen and "bias" in json.loads(done).get("techniques", []):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "this model's biases are already corrected (its npurt.optimize "
+                                                   "metadata says so): correcting again would subtract the shift "
+                                                   "twice; start from the original model")
     named = load_onnx(proto)
     sort_proto_nodes(named)
     name_nodes(named)
@@ -205,5 +211,7 @@ def write_techniques(model: "str | bytes | onnx.ModelProto", techniques: "str | 
             _write_layer(proto, node_of, raw, layers[name].node, new_w, delta, layers[name].axis)
     meta = {p.key: p for p in proto.metadata_props}
     entry = meta.get(META_KEY) or proto.metadata_props.add()
-    entry.key, entry.value = META_KEY, json.dumps({"techniques": list(chosen), "target": target, **report})
+    before = json.loads(done).get("techniques", []) if done else []
+    entry.key, entry.value = META_KEY, json.dumps({"techniques": list(dict.fromkeys([*before, *chosen])),
+                                                   "target": target, **report})
     return proto, report
