@@ -77,7 +77,7 @@ def _pre_activation(raw: Graph, node: Node) -> str:
 
 
 def _set_initializer(proto: onnx.ModelProto, node: onnx.NodeProto, position: int, value: np.ndarray,
-                     like: onnx.TensorProto | None) -> None:
+                     like: onnx.TensorProto | None, tag: str) -> None:
     """Give `node`'s input `position` the value: its initializer replaced in place when only that input reads it,
     else a new initializer (named after the node) that the input then names."""
     g = proto.graph
@@ -88,7 +88,7 @@ def _set_initializer(proto: onnx.ModelProto, node: onnx.NodeProto, position: int
         like.CopyFrom(numpy_helper.from_array(value.astype(dtype), old))
         return
     taken = {i.name for i in g.initializer} | {o for n in g.node for o in n.output} | {i.name for i in g.input}
-    name = f"{node.name or node.output[0]}.{'W' if position == 1 else 'B'}"
+    name = f"{node.name or node.output[0]}.{tag}"
     while name in taken:
         name += "_"
     g.initializer.append(numpy_helper.from_array(value.astype(dtype), name))
@@ -129,14 +129,14 @@ def _add_to_bias(proto: onnx.ModelProto, node_of: dict[str, onnx.NodeProto], raw
             else None
         if values is None:
             raise _refuse(f"the constant of node {node.name!r} is not one value per channel")
-        _set_initializer(proto, target, position, values if position == 2 and node.op_type ==
-                         "BatchNormalization" else _per_channel_like(old, values, rank), init)
+        _set_initializer(proto, target, position, values if node.op_type == "BatchNormalization"
+                         else _per_channel_like(old, values, rank), init, "bias")
         return
     b_init = inits.get(onode.input[2]) if len(onode.input) > 2 and onode.input[2] else None
     if len(onode.input) > 2 and onode.input[2] and b_init is None:
         raise _refuse(f"the bias of node {onode.name!r} is not an initializer")
     old = numpy_helper.to_array(b_init).astype(np.float64) if b_init is not None else np.zeros(delta.size)
-    _set_initializer(proto, onode, 2, (old.reshape(-1) + delta).reshape(old.shape), b_init)
+    _set_initializer(proto, onode, 2, (old.reshape(-1) + delta).reshape(old.shape), b_init, "B")
 
 
 def _write_layer(proto: onnx.ModelProto, node_of: dict[str, onnx.NodeProto], raw: Graph, ir: Node,
@@ -162,7 +162,7 @@ def _write_layer(proto: onnx.ModelProto, node_of: dict[str, onnx.NodeProto], raw
         shape = [1] * old_w.ndim
         shape[axis] = -1
         new = np.where(live.reshape(shape), weight / np.where(live, k, 1.0).reshape(shape), old_w)
-        _set_initializer(proto, onode, 1, new, w_init)
+        _set_initializer(proto, onode, 1, new, w_init, "W")
     if bias_delta is not None and np.any(bias_delta[live] != 0):
         rank = len(raw.tensors[raw_node.outputs[0]].shape)
         _add_to_bias(proto, node_of, raw, onode, steps, np.where(live, bias_delta, 0.0), rank)
