@@ -13,13 +13,14 @@
 - `adaround` — adaptive rounding (Nagel et al. 2020, "Up or Down?"): per Conv / Gemm / MatMul layer, each weight
   rounded down or up on the per-channel int8 grid so that the layer's pre-activation output error over the
   calibration inputs, (W_q - W) H (W_q - W)^T with H = E[x x^T] of the layer's input patches, is small: AdaRound's
-  rectified-sigmoid relaxation with the annealed rounding regulariser, optimised with Adam for a fixed number of
-  iterations per layer (numpy), then rounded; kept only where it beats round-to-nearest on that error. The result
-  lies on npurt's weight grid, so int8 compilation then stores those weights exactly.
+  rectified-sigmoid relaxation with the annealed rounding regulariser, optimised with Adam for a bounded number of
+  steps per layer (numpy, float32), then rounded; kept for each output channel where it beats round-to-nearest on
+  that error. The result lies on npurt's weight grid (per channel, or per layer), so int8 compilation then stores
+  those weights exactly. Layer inputs come from the float model, not the quantised one.
 
-`apply_techniques` runs the chosen ones in that order (the statistics of the calibration run are taken after
-equalisation; bias correction measures the shift of the final int8 weights from the float ones, so after rounding it
-corrects what rounding left). The layer statistics come from one float run of the calibration set through the
+`apply_techniques` runs the chosen ones in the order equalisation, rounding, bias correction (the statistics of the
+calibration run are taken after equalisation; bias correction measures the shift of the final int8 weights from the
+float ones, so after rounding it corrects what rounding left). The layer statistics come from one float run of the calibration set through the
 `evaluate` callable the caller passes (the model layer does not import the kernels).
 """
 from __future__ import annotations
