@@ -201,7 +201,21 @@ def _affine_model():
     return model
 
 
-@pytest.mark.parametrize("make", [lambda: _model(), lambda: zoo.mobilenet_v2_like(size=32), _affine_model])
+def _in_constant_nodes(model):
+    """The model with every initializer held by a Constant node instead, as paddle2onnx writes weights."""
+    from onnx import helper
+    out = type(model)()
+    out.CopyFrom(model)
+    consts = [helper.make_node("Constant", [], [i.name], value=i) for i in out.graph.initializer]
+    out.graph.ClearField("initializer")
+    nodes = consts + list(out.graph.node)
+    out.graph.ClearField("node")
+    out.graph.node.extend(nodes)
+    return out
+
+
+@pytest.mark.parametrize("make", [lambda: _model(), lambda: zoo.mobilenet_v2_like(size=32), _affine_model,
+                                  lambda: _in_constant_nodes(_model())])
 def test_written_cle_model_is_float_equivalent_and_edited_in_place(make):
     from npurt.exec.compile import optimize_onnx
     model = make()
@@ -209,6 +223,12 @@ def test_written_cle_model_is_float_equivalent_and_edited_in_place(make):
     written, report = optimize_onnx(model, "cle")
     assert report["cle"]["pairs"] > 0
     original = _initializers(model)
+    if not original:                                            # weights in Constant nodes: those values change
+        assert not written.graph.initializer
+    from onnx import numpy_helper
+    values = [[numpy_helper.to_array(a.t) for n in m.graph.node for a in n.attribute if a.name == "value"]
+              + list(_initializers(m).values()) for m in (model, written)]
+    assert any(a.shape != b.shape or not np.array_equal(a, b) for a, b in zip(*values))   # the weights did change
     assert [(n.op_type, list(n.output)) for n in written.graph.node] == \
         [(n.op_type, list(n.output)) for n in model.graph.node]
     added = _initializers(written).keys() - original.keys()
@@ -351,29 +371,29 @@ def test_per_layer_weights_one_scale_per_tensor_and_the_toolkits_layer_method():
     assert err.value.code is ErrorCode.INVALID_ARGUMENT
 
 
-def test_writing_refuses_a_weight_that_is_not_an_initializer(tmp_path, capsys):
+def test_writing_refuses_a_weight_computed_by_a_node(tmp_path, capsys):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     from npurt.exec.compile import optimize_onnx
     rng = np.random.default_rng(10)
     w1 = numpy_helper.from_array(rng.normal(0, 1, (4, 3, 3, 3)).astype(np.float32), "w1")
-    w2 = helper.make_tensor("w2v", TensorProto.FLOAT, (2, 4, 1, 1), rng.normal(0, 1, 8).astype(np.float32).tolist())
+    w2t = numpy_helper.from_array(rng.normal(0, 1, (4, 2, 1, 1)).astype(np.float32), "w2t")
     nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["r1"]),
-             helper.make_node("Constant", [], ["w2"], value=w2),           # a weight computed by a node
+             helper.make_node("Transpose", ["w2t"], ["w2"], perm=[1, 0, 2, 3]),   # a weight computed by a node
              helper.make_node("Conv", ["r1", "w2"], ["y"])]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])], [w1])
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])], [w1, w2t])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     with pytest.raises(NpuError) as err:
         optimize_onnx(model, "cle")
-    assert err.value.code is ErrorCode.NOT_SUPPORTED and "not an initializer" in err.value.message
+    assert err.value.code is ErrorCode.NOT_SUPPORTED and "neither an initializer nor a Constant" in err.value.message
     src = tmp_path / "c.onnx"
     onnx.save(model, src)
-    _fails_in_process(capsys, "optimize", src, "-o", tmp_path / "c.eq.onnx", words=("not an initializer",))
+    _fails_in_process(capsys, "optimize", src, "-o", tmp_path / "c.eq.onnx", words=("neither an initializer",))
     assert not (tmp_path / "c.eq.onnx").exists()
-    # npurt's own int8 compiles it equalised all the same: the IR holds the constant.
+    # npurt's own int8 compiles it equalised all the same: the IR holds the folded constant.
     compiled = npurt.compile(model, quantize=_samples(2, 11, size=8), optimize="cle", progress=False)
     assert compiled.meta["optimize"] == {"cle": {"pairs": 1}}
 

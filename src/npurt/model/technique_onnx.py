@@ -3,7 +3,7 @@ quantisers (rknn-toolkit2's build, onnxruntime's QDQ quantisation).
 
 The techniques run on the optimised IR (`npurt.model.techniques`), where BatchNormalization and per-channel Mul /
 Add are folded into the Conv before them. Each changed IR layer is written back into the ONNX graph in place:
-only initializers change; nodes, names and the folded affine ops stay. An IR Conv's weight is the ONNX weight times
+only initializers (or the values of Constant nodes, where an exporter keeps weights) change; nodes, names and the folded affine ops stay. An IR Conv's weight is the ONNX weight times
 the folded chain's per-channel factor K, so the new ONNX weight is W_ir / K; a change of the IR bias is added to the
 chain's last additive term (a BatchNormalization's B, an Add's constant; through a Mul / Div after it, divided by
 its factor), else to the Conv's own bias (a Conv without one gains one). Channels with K = 0 keep their values:
@@ -76,16 +76,28 @@ def _pre_activation(raw: Graph, node: Node) -> str:
     return raw.nodes[producer].inputs[0]
 
 
+def _constant_tensors(proto: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
+    """{name: the TensorProto holding its value} of the graph's initializers and Constant nodes (`value` attribute;
+    exporters such as paddle2onnx keep every weight in one), which the writer edits in place."""
+    out = {i.name: i for i in proto.graph.initializer}
+    for n in proto.graph.node:
+        if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and n.output:
+            value = next((a.t for a in n.attribute if a.name == "value"), None)
+            if value is not None:
+                out[n.output[0]] = value
+    return out
+
+
 def _set_initializer(proto: onnx.ModelProto, node: onnx.NodeProto, position: int, value: np.ndarray,
                      like: onnx.TensorProto | None, tag: str) -> None:
-    """Give `node`'s input `position` the value: its initializer replaced in place when only that input reads it,
-    else a new initializer (named after the node) that the input then names."""
+    """Give `node`'s input `position` the value: its initializer (or Constant node's value) replaced in place when
+    only that input reads it, else a new initializer (named after the node) that the input then names."""
     g = proto.graph
     dtype = numpy_helper.to_array(like).dtype if like is not None else np.dtype(np.float32)
     old = node.input[position] if position < len(node.input) else ""
     readers = sum(i == old for n in g.node for i in n.input) if old else 0
     if like is not None and readers == 1 and old not in {o.name for o in g.output}:
-        like.CopyFrom(numpy_helper.from_array(value.astype(dtype), old))
+        like.CopyFrom(numpy_helper.from_array(value.astype(dtype), like.name))
         return
     taken = {i.name for i in g.initializer} | {o for n in g.node for o in n.output} | {i.name for i in g.input}
     name = f"{node.name or node.output[0]}.{tag}"
@@ -110,7 +122,7 @@ def _add_to_bias(proto: onnx.ModelProto, node_of: dict[str, onnx.NodeProto], raw
     """Add `delta` (per channel) to the chain's output: to the additive term of its last op that has one (a
     BatchNormalization's B, an Add's / Sub's constant), carried back through the Mul / Div after it, else to the
     node's own bias (added when it has none)."""
-    inits = {i.name: i for i in proto.graph.initializer}
+    inits = _constant_tensors(proto)
     for node, k, _ in reversed(steps):
         target = node_of.get(node.name)
         if node.op_type == "BatchNormalization":
@@ -123,7 +135,7 @@ def _add_to_bias(proto: onnx.ModelProto, node_of: dict[str, onnx.NodeProto], raw
             continue
         init = inits.get(target.input[position]) if target is not None else None
         if init is None:
-            raise _refuse(f"the constant of node {node.name!r} is not an initializer")
+            raise _refuse(f"the constant of node {node.name!r} is neither an initializer nor a Constant")
         old = numpy_helper.to_array(init).astype(np.float64)
         values = np.broadcast_to(old.reshape(-1), delta.shape) + sign * delta if old.size in (1, delta.size) \
             else None
@@ -134,7 +146,7 @@ def _add_to_bias(proto: onnx.ModelProto, node_of: dict[str, onnx.NodeProto], raw
         return
     b_init = inits.get(onode.input[2]) if len(onode.input) > 2 and onode.input[2] else None
     if len(onode.input) > 2 and onode.input[2] and b_init is None:
-        raise _refuse(f"the bias of node {onode.name!r} is not an initializer")
+        raise _refuse(f"the bias of node {onode.name!r} is neither an initializer nor a Constant")
     old = numpy_helper.to_array(b_init).astype(np.float64) if b_init is not None else np.zeros(delta.size)
     _set_initializer(proto, onode, 2, (old.reshape(-1) + delta).reshape(old.shape), b_init, "B")
 
@@ -145,10 +157,10 @@ def _write_layer(proto: onnx.ModelProto, node_of: dict[str, onnx.NodeProto], raw
     onode = node_of.get(ir.name)
     if onode is None or onode.op_type != ir.op_type:
         raise _refuse(f"node {ir.name!r} has no {ir.op_type} counterpart in the ONNX graph")
-    inits = {i.name: i for i in proto.graph.initializer}
+    inits = _constant_tensors(proto)
     w_init = inits.get(onode.input[1])
     if w_init is None:
-        raise _refuse(f"the weight of node {ir.name!r} is not an initializer")
+        raise _refuse(f"the weight of node {ir.name!r} is neither an initializer nor a Constant")
     raw_node = next(n for n in raw.nodes if n.name == ir.name)
     pre = _pre_activation(raw, ir)
     steps = _chain(raw, raw_node.outputs[0], pre) if ir.op_type == "Conv" else \
