@@ -35,26 +35,40 @@ def _refuse(msg: str) -> NpuError:
     return NpuError(ErrorCode.NOT_SUPPORTED, f"cannot write the techniques into this ONNX model: {msg}")
 
 
-def _chain(raw: Graph, start: str, end: str) -> list[tuple[Node, np.ndarray, np.ndarray]] | None:
-    """The per-channel affine ops folded between the tensors `start` and `end` of the unoptimised graph, each with
-    its (k, b) (y = k * x + b per channel), in order; None when `end` is not reached through such ops."""
+def _chain(raw: Graph, start: str, ir: Node) -> list[tuple[Node, np.ndarray, np.ndarray]] | None:
+    """The per-channel affine ops the optimiser folded into the IR Conv `ir` whose ONNX output is `start`, each with
+    its (k, b) (y = k * x + b per channel), in order: the ops fold_affine folds (each the only reader of the tensor
+    before it), up to the IR Conv's output, or up to the input of the activation fused into it. None when the chain
+    does not end there (the optimiser did something else)."""
     shape = raw.tensors[start].shape
     if shape is None or len(shape) < 2:
         return None
     steps, x = [], start
-    for _ in range(len(raw.nodes)):
-        if x == end:
-            return steps
-        consumers = raw.tensors[x].consumers
-        if len(consumers) != 1:
-            return None
-        node = raw.nodes[consumers[0]]
+    while True:
+        info = raw.tensors[x]
+        if len(info.consumers) != 1 or info.is_output:
+            break
+        node = raw.nodes[info.consumers[0]]
         step = _affine(raw, node, x, shape) if node.op_type in AFFINE_OPS and not node.domain else None
-        if step is None:
-            return None
+        if step is None or raw.tensors[node.outputs[0]].shape != shape:
+            break
         steps.append((node, step[0], step[1]))
         x = node.outputs[0]
-    return None
+    if not ir.activation:
+        return steps if x == ir.outputs[0] else None
+    return steps if x != ir.outputs[0] and _feeds(raw, x, ir.outputs[0]) else None
+
+
+def _feeds(raw: Graph, src: str, dst: str, depth: int = 4) -> bool:
+    """True when `dst` is computed from `src` within `depth` nodes (a fused activation, decomposed ones included:
+    hard-swish is four nodes)."""
+    frontier = {dst}
+    for _ in range(depth):
+        producers = [raw.tensors[t].producer for t in frontier if t in raw.tensors]
+        frontier = {i for p in producers if p is not None for i in raw.nodes[p].inputs if i}
+        if src in frontier:
+            return True
+    return False
 
 
 def _compose(steps: list[tuple[Node, np.ndarray, np.ndarray]], channels: int) -> tuple[np.ndarray, np.ndarray]:
@@ -63,17 +77,6 @@ def _compose(steps: list[tuple[Node, np.ndarray, np.ndarray]], channels: int) ->
     for _, ks, bs in steps:
         k, a = k * ks, a * ks + bs
     return k, a
-
-
-def _pre_activation(raw: Graph, node: Node) -> str:
-    """The tensor of the unoptimised graph that the IR node computes before its fused activation."""
-    out = node.outputs[0]
-    if not node.activation:
-        return out
-    producer = raw.tensors[out].producer if out in raw.tensors else None
-    if producer is None:
-        raise _refuse(f"cannot find the activation fused into node {node.name!r}")
-    return raw.nodes[producer].inputs[0]
 
 
 def _constant_tensors(proto: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
@@ -162,9 +165,11 @@ def _write_layer(proto: onnx.ModelProto, node_of: dict[str, onnx.NodeProto], raw
     if w_init is None:
         raise _refuse(f"the weight of node {ir.name!r} is neither an initializer nor a Constant")
     raw_node = next(n for n in raw.nodes if n.name == ir.name)
-    pre = _pre_activation(raw, ir)
-    steps = _chain(raw, raw_node.outputs[0], pre) if ir.op_type == "Conv" else \
-        [] if raw_node.outputs[0] == pre else None
+    out = raw_node.outputs[0]
+    if ir.op_type == "Conv":
+        steps = _chain(raw, out, ir)
+    else:                               # Gemm / MatMul: nothing is folded into them
+        steps = [] if out == ir.outputs[0] or (ir.activation and _feeds(raw, out, ir.outputs[0])) else None
     if steps is None:
         raise _refuse(f"the ops between node {ir.name!r} and its fused output are not per-channel affine")
     old_w = numpy_helper.to_array(w_init).astype(np.float64)
