@@ -4,7 +4,7 @@ the vendors' own quantisers (rknn-toolkit2's `build(do_quantization=True)`, onnx
 `--techniques` (default: cle, plus bias with `--dataset`) chooses cross-layer equalisation (float-equivalent),
 bias correction and adaptive rounding (`npurt.model.techniques`; the last two calibrate on `--dataset`, a dataset.txt
 or `random`, normalised by `--mean` / `--std` as the vendor's config will normalise it). The graph is edited in place:
-only the initializers of its Conv / Gemm / MatMul nodes change (`npurt.model.technique_onnx`). `--for rknn|qnn`
+only weight values change (initializers or Constant nodes, `npurt.model.technique_onnx`). `--for rknn|qnn`
 names the quantiser the model is meant for; both quantise weights per channel, symmetric int8 (the toolkit's
 default `quantized_method='channel'`; onnxruntime's `per_channel=True` with int8 weights), which is the grid
 adaptive rounding aligns the weights to. It is recorded in the model's metadata (`npurt.optimize`).
