@@ -64,17 +64,25 @@ def _qdq_cosines(onnx_model, calib: list[np.ndarray], held: list[np.ndarray], re
 
         def get_next(self):
             return next(self.items, None)
+    opset = next((o.version for o in onnx_model.opset_import if o.domain in ("", "ai.onnx")), 13)
     with tempfile.TemporaryDirectory() as tmp:
         raw, pre, q = (f"{tmp}/{n}.onnx" for n in ("raw", "pre", "q"))
-        onnx.save(onnx_model, raw)
         try:
+            if opset < 13:                                     # per-channel QDQ needs DequantizeLinear's axis
+                from onnx import version_converter
+                onnx_model = version_converter.convert_version(onnx_model, 13)
+            if options.get("input_shapes"):                      # static shapes for the shape inference
+                from npurt.model.onnx_import import fix_input_shapes
+                onnx_model = onnx.ModelProto.FromString(onnx_model.SerializeToString())
+                fix_input_shapes(onnx_model, options["input_shapes"])
+            onnx.save(onnx_model, raw)
             quant_pre_process(raw, pre)
             quantize_static(pre, q, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
                             weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8)
+            sess = ort.InferenceSession(q, providers=["CPUExecutionProvider"])
         except Exception as exc:                               # a model onnxruntime's quantiser cannot take
-            print(f"onnxruntime quantize_static: {type(exc).__name__}: {exc}"[:200], file=sys.stderr)
+            print(f"onnxruntime quantize_static: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
             return None
-        sess = ort.InferenceSession(q, providers=["CPUExecutionProvider"])
         return [min(qt.cosine(o, r) for o, r in zip(sess.run(None, {name: _normalised(x, options)}), ref))
                 for x, ref in zip(held, refs)]
 
