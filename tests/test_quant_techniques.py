@@ -416,3 +416,18 @@ def test_techniques_applied_twice():
     with pytest.raises(NpuError) as err:
         optimize_onnx(again, "bias", _samples(3, 12))
     assert err.value.code is ErrorCode.INVALID_ARGUMENT and "already corrected" in err.value.message
+
+
+def test_quantized_method_option(tmp_path, capsys):
+    import onnx
+    from npurt.cli.main import main
+    src = tmp_path / "m.onnx"
+    onnx.save(_model(), src)
+    out = tmp_path / "m.npurt"
+    assert main(["convert", str(src), "-o", str(out), "--quantize", "random", "--quantized-method", "layer"]) == 0
+    assert npurt.load_compiled(out).meta["weight_method"] == "layer"
+    _fails_in_process(capsys, "convert", src, "-o", tmp_path / "n.npurt", "--quantize", "random",
+                      "--quantized-method", "group32", words=("--quantized-method",))
+    _fails_in_process(capsys, "convert", src, "-o", tmp_path / "n.npurt", "--quantized-method", "layer",
+                      words=("--quantize",))
+    assert not (tmp_path / "n.npurt").exists()
