@@ -50,6 +50,7 @@ def _normalised(x: np.ndarray, options: dict) -> np.ndarray:
 def _qdq_cosines(onnx_model, calib: list[np.ndarray], held: list[np.ndarray], refs: list[list[np.ndarray]],
                  options: dict) -> list[float] | None:
     """onnxruntime's own int8 (see the module doc) of the float model `onnx_model` (a ModelProto)."""
+    import contextlib
     import tempfile
 
     import onnx
@@ -76,7 +77,8 @@ def _qdq_cosines(onnx_model, calib: list[np.ndarray], held: list[np.ndarray], re
                 onnx_model = onnx.ModelProto.FromString(onnx_model.SerializeToString())
                 fix_input_shapes(onnx_model, options["input_shapes"])
             onnx.save(onnx_model, raw)
-            quant_pre_process(raw, pre)
+            with contextlib.chdir(tmp):                        # its shape inference leaves a file in the cwd
+                quant_pre_process(raw, pre)
             quantize_static(pre, q, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
                             weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8)
             sess = ort.InferenceSession(q, providers=["CPUExecutionProvider"])
