@@ -125,3 +125,27 @@ def test_recognizers_read_rendered_lines_as_onnxruntime_does(name, compiled):
     hits = sum(r.replace(" ", "").lower() == t.replace(" ", "").lower()
                for r, t in zip(reads["onnxruntime"], LINES[name]))
     assert hits >= len(LINES[name]) - 1, reads["onnxruntime"]
+
+
+@pytest.mark.parametrize("name", ["ppocr_det", "ddddocr_det", "yolov8n"])
+def test_int8_with_equalisation_and_bias_correction(name, compiled):
+    """The quantisation techniques on the real detectors (`npurt.model.techniques`): int8 with cle,bias keeps the
+    floor of plain int8, and the equalised float model `npurt optimize` writes runs in onnxruntime as the original
+    (to float rounding, which PP-OCRv4 det's output amplifies to ~1e-4 of its range: random 1e-7 relative weight
+    noise gives 5e-5, onnxruntime against npurt's own float run 2e-4)."""
+    import onnxruntime as ort
+    from npurt.exec.compile import optimize_onnx
+    spec = MODELS[name]
+    x = _input(name, 0)
+    tuned = npurt.compile(model_path(name), soc="rk3588", progress=False, optimize="cle,bias",
+                          quantize=[_input(name, k) for k in CALIBRATION], input_shapes={spec.input: list(spec.shape)})
+    want = onnxruntime_run(name, x)
+    for g, w in zip(_run(tuned, x), want):
+        cos = cosine(g, w)
+        print(f"{name} int8 cle,bias cos {cos:.6f} ({tuned.meta['optimize']})")
+        assert cos >= INT8_COSINE.get(name, 0.99)
+    written, _ = optimize_onnx(model_path(name), "cle", input_shapes={spec.input: list(spec.shape)})
+    got = ort.InferenceSession(written.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {spec.input: x})
+    for g, w in zip(got, want):
+        assert np.max(np.abs(g - w)) <= 1e-3 * np.max(np.abs(w))

@@ -74,6 +74,8 @@ class AccuracyReport:
     tensors: list[TensorError]
     seconds: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
+    optimize: dict[str, dict[str, int]] = field(default_factory=dict)
+    """The quantisation techniques the model was compiled with and what each did (`npurt.model.techniques`)."""
 
     def worst(self, n: int = 3, below: float = ADVICE_COSINE) -> list[TensorError]:
         """Up to `n` quantised layers (int tensors an op produces: what `float_layers` can change) whose single
@@ -272,7 +274,7 @@ def analyse(compiled: Any, onnx_model: Any, inputs: Sequence[Sequence[np.ndarray
     from npurt.model.report import dtype_name
     t0 = time.perf_counter()
     samples = _check_inputs(inputs, compiled)
-    run = _Analysis(compiled, read_onnx(onnx_model, external_data=True), reference)
+    run = _Analysis(compiled, _reference_model(compiled, read_onnx(onnx_model, external_data=True)), reference)
     for k, sample in enumerate(samples):
         values = run.sample(sample)
         if on_values:
@@ -287,7 +289,19 @@ def analyse(compiled: Any, onnx_model: Any, inputs: Sequence[Sequence[np.ndarray
                                 e_cos, e_euc, s_cos, s_euc))
     return AccuracyReport(compiled.soc, compiled.precision, compiled.meta.get("quantized_algorithm", "normal"),
                           list(compiled.meta.get("float_layers", [])), len(samples), rows,
-                          time.perf_counter() - t0, {"outputs": list(g.outputs)})
+                          time.perf_counter() - t0, {"outputs": list(g.outputs)},
+                          dict(compiled.meta.get("optimize", {})))
+
+
+def _reference_model(compiled: Any, onnx_model: Any) -> Any:
+    """The float model the compiled one is compared with: the ONNX model, equalised as the compiled model was when
+    it was compiled with cross-layer equalisation (float-equivalent: the same outputs, but the tensors between the
+    equalised convs scaled per channel as the compiled model's are)."""
+    if "cle" not in compiled.meta.get("optimize", {}):
+        return onnx_model
+    from npurt.exec.compile import optimize_onnx
+    g = compiled.graph
+    return optimize_onnx(onnx_model, "cle", input_shapes={n: list(g.tensors[n].shape) for n in g.inputs})[0]
 
 
 def accuracy_analysis(model: Any, quantize: Any, inputs: Sequence[Sequence[np.ndarray]] | None = None,

@@ -34,13 +34,18 @@ def is_compiled(path: Path) -> bool:
 
 def add_compile_args(p: Any,
                       dataset_help: str = "int8: calibrate on a dataset.txt of .npy files, or 'random'") -> None:
-    """The compile options every compiling command shares: --quantize DATASET, --quantized-algorithm, --float-layers
-    and --input-shape."""
+    """The compile options every compiling command shares: --quantize DATASET, --quantized-algorithm,
+    --quantized-method, --float-layers, --optimize and --input-shape."""
     p.add_argument("--quantize", metavar="DATASET|random", help=dataset_help)
     p.add_argument("--quantized-algorithm", default=None, metavar="ALGORITHM",  # checked by npurt.compile
                    help="how int8 activation ranges are chosen: normal (the default: min/max), kl_divergence, mmse")
     p.add_argument("--float-layers", nargs="+", metavar="NAME", default=None,
                    help="keep these layers (by the tensor they produce) in fp16, the rest int8")
+    p.add_argument("--quantized-method", default=None, metavar="channel|layer",
+                   help="int8 weight scales: channel (the default: one per output channel) or layer (one per tensor)")
+    p.add_argument("--optimize", default=None, metavar="TECHNIQUES",
+                   help="int8: quantisation techniques on the float model before calibration, comma-separated: cle "
+                        "(cross-layer equalisation), bias (bias correction), adaround (adaptive rounding)")
     p.add_argument("--input-shape", action="append", default=None, metavar="[NAME=]SHAPE",
                    help="a static shape for an input with dynamic dimensions, e.g. x=1,3,48,320 (NAME= may be left "
                         "out for a single-input model); once per input")
@@ -85,10 +90,19 @@ def compile_options(args: Any, mean: Any = None, std: Any = None) -> CompileOpti
     quantize = getattr(args, "quantize", None)
     algorithm = getattr(args, "quantized_algorithm", None)
     float_layers = getattr(args, "float_layers", None)
-    if (algorithm is not None or float_layers) and quantize is None:
-        raise _bad("--quantized-algorithm and --float-layers need --quantize (they shape the int8 model)")
+    optimize = getattr(args, "optimize", None)
+    method = getattr(args, "quantized_method", None)
+    if (algorithm is not None or float_layers or optimize is not None or method is not None) and quantize is None:
+        raise _bad("--quantized-algorithm, --quantized-method, --float-layers and --optimize need --quantize (they "
+                   "shape the int8 model)")
+    from npurt.model.options import WEIGHT_METHODS
+    if method is not None and method not in WEIGHT_METHODS:
+        raise _bad(f"--quantized-method {method!r}: use {' or '.join(WEIGHT_METHODS)}")
+    if optimize is not None:
+        from npurt.model.options import parse_techniques
+        parse_techniques(optimize)                 # a bad name is an error before anything is read
     return CompileOptions(quantize=quantize, mean=mean, std=std, quantized_algorithm=algorithm,
-                          float_layers=list(float_layers or ()),
+                          float_layers=list(float_layers or ()), optimize=optimize, weight_method=method,
                           input_shapes=parse_input_shapes(getattr(args, "input_shape", None)))
 
 

@@ -75,6 +75,8 @@ def _print_table(console, report, name: str) -> None:
     advised = report.worst(WORST)
     worst = {r.name for r in advised}
     floats = f", float layers {', '.join(report.float_layers)}" if report.float_layers else ""
+    if report.optimize:
+        floats += f", optimize {','.join(report.optimize)}"
     table = Table(title=f"{name} on {report.soc}: {report.precision} ({report.quantized_algorithm}{floats}) vs "
                         f"onnxruntime float32, {report.samples} input(s)")
     for col in ("#", "tensor", "produced by", "type", "entire cos", "entire euc", "single cos", "single euc"):

@@ -40,6 +40,8 @@ MEANING = {
     "quant_vs_toolkit": "npurt int8 cosine to onnxruntime fp32 / rknn-toolkit2 2.3.2's int8 cosine, same script, "
                         "calibration and held-out inputs (>= 1: npurt at least as close; the toolkit runs in a "
                         "separate venv in the cache, skipped when it cannot be made)",
+    "quant_techniques": "int8 mean cosine to onnxruntime fp32 with the quantisation techniques (cle, bias, adaround) "
+                        "/ without them, same model, weights, calibration and held-out inputs (> 1: they help)",
     "real_models": "npurt Session.run(x) time / onnxruntime time on a real trained model (the optional tier's, its "
                    "wheels downloaded once), 1 thread each (lower is better)",
     "toolkit": "npurt.toolkit.RKNN.inference time / onnxruntime fp32 (1 thread), same model (lower is better)",

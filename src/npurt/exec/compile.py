@@ -67,7 +67,9 @@ def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str
                   input_shapes: Mapping[str, Sequence[int]] | None = None, precision: str | None = None,
                   progress: bool = True, quantized_algorithm: str = "normal",
                   float_layers: Sequence[str] = (), qparams: Mapping[str, Sequence[float]] | None = None,
-                  custom_ops: Mapping[str, CustomOpImpl] | None = None) -> CompiledModel:
+                  custom_ops: Mapping[str, CustomOpImpl] | None = None,
+                  optimize: "str | Sequence[str] | None" = None,
+                  weight_method: str | None = None) -> CompiledModel:
     """Compile an ONNX model for `soc` (`npurt.compile`): the keywords are the fields of
     `npurt.model.options.CompileOptions`, documented there; `progress` shows the calibration's bar.
 
@@ -75,7 +77,8 @@ def compile_model(model: "str | os.PathLike | bytes | onnx.ModelProto", soc: str
     """
     options = CompileOptions(precision=precision, quantize=quantize, mean=mean, std=std,
                              quantized_algorithm=quantized_algorithm, float_layers=float_layers, qparams=qparams,
-                             input_shapes=input_shapes, custom_ops=custom_ops)
+                             input_shapes=input_shapes, custom_ops=custom_ops, optimize=optimize,
+                             weight_method=weight_method)
     return compile_with(model, options, soc, progress)
 
 
@@ -109,3 +112,25 @@ def calibrate_dynamic(model: "str | os.PathLike | bytes | onnx.ModelProto",
     with blas_threads(policy_threads()):
         return calibrate_shapes(model, shape_sets, options, evaluate=evaluate_node, supported=supported_ops(),
                                 progress=progress)
+
+
+def optimize_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto", techniques: "str | Sequence[str]",
+                  dataset: object = None, mean: Sequence | None = None, std: Sequence | None = None,
+                  input_shapes: Mapping[str, Sequence[int]] | None = None,
+                  target: str | None = None) -> tuple[onnx.ModelProto, dict]:
+    """The float ONNX model with the quantisation `techniques` written into its initializers
+    (`npurt.model.technique_onnx`, `npurt optimize`) and what each did; `dataset` as `quantize=` takes it ('random'
+    too), `mean` / `std` as `npurt.compile` takes them."""
+    from npurt.model.compiler import _per_input
+    from npurt.model.technique_onnx import write_techniques
+    if isinstance(model, (str, os.PathLike)):
+        model = resolve_model(model)
+    dataset = resolve_dataset(dataset, model, input_shapes=input_shapes) if dataset is not None else None
+    from npurt.model.sources import input_specs
+    n_inputs = len(input_specs(model, dynamic_ok=True))
+    means = _per_input(mean, n_inputs, "mean") if mean is not None else None
+    stds = _per_input(std, n_inputs, "std") if std is not None else None
+    with blas_threads(policy_threads()):
+        return write_techniques(model, techniques, dataset, means, stds, evaluate=evaluate_node,
+                                supported=supported_ops(), input_shapes=dict(input_shapes) if input_shapes else None,
+                                target=target)

@@ -134,15 +134,21 @@ def iterate_float(graph: Graph, feeds: Mapping[str, np.ndarray],
                 values.pop(t, None)
 
 
-def _float_values(graph: Graph, sample: list[np.ndarray], mean: list | None, std: list | None,
-                  evaluate: NodeEvaluator) -> Iterable[tuple[str, np.ndarray]]:
-    """(name, finite float values) of every float activation of one calibration sample's float run."""
+def normalized_feeds(graph: Graph, sample: list[np.ndarray], mean: list | None,
+                     std: list | None) -> dict[str, np.ndarray]:
+    """One calibration sample as the float run's feeds: float inputs normalised by their mean / std."""
     feeds = {}
     for k, (name, arr) in enumerate(zip(graph.inputs, sample)):
         if graph.tensors[name].is_float:
             arr = apply_normalization(arr, mean[k] if mean else None, std[k] if std else None)
         feeds[name] = arr
-    for name, value in iterate_float(graph, feeds, evaluate):
+    return feeds
+
+
+def _float_values(graph: Graph, sample: list[np.ndarray], mean: list | None, std: list | None,
+                  evaluate: NodeEvaluator) -> Iterable[tuple[str, np.ndarray]]:
+    """(name, finite float values) of every float activation of one calibration sample's float run."""
+    for name, value in iterate_float(graph, normalized_feeds(graph, sample, mean, std), evaluate):
         if value.dtype.kind != "f" or value.size == 0:
             continue
         if not np.isfinite(value).all():

@@ -150,13 +150,18 @@ def _compile_optimized(graph: Graph, soc: str | None, options: CompileOptions, *
     _check_norm_channels(graph, means, "mean")
     _check_norm_channels(graph, stds, "std")
 
-    given, qparams = options.qparams, {}
+    given, qparams, applied = options.qparams, {}, {}
     float_nodes = resolve_float_layers(graph, options.float_layers) if options.float_layers else []
     if given is not None:
         qparams = {name: (float(v[0]), int(v[1])) for name, v in given.items()}
     elif precision == "int8":
         samples = calib.normalize_samples(options.quantize, graph.inputs)
         calib.check_samples(samples, graph)
+        if options.optimize:
+            from npurt.model.techniques import apply_techniques
+            applied = apply_techniques(graph, options.optimize, samples, means if mean is not None else None,
+                                       stds if std is not None else None, evaluate,
+                                       per_layer=options.weight_method == "layer")
         qparams = calib.calibrate(graph, samples, means if mean is not None else None,
                                   stds if std is not None else None, progress=progress, evaluate=evaluate,
                                   algorithm=options.algorithm)
@@ -176,8 +181,9 @@ def _compile_optimized(graph: Graph, soc: str | None, options: CompileOptions, *
                                     int(zp), quantized)
 
     float_ids = {id(n) for n in float_nodes}
+    per_layer = options.weight_method == "layer"
     entries, arrays = encode_weights(graph, precision, qparams,
-                                     {i for i, n in enumerate(graph.nodes) if id(n) in float_ids})
+                                     {i for i, n in enumerate(graph.nodes) if id(n) in float_ids}, per_layer)
     placed, total = layout_blob(arrays)
     blob = build_blob(arrays, placed, total)
     # The graph's constants become views of the stored blob (the compiled model holds one copy of weights).
@@ -204,7 +210,9 @@ def _compile_optimized(graph: Graph, soc: str | None, options: CompileOptions, *
         mean=means, std=stds,
         meta={"op_counts": graph.op_counts(),
               **({"quantized_algorithm": options.algorithm,
-                  "float_layers": [n.outputs[0] for n in float_nodes]} if precision == "int8" else {})},
+                  "float_layers": [n.outputs[0] for n in float_nodes],
+                  **({"weight_method": "layer"} if per_layer else {})} if precision == "int8" else {}),
+              **({"optimize": applied} if applied else {})},
     )
 
 
@@ -217,6 +225,9 @@ def calibrate_shapes(model: "str | os.PathLike | bytes | onnx.ModelProto",
     dynamic-shape model: each sample runs the graph of the shape set its arrays match (INVALID_ARGUMENT when they
     match none), ranges are taken over all of them; compile each shape set with the result as `qparams`."""
     check_algorithm(options.algorithm)
+    if options.optimize:
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, "the quantisation techniques (optimize) are not supported for "
+                                                   "dynamic-shape models")
     supported = frozenset(supported)
     graphs = [optimize(import_onnx(model, dict(shapes)), evaluate, supported) for shapes in shape_sets]
     inputs = graphs[0].inputs

@@ -15,6 +15,13 @@ from npurt.errors import ErrorCode, NpuError
 PRECISIONS = ("fp16", "int8", "float32")
 _PRECISION_ALIASES = {"float16": "fp16", "fp32": "float32", "i8": "int8"}
 
+WEIGHT_METHODS = ("channel", "layer")
+"""`weight_method`'s values: int8 weight scales per output channel or per weight tensor."""
+
+TECHNIQUES = ("cle", "bias", "adaround")
+"""The quantisation techniques `optimize` selects (`npurt.model.techniques`): cross-layer equalisation, bias
+correction, adaptive rounding."""
+
 # A custom op's compile-time implementation: fn(inputs, attrs) -> outputs, float32 numpy arrays in and out (attrs:
 # the node's ONNX attributes), as the kernels take them.
 CustomOpImpl = Callable[[list, dict], Sequence]
@@ -61,6 +68,14 @@ class CompileOptions:
     toolkit registers one: calibration computes the op with it, so a model with custom ops compiles to int8. At run
     time the op runs through the callbacks registered on the context."""
 
+    weight_method: str | None = None
+    """How int8 weights are scaled, as rknn-toolkit2's `quantized_method`: "channel" (one scale per output channel,
+    the default when None) or "layer" (one scale per weight tensor)."""
+
+    optimize: "str | Sequence[str] | None" = None
+    """Quantisation techniques run on the float graph before calibration (`npurt.model.techniques`): names of
+    TECHNIQUES, as a list or a comma-separated string ("cle,bias,adaround"); int8 with a calibration dataset only."""
+
     def __post_init__(self) -> None:
         if self.float_layers is None:
             object.__setattr__(self, "float_layers", ())
@@ -73,7 +88,8 @@ class CompileOptions:
         """True when any option is set: Session and the CLI compile an ONNX model then, and refuse a compiled one."""
         return any(v is not None for v in (self.precision, self.quantize, self.mean, self.std, self.qparams,
                                            self.input_shapes, self.custom_ops)) \
-            or bool(self.quantized_algorithm) or bool(self.float_layers)
+            or bool(self.quantized_algorithm) or bool(self.float_layers) or bool(self.optimize) \
+            or self.weight_method is not None
 
     def checked(self) -> "CompileOptions":
         """The options with their one-value rules applied: the precision resolved (aliases, the default), the
@@ -94,7 +110,19 @@ class CompileOptions:
                                                        "calibration dataset (quantize=...)")
         from npurt.tensor.ranges import check_algorithm     # numpy: not loaded to build options (the CLI's --help)
         algorithm = check_algorithm(self.algorithm)
-        return self.replace(precision=precision, float_layers=float_layers, quantized_algorithm=algorithm)
+        if self.weight_method not in (None,) + WEIGHT_METHODS:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"weight_method must be one of {WEIGHT_METHODS}, got "
+                                                       f"{self.weight_method!r}")
+        optimize = parse_techniques(self.optimize)
+        if optimize and self.qparams is not None:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"optimize={','.join(optimize)} changes the float model that a "
+                                                       f"calibration is made on: it cannot take a calibration made "
+                                                       f"before (qparams, a dynamic-shape model's shared one)")
+        if optimize and (precision != "int8" or self.quantize is None):
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"optimize={','.join(optimize)} shapes an int8 model before "
+                                                       f"its calibration: give a calibration dataset (quantize=...)")
+        return self.replace(precision=precision, float_layers=float_layers, quantized_algorithm=algorithm,
+                            optimize=optimize)
 
     @property
     def algorithm(self) -> str:
@@ -111,6 +139,8 @@ class CompileOptions:
             out["float_layers"] = list(self.float_layers)
         if self.quantized_algorithm:
             out["quantized_algorithm"] = self.quantized_algorithm
+        if self.weight_method:
+            out["weight_method"] = self.weight_method
         if self.qparams is not None:
             out["qparams"] = self.qparams
         return out
@@ -121,4 +151,25 @@ class CompileOptions:
         return cls(**{k: v for k, v in value.items() if k in _JSON_FIELDS})
 
 
-_JSON_FIELDS = ("precision", "mean", "std", "float_layers", "quantized_algorithm", "qparams")
+def parse_techniques(value: "str | Sequence[str] | None") -> tuple[str, ...]:
+    """`optimize` as a tuple of TECHNIQUES names in their running order (a comma-separated string or a list; None
+    or empty: none); INVALID_ARGUMENT naming an unknown one."""
+    if value is None:
+        return ()
+    if not isinstance(value, (str, list, tuple)):
+        raise NpuError(ErrorCode.INVALID_ARGUMENT, f"optimize must be a comma-separated string or a list of "
+                                                   f"{', '.join(TECHNIQUES)}, got {type(value).__name__}")
+    items = value.split(",") if isinstance(value, str) else list(value)
+    names = []
+    for item in items:
+        name = str(item).strip().lower() if isinstance(item, str) else item
+        if name == "":
+            continue
+        if name not in TECHNIQUES:
+            raise NpuError(ErrorCode.INVALID_ARGUMENT, f"unknown quantisation technique {item!r}: use "
+                                                       f"{', '.join(TECHNIQUES)} (comma-separated)")
+        names.append(name)
+    return tuple(t for t in TECHNIQUES if t in names)
+
+
+_JSON_FIELDS = ("precision", "mean", "std", "float_layers", "quantized_algorithm", "qparams", "weight_method")

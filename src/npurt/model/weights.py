@@ -1,7 +1,8 @@
 """Weights in their compute-ready stored form, packed into one blob.
 
 - fp16 precision: float constants as float16 (float32 if a value would overflow float16); others unchanged.
-- int8 precision: Conv/ConvTranspose/Gemm/MatMul weight operands as per-channel symmetric int8 + float32 scales;
+- int8 precision: Conv/ConvTranspose/Gemm/MatMul weight operands as symmetric int8 + float32 scales per channel
+  (or one scale repeated for every channel: per-layer weights);
   their biases as int32 with scale = input scale * weight scale (per channel); other float constants float16;
   the constants of the nodes kept in fp16 (mixed precision, `float_nodes`) float16.
 - float32 precision: everything as given (float constants as float32).
@@ -77,11 +78,23 @@ def _as_fp16_or_f32(value: np.ndarray) -> np.ndarray:
     return v.astype(np.float16)
 
 
+def quantize_weight(w: np.ndarray, axis: int, per_layer: bool = False,
+                    steps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(int8 values, one float32 scale per channel along `axis`) of a matmul-like op's weight: symmetric per
+    channel, or with `per_layer` one scale (max |w| / 127) repeated for every channel; `steps` as
+    `quantize_per_channel` takes them."""
+    w = np.asarray(w, np.float32)
+    if per_layer and w.size:
+        peak = float(np.max(np.abs(w)))
+        steps = np.full(w.shape[axis], peak / 127.0 if peak > 0 else 1.0, np.float32)
+    return quantize_per_channel(w, axis, "int8", steps)
+
+
 def encode_weights(graph: Graph, precision: str, act_qparams: dict[str, tuple[float, int]] | None = None,
-                   float_nodes: "set[int] | frozenset[int]" = frozenset()
+                   float_nodes: "set[int] | frozenset[int]" = frozenset(), per_layer: bool = False
                    ) -> tuple[dict[str, WeightEntry], dict[str, np.ndarray]]:
     """({name: WeightEntry}, {entry name: stored array}) for every constant a node reads (`float_nodes`: schedule
-    indices of the nodes of an int8 model that compute in fp16)."""
+    indices of the nodes of an int8 model that compute in fp16; `per_layer`: one int8 scale per weight tensor)."""
     used: dict[str, list[tuple[int, int]]] = {}
     for i, node in enumerate(graph.nodes):
         for pos, t in enumerate(node.inputs):
@@ -111,8 +124,7 @@ def encode_weights(graph: Graph, precision: str, act_qparams: dict[str, tuple[fl
             axes = {_weight_axis(graph.nodes[i].op_type, p, graph.nodes[i].attrs, value.shape) for i, p in uses}
             if len(axes) == 1 and None not in axes and np.all(np.isfinite(value)):
                 axis = axes.pop()
-                q, scales = quantize_per_channel(value.astype(np.float32), axis, "int8",
-                                                 graph.weight_steps.get(name))
+                q, scales = quantize_weight(value, axis, per_layer, graph.weight_steps.get(name))
                 add(f"{name}#scale", scales, "float32")
                 add(name, q, logical, axis, f"{name}#scale")
                 weight_scales[name] = scales

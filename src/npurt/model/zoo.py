@@ -160,6 +160,44 @@ def mobilenet_v2_like(size: int = 224, seed: int = 0, num_classes: int = 1000) -
     return g.model([("input", [1, 3, size, size])], [(y, [1, num_classes])], "mobilenet_v2_like")
 
 
+# --- MobileNet with uneven channel ranges ------------------------------------------------------
+
+def mobilenet_uneven(size: int = 32, num_classes: int = 10, spread: float = 1.5, seed: int = 0) -> onnx.ModelProto:
+    """A small MobileNet v1 (stem, four depthwise-separable blocks of Conv -> BatchNormalization -> Relu,
+    GlobalAveragePool, Flatten, Gemm) whose depthwise output channels are scaled by 10**U(-spread, spread) in their
+    BatchNormalization and the pointwise conv after them by the inverse, as BN folding leaves trained MobileNets
+    (Nagel et al. 2019): the float function is that of the evenly scaled network, but one per-tensor int8 range
+    per depthwise output serves channels whose ranges differ by up to 10**(2 * spread)."""
+    g = _Graph(seed)
+    r = g.rng
+
+    def bn(x, c, gain):
+        var = r.uniform(0.5, 1.5, c)
+        gamma = gain * np.sqrt(var + 1e-5) * r.uniform(0.8, 1.2, c)
+        params = [gamma, gain * r.normal(0, 0.1, c), r.normal(0, 0.05, c), var]
+        names = [g.const(p.astype(np.float32), "bn") for p in params]
+        return g.node("BatchNormalization", [x] + names, epsilon=1e-5)
+
+    def conv(x, cin, cout, k, stride=1, group=1, in_gain=None):
+        w = r.normal(0, np.sqrt(2.0 / (cin // group * k * k)), (cout, cin // group, k, k))
+        if in_gain is not None:
+            w = w / in_gain.reshape(1, -1, 1, 1)
+        return g.node("Conv", [x, g.const(w.astype(np.float32))], kernel_shape=[k, k], strides=[stride, stride],
+                      pads=[k // 2] * 4, group=group)
+
+    x = g.node("Relu", [bn(conv("input", 3, 16, 3, 2), 16, np.ones(16))])
+    cin = 16
+    for cout, stride in ((32, 2), (32, 1), (64, 2), (64, 1)):
+        gain = 10.0 ** r.uniform(-spread, spread, cin)
+        x = g.node("Relu", [bn(conv(x, cin, cin, 3, stride, group=cin), cin, gain)])
+        x = g.node("Relu", [bn(conv(x, cin, cout, 1, in_gain=gain), cout, np.ones(cout))])
+        cin = cout
+    x = g.node("Flatten", [g.node("GlobalAveragePool", [x])], axis=1)
+    w = g.const(r.normal(0, np.sqrt(1.0 / cin), (num_classes, cin)).astype(np.float32))
+    y = g.node("Gemm", [x, w, g.const(np.zeros(num_classes, np.float32), "b")], "logits", transB=1)
+    return g.model([("input", [1, 3, size, size])], [(y, [1, num_classes])], "mobilenet_uneven")
+
+
 # --- small convnet ----------------------------------------------------------------------------
 
 def small_convnet(size: int = 32, num_classes: int = 10, seed: int = 0) -> onnx.ModelProto:

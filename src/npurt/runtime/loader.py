@@ -246,7 +246,7 @@ def _family_from_onnx(onnx_bytes: bytes, soc: str, shape_sets: list[Shapes] | No
     if shape_sets:
         onnx_bytes = _free_varying_dims(bytes(onnx_bytes), shape_sets)
     kept = CompileOptions(precision=options.precision, mean=options.mean, std=options.std,
-                          float_layers=list(options.float_layers))
+                          float_layers=list(options.float_layers), weight_method=options.weight_method)
     if not shape_sets:
         if options.quantize is not None:
             raise NpuError(ErrorCode.INVALID_ARGUMENT, "quantize= here is for dynamic-shape models: compile a "

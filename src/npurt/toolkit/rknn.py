@@ -22,7 +22,7 @@ Where npurt differs (stated, never silent): `export_rknn` writes npurt's compile
 `.rknn` gets one clear line) and such a model runs on the emulated SoC (the toolkit's simulator refuses it);
 `init_runtime(target=...)` emulates that SoC instead of connecting to a board; `eval_perf` reports the NPU times
 npurt's timing model predicts (labelled as predictions) and the CPU time measured on the host
-(`npurt.toolkit.perf`); weights are quantised per channel whatever `quantized_method` says; only w8a8 / float16 builds;
+(`npurt.toolkit.perf`); only w8a8 / float16 builds;
 `rknn_batch_size` is at most 128; `codegen`, encrypted export and non-ONNX loaders return -1.
 """
 from __future__ import annotations
@@ -45,6 +45,8 @@ PLATFORMS = ("rv1103", "rv1103b", "rv1106", "rv1106b", "rv1126b", "rk2118", "rk3
 QUANTIZED_DTYPES = ("w8a8", "asymmetric_quantized-8")
 ALGORITHMS = ("normal", "kl_divergence", "mmse")
 METHODS = ("layer", "channel")
+NPURT_OPTIMIZE = "npurt_optimize"
+"""config's npurt extra (not a toolkit argument): the quantisation techniques of an int8 build."""
 MAX_BATCH = 128
 """The largest rknn_batch_size npurt builds (a bound so that a mistyped batch fails at once, not in the memory)."""
 
@@ -165,7 +167,12 @@ def _checked_config(given: dict[str, Any]) -> dict[str, Any]:
     if given["dynamic_input"] is not None:
         from npurt.runtime.loader import parse_shape_sets
         parse_shape_sets(given["dynamic_input"])
-    given.update(mean_values=means, std_values=stds)
+    from npurt.model.options import parse_techniques
+    try:
+        techniques = parse_techniques(given.get(NPURT_OPTIMIZE))
+    except NpuError as exc:
+        raise ToolkitError(f"{NPURT_OPTIMIZE}: {exc.message}") from None
+    given.update(mean_values=means, std_values=stds, **{NPURT_OPTIMIZE: ",".join(techniques) or None})
     return given
 
 
@@ -208,10 +215,13 @@ class RKNN(VendorClass):
                sparse_infer: bool = False, enable_flash_attention: bool = False,
                auto_hybrid_cos_thresh: float = 0.98, auto_hybrid_euc_thresh: float | None = None,
                **kwargs: Any) -> int:
-        """Set the build options (the toolkit's names and defaults); 0, or -1 with nothing changed."""
+        """Set the build options (the toolkit's names and defaults); 0, or -1 with nothing changed. npurt's extra,
+        `npurt_optimize` ("cle,bias,adaround" or a list; off by default), runs those quantisation techniques on the
+        float model before an int8 build's calibration (`npurt.model.techniques`)."""
         given = dict(locals())
         for key in ("self", "kwargs", "__class__"):
             given.pop(key, None)
+        given[NPURT_OPTIMIZE] = kwargs.pop(NPURT_OPTIMIZE, None)
         config = _checked_config(given)
         for key in kwargs:
             self._log("W", "config", f"unknown argument {key!r} ignored")
@@ -307,6 +317,10 @@ class RKNN(VendorClass):
     def _options(self, precision: str, samples: Any = None, **more: Any) -> Any:
         from npurt.model.options import CompileOptions
         custom = {t: _compile_time(op) for t, op in self._custom_ops.items()} or None
+        if precision == "int8" and samples is not None:
+            more.setdefault("optimize", self._config[NPURT_OPTIMIZE])
+        if precision == "int8":
+            more.setdefault("weight_method", self._config["quantized_method"])
         return CompileOptions(precision=precision, quantize=samples, mean=self._config["mean_values"],
                               std=self._config["std_values"], custom_ops=custom,
                               quantized_algorithm=self._config["quantized_algorithm"] if precision == "int8" else None,
@@ -350,8 +364,6 @@ class RKNN(VendorClass):
         if do_quantization:
             if dataset is None:
                 raise ToolkitError("The dataset is None, please set dataset when do_quantization is True!")
-            if self._config["quantized_method"] == "layer":
-                self._log("W", "build", "quantized_method='layer': npurt quantises weights per channel")
             options = self._options("int8", self._samples(dataset, rknn_batch_size))
         else:
             if dataset is not None:
@@ -592,7 +604,10 @@ class RKNN(VendorClass):
         pairs = hybrid_pairs(custom_hybrid) if custom_hybrid is not None else []
         count = _whole(proposal_dataset_size, "proposal_dataset_size") if proposal else 0
         samples = self._samples(dataset, rknn_batch_size)
-        options = self._options("int8", samples)
+        if self._config[NPURT_OPTIMIZE]:
+            self._log("W", "hybrid_quantization_step1", f"{NPURT_OPTIMIZE} is not applied to hybrid quantisation "
+                                                        f"(step2 builds the original float model)")
+        options = self._options("int8", samples, optimize=None)
         compiled = self._compile(options, self._soc(), rknn_batch_size)
         qparams = {n: (s.scale, s.zp) for n, s in compiled.storage.items() if s.quantized}
         custom = {t: "float16" for t in layers_between(compiled.graph, pairs)}
@@ -662,8 +677,8 @@ class RKNN(VendorClass):
 def _config_defaults() -> dict[str, Any]:
     """`config`'s keyword defaults (the toolkit's), read from its signature: the configuration of a new object."""
     import inspect
-    return {k: p.default for k, p in inspect.signature(RKNN.config).parameters.items()
-            if p.default is not inspect.Parameter.empty}
+    return {**{k: p.default for k, p in inspect.signature(RKNN.config).parameters.items()
+               if p.default is not inspect.Parameter.empty}, NPURT_OPTIMIZE: None}
 
 
 class _NodeView:
