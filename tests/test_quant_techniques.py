@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import npurt
+from helpers.oracle import ort_session
 from npurt.errors import ErrorCode, NpuError
 from npurt.exec.compile import optimize as optimize_ir
 from npurt.exec.evaluate import evaluate_node
@@ -133,8 +134,7 @@ def test_adaround_weights_lie_on_the_int8_grid_next_to_the_float_ones():
 def test_techniques_raise_int8_accuracy_and_are_deterministic():
     model = _model()
     calib, held_out = _samples(6, 4), _samples(4, 5)
-    import onnxruntime as ort
-    sess = ort.InferenceSession(model.SerializeToString())
+    sess = ort_session(model)
     refs = [sess.run(None, {"input": s[0]})[0] for s in held_out]
 
     def mean_cos(optimize):
@@ -172,8 +172,7 @@ def _initializers(model) -> dict[str, np.ndarray]:
 
 
 def _ort(model, x: np.ndarray) -> np.ndarray:
-    import onnxruntime as ort
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    sess = ort_session(model)
     return sess.run(None, {sess.get_inputs()[0].name: x})[0]
 
 

@@ -16,6 +16,7 @@ import pytest
 
 import npurt
 
+from helpers.oracle import ort_session
 from helpers.real_models import (MODELS, cls_input, cosine, ctc_greedy, det_input, dictionary, model_path,
                                  onnxruntime_run, rec_input)
 
@@ -133,7 +134,6 @@ def test_int8_with_equalisation_and_bias_correction(name, compiled):
     floor of plain int8, and the equalised float model `npurt optimize` writes runs in onnxruntime as the original
     (to float rounding, which PP-OCRv4 det's output amplifies to ~1e-4 of its range: random 1e-7 relative weight
     noise gives 5e-5, onnxruntime against npurt's own float run 2e-4)."""
-    import onnxruntime as ort
     from npurt.exec.compile import optimize_onnx
     spec = MODELS[name]
     x = _input(name, 0)
@@ -145,7 +145,6 @@ def test_int8_with_equalisation_and_bias_correction(name, compiled):
         print(f"{name} int8 cle,bias cos {cos:.6f} ({tuned.meta['optimize']})")
         assert cos >= INT8_COSINE.get(name, 0.99)
     written, _ = optimize_onnx(model_path(name), "cle", input_shapes={spec.input: list(spec.shape)})
-    got = ort.InferenceSession(written.SerializeToString(), providers=["CPUExecutionProvider"]).run(
-        None, {spec.input: x})
+    got = ort_session(written).run(None, {spec.input: x})
     for g, w in zip(got, want):
         assert np.max(np.abs(g - w)) <= 1e-3 * np.max(np.abs(w))
