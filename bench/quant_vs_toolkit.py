@@ -269,7 +269,11 @@ def run(quick: bool = False, names: list[str] | None = None, cfg: bool = False, 
                     (sub / "dataset.txt").write_text("\n".join(lines) + "\n")
                     run_side(python, {**job, "side": side, "cfg": True}, sub)
             if qdq:
-                outs["ort_qdq" + suffix] = ort_qdq(name, path, calib, [held[label] for label in labels], folder)
+                try:
+                    outs["ort_qdq" + suffix] = ort_qdq(name, path, calib, [held[label] for label in labels], folder)
+                except Exception as exc:        # onnxruntime's tool or run refusing the model: one line, no column
+                    print(f"quant_vs_toolkit: onnxruntime's QDQ of {name}{suffix} failed: "
+                          f"{str(exc).strip().splitlines()[-1][:200]}")
         per: dict[str, list[float]] = {side: [] for side in outs}
         for k, label in enumerate(labels):
             x = (nchw(held[label]) - np.float32(mean[0])) / np.float32(std[0])
@@ -293,15 +297,14 @@ def main() -> None:
     print(cpu())
     rows = run(quick="--quick" in sys.argv, names=args or None, cfg="--cfg" in sys.argv, techniques=techniques,
                qdq="--qdq" in sys.argv)
-    sides = [k for k in (rows[0] if rows else {}) if k not in ("model", "image", "ratio")]
+    sides = list(dict.fromkeys(k for row in rows for k in row if k not in ("model", "image", "ratio")))
     print(f"{'model':12} {'image':12} " + " ".join(f"{side:>17}" for side in sides))
     for row in rows:
         if row["image"] != "min / mean":
-            print(f"{row['model']:12} {row['image']:12} " + " ".join(f"{row[side]:17.4f}" for side in sides),
-                  flush=True)
+            cells = (f"{row[side]:17.4f}" if side in row else f"{'-':>17}" for side in sides)
         else:
-            print(f"{row['model']:12} {'min / mean':12} " +
-                  " ".join(f"{row[side][0]:8.4f}/{row[side][1]:.4f}" for side in sides), flush=True)
+            cells = (f"{row[side][0]:8.4f}/{row[side][1]:.4f}" if side in row else f"{'-':>17}" for side in sides)
+        print(f"{row['model']:12} {row['image']:12} " + " ".join(cells), flush=True)
 
 
 if __name__ == "__main__":
