@@ -23,8 +23,7 @@ TARGETS = ("rknn", "qnn")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("optimize", help="write equalisation, bias correction or adaptive rounding into an ONNX "
-                                        "model for the vendor's quantiser")
+    p = sub.add_parser("optimize", help="equalise / bias-correct an ONNX model for the vendor's int8")
     p.add_argument("model", help="the float .onnx model (or a zoo name)")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="OUT.onnx", help="the edited float model")
     p.add_argument("--dataset", metavar="DATASET|random", default=None,
