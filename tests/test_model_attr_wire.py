@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from onnx import AttributeProto, helper
+from onnx import helper
 
 import npurt
 from npurt.errors import ErrorCode, NpuError
