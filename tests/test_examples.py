@@ -88,6 +88,8 @@ def test_ppocr_classifier_matches_onnxruntime():
 def test_ocr_pipeline_reads_the_rendered_page():
     p = run_example("ocr_pipeline.py", timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
-    rows = re.findall(r"^npurt det (fp16|int8) \+ rec fp16: (\[.*?\]) .*binarised map agrees", p.stdout, re.M)
+    rows = re.findall(r"^npurt det (fp16|int8) \+ rec (fp16|int8): (\[.*?\]) .*binarised map agrees", p.stdout,
+                      re.M)
     rendered = re.search(r"^rendered: (\[.*\])$", p.stdout, re.M).group(1)
-    assert [r[0] for r in rows] == ["fp16", "int8"] and all(r[1] == rendered for r in rows), p.stdout
+    assert [r[:2] for r in rows] == [("fp16", "fp16"), ("int8", "fp16"), ("int8", "int8")], p.stdout
+    assert all(r[2] == rendered for r in rows), p.stdout
