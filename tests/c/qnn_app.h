@@ -94,6 +94,40 @@ static inline size_t tensor_bytes(const Qnn_Tensor_t *t)
 }
 
 /* dlopen the three libraries and take the providers (SampleApp: API major must match, minor at least ours) */
+/* A RAW graph tensor (v1): `data` / `size` its client buffer (NULL / 0 for none); what the graph-building tests
+ * declare with tensorCreateGraphTensor and pass to graphExecute */
+static inline Qnn_Tensor_t app_tensor(const char *name, Qnn_TensorType_t type, uint32_t rank, uint32_t *dims,
+                                      Qnn_DataType_t dtype, void *data, uint32_t size)
+{
+    Qnn_Tensor_t t = QNN_TENSOR_INIT;
+    t.v1.name = name;
+    t.v1.type = type;
+    t.v1.dataType = dtype;
+    t.v1.rank = rank;
+    t.v1.dimensions = dims;
+    t.v1.memType = QNN_TENSORMEMTYPE_RAW;
+    t.v1.clientBuf.data = data;
+    t.v1.clientBuf.dataSize = size;
+    return t;
+}
+
+/* An op config of the QTI AISW package over `ins` -> `outs` with `params` */
+static inline Qnn_OpConfig_t app_op(const char *name, const char *type, Qnn_Param_t *params, uint32_t n_params,
+                                    Qnn_Tensor_t *ins, uint32_t n_in, Qnn_Tensor_t *outs, uint32_t n_out)
+{
+    Qnn_OpConfig_t cfg = QNN_OPCONFIG_INIT;
+    cfg.v1.name = name;
+    cfg.v1.packageName = QNN_OP_PACKAGE_NAME_QTI_AISW;
+    cfg.v1.typeName = type;
+    cfg.v1.numOfParams = n_params;
+    cfg.v1.params = params;
+    cfg.v1.numOfInputs = n_in;
+    cfg.v1.inputTensors = ins;
+    cfg.v1.numOfOutputs = n_out;
+    cfg.v1.outputTensors = outs;
+    return cfg;
+}
+
 static inline void app_load(void)
 {
     app.cdsp = dlopen("libcdsprpc.so", RTLD_NOW | RTLD_LOCAL);

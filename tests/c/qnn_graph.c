@@ -14,44 +14,13 @@
 static uint32_t x_dims[] = {1, H, WD, CIN}, y_dims[] = {1, H, WD, COUT}, w_dims[] = {3, 3, CIN, COUT};
 static uint32_t b_dims[] = {COUT}, two[] = {2}, two_two[] = {2, 2}, three[] = {3};
 
-static Qnn_Tensor_t tensor(const char *name, Qnn_TensorType_t type, uint32_t rank, uint32_t *dims,
-                           Qnn_DataType_t dtype, void *data, uint32_t size)
-{
-    Qnn_Tensor_t t = QNN_TENSOR_INIT;
-    t.v1.name = name;
-    t.v1.type = type;
-    t.v1.dataType = dtype;
-    t.v1.rank = rank;
-    t.v1.dimensions = dims;
-    t.v1.memType = QNN_TENSORMEMTYPE_RAW;
-    t.v1.clientBuf.data = data;
-    t.v1.clientBuf.dataSize = size;
-    return t;
-}
-
 static Qnn_Param_t tensor_param(const char *name, uint32_t rank, uint32_t *dims, uint32_t *values, uint32_t n)
 {
     Qnn_Param_t p = QNN_PARAM_INIT;
     p.paramType = QNN_PARAMTYPE_TENSOR;
     p.name = name;
-    p.tensorParam = tensor(name, QNN_TENSOR_TYPE_STATIC, rank, dims, QNN_DATATYPE_UINT_32, values, 4 * n);
+    p.tensorParam = app_tensor(name, QNN_TENSOR_TYPE_STATIC, rank, dims, QNN_DATATYPE_UINT_32, values, 4 * n);
     return p;
-}
-
-static Qnn_OpConfig_t op(const char *name, const char *type, Qnn_Param_t *params, uint32_t n_params,
-                         Qnn_Tensor_t *ins, uint32_t n_in, Qnn_Tensor_t *outs, uint32_t n_out)
-{
-    Qnn_OpConfig_t cfg = QNN_OPCONFIG_INIT;
-    cfg.v1.name = name;
-    cfg.v1.packageName = QNN_OP_PACKAGE_NAME_QTI_AISW;
-    cfg.v1.typeName = type;
-    cfg.v1.numOfParams = n_params;
-    cfg.v1.params = params;
-    cfg.v1.numOfInputs = n_in;
-    cfg.v1.inputTensors = ins;
-    cfg.v1.numOfOutputs = n_out;
-    cfg.v1.outputTensors = outs;
-    return cfg;
 }
 
 static void run(Qnn_GraphHandle_t graph, Qnn_Tensor_t x, Qnn_Tensor_t y, float *in, float *out)
@@ -79,11 +48,11 @@ int main(int argc, char **argv)
     Qnn_ContextHandle_t ctx = NULL;
     CHECK_QNN(app.qnn.contextCreate(app.backend, app.device, NULL, &ctx));
 
-    Qnn_Tensor_t x = tensor("x", QNN_TENSOR_TYPE_APP_WRITE, 4, x_dims, QNN_DATATYPE_FLOAT_32, NULL, 0);
-    Qnn_Tensor_t w = tensor("w", QNN_TENSOR_TYPE_STATIC, 4, w_dims, QNN_DATATYPE_FLOAT_32, ws, sizeof ws);
-    Qnn_Tensor_t b = tensor("b", QNN_TENSOR_TYPE_STATIC, 1, b_dims, QNN_DATATYPE_FLOAT_32, bs, sizeof bs);
-    Qnn_Tensor_t c = tensor("c", QNN_TENSOR_TYPE_NATIVE, 4, y_dims, QNN_DATATYPE_FLOAT_32, NULL, 0);
-    Qnn_Tensor_t y = tensor("y", QNN_TENSOR_TYPE_APP_READ, 4, y_dims, QNN_DATATYPE_FLOAT_32, NULL, 0);
+    Qnn_Tensor_t x = app_tensor("x", QNN_TENSOR_TYPE_APP_WRITE, 4, x_dims, QNN_DATATYPE_FLOAT_32, NULL, 0);
+    Qnn_Tensor_t w = app_tensor("w", QNN_TENSOR_TYPE_STATIC, 4, w_dims, QNN_DATATYPE_FLOAT_32, ws, sizeof ws);
+    Qnn_Tensor_t b = app_tensor("b", QNN_TENSOR_TYPE_STATIC, 1, b_dims, QNN_DATATYPE_FLOAT_32, bs, sizeof bs);
+    Qnn_Tensor_t c = app_tensor("c", QNN_TENSOR_TYPE_NATIVE, 4, y_dims, QNN_DATATYPE_FLOAT_32, NULL, 0);
+    Qnn_Tensor_t y = app_tensor("y", QNN_TENSOR_TYPE_APP_READ, 4, y_dims, QNN_DATATYPE_FLOAT_32, NULL, 0);
     uint32_t stride[] = {1, 1}, pads[] = {1, 1, 1, 1}, bad_pads[] = {1, 1, 1};
     Qnn_Param_t conv_params[] = {tensor_param("stride", 1, two, stride, 2),
                                  tensor_param("pad_amount", 2, two_two, pads, 4)};
@@ -99,10 +68,11 @@ int main(int argc, char **argv)
     Qnn_Tensor_t conv_in[] = {x, w, b};
 
     /* validation sees the tensors as the config describes them, before any is created */
-    CHECK_QNN(app.qnn.backendValidateOpConfig(app.backend, op("conv", "Conv2d", conv_params, 2, conv_in, 3, &c, 1)));
+    CHECK_QNN(app.qnn.backendValidateOpConfig(app.backend,
+                                              app_op("conv", "Conv2d", conv_params, 2, conv_in, 3, &c, 1)));
     Qnn_Param_t bad_params[] = {tensor_param("stride", 1, two, stride, 2),
                                 tensor_param("pad_amount", 1, three, bad_pads, 3)};
-    EXPECT_QNN(app.qnn.backendValidateOpConfig(app.backend, op("conv", "Conv2d", bad_params, 2, conv_in, 3, &c, 1)),
+    EXPECT_QNN(app.qnn.backendValidateOpConfig(app.backend, app_op("conv", "Conv2d", bad_params, 2, conv_in, 3, &c, 1)),
                QNN_BACKEND_ERROR_INVALID_ARGUMENT);
 
     Qnn_GraphHandle_t graph = NULL;
@@ -112,21 +82,22 @@ int main(int argc, char **argv)
         CHECK_QNN(app.qnn.tensorCreateGraphTensor(graph, all[k]));
         CHECK(all[k]->v1.id != 0);
     }
-    Qnn_Tensor_t ghost = tensor("ghost", QNN_TENSOR_TYPE_NATIVE, 4, x_dims, QNN_DATATYPE_FLOAT_32, NULL, 0);
+    Qnn_Tensor_t ghost = app_tensor("ghost", QNN_TENSOR_TYPE_NATIVE, 4, x_dims, QNN_DATATYPE_FLOAT_32, NULL, 0);
     ghost.v1.id = 999999;
-    EXPECT_QNN(app.qnn.graphAddNode(graph, op("g", "Relu", NULL, 0, &ghost, 1, &y, 1)), QNN_GRAPH_ERROR_INVALID_TENSOR);
-    EXPECT_QNN(app.qnn.graphAddNode(graph, op("conv", "Conv2d", bad_params, 2, conv_in, 3, &c, 1)),
+    EXPECT_QNN(app.qnn.graphAddNode(graph, app_op("g", "Relu", NULL, 0, &ghost, 1, &y, 1)),
+               QNN_GRAPH_ERROR_INVALID_TENSOR);
+    EXPECT_QNN(app.qnn.graphAddNode(graph, app_op("conv", "Conv2d", bad_params, 2, conv_in, 3, &c, 1)),
                QNN_GRAPH_ERROR_INVALID_OP_CONFIG);
-    Qnn_OpConfig_t unnamed = op("conv", "Conv2d", conv_params, 2, conv_in, 3, &c, 1);
+    Qnn_OpConfig_t unnamed = app_op("conv", "Conv2d", conv_params, 2, conv_in, 3, &c, 1);
     unnamed.v1.typeName = NULL;
     EXPECT_QNN(app.qnn.graphAddNode(graph, unnamed), QNN_GRAPH_ERROR_INVALID_OP_CONFIG);
     Qnn_Tensor_t conv_in2[] = {x, w, b};
-    CHECK_QNN(app.qnn.graphAddNode(graph, op("conv", "Conv2d", conv_params, 2, conv_in2, 3, &c, 1)));
-    CHECK_QNN(app.qnn.graphAddNode(graph, op("clip", "ElementWiseNeuron", neuron_params, 2, &c, 1, &y, 1)));
+    CHECK_QNN(app.qnn.graphAddNode(graph, app_op("conv", "Conv2d", conv_params, 2, conv_in2, 3, &c, 1)));
+    CHECK_QNN(app.qnn.graphAddNode(graph, app_op("clip", "ElementWiseNeuron", neuron_params, 2, &c, 1, &y, 1)));
     EXPECT_QNN(app.qnn.graphExecute(graph, &x, 1, &y, 1, NULL, NULL), QNN_GRAPH_ERROR_GRAPH_NOT_FINALIZED);
     CHECK_QNN(app.qnn.graphFinalize(graph, NULL, NULL));
     EXPECT_QNN(app.qnn.graphFinalize(graph, NULL, NULL), QNN_GRAPH_ERROR_GRAPH_FINALIZED);
-    EXPECT_QNN(app.qnn.graphAddNode(graph, op("late", "Relu", NULL, 0, &c, 1, &y, 1)),
+    EXPECT_QNN(app.qnn.graphAddNode(graph, app_op("late", "Relu", NULL, 0, &c, 1, &y, 1)),
                QNN_GRAPH_ERROR_GRAPH_FINALIZED);
     run(graph, x, y, xs, ys);
 

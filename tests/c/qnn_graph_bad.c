@@ -19,13 +19,7 @@ static uint32_t dims[] = {1, 2, 2, 2};
 
 static Qnn_Tensor_t tensor(const char *name, Qnn_TensorType_t type, Qnn_DataType_t dtype, float scale, int32_t offset)
 {
-    Qnn_Tensor_t t = QNN_TENSOR_INIT;
-    t.v1.name = name;
-    t.v1.type = type;
-    t.v1.dataType = dtype;
-    t.v1.rank = 4;
-    t.v1.dimensions = dims;
-    t.v1.memType = QNN_TENSORMEMTYPE_RAW;
+    Qnn_Tensor_t t = app_tensor(name, type, 4, dims, dtype, NULL, 0);
     if (dtype == QNN_DATATYPE_UFIXED_POINT_8) {
         t.v1.quantizeParams.encodingDefinition = QNN_DEFINITION_DEFINED;
         t.v1.quantizeParams.quantizationEncoding = QNN_QUANTIZATION_ENCODING_SCALE_OFFSET;
@@ -33,19 +27,6 @@ static Qnn_Tensor_t tensor(const char *name, Qnn_TensorType_t type, Qnn_DataType
         t.v1.quantizeParams.scaleOffsetEncoding.offset = offset;
     }
     return t;
-}
-
-static Qnn_OpConfig_t op(const char *name, const char *type, Qnn_Tensor_t *in, Qnn_Tensor_t *out)
-{
-    Qnn_OpConfig_t cfg = QNN_OPCONFIG_INIT;
-    cfg.v1.name = name;
-    cfg.v1.packageName = QNN_OP_PACKAGE_NAME_QTI_AISW;
-    cfg.v1.typeName = type;
-    cfg.v1.numOfInputs = 1;
-    cfg.v1.inputTensors = in;
-    cfg.v1.numOfOutputs = 1;
-    cfg.v1.outputTensors = out;
-    return cfg;
 }
 
 static void offsets(Qnn_ContextHandle_t ctx)
@@ -56,11 +37,11 @@ static void offsets(Qnn_ContextHandle_t ctx)
     Qnn_Tensor_t y = tensor("qy", QNN_TENSOR_TYPE_APP_READ, QNN_DATATYPE_UFIXED_POINT_8, 0.05f, 2147483647);
     EXPECT_QNN(app.qnn.tensorCreateGraphTensor(graph, &x), TENSOR_ERROR_INVALID_TENSOR_PARAM);
     EXPECT_QNN(app.qnn.tensorCreateGraphTensor(graph, &y), TENSOR_ERROR_INVALID_TENSOR_PARAM);
-    EXPECT_QNN(app.qnn.backendValidateOpConfig(app.backend, op("relu", "Relu", &x, &y)),
+    EXPECT_QNN(app.qnn.backendValidateOpConfig(app.backend, app_op("relu", "Relu", NULL, 0, &x, 1, &y, 1)),
                QNN_BACKEND_ERROR_INVALID_ARGUMENT);
     x.v1.quantizeParams.scaleOffsetEncoding.offset = -128;
     y.v1.quantizeParams.scaleOffsetEncoding.offset = -128;
-    CHECK_QNN(app.qnn.backendValidateOpConfig(app.backend, op("relu", "Relu", &x, &y)));
+    CHECK_QNN(app.qnn.backendValidateOpConfig(app.backend, app_op("relu", "Relu", NULL, 0, &x, 1, &y, 1)));
     CHECK_QNN(app.qnn.tensorCreateGraphTensor(graph, &x));
     CHECK_QNN(app.qnn.tensorCreateGraphTensor(graph, &y));
 }
@@ -91,7 +72,7 @@ static void race(int trial)
     CHECK_QNN(app.qnn.tensorCreateGraphTensor(graph, &x));
     CHECK_QNN(app.qnn.tensorCreateGraphTensor(graph, &y));
     CHECK_QNN(app.qnn.tensorCreateGraphTensor(graph, &n));
-    CHECK_QNN(app.qnn.graphAddNode(graph, op("relu", "Relu", &x, &y)));
+    CHECK_QNN(app.qnn.graphAddNode(graph, app_op("relu", "Relu", NULL, 0, &x, 1, &y, 1)));
 
     pthread_barrier_t barrier;
     CHECK(pthread_barrier_init(&barrier, NULL, 2) == 0);
@@ -106,7 +87,8 @@ static void race(int trial)
         fprintf(stderr, "trial %d: the two finalizes returned %u and %u\n", trial, a, b);
         exit(1);
     }
-    EXPECT_QNN(app.qnn.graphAddNode(graph, op("neg", "ElementWiseNeg", &x, &n)), QNN_GRAPH_ERROR_GRAPH_FINALIZED);
+    EXPECT_QNN(app.qnn.graphAddNode(graph, app_op("neg", "ElementWiseNeg", NULL, 0, &x, 1, &n, 1)),
+               QNN_GRAPH_ERROR_GRAPH_FINALIZED);
 
     Qnn_ContextBinarySize_t size = 0, written = 0;
     CHECK_QNN(app.qnn.contextGetBinarySize(ctx, &size));

@@ -21,6 +21,7 @@
 #define ROWS_PROMPT 16
 #define ROWS_TOKEN 1
 #define CHAIN_COLS 1024
+#define F32 QNN_DATATYPE_FLOAT_32
 
 /* The first fields of the HTP graph blob info (QnnHtpSystemContext_GraphBlobInfo_t V1) a graph info V3 points to */
 typedef struct {
@@ -31,34 +32,6 @@ typedef struct {
 
 static float weights[OUT * IN];
 static uint32_t w_dims[] = {OUT, IN};
-
-static Qnn_Tensor_t tensor(const char *name, Qnn_TensorType_t type, uint32_t rank, uint32_t *dims, void *data,
-                           uint32_t size)
-{
-    Qnn_Tensor_t t = QNN_TENSOR_INIT;
-    t.v1.name = name;
-    t.v1.type = type;
-    t.v1.dataType = QNN_DATATYPE_FLOAT_32;
-    t.v1.rank = rank;
-    t.v1.dimensions = dims;
-    t.v1.memType = QNN_TENSORMEMTYPE_RAW;
-    t.v1.clientBuf.data = data;
-    t.v1.clientBuf.dataSize = size;
-    return t;
-}
-
-static Qnn_OpConfig_t op(const char *name, const char *type, Qnn_Tensor_t *ins, uint32_t n_in, Qnn_Tensor_t *out)
-{
-    Qnn_OpConfig_t cfg = QNN_OPCONFIG_INIT;
-    cfg.v1.name = name;
-    cfg.v1.packageName = QNN_OP_PACKAGE_NAME_QTI_AISW;
-    cfg.v1.typeName = type;
-    cfg.v1.numOfInputs = n_in;
-    cfg.v1.inputTensors = ins;
-    cfg.v1.numOfOutputs = 1;
-    cfg.v1.outputTensors = out;
-    return cfg;
-}
 
 /* graph `name`: x [rows, IN] -> FullyConnected(w) -> a -> Relu -> r -> Neg -> n; a, r and n are outputs */
 static void fc_graph(Qnn_ContextHandle_t ctx, const char *name, uint32_t rows)
@@ -73,17 +46,17 @@ static void fc_graph(Qnn_ContextHandle_t ctx, const char *name, uint32_t rows)
     for (int i = 0; i < 4; i++) snprintf(names[k][i], sizeof names[k][i], "%s_%s", stems[i], name);
     Qnn_GraphHandle_t graph = NULL;
     CHECK_QNN(app.qnn.graphCreate(ctx, name, NULL, &graph));
-    Qnn_Tensor_t x = tensor(names[k][0], QNN_TENSOR_TYPE_APP_WRITE, 2, dims[k][0], NULL, 0);
-    Qnn_Tensor_t w = tensor("w", QNN_TENSOR_TYPE_STATIC, 2, w_dims, weights, sizeof weights);
-    Qnn_Tensor_t a = tensor(names[k][1], QNN_TENSOR_TYPE_APP_READ, 2, dims[k][1], NULL, 0);
-    Qnn_Tensor_t r = tensor(names[k][2], QNN_TENSOR_TYPE_APP_READ, 2, dims[k][1], NULL, 0);
-    Qnn_Tensor_t n = tensor(names[k][3], QNN_TENSOR_TYPE_APP_READ, 2, dims[k][1], NULL, 0);
+    Qnn_Tensor_t x = app_tensor(names[k][0], QNN_TENSOR_TYPE_APP_WRITE, 2, dims[k][0], F32, NULL, 0);
+    Qnn_Tensor_t w = app_tensor("w", QNN_TENSOR_TYPE_STATIC, 2, w_dims, F32, weights, sizeof weights);
+    Qnn_Tensor_t a = app_tensor(names[k][1], QNN_TENSOR_TYPE_APP_READ, 2, dims[k][1], F32, NULL, 0);
+    Qnn_Tensor_t r = app_tensor(names[k][2], QNN_TENSOR_TYPE_APP_READ, 2, dims[k][1], F32, NULL, 0);
+    Qnn_Tensor_t n = app_tensor(names[k][3], QNN_TENSOR_TYPE_APP_READ, 2, dims[k][1], F32, NULL, 0);
     Qnn_Tensor_t *all[] = {&x, &w, &a, &r, &n};
     for (int i = 0; i < 5; i++) CHECK_QNN(app.qnn.tensorCreateGraphTensor(graph, all[i]));
     Qnn_Tensor_t fc_in[] = {x, w};
-    CHECK_QNN(app.qnn.graphAddNode(graph, op("fc", "FullyConnected", fc_in, 2, &a)));
-    CHECK_QNN(app.qnn.graphAddNode(graph, op("relu", "Relu", &a, 1, &r)));
-    CHECK_QNN(app.qnn.graphAddNode(graph, op("neg", "ElementWiseNeg", &r, 1, &n)));
+    CHECK_QNN(app.qnn.graphAddNode(graph, app_op("fc", "FullyConnected", NULL, 0, fc_in, 2, &a, 1)));
+    CHECK_QNN(app.qnn.graphAddNode(graph, app_op("relu", "Relu", NULL, 0, &a, 1, &r, 1)));
+    CHECK_QNN(app.qnn.graphAddNode(graph, app_op("neg", "ElementWiseNeg", NULL, 0, &r, 1, &n, 1)));
     CHECK_QNN(app.qnn.graphFinalize(graph, NULL, NULL));
 }
 
@@ -191,15 +164,15 @@ static void *chain_binary(const char *name, uint32_t rows, Qnn_ContextBinarySize
     Qnn_GraphHandle_t graph = NULL;
     CHECK_QNN(app.qnn.contextCreate(app.backend, app.device, NULL, &ctx));
     CHECK_QNN(app.qnn.graphCreate(ctx, name, NULL, &graph));
-    Qnn_Tensor_t x = tensor("x", QNN_TENSOR_TYPE_APP_WRITE, 3, dims[k], NULL, 0);
-    Qnn_Tensor_t a = tensor("a", QNN_TENSOR_TYPE_NATIVE, 3, dims[k], NULL, 0);
-    Qnn_Tensor_t b = tensor("b", QNN_TENSOR_TYPE_NATIVE, 3, dims[k], NULL, 0);
-    Qnn_Tensor_t y = tensor("y", QNN_TENSOR_TYPE_APP_READ, 3, dims[k], NULL, 0);
+    Qnn_Tensor_t x = app_tensor("x", QNN_TENSOR_TYPE_APP_WRITE, 3, dims[k], F32, NULL, 0);
+    Qnn_Tensor_t a = app_tensor("a", QNN_TENSOR_TYPE_NATIVE, 3, dims[k], F32, NULL, 0);
+    Qnn_Tensor_t b = app_tensor("b", QNN_TENSOR_TYPE_NATIVE, 3, dims[k], F32, NULL, 0);
+    Qnn_Tensor_t y = app_tensor("y", QNN_TENSOR_TYPE_APP_READ, 3, dims[k], F32, NULL, 0);
     Qnn_Tensor_t *all[] = {&x, &a, &b, &y};
     for (int i = 0; i < 4; i++) CHECK_QNN(app.qnn.tensorCreateGraphTensor(graph, all[i]));
-    CHECK_QNN(app.qnn.graphAddNode(graph, op("relu", "Relu", &x, 1, &a)));
-    CHECK_QNN(app.qnn.graphAddNode(graph, op("sig", "Sigmoid", &a, 1, &b)));
-    CHECK_QNN(app.qnn.graphAddNode(graph, op("neg", "ElementWiseNeg", &b, 1, &y)));
+    CHECK_QNN(app.qnn.graphAddNode(graph, app_op("relu", "Relu", NULL, 0, &x, 1, &a, 1)));
+    CHECK_QNN(app.qnn.graphAddNode(graph, app_op("sig", "Sigmoid", NULL, 0, &a, 1, &b, 1)));
+    CHECK_QNN(app.qnn.graphAddNode(graph, app_op("neg", "ElementWiseNeg", NULL, 0, &b, 1, &y, 1)));
     CHECK_QNN(app.qnn.graphFinalize(graph, NULL, NULL));
     void *blob = context_binary(ctx, size);
     CHECK_QNN(app.qnn.contextFree(ctx, NULL));
@@ -239,8 +212,8 @@ static void run_chain(Qnn_ContextHandle_t ctx, const char *name, uint32_t rows)
     size_t n = (size_t)rows * CHAIN_COLS;
     float *x = malloc(n * sizeof(float)), *y = calloc(n, sizeof(float));
     for (size_t i = 0; i < n; i++) x[i] = (float)((int)(i * 7919 % 61) - 30) / 10.0f;
-    Qnn_Tensor_t in = tensor("x", QNN_TENSOR_TYPE_APP_WRITE, 3, dims, x, (uint32_t)(n * sizeof(float)));
-    Qnn_Tensor_t out = tensor("y", QNN_TENSOR_TYPE_APP_READ, 3, dims, y, (uint32_t)(n * sizeof(float)));
+    Qnn_Tensor_t in = app_tensor("x", QNN_TENSOR_TYPE_APP_WRITE, 3, dims, F32, x, (uint32_t)(n * sizeof(float)));
+    Qnn_Tensor_t out = app_tensor("y", QNN_TENSOR_TYPE_APP_READ, 3, dims, F32, y, (uint32_t)(n * sizeof(float)));
     CHECK_QNN(app.qnn.graphExecute(graph, &in, 1, &out, 1, NULL, NULL));
     for (size_t i = 0; i < n; i++) {
         float ref = -1.0f / (1.0f + expf(-(x[i] > 0 ? x[i] : 0)));
