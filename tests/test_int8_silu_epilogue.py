@@ -10,10 +10,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 import npurt
 import npurt._kernels as K
-from npurt.exec.executor import Executor, allocate
+from helpers.models import stored_bytes
 from npurt.exec.inplace import conv_int8
 from npurt.exec.inplace.epilogue import swish_codes
-from npurt.runtime.user_io import pack_input
 
 
 def _case(rng, c1=2, cc=16, hp=6, wp=9, kernel=(3, 3), blocks=3):
@@ -87,15 +86,6 @@ def _silu_model(c: int, m: int, size: int, seed: int):
     return model
 
 
-def _stored(cm, x) -> dict:
-    w, a, i, o = allocate(cm)
-    ex = Executor(cm)
-    ex.bind(w, a, i, o)
-    pack_input(cm.native_input_attrs[0], x, i[0])
-    ex.run()
-    return {t: ex.tensor_view(t).view(np.uint8).copy() for t in list(cm.plan.offsets) + list(cm.graph.outputs)}
-
-
 @pytest.mark.parametrize("c, m", [(3, 16), (24, 40)])
 def test_conv_silu_model_stores_the_same_bytes_at_every_level(c, m, monkeypatch):
     rng = np.random.default_rng(c)
@@ -106,7 +96,7 @@ def test_conv_silu_model_stores_the_same_bytes_at_every_level(c, m, monkeypatch)
     x = rng.standard_normal((1, c, 13, 13)).astype(np.float32)
     before = K.set_enabled(False)
     try:
-        want = _stored(cm, x)
+        want = stored_bytes(cm, x)
     finally:
         K.set_enabled(before)
     try:
@@ -114,7 +104,7 @@ def test_conv_silu_model_stores_the_same_bytes_at_every_level(c, m, monkeypatch)
             K.set_level(name)
             for threads in ("1", "2"):
                 monkeypatch.setenv("NPURT_EXEC_THREADS", threads)
-                got = _stored(cm, x)
+                got = stored_bytes(cm, x)
                 for t in want:
                     np.testing.assert_array_equal(got[t], want[t], err_msg=f"{name} {threads} {t}")
     finally:

@@ -14,9 +14,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 import npurt
 import npurt._kernels as K
+from helpers.models import stored_bytes
 from npurt.exec.executor import Executor, allocate
 from npurt.exec.inplace import conv_fp16, conv_int8
-from npurt.runtime.user_io import pack_input
 
 
 def _int8_case(rng, c1, cc, hp, wp, kernel, strides, dilations, n, fill):
@@ -139,15 +139,6 @@ def _conv_model(c, m, h, w, kernel, strides, dilations, pads, group, act, seed) 
     return model
 
 
-def _stored(cm, x) -> dict:
-    w, a, i, o = allocate(cm)
-    ex = Executor(cm)
-    ex.bind(w, a, i, o)
-    pack_input(cm.native_input_attrs[0], x, i[0])
-    ex.run()
-    return {t: ex.tensor_view(t).copy() for t in list(cm.plan.offsets) + list(cm.graph.outputs)}
-
-
 @pytest.mark.timeout(300)
 @settings(max_examples=25, deadline=None)
 @example(c=20, m=20, size=(3, 12), kernel=(5, 5), strides=(1, 1), dilations=(1, 1), pads=(2, 2, 2, 2),
@@ -177,14 +168,14 @@ def test_conv_models_store_the_same_bytes_at_every_level(c, m, size, kernel, str
     assert depthwise or not ex._steps[0][2], "the dense conv did not take the in-place path"
     before = K.set_enabled(False)
     try:
-        want = _stored(cm, x)
+        want = stored_bytes(cm, x)
     finally:
         K.set_enabled(before)
     levels = K.LEVELS[:K.LEVELS.index(K.cpu_level()) + 1]
     try:
         for name in levels:
             K.set_level(name)
-            got = _stored(cm, x)
+            got = stored_bytes(cm, x)
             for t in want:
                 np.testing.assert_array_equal(got[t].view(np.uint8), want[t].view(np.uint8), err_msg=f"{name} {t}")
     finally:
@@ -202,9 +193,9 @@ def test_exec_threads_store_the_same_bytes(level, precision, monkeypatch):
     calib = [rng.standard_normal(shape).astype(np.float32) for _ in range(2)] if precision == "int8" else None
     cm = npurt.compile(model, soc="rk3588", quantize=calib, progress=False, **({} if calib else {"precision": "fp16"}))
     x = rng.standard_normal(shape).astype(np.float32)
-    want = _stored(cm, x)
+    want = stored_bytes(cm, x)
     monkeypatch.setenv("NPURT_EXEC_THREADS", "3")
-    got = _stored(cm, x)
+    got = stored_bytes(cm, x)
     for t in want:
         np.testing.assert_array_equal(got[t].view(np.uint8), want[t].view(np.uint8), err_msg=t)
 

@@ -111,3 +111,16 @@ def npurt_bytes(soc: str = "rk3588", int8: bool = False) -> bytes:
     if int8:
         return int8_convnet(soc).to_bytes()
     return npurt.compile(convnet(), soc=soc, progress=False).to_bytes()
+
+
+def stored_bytes(cm, x: np.ndarray) -> dict:
+    """Every planned tensor's and output's stored bytes after one run of compiled model `cm` on input `x` (the
+    byte-for-byte oracle of the compiled kernels against the numpy path)."""
+    from npurt.exec.executor import Executor, allocate
+    from npurt.runtime.user_io import pack_input
+    w, a, i, o = allocate(cm)
+    ex = Executor(cm)
+    ex.bind(w, a, i, o)
+    pack_input(cm.native_input_attrs[0], x, i[0])
+    ex.run()
+    return {t: ex.tensor_view(t).view(np.uint8).copy() for t in list(cm.plan.offsets) + list(cm.graph.outputs)}
