@@ -170,7 +170,7 @@ def qnn_backendFree(backend: int) -> int:
 @adapter("contextCreateFromBinary", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
 def qnn_contextCreateFromBinary(backend: int, device: int, config: int, binaryBuffer: int, binaryBufferSize: int,
                                 context: int, profile: int) -> int:
-    configs = as_struct_list(config, None, q.QnnContext_Config_t, "config", address=True) if config else None
+    configs = _configs(config, q.QnnContext_Config_t, "config")
     return _table().contextCreateFromBinary(backend, device or None, configs, binaryBuffer or None,
                                             binaryBufferSize, _cell(context, "context"), profile or None)
 
@@ -178,10 +178,8 @@ def qnn_contextCreateFromBinary(backend: int, device: int, config: int, binaryBu
 @adapter("contextCreateFromBinaryListAsync", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
 def qnn_contextCreateFromBinaryListAsync(backend: int, device: int, contextParams: int, listConfig: int,
                                          signal: int) -> int:
-    params = as_struct_list(contextParams, None, q.QnnContext_Params_t, "contextParams", address=True) \
-        if contextParams else None
-    configs = as_struct_list(listConfig, None, q.QnnContext_Config_t, "listConfig", address=True) \
-        if listConfig else None
+    params = _configs(contextParams, q.QnnContext_Params_t, "contextParams")
+    configs = _configs(listConfig, q.QnnContext_Config_t, "listConfig")
     return _table().contextCreateFromBinaryListAsync(backend, device or None, params, configs, signal or None)
 
 
@@ -279,7 +277,7 @@ def qnn_errorGetMessage(errorHandle: int, errorMessage: int) -> int:
 @adapter("contextGetProperty", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
 def qnn_contextGetProperty(contextHandle: int, properties: int) -> int:
     return _table().contextGetProperty(contextHandle, 
-        as_struct_list(properties, None, q.QnnContext_Property_t, "properties", address=True) if properties else None)
+        _configs(properties, q.QnnContext_Property_t, "properties"))
 
 
 @adapter("contextFinalize", C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT)
@@ -289,7 +287,7 @@ def qnn_contextFinalize(context: int, profile: int) -> int:
 
 @adapter("profileSetConfig", C.QNN_PROFILE_ERROR_INVALID_ARGUMENT)
 def qnn_profileSetConfig(profileHandle: int, config: int) -> int:
-    configs = as_struct_list(config, None, q.QnnProfile_Config_t, "config", address=True) if config else None
+    configs = _configs(config, q.QnnProfile_Config_t, "config")
     return _table().profileSetConfig(profileHandle, configs)
 
 
@@ -349,15 +347,13 @@ def qnn_destroyPowerConfigId(powerConfigId: int) -> int:
 
 @adapter("setPowerConfig", C.QNN_HTP_PERF_INFRASTRUCTURE_ERROR_INVALID_INPUT)
 def qnn_setPowerConfig(powerConfigId: int, config: int) -> int:
-    configs = (as_struct_list(config, None, q.QnnHtpPerfInfrastructure_PowerConfig_t, "config", address=True)
-               if config else None)
+    configs = _configs(config, q.QnnHtpPerfInfrastructure_PowerConfig_t, "config")
     return PERF_INFRASTRUCTURE.setPowerConfig(powerConfigId, configs)
 
 
 @adapter("setMemoryConfig", C.QNN_HTP_PERF_INFRASTRUCTURE_ERROR_INVALID_INPUT)
 def qnn_setMemoryConfig(deviceId: int, coreId: int, config: int) -> int:
-    configs = (as_struct_list(config, None, q.QnnHtpPerfInfrastructure_MemoryConfig_t, "config", address=True)
-               if config else None)
+    configs = _configs(config, q.QnnHtpPerfInfrastructure_MemoryConfig_t, "config")
     return PERF_INFRASTRUCTURE.setMemoryConfig(deviceId, coreId, configs)
 
 
