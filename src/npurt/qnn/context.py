@@ -57,7 +57,8 @@ class QnnContext:
     takes_context_buffers = True            # external WEIGHTS / SPILLFILL / VTCMBACKUP buffers may be registered
 
     def __init__(self, backend: Backend, compiled: CompiledModel | None, *, deferred: bool, priority: int,
-                 concurrent: bool, multi_contexts: bool, weights: MemRef | None = None) -> None:
+                 concurrent: bool, multi_contexts: bool, weights: MemRef | None = None,
+                 htp: HtpMemoryPlan | None = None) -> None:
         self.backend = backend
         self.shared_weights = weights           # a weight store of the parent's several graphs (weight sharing)
         self.shared_spill: Buffer | None = None  # the spill-fill buffer of the parent's graphs (they run one by one)
@@ -70,8 +71,8 @@ class QnnContext:
         self.finalized = False
         self.freed = False
         self.lock = forksafe.rlock()
-        self.htp: HtpMemoryPlan | None = None if compiled is None else plan_graph(compiled,
-                                                                                 backend.profile.vtcm_size)
+        self.htp: HtpMemoryPlan | None = htp if htp is not None or compiled is None else \
+            plan_graph(compiled, backend.profile.vtcm_size)     # `htp`: the plan a parent already made
         self.graphs: dict[str, "QnnGraph"] = {}
         # built at finalize (all released by `free`)
         self.runtime: RuntimeContext | None = None
@@ -411,10 +412,10 @@ class GraphsContext(QnnContext):
                 size = max(self.models[0].plan.weight_size, 1)
                 weights = MemRef(self._own(size, "qnn-weights", "shared weights"), 0, size, "weights")
             self._weights_ref = weights
-            for m in self.models:                   # each plans its HTP memory
+            for m, plan in zip(self.models, self._of()[0]):
                 pending.append(QnnContext(self.backend, m, deferred=False, priority=self.priority, concurrent=False,
-                                          multi_contexts=False, weights=weights))
-            spill = max((c.htp.spill_size for c in pending), default=0)
+                                          multi_contexts=False, weights=weights, htp=plan))
+            spill = self.spill_need()
             if spill:
                 shared_spill = self.group.buffer if self.group is not None else \
                     self._own(spill, "qnn-spillfill", "shared spill-fill")
@@ -444,11 +445,7 @@ class GraphsContext(QnnContext):
 
     def binary(self) -> bytes:
         """The context binary of every graph (`npurt.model.context_binary`), weights shared when the store is."""
-        try:
-            return context_binary.encode(self.models, share=self.shared)
-        except NpuError as exc:
-            raise from_npu(exc, "context", "cannot write the context binary",
-                           general=C.QNN_CONTEXT_ERROR_GET_BINARY_FAILED) from exc
+        return context_binary.encode(self.models, share=self.shared)
 
     def memory(self) -> ContextMemory:
         needs, (stored, unshared) = self._of()

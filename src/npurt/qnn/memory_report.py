@@ -147,7 +147,7 @@ def memory_report(backend: Any = None, core: Any = None) -> QnnMemoryReport:
     for c in cores.values():
         part = report if len(cores) == 1 else memory_report(backend, c)
         pds.append(PdUsage(c.profile.name, pd_budget(c.profile), pd_mapped(part)))
-    return QnnMemoryReport(rows, group_rows, vtcm, report.socs, tuple(pds))
+    return replace(report, pds=tuple(pds))
 
 
 def check_pd_fits(ctx: QnnContext) -> None:

@@ -12,13 +12,13 @@ from npurt.memory.raw import pointer_value, safe_write
 from npurt.model import qnn_import as qi
 from npurt.model.qnn_graph import BAD_VALUE
 from npurt.qnn import constants as C
-from npurt.qnn.backend import Backend, QnnDevice, lookup
+from npurt.qnn.backend import Backend, lookup
 from npurt.qnn.boundary import QnnError, from_npu, qnn_call
 from npurt.qnn.configs import config_entries, custom_config
-from npurt.qnn.context import QnnContext
 from npurt.qnn.graph import QnnGraph
 from npurt.qnn.graph_build import BuildContext, BuildGraph, create_tensor, decode_op, decode_tensor, finalize_graph
-from npurt.qnn.members.args import out_handle
+from npurt.qnn.members.args import live_context, out_handle
+from npurt.qnn.members.context import backend_device
 from npurt.qnn.structs import QnnContext_Config_t, QnnGraph_Config_t, QnnHtpContext_CustomConfig_t, QnnHtpGraph_CustomConfig_t
 
 
@@ -32,9 +32,7 @@ def _graph(handle: Any, code: int = C.QNN_GRAPH_ERROR_INVALID_HANDLE) -> BuildGr
 
 
 def _build_context(handle: Any, code: int) -> BuildContext:
-    ctx = lookup(handle, QnnContext)
-    if ctx is None or ctx.freed:
-        raise QnnError(code, f"context handle {pointer_value(handle):#x} is not a live context")
+    ctx = live_context(handle, code)
     if not isinstance(ctx, BuildContext):
         raise QnnError(C.QNN_GRAPH_ERROR_UNSUPPORTED_FEATURE if code // 1000 == 6 else code,
                        "this context was created from a binary; graphs are built in a contextCreate context")
@@ -98,12 +96,8 @@ class BuildingMembers:
     def contextCreate(self, backend: Any, device: Any, config: Any, context: Any) -> int:
         """QnnContext_create(backend, device, config, &context): an empty context to build graphs in; with the HTP
         config WEIGHT_SHARING_ENABLED its binary stores weights identical across its graphs once."""
-        b = lookup(backend, Backend)
-        if b is None or b.freed:
-            raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid backend handle")
-        d = lookup(device, QnnDevice) if device is not None and pointer_value(device) else None
-        if d is None and device is not None and pointer_value(device) or d is not None and (d.freed or
-                                                                                              not d.matches(b)):
+        b, d = backend_device(backend, device)
+        if d is not None and not d.matches(b):
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, "invalid device handle")
         if as_struct(context, ctypes.c_void_p) is None:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context out-parameter must be a "
@@ -234,10 +228,7 @@ class BuildingMembers:
 
 
 def _binary_of(context: Any) -> bytes:
-    ctx = lookup(context, QnnContext)
-    if ctx is None or ctx.freed:
-        raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_HANDLE, f"context handle {pointer_value(context):#x} is not a "
-                                                           f"live context")
+    ctx = live_context(context)
     try:
         return ctx.binary()
     except NpuError as exc:

@@ -43,7 +43,7 @@ class ContextMembers:
         """QnnContext_createFromBinary: load a context binary (a `CompiledModel`, `.npurt` bytes, a binary of several
         graphs, or a pointer to them) with all its graphs; with DEFER_GRAPH_INIT only a handle is created and
         `contextFinalize` completes it."""
-        b, d = _backend_device(backend, device)
+        b, d = backend_device(backend, device)
         if as_struct(context, ctypes.c_void_p) is None:
             raise QnnError(C.QNN_CONTEXT_ERROR_INVALID_ARGUMENT, "context out-parameter must be a "
                                                                  "Qnn_ContextHandle_t")
@@ -77,7 +77,7 @@ class ContextMembers:
         listConfig applies to every binary and a binary's own configs override it; SHARE_RESOURCES=1 loads the list
         as one group sharing one spill-fill buffer and one VTCM backup buffer (their contexts run one at a time),
         mapped once in the PD (SEQUENTIAL_WITH_VA_OPTIMIZATION) or once per context (SEQUENTIAL_WITHOUT_VA_...)."""
-        b, d = _backend_device(backend, device)
+        b, d = backend_device(backend, device)
         if signal is not None and pointer_value(signal):
             raise QnnError(C.QNN_CONTEXT_ERROR_UNSUPPORTED_FEATURE, "signals are not emulated: pass a NULL signal "
                                                                     "(the list is then loaded synchronously)")
@@ -251,7 +251,7 @@ def foreign_binary(size: int) -> str:
             f"convert MODEL.onnx --soc sm8550 --qnn-io-layout nchw -o MODEL.bin` and point the EPContext node at it")
 
 
-def _backend_device(backend: Any, device: Any) -> tuple[Backend, QnnDevice | None]:
+def backend_device(backend: Any, device: Any) -> tuple[Backend, QnnDevice | None]:
     """The live backend and device (None for a NULL device) of a context-creating call; QnnError 5002 otherwise."""
     b = lookup(backend, Backend)
     if b is None or b.freed:
