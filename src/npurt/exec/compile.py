@@ -121,16 +121,11 @@ def optimize_onnx(model: "str | os.PathLike | bytes | onnx.ModelProto", techniqu
     """The float ONNX model with the quantisation `techniques` written into its initializers
     (`npurt.model.technique_onnx`, `npurt optimize`) and what each did; `dataset` as `quantize=` takes it ('random'
     too), `mean` / `std` as `npurt.compile` takes them."""
-    from npurt.model.compiler import _per_input
     from npurt.model.technique_onnx import write_techniques
     if isinstance(model, (str, os.PathLike)):
         model = resolve_model(model)
     dataset = resolve_dataset(dataset, model, input_shapes=input_shapes) if dataset is not None else None
-    from npurt.model.sources import input_specs
-    n_inputs = len(input_specs(model, dynamic_ok=True))
-    means = _per_input(mean, n_inputs, "mean") if mean is not None else None
-    stds = _per_input(std, n_inputs, "std") if std is not None else None
     with blas_threads(policy_threads()):
-        return write_techniques(model, techniques, dataset, means, stds, evaluate=evaluate_node,
+        return write_techniques(model, techniques, dataset, mean, std, evaluate=evaluate_node,
                                 supported=supported_ops(), input_shapes=dict(input_shapes) if input_shapes else None,
                                 target=target)

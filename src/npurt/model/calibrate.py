@@ -216,19 +216,15 @@ def narrow_to_consumers(graph: Graph, ranges: dict[str, tuple[float, float]]) ->
     union of what their outputs keep. A tensor that any other op (or the graph's output) reads keeps its range.
     With it a Concat of box coordinates and class logits before a Split and a Sigmoid (YOLOv8's head) is not widened
     by logits the Sigmoid flattens anyway."""
-    consumers: dict[str, list] = {}
-    for node in graph.nodes:
-        for t in node.inputs:
-            if t:
-                consumers.setdefault(t, []).append(node)
-    outputs = set(graph.outputs)
+    graph.link()
     out = dict(ranges)
     for node in reversed(graph.nodes):              # consumers before producers: their needs are known
         for t in node.outputs:
-            if t not in out or t in outputs or not consumers.get(t):
+            info = graph.tensors.get(t)
+            if t not in out or info is None or info.is_output or not info.consumers:
                 continue
             needs = []
-            for c in consumers[t]:
+            for c in (graph.nodes[i] for i in info.consumers):
                 kept = [out[o] for o in c.outputs if o in out]
                 if c.activation:
                     needs.append(out[t])

@@ -11,6 +11,7 @@ their output does not depend on them.
 """
 from __future__ import annotations
 
+import copy
 import json
 from typing import Collection, Sequence
 
@@ -20,6 +21,7 @@ from onnx import numpy_helper
 
 from npurt.errors import ErrorCode, NpuError
 from npurt.model import calibrate as calib
+from npurt.model.compiler import _per_input
 from npurt.model.ir import Graph, Node
 from npurt.model.onnx_import import import_onnx, load_onnx, name_nodes, sort_proto_nodes
 from npurt.model.options import parse_techniques
@@ -191,7 +193,7 @@ def write_techniques(model: "str | bytes | onnx.ModelProto", techniques: "str | 
                      ) -> tuple[onnx.ModelProto, dict[str, dict[str, int]]]:
     """The float ONNX `model` with `techniques` applied to its initializers (see the module doc) and what each did;
     `dataset` (any calibration form, None for CLE alone) drives bias correction and rounding, normalised by `mean` /
-    `std` (one list per input or None). `target` is recorded in the model's metadata with the report."""
+    `std` (as `npurt.compile` takes them: one list per input, or one for all, or None). `target` is recorded in the model's metadata with the report."""
     chosen = parse_techniques(techniques)
     if not chosen:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "no technique chosen: use cle, bias and / or adaround")
@@ -207,7 +209,9 @@ def write_techniques(model: "str | bytes | onnx.ModelProto", techniques: "str | 
     by_output = {n.output[0]: n for n in proto.graph.node if n.output}
     node_of = {n.name: by_output[n.output[0]] for n in named.graph.node if n.output and n.output[0] in by_output}
     raw = import_onnx(proto, input_shapes)
-    graph = optimize(import_onnx(proto, input_shapes), evaluate, supported)
+    graph = optimize(copy.deepcopy(raw), evaluate, supported)
+    mean = _per_input(mean, len(graph.inputs), "mean") if mean is not None else None
+    std = _per_input(std, len(graph.inputs), "std") if std is not None else None
     samples = None
     if dataset is not None:
         samples = calib.normalize_samples(dataset, graph.inputs)
