@@ -90,10 +90,12 @@ def _glue_per_step(cm, inplace: bool, repeats: int) -> float:
     return t / len(ex._steps)
 
 
-def ort_int8(model, inputs: list[np.ndarray]) -> bytes:
+def ort_int8(model, inputs: list[np.ndarray], skip_symbolic_shape: bool = True) -> bytes:
     """`model` quantised by onnxruntime's own tool, as its documentation does it: `quant_pre_process` (shape
     inference, BatchNormalization folded), then static QDQ with uint8 activations and int8 weights per output
-    channel, calibrated on `inputs` (minmax)."""
+    channel, calibrated on `inputs` (minmax). Runs in a temporary folder (its shape inference may leave a file in
+    the working folder)."""
+    import contextlib
     import logging
     import tempfile
     from pathlib import Path
@@ -115,10 +117,10 @@ def ort_int8(model, inputs: list[np.ndarray]) -> bytes:
     level = root.level
     root.setLevel(logging.ERROR)        # the tool's "consider pre-processing" warnings (it is done) for this call only
     try:
-        with tempfile.TemporaryDirectory() as d:
+        with tempfile.TemporaryDirectory() as d, contextlib.chdir(d):
             src, pre, out = (str(Path(d) / f) for f in ("float.onnx", "pre.onnx", "int8.onnx"))
             onnx.save(model, src)
-            quant_pre_process(src, pre, skip_symbolic_shape=True)
+            quant_pre_process(src, pre, skip_symbolic_shape=skip_symbolic_shape)
             quantize_static(pre, out, Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
                             weight_type=QuantType.QInt8, per_channel=True)
             return Path(out).read_bytes()

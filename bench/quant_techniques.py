@@ -49,44 +49,28 @@ def _normalised(x: np.ndarray, options: dict) -> np.ndarray:
 
 def _qdq_cosines(onnx_model, calib: list[np.ndarray], held: list[np.ndarray], refs: list[list[np.ndarray]],
                  options: dict) -> list[float] | None:
-    """onnxruntime's own int8 (see the module doc) of the float model `onnx_model` (a ModelProto)."""
-    import contextlib
-    import tempfile
-
+    """onnxruntime's own int8 (see the module doc; `executor.ort_int8`) of the float model `onnx_model` (a
+    ModelProto)."""
     import onnx
     import onnxruntime as ort
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-    from onnxruntime.quantization.shape_inference import quant_pre_process
+    from executor import ort_int8
     name = onnx_model.graph.input[0].name
-
-    class Reader(CalibrationDataReader):
-        def __init__(self) -> None:
-            self.items = iter([{name: _normalised(x, options)} for x in calib])
-
-        def get_next(self):
-            return next(self.items, None)
     opset = next((o.version for o in onnx_model.opset_import if o.domain in ("", "ai.onnx")), 13)
-    with tempfile.TemporaryDirectory() as tmp:
-        raw, pre, q = (f"{tmp}/{n}.onnx" for n in ("raw", "pre", "q"))
-        try:
-            if opset < 13:                                     # per-channel QDQ needs DequantizeLinear's axis
-                from onnx import version_converter
-                onnx_model = version_converter.convert_version(onnx_model, 13)
-            if options.get("input_shapes"):                      # static shapes for the shape inference
-                from npurt.model.onnx_import import fix_input_shapes
-                onnx_model = onnx.ModelProto.FromString(onnx_model.SerializeToString())
-                fix_input_shapes(onnx_model, options["input_shapes"])
-            onnx.save(onnx_model, raw)
-            with contextlib.chdir(tmp):                        # its shape inference leaves a file in the cwd
-                quant_pre_process(raw, pre)
-            quantize_static(pre, q, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                            weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8)
-            sess = ort.InferenceSession(q, providers=["CPUExecutionProvider"])
-        except Exception as exc:                               # a model onnxruntime's quantiser cannot take
-            print(f"onnxruntime quantize_static: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
-            return None
-        return [min(qt.cosine(o, r) for o, r in zip(sess.run(None, {name: _normalised(x, options)}), ref))
-                for x, ref in zip(held, refs)]
+    try:
+        if opset < 13:                                         # per-channel QDQ needs DequantizeLinear's axis
+            from onnx import version_converter
+            onnx_model = version_converter.convert_version(onnx_model, 13)
+        if options.get("input_shapes"):                          # static shapes for the shape inference
+            from npurt.model.onnx_import import fix_input_shapes
+            onnx_model = onnx.ModelProto.FromString(onnx_model.SerializeToString())
+            fix_input_shapes(onnx_model, options["input_shapes"])
+        q = ort_int8(onnx_model, [_normalised(x, options) for x in calib], skip_symbolic_shape=False)
+        sess = ort.InferenceSession(q, providers=["CPUExecutionProvider"])
+    except Exception as exc:                                   # a model onnxruntime's quantiser cannot take
+        print(f"onnxruntime quantize_static: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
+        return None
+    return [min(qt.cosine(o, r) for o, r in zip(sess.run(None, {name: _normalised(x, options)}), ref))
+            for x, ref in zip(held, refs)]
 
 
 def _rows(model: str, onnx_model, weights: str, calib: list[np.ndarray], held: list[np.ndarray],
@@ -145,7 +129,7 @@ def _real(name: str, quick: bool) -> list[dict]:
     calib, held = qt.inputs(name, quick)
     mean, std = qt.NORM[name]
     xs = [qt.nchw(img) for img in held.values()]
-    refs = [rm.onnxruntime_run(name, (x - np.float32(mean[0])) / np.float32(std[0])) for x in xs]
+    refs = [rm.onnxruntime_run(name, qt.normalised(name, img)) for img in held.values()]
     return _rows(name, str(rm.model_path(name)), "channel", [qt.nchw(img) for img in calib], xs, refs,
                  REAL_TECHNIQUES, mean=[mean], std=[std], input_shapes={spec.input: list(spec.shape)})
 

@@ -151,6 +151,23 @@ def nchw(img: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(img.astype(np.float32).transpose(2, 0, 1)[None])
 
 
+def normalised(name: str, img: np.ndarray) -> np.ndarray:
+    """The model's input for image `img`: NCHW float32 with the model's own mean / std applied (what onnxruntime float32
+    and onnxruntime's QDQ are given; the toolkit and npurt get the raw pixels and apply the config's mean / std)."""
+    mean, std = NORM[name]
+    return (nchw(img) - np.float32(mean[0])) / np.float32(std[0])
+
+
+def prepare(work: Path, folder: Path, lines: list[str]) -> None:
+    """A folder the script runs in: the script, the calibration files (from `folder`) and their dataset.txt."""
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "quant_script.py").write_text(SCRIPT)
+    for f in lines:
+        if work != folder:
+            shutil.copyfile(folder / f, work / f)
+    (work / "dataset.txt").write_text("\n".join(lines) + "\n")
+
+
 def run_side(python: list[str], job: dict, folder: Path) -> dict[str, np.ndarray]:
     """Run the script with `python` (the toolkit venv's, or `npurt exec`) on `job`; its outputs."""
     path = folder / f"job_{job['side']}.json"
@@ -188,32 +205,32 @@ def optimized(name: str, model: Path, folder: Path, techniques: str) -> Path:
 def ort_qdq(name: str, model: Path, calib: list[np.ndarray], held: list[np.ndarray], folder: Path) -> dict:
     """onnxruntime's QDQ int8 of `model` as the QNN EP's flow makes it (`get_qnn_qdq_config`: uint8 activations and
     weights, min / max on the same calibration images), run on onnxruntime's CPU EP; its outputs per held-out image."""
+    import contextlib
+
     import onnx
     import onnxruntime as ort
     from onnxruntime.quantization import CalibrationDataReader, quantize
     from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
+
+    from npurt.model.onnx_import import fix_input_shapes
     spec = rm.MODELS[name]
-    mean, std = NORM[name]
     fixed = onnx.load(str(model))                   # the tier's static input shape (the QDQ tool wants one)
-    dims = fixed.graph.input[0].type.tensor_type.shape.dim
-    for d, v in zip(dims, spec.shape):
-        d.ClearField("dim_param")
-        d.dim_value = int(v)
+    fix_input_shapes(fixed, {spec.input: list(spec.shape)})
     src, dst = folder / f"{model.parent.name}_static.onnx", folder / f"{model.parent.name}_qdq.onnx"
     onnx.save(fixed, str(src))
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
-            self.items = iter([{spec.input: (nchw(c) - np.float32(mean[0])) / np.float32(std[0])} for c in calib])
+            self.items = iter([{spec.input: normalised(name, c)} for c in calib])
 
         def get_next(self):
             return next(self.items, None)
-    quantize(str(src), str(dst), get_qnn_qdq_config(str(src), Reader()))
+    with contextlib.chdir(folder):                  # its shape inference may leave a file in the working folder
+        quantize(str(src), str(dst), get_qnn_qdq_config(str(src), Reader()))
     sess = ort.InferenceSession(str(dst), providers=["CPUExecutionProvider"])
     outs = {}
     for k, img in enumerate(held):
-        x = (nchw(img) - np.float32(mean[0])) / np.float32(std[0])
-        for j, o in enumerate(sess.run(None, {spec.input: x})):
+        for j, o in enumerate(sess.run(None, {spec.input: normalised(name, img)})):
             outs[f"{k}_{j}"] = np.asarray(o, np.float32)
     return outs
 
@@ -238,7 +255,7 @@ def run(quick: bool = False, names: list[str] | None = None, cfg: bool = False, 
         for k, img in enumerate(calib):
             np.save(folder / f"calib{k}.npy", nchw(img))
             lines.append(f"calib{k}.npy")
-        (folder / "dataset.txt").write_text("\n".join(lines) + "\n")
+        prepare(folder, folder, lines)          # `npurt optimize` reads the folder's dataset.txt
         labels = list(held)
         for k, label in enumerate(labels):
             np.save(folder / f"held{k}.npy", nchw(held[label]))
@@ -252,21 +269,14 @@ def run(quick: bool = False, names: list[str] | None = None, cfg: bool = False, 
         outs = {}
         for suffix, path in variants.items():
             work = path.parent
-            (work / "quant_script.py").write_text(SCRIPT)
-            for f in lines:
-                shutil.copyfile(folder / f, work / f)
-            (work / "dataset.txt").write_text("\n".join(lines) + "\n")
+            prepare(work, folder, lines)
             job = {"model": str(path), "input": spec.input, "shape": list(spec.shape), "mean": mean, "std": std,
                    "dataset": "dataset.txt", "heldout": [str(folder / f"held{k}.npy") for k in range(len(labels))]}
             for side, python in {"npurt": npurt_cli() + ["exec"], "toolkit": [str(tk)]}.items():
                 outs[side + suffix] = run_side(python, {**job, "side": side, "out": str(work / f"{side}.npz")}, work)
                 if cfg:
                     sub = work / f"cfg_{side}"
-                    sub.mkdir()
-                    (sub / "quant_script.py").write_text(SCRIPT)
-                    for f in lines:
-                        shutil.copyfile(folder / f, sub / f)
-                    (sub / "dataset.txt").write_text("\n".join(lines) + "\n")
+                    prepare(sub, folder, lines)
                     run_side(python, {**job, "side": side, "cfg": True}, sub)
             if qdq:
                 try:
@@ -276,8 +286,7 @@ def run(quick: bool = False, names: list[str] | None = None, cfg: bool = False, 
                           f"{str(exc).strip().splitlines()[-1][:200]}")
         per: dict[str, list[float]] = {side: [] for side in outs}
         for k, label in enumerate(labels):
-            x = (nchw(held[label]) - np.float32(mean[0])) / np.float32(std[0])
-            ref = rm.onnxruntime_run(name, x)
+            ref = rm.onnxruntime_run(name, normalised(name, held[label]))
             row = {"model": name, "image": label}
             for side in outs:
                 cos = min(cosine(outs[side][f"{k}_{j}"], r) for j, r in enumerate(ref))
