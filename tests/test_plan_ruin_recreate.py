@@ -7,7 +7,7 @@ import numpy as np
 
 from npurt.plan import PlanBuffer, Problem, check, greedy_by_size, lower_bound, solve
 from npurt.plan.greedy import place_in_order, size_order, to_solution
-from npurt.plan.solver import _orders, _ruin_recreate
+from npurt.plan.solver import _orders, _ruin_recreate, _section_load
 
 
 def _nested_stack(seed: int, lanes: int = 40, horizon: int = 900, tries: int = 1500) -> tuple[Problem, int]:
@@ -70,7 +70,8 @@ def test_ruin_recreate_reaches_the_lower_bound_of_a_nested_stack():
     assert len(p) > 500 and lower_bound(p) == width
     assert all(int((place_in_order(a, order, ff) + a.size).max()) > width for _, order, ff in _orders(a))
     peak = place_in_order(a, _orders(a)[0][1])
-    repaired = _ruin_recreate(a, peak, width, time.perf_counter() + 60, seed=0)
+    load = _section_load(a)
+    repaired, _ = _ruin_recreate(a, peak, load >= load.max(), width, time.perf_counter() + 60, seed=0)
     assert int((repaired + a.size).max()) == width
     check(p, to_solution(p, repaired, width, time.perf_counter(), "ruin-recreate"))
     s = solve(p, time_limit=2)

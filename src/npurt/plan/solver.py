@@ -236,20 +236,23 @@ def _improve(a: Arrays, offsets: np.ndarray, order: np.ndarray, peak: np.ndarray
             if new < best_arena:
                 best, best_arena, how = climbed, new, "climb"
         return best, best_arena, how
+    load = _section_load(a)
+    at_peak = load >= load.max()
     if best_arena > target and time.perf_counter() < deadline:
         until = time.perf_counter() + 0.9 * (deadline - time.perf_counter())
-        repaired = _ruin_recreate(a, peak, target, until, seed)
-        if _arena(a, repaired) < best_arena:
-            best, best_arena, how = repaired, _arena(a, repaired), "greedy-peak+ruin-recreate"
+        repaired, arena = _ruin_recreate(a, peak, at_peak, target, until, seed)
+        if arena < best_arena:
+            best, best_arena, how = repaired, arena, "greedy-peak+ruin-recreate"
     if best_arena > target and time.perf_counter() < deadline:
-        repaired = _ruin_recreate(a, best, target, deadline, seed + 1)
-        if _arena(a, repaired) < best_arena:
+        repaired, arena = _ruin_recreate(a, best, at_peak, target, deadline, seed + 1)
+        if arena < best_arena:
             label = how if how.endswith("ruin-recreate") else (how + "+" if how else "") + "ruin-recreate"
-            best, best_arena, how = repaired, _arena(a, repaired), label
+            best, best_arena, how = repaired, arena, label
     return best, best_arena, how
 
 
-def _ruin_recreate(a: Arrays, offsets: np.ndarray, target: int, deadline: float, seed: int) -> np.ndarray:
+def _ruin_recreate(a: Arrays, offsets: np.ndarray, at_peak: np.ndarray, target: int, deadline: float,
+                   seed: int) -> tuple[np.ndarray, int]:
     """Large-neighbourhood search. Pick a buffer b that reaches the arena top and a time t where it
     rests on another buffer; rip up every buffer live in a random time window around t whose top is
     above a random depth below b, and re-place them best-fit into the fixed rest, b first (it gets
@@ -261,10 +264,9 @@ def _ruin_recreate(a: Arrays, offsets: np.ndarray, target: int, deadline: float,
     pangu_2.6B sit in such a trap, 40 MiB above the bound).
     Window width and depth are log-uniform, so small local repairs and large re-plans both occur
     (the depth is at least 1/64 of the arena: thinner top layers rarely change anything); moves
-    that would rip up more than half of the plan are skipped (that is the size-order pass again)."""
+    that would rip up more than half of the plan are skipped (that is the size-order pass again).
+    `at_peak`: the buffers live at a most loaded section. Returns the plan and its arena."""
     rng = random.Random(seed)
-    load = _section_load(a)
-    at_peak = load >= load.max()
     tops = offsets + a.size
     arena = int(tops.max())
     peak_top = int(tops[at_peak].max())
@@ -294,7 +296,7 @@ def _ruin_recreate(a: Arrays, offsets: np.ndarray, target: int, deadline: float,
         if new_arena <= arena and new_peak_top <= peak_top:
             offsets, tops, arena, peak_top = new, new_tops, new_arena, new_peak_top
         last = time.perf_counter() - t_move
-    return offsets
+    return offsets, arena
 
 
 def _hill_climb(a: Arrays, order: np.ndarray, target: int, deadline: float, seed: int) -> tuple[np.ndarray, int]:
