@@ -36,6 +36,7 @@ from npurt.model.ir import Graph, Node
 from npurt.model.options import TECHNIQUES
 from npurt.model.passes import NodeEvaluator
 from npurt.model.weights import _weight_axis, quantize_weight
+from npurt.tensor.window import conv_geometry
 
 MAX_POSITIONS = 1024
 """Input patches per sample and layer that enter H (adaptive rounding), drawn at random with a fixed seed."""
@@ -193,24 +194,11 @@ class Layer:
 
     def windows(self, x: np.ndarray, out_shape: Sequence[int]) -> np.ndarray:
         """Conv input as a (N, C, Ho, Wo, kh, kw) view of the padded input."""
-        a = self.node.attrs
         kh, kw = self.kernel
-        sh, sw = (int(s) for s in a.get("strides", (1, 1)))
-        dh, dw = (int(d) for d in a.get("dilations", (1, 1)))
+        g = conv_geometry(x.shape, (kh, kw), self.node.attrs)
+        (sh, sw), (dh, dw) = g.strides, g.dilations
         ho, wo = int(out_shape[2]), int(out_shape[3])
-        pads = [int(p) for p in a.get("pads", (0, 0, 0, 0))]
-        mode = a.get("auto_pad", "NOTSET")
-        mode = mode.decode() if isinstance(mode, bytes) else mode
-        if mode in ("SAME_UPPER", "SAME_LOWER"):
-            pads = []
-            for size, out, k, s, d in ((x.shape[2], ho, kh, sh, dh), (x.shape[3], wo, kw, sw, dw)):
-                total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
-                small = total // 2
-                pads.append((small, total - small) if mode == "SAME_UPPER" else (total - small, small))
-            pads = [pads[0][0], pads[1][0], pads[0][1], pads[1][1]]
-        elif mode == "VALID":
-            pads = [0, 0, 0, 0]
-        xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+        xp = np.pad(x, ((0, 0), (0, 0), (g.pads_begin[0], g.pads_end[0]), (g.pads_begin[1], g.pads_end[1])))
         win = np.lib.stride_tricks.sliding_window_view(xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
         return win[:, :, :ho * sh:sh, :wo * sw:sw, ::dh, ::dw][:, :, :ho, :wo]
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 import npurt._kernels as _kernels
-from npurt.exec.kernels.conv import ConvGeometry, conv_geometry
+from npurt.tensor.window import ConvGeometry, conv_geometry
 from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, padding_lanes, zero
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.conv_fp16 import dense_fp16, fused_activation

@@ -12,7 +12,8 @@ from typing import Any, Callable
 import numpy as np
 
 from npurt.exec.kernels import as_f32, kernel
-from npurt.exec.kernels.conv import conv_geometry, pad_spatial
+from npurt.exec.kernels.conv import pad_spatial
+from npurt.tensor.window import conv_geometry
 
 
 def _pool_geometry(x_shape, attrs):
