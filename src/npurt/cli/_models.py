@@ -46,6 +46,11 @@ def add_compile_args(p: Any,
     p.add_argument("--optimize", default=None, metavar="TECHNIQUES",
                    help="int8: quantisation techniques on the float model before calibration, comma-separated: cle "
                         "(cross-layer equalisation), bias (bias correction), adaround (adaptive rounding)")
+    add_input_shape_arg(p)
+
+
+def add_input_shape_arg(p: Any) -> None:
+    """`--input-shape [NAME=]SHAPE`, once per input: every command that compiles or edits a model takes it."""
     p.add_argument("--input-shape", action="append", default=None, metavar="[NAME=]SHAPE",
                    help="a static shape for an input with dynamic dimensions, e.g. x=1,3,48,320 (NAME= may be left "
                         "out for a single-input model); once per input")

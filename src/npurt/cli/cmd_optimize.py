@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from npurt.cli._models import named_shapes, parse_floats, parse_input_shapes, resolve_model
+from npurt.cli._models import add_input_shape_arg, named_shapes, parse_floats, parse_input_shapes, resolve_model
 from npurt.cli._output import make_console, print_json
 from npurt.errors import ErrorCode, NpuError
 from npurt.files import regular_output
@@ -34,8 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the vendor quantiser the model is for (recorded in its metadata; default rknn)")
     p.add_argument("--mean", help="per-channel input mean the vendor's config applies, e.g. 127.5,127.5,127.5")
     p.add_argument("--std", help="per-channel input std the vendor's config applies")
-    p.add_argument("--input-shape", action="append", default=None, metavar="[NAME=]SHAPE",
-                   help="a static shape for an input with dynamic dimensions, e.g. x=1,3,640,640")
+    add_input_shape_arg(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     p.set_defaults(func=run)
 
