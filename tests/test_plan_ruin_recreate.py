@@ -74,6 +74,7 @@ def test_ruin_recreate_reaches_the_lower_bound_of_a_nested_stack():
     repaired, _ = _ruin_recreate(a, peak, load >= load.max(), width, time.perf_counter() + 60, seed=0)
     assert int((repaired + a.size).max()) == width
     check(p, to_solution(p, repaired, width, time.perf_counter(), "ruin-recreate"))
-    s = solve(p, time_limit=60)     # stops at the lower bound (well under a second alone); the limit only guards a loaded machine
+    s = solve(p, time_limit=60)     # stops at the lower bound (about a second alone, by search or by
+    # ruin-and-recreate, whichever the clock lets finish first); the limit only guards a loaded machine
     check(p, s)
-    assert s.arena == width < greedy_by_size(p).arena and "ruin-recreate" in s.method
+    assert s.arena == width < greedy_by_size(p).arena
