@@ -218,6 +218,10 @@ def ort_qdq(name: str, model: Path, calib: list[np.ndarray], held: list[np.ndarr
     fix_input_shapes(fixed, {spec.input: list(spec.shape)})
     src, dst = folder / f"{model.parent.name}_static.onnx", folder / f"{model.parent.name}_qdq.onnx"
     onnx.save(fixed, str(src))
+    folding = ort.SessionOptions()                  # fold the exporter's shape chain (Shape / Gather / Concat) into
+    folding.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC     # constants, else the QDQ
+    folding.optimized_model_filepath = str(src)     # tool quantises it and a Gather's indices run out of bounds
+    ort.InferenceSession(str(src), folding, providers=["CPUExecutionProvider"])
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
