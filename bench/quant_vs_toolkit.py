@@ -7,16 +7,17 @@ toolkit-venv`; the toolkit is a benchmark peer, never a test dependency) and und
 calibration files (16 inputs of a fixed seed: 8 rendered text pages and 8 generated scenes, as the tier makes them)
 and the same held-out inputs (two other pages, two other scenes, and, when scikit-image's wheel can be fetched
 into the cache, its scanned page and its photo of text). Printed per model and held-out image: the cosine of each
-side's int8 outputs against onnxruntime float32 (the minimum over the model's outputs), and per model min / mean.
+side's int8 outputs against onnxruntime float32 (the minimum over the model's outputs), and per model min / mean;
+and each side's `inference` time (median of every timed call; the toolkit's simulator against npurt, same run).
 
 ratio (for `npurt bench`) = npurt's mean cosine / the toolkit's (>= 1: npurt's int8 is at least as close to float).
 The bench skips with one line when the toolkit venv cannot be made (no python3.11, no network for its wheels).
 With `--optimize=cle,bias[,adaround]` the same script also runs on `npurt optimize`'s output (columns "+eq": the
 vendor's quantiser given the equalised / bias-corrected / grid-aligned float model); with `--qdq`, onnxruntime's QDQ
 int8 as the QNN EP's flow makes it (`get_qnn_qdq_config`, same calibration images) on each model too.
-Run: python bench/quant_vs_toolkit.py [--quick] [--cfg] [--optimize=LIST] [--qdq] [model ...]   (--quick: PP-OCRv4
-det only, 8 calibration inputs; --cfg: also write both sides' hybrid_quantization_step1 .quantization.cfg into the
-work folder)
+Run: python bench/quant_vs_toolkit.py [--quick] [--cfg] [--optimize=LIST] [--qdq] [--fp16] [model ...]   (--quick:
+PP-OCRv4 det only, 8 calibration inputs; --cfg: also write both sides' hybrid_quantization_step1 .quantization.cfg
+into the work folder; --fp16: both sides build without quantisation, for the fp16 cosines and times)
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from helpers import real_models as rm  # noqa: E402
 
 # The toolkit and the pins it needs to run (its own requirements resolve to numpy 2 / onnx 1.22, which break it).
 TOOLKIT = "rknn-toolkit2==2.3.2"
+REPEAT = 3          # timed inference calls per held-out image on each side (the cosines use the last)
 PINS = ["numpy==1.26.4", "onnx==1.16.1", "onnxruntime==1.18.1", "protobuf==4.25.4", "setuptools<81"]  # it imports pkg_resources
 SKIMAGE = "scikit-image==0.24.0"  # only for its bundled photos (data/page.png, data/text.png)
 MODELS = ("ppocr_det", "ddddocr_det", "yolov8n")
@@ -58,16 +60,21 @@ if job.get("cfg"):
     if rknn.hybrid_quantization_step1(dataset=job["dataset"]) != 0:
         sys.exit("hybrid_quantization_step1 failed")
     sys.exit(0)
-if rknn.build(do_quantization=True, dataset=job["dataset"]) != 0:
+if rknn.build(do_quantization=job.get("quantize", True), dataset=job["dataset"]) != 0:
     sys.exit("build failed")
 if rknn.init_runtime() != 0:
     sys.exit("init_runtime failed")
-outs = {}
+import time
+outs, ms = {}, []
 for k, path in enumerate(job["heldout"]):
-    res = rknn.inference(inputs=[np.load(path)], data_format=["nchw"])
+    x = np.load(path)
+    for _ in range(job.get("repeat", 1)):
+        t0 = time.perf_counter()
+        res = rknn.inference(inputs=[x], data_format=["nchw"])
+        ms.append((time.perf_counter() - t0) * 1e3)
     for j, o in enumerate(res):
         outs[f"{k}_{j}"] = np.asarray(o, np.float32)
-np.savez(job["out"], **outs)
+np.savez(job["out"], inference_ms=np.array(ms), **outs)
 rknn.release()
 '''
 
@@ -240,10 +247,10 @@ def ort_qdq(name: str, model: Path, calib: list[np.ndarray], held: list[np.ndarr
 
 
 def run(quick: bool = False, names: list[str] | None = None, cfg: bool = False, techniques: str | None = None,
-        qdq: bool = False) -> list[dict]:
+        qdq: bool = False, fp16: bool = False) -> list[dict]:
     """One row per (model, held-out image) and one summary row per model; [] when the toolkit cannot run. Columns
     (`side`): npurt and the toolkit on the model; with `techniques`, both again on `npurt optimize`'s output ("+eq");
-    with `qdq`, onnxruntime's QDQ (the QNN EP's quantiser) on each."""
+    with `qdq`, onnxruntime's QDQ (the QNN EP's quantiser) on each; with `fp16`, both sides build unquantised."""
     tk = toolkit_python()
     if tk is None:
         return []
@@ -275,7 +282,8 @@ def run(quick: bool = False, names: list[str] | None = None, cfg: bool = False, 
             work = path.parent
             prepare(work, folder, lines)
             job = {"model": str(path), "input": spec.input, "shape": list(spec.shape), "mean": mean, "std": std,
-                   "dataset": "dataset.txt", "heldout": [str(folder / f"held{k}.npy") for k in range(len(labels))]}
+                   "dataset": "dataset.txt", "heldout": [str(folder / f"held{k}.npy") for k in range(len(labels))],
+                   "repeat": REPEAT, "quantize": not fp16}
             for side, python in {"npurt": npurt_cli() + ["exec"], "toolkit": [str(tk)]}.items():
                 outs[side + suffix] = run_side(python, {**job, "side": side, "out": str(work / f"{side}.npz")}, work)
                 if cfg:
@@ -288,6 +296,7 @@ def run(quick: bool = False, names: list[str] | None = None, cfg: bool = False, 
                 except Exception as exc:        # onnxruntime's tool or run refusing the model: one line, no column
                     print(f"quant_vs_toolkit: onnxruntime's QDQ of {name}{suffix} failed: "
                           f"{str(exc).strip().splitlines()[-1][:200]}")
+        ms = {side: float(np.median(o.pop("inference_ms"))) for side, o in outs.items() if "inference_ms" in o}
         per: dict[str, list[float]] = {side: [] for side in outs}
         for k, label in enumerate(labels):
             ref = rm.onnxruntime_run(name, normalised(name, held[label]))
@@ -300,7 +309,9 @@ def run(quick: bool = False, names: list[str] | None = None, cfg: bool = False, 
             rows.append(row)
         summary = {"model": name, "image": "min / mean", "ratio": float(np.mean(per["npurt"]) / np.mean(per["toolkit"]))}
         summary.update({side: (min(v), float(np.mean(v))) for side, v in per.items()})
-        rows.append(summary)
+        rows.append({**summary, "inference_ms": ms})
+        print(f"{name}: inference, median of {REPEAT * len(labels)} ms: " + ", ".join(f"{side} {t:.1f}" for side, t in ms.items())
+              + f"; npurt / toolkit {ms['npurt'] / ms['toolkit']:.2f}", flush=True)
     return rows
 
 
@@ -309,8 +320,8 @@ def main() -> None:
     techniques = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--optimize=")), None)
     print(cpu())
     rows = run(quick="--quick" in sys.argv, names=args or None, cfg="--cfg" in sys.argv, techniques=techniques,
-               qdq="--qdq" in sys.argv)
-    sides = list(dict.fromkeys(k for row in rows for k in row if k not in ("model", "image", "ratio")))
+               qdq="--qdq" in sys.argv, fp16="--fp16" in sys.argv)
+    sides = list(dict.fromkeys(k for row in rows for k in row if k not in ("model", "image", "ratio", "inference_ms")))
     print(f"{'model':12} {'image':12} " + " ".join(f"{side:>17}" for side in sides))
     for row in rows:
         if row["image"] != "min / mean":
