@@ -1,5 +1,5 @@
 """The first layer's weights in int8: a dense Conv reading a model input stores its weights asymmetric per channel
-(each channel's [min, max], widened to hold 0, onto all 256 int8 codes, with an int32 zero point per channel), as
+(each channel's [min, max], widened to hold 0, onto all 256 int8 codes, with an int8 zero point per channel), as
 rknn-toolkit2 quantises them (its simulator's first conv reproduced code for code: docs/quantization.md, section 5);
 the other convs keep symmetric per-channel weights."""
 from __future__ import annotations
@@ -79,11 +79,12 @@ def test_first_conv_stores_asymmetric_weights_the_second_symmetric():
     cm = npurt.compile(_model(w1, b1, w2), soc="rk3588", quantize=_pixels(rng, 8), progress=False)
     first, second = cm.weights["w1"], cm.weights["w2"]
     assert first.zero_points == "w1#zp" and second.zero_points is None
-    assert cm.weights["w1#zp"].dtype.value == "int32" and cm.weights["w1#zp"].shape == (8,)
+    assert cm.weights["w1#zp"].dtype.value == "int8" and cm.weights["w1#zp"].shape == (8,)
     assert WeightEntry.from_json(first.to_json()) == first
-    # the layer's weight bytes at their real type: one int8 byte per weight (+ 8 zero points, 8 scales)
+    # the layer's weight bytes at their real types: one int8 byte per weight, an int8 zero point and a float32
+    # scale per channel
     assert cm.plan.weight_sizes["w1"] == w1.size
-    assert cm.plan.weight_sizes["w1#zp"] == 8 * 4 and cm.plan.weight_sizes["w1#scale"] == 8 * 4
+    assert cm.plan.weight_sizes["w1#zp"] == 8 and cm.plan.weight_sizes["w1#scale"] == 8 * 4
 
 
 def test_first_conv_codes_are_asymmetric_weights_then_one_rounding():

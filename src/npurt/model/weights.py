@@ -3,7 +3,7 @@
 - fp16 precision: float constants as float16 (float32 if a value would overflow float16); others unchanged.
 - int8 precision: Conv/ConvTranspose/Gemm/MatMul weight operands as symmetric int8 + float32 scales per channel
   (or one scale repeated for every channel: per-layer weights), except a dense Conv reading a model input (the first
-  layer): asymmetric int8 per channel (+ int32 zero points: [min, max] with 0 onto all 256 codes), as rknn-toolkit2
+  layer): asymmetric int8 per channel (+ int8 zero points: [min, max] with 0 onto all 256 codes), as rknn-toolkit2
   quantises it;
   their biases as int32 with scale = input scale * weight scale (per channel); other float constants float16;
   the constants of the nodes kept in fp16 (mixed precision, `float_nodes`) float16.
@@ -37,7 +37,7 @@ class WeightEntry:
     logical_dtype: str
     axis: int | None = None
     scales: str | None = None   # name of a float32 entry holding the per-channel (or single) scales
-    zero_points: str | None = None  # name of an int32 entry of per-channel zero points (asymmetric weights)
+    zero_points: str | None = None  # name of an int8 entry of per-channel zero points (asymmetric weights)
 
     def to_json(self) -> dict:
         return {"name": self.name, "dtype": self.dtype.value, "shape": list(self.shape),
@@ -156,7 +156,7 @@ def encode_weights(graph: Graph, precision: str, act_qparams: dict[str, tuple[fl
                         p == 1 and asymmetric_weights(graph, graph.nodes[i]) for i, p in uses):
                     q, scales, zps = quantize_weight_asymmetric(value, axis)
                     add(f"{name}#scale", scales, "float32")
-                    add(f"{name}#zp", zps, "int32")
+                    add(f"{name}#zp", zps.astype(np.int8), "int8")
                     add(name, q, logical, axis, f"{name}#scale")
                     entries[name].zero_points = f"{name}#zp"
                     weight_scales[name] = scales
