@@ -126,3 +126,16 @@ def test_first_conv_stores_the_same_bytes_at_every_level(level):
     finally:
         K.set_enabled(before)
     np.testing.assert_array_equal(_run(cm, x, True).tensor_view("c1"), want)
+
+
+def test_saved_model_keeps_the_zero_points():
+    """The .npurt file carries the zero-point entry: the model read back stores the same first-layer codes."""
+    from npurt.model.compiled import read_compiled
+    rng = np.random.default_rng(17)
+    w1, b1, w2 = _weights(17)
+    cm = npurt.compile(_model(w1, b1, w2), soc="rk3588", quantize=_pixels(rng, 4), progress=False)
+    back = read_compiled(cm.to_bytes())
+    assert back.weights["w1"].zero_points == "w1#zp"
+    x = _pixels(rng, 1)[0]
+    for inplace in (True, False):
+        np.testing.assert_array_equal(_run(back, x, inplace).read_tensor("c1"), _run(cm, x, inplace).read_tensor("c1"))
