@@ -9,7 +9,8 @@ through `ConvEpilogue`. The numpy path is the reference the compiled kernel matc
 The input is copied into a padded int8 buffer (C1, Hp, Wp, CC) whose border holds the zero point, so padding
 contributes (zp - zp) * w = 0 (without padding the conv reads the NC1HWC2 slot itself); CC is the input's C2
 (NC1HWC2) or its channels rounded up to 4 (NHWC, e.g. a model input: the step's own buffer, its border and spare
-lanes written once at bind).
+lanes written once at bind). Asymmetric weights (a conv reading a model input) have codes - zero point beyond int8:
+split into int8 parts, each against its own copy of the NHWC input's channels (CC = channels x parts, rounded up).
 """
 from __future__ import annotations
 
