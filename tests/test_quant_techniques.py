@@ -17,6 +17,7 @@ from npurt.model.calibrate import iterate_float
 from npurt.model.onnx_import import import_onnx
 from npurt.model.options import CompileOptions
 from npurt.model.techniques import (apply_techniques, equalization_pairs, equalize, quant_layers)
+from npurt.model.weights import asymmetric_weights, quantize_weight_asymmetric
 from npurt.tensor.quant import quantize_per_channel
 
 
@@ -116,19 +117,26 @@ def test_adaround_weights_lie_on_the_int8_grid_next_to_the_float_ones():
     assert _biases(graph).keys() == biases.keys()
     for b_name, b in _biases(graph).items():
         np.testing.assert_array_equal(b, biases[b_name])
-    differs = 0
+    differs = asymmetric = 0
     for layer in layers:
         w, w0 = graph.constants[layer.weight], before[layer.node.name]
-        q, scales = quantize_per_channel(w, layer.axis, "int8")
-        q0, scales0 = quantize_per_channel(w0, layer.axis, "int8")
-        np.testing.assert_array_equal(scales, scales0)               # the grid is the float weights' grid
         shape = [1] * w.ndim
         shape[layer.axis] = -1
+        if asymmetric_weights(graph, layer.node):       # the first conv: its asymmetric grid (codes - zero point)
+            (q, scales, zps), (q0, scales0, zps0) = (quantize_weight_asymmetric(v, layer.axis) for v in (w, w0))
+            q, q0 = q - zps.reshape(shape), q0 - zps0.reshape(shape)
+            np.testing.assert_allclose(scales, scales0, rtol=1e-6)
+            asymmetric += 1
+        else:
+            q, scales = quantize_per_channel(w, layer.axis, "int8")
+            q0, scales0 = quantize_per_channel(w0, layer.axis, "int8")
+            np.testing.assert_array_equal(scales, scales0)           # the grid is the float weights' grid
         np.testing.assert_allclose(q * scales.reshape(shape), w, rtol=1e-6, atol=0)   # stored exactly
         t = w0.astype(np.float64) / scales0.reshape(shape)
         assert np.all((q == np.floor(t)) | (q == np.ceil(t)))                         # rounded down or up
         differs += int(np.sum(q != q0))
     assert differs > 0                                                                 # not plain rounding
+    assert asymmetric == 1
 
 
 def test_techniques_raise_int8_accuracy_and_are_deterministic():
@@ -265,9 +273,13 @@ def test_written_bias_and_rounding_change_only_their_initializers():
     graph = optimize_ir(import_onnx(rounded))
     for layer in quant_layers(graph):
         w = graph.constants[layer.weight]
-        q, scales = quantize_per_channel(w, layer.axis, "int8")
         shape = [1] * w.ndim
         shape[layer.axis] = -1
+        if asymmetric_weights(graph, layer.node):       # the first conv: on its asymmetric grid
+            q, scales, zps = quantize_weight_asymmetric(w, layer.axis)
+            q = q - zps.reshape(shape)
+        else:
+            q, scales = quantize_per_channel(w, layer.axis, "int8")
         np.testing.assert_allclose(q * scales.reshape(shape), w, rtol=1e-5, atol=1e-7 * float(np.abs(w).max()))
 
 

@@ -45,6 +45,9 @@ MEANING = {
     "real_models": "npurt Session.run(x) time / onnxruntime time on a real trained model (the optional tier's, its "
                    "wheels downloaded once), 1 thread each (lower is better)",
     "toolkit": "npurt.toolkit.RKNN.inference time / onnxruntime fp32 (1 thread), same model (lower is better)",
+    "toolkit_weights": "a conv recomputed from rknn-toolkit2's own layer dumps with symmetric int8 weights / with "
+                       "asymmetric ones, difference to its dumped output (> 1: the toolkit's weights are "
+                       "asymmetric; the toolkit venv of quant_vs_toolkit)",
     "zero_copy": "path time / Executor.run() alone on bound memory (1 = the I/O path adds nothing)",
 }
 

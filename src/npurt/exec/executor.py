@@ -205,20 +205,27 @@ class Executor:
 
         def decode() -> np.ndarray:
             stored = stored_view(entry, w, plan.weight_offsets[name])
-            scales = stored_view(m.weights[entry.scales], w, plan.weight_offsets[entry.scales]) \
-                if entry.scales else None
-            return decode_weight(entry, stored, scales)
+            scales, zps = (stored_view(m.weights[e], w, plan.weight_offsets[e]) if e else None
+                           for e in (entry.scales, entry.zero_points))
+            return decode_weight(entry, stored, scales, zps)
 
         return _WeightReader(decode, self.cache_weights)
 
     def _weight_codes(self, name: str, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | None] | None:
-        """(stored int8 codes, scales, axis) of weight `name` when it is stored quantised as int8, else None."""
+        """(integer codes, scales, axis) of weight `name` when it is stored quantised as int8, else None: the stored
+        int8 codes, or for asymmetric weights code - zero point as int16 (value = codes * scale either way)."""
         m, plan = self.model, self.plan
         entry = m.weights.get(name)
         if entry is None or entry.dtype is not DType.INT8 or not entry.scales:
             return None
         scales = stored_view(m.weights[entry.scales], w, plan.weight_offsets[entry.scales])
-        return stored_view(entry, w, plan.weight_offsets[name]), np.asarray(scales, np.float32), entry.axis
+        codes = stored_view(entry, w, plan.weight_offsets[name])
+        if entry.zero_points:
+            zps = stored_view(m.weights[entry.zero_points], w, plan.weight_offsets[entry.zero_points])
+            shape = [1] * codes.ndim
+            shape[entry.axis] = -1
+            codes = np.subtract(codes, zps.reshape(shape), dtype=np.int16)
+        return codes, np.asarray(scales, np.float32), entry.axis
 
     def _prepare(self, w: np.ndarray, views: dict[str, tuple[np.ndarray, int]]) -> list[tuple]:
         m = self.model

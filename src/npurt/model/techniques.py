@@ -35,7 +35,7 @@ from npurt.model.calibrate import iterate_float, normalized_feeds
 from npurt.model.ir import Graph, Node
 from npurt.model.options import TECHNIQUES
 from npurt.model.passes import NodeEvaluator
-from npurt.model.weights import _weight_axis, quantize_weight
+from npurt.model.weights import _weight_axis, asymmetric_weights, quantize_weight, quantize_weight_asymmetric
 from npurt.tensor.window import conv_geometry
 
 MAX_POSITIONS = 1024
@@ -290,6 +290,17 @@ def _dequant(q: np.ndarray, scales: np.ndarray, axis: int) -> np.ndarray:
     return q.astype(np.float64) * scales.astype(np.float64).reshape(shape)
 
 
+def _stored_weights(graph: Graph, layer: "Layer", w: np.ndarray, per_layer: bool) -> np.ndarray:
+    """The weight values int8 compilation stores for `layer` (float64): symmetric per channel (or per layer), or
+    asymmetric for a conv reading a model input (`weights.asymmetric_weights`)."""
+    if not per_layer and asymmetric_weights(graph, layer.node):
+        q, scales, zps = quantize_weight_asymmetric(w, layer.axis)
+        shape = [1] * q.ndim
+        shape[layer.axis] = -1
+        return _dequant(q.astype(np.int32) - zps.reshape(shape), scales, layer.axis)
+    return _dequant(*quantize_weight(w, layer.axis, per_layer), layer.axis)
+
+
 # --- bias correction ---------------------------------------------------------------------------------------------------
 
 def correct_bias(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats],
@@ -304,8 +315,8 @@ def correct_bias(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats]
         if layer.index not in stats or node.op_type == "MatMul":
             continue
         w = graph.constants[layer.weight]
-        q, scales = quantize_weight(w, layer.axis, per_layer)
-        delta = layer.matrix(_dequant(q, scales, layer.axis) - float_weights[layer.index].astype(np.float64))
+        stored = _stored_weights(graph, layer, w, per_layer)
+        delta = layer.matrix(stored - float_weights[layer.index].astype(np.float64))
         shift = np.einsum("gmk,gk->gm", delta, stats[layer.index].mean).reshape(-1)
         if node.op_type == "Gemm":
             shift = shift / float(node.attrs.get("beta", 1.0))
@@ -325,12 +336,14 @@ def _rectified_sigmoid(v: np.ndarray) -> np.ndarray:
 
 
 def round_layer(w: np.ndarray, scales: np.ndarray, h: np.ndarray, iterations: int | None = None,
-                reg: float = 3.0, lr: float = 0.05) -> np.ndarray:
+                reg: float = 3.0, lr: float = 0.05, asymmetric: bool = False) -> np.ndarray:
     """AdaRound of one layer's weight rows `w` (groups, R, K) on the grid `scales` (groups, R), with the input
     second moment `h` (groups, K, K): the integer weights (groups, R, K) in [-127, 127]. The element holding a
-    row's largest |w| keeps its nearest integer (+-127), so the row's scale does not change; each group keeps the
-    rounding with the lower output error of AdaRound's and round-to-nearest for each row. `iterations`: Adam steps
-    (None: ADAROUND_ITERATIONS, fewer for a large layer as LAYER_FLOPS says); the steps run in float32."""
+    row's largest |w| keeps its nearest integer (+-127), so the row's scale does not change (`asymmetric`: the
+    row's smallest and largest weights keep theirs and the others stay between, so its [min, max] grid does not);
+    each group keeps the rounding with the lower output error of AdaRound's and round-to-nearest for each row.
+    `iterations`: Adam steps (None: ADAROUND_ITERATIONS, fewer for a large layer as LAYER_FLOPS says); the steps run
+    in float32."""
     if iterations is None:
         cost = w.shape[0] * w.shape[1] * (2.0 * w.shape[2] ** 2 + 200.0 * w.shape[2])
         iterations = int(min(ADAROUND_ITERATIONS, max(ADAROUND_MIN_ITERATIONS, LAYER_FLOPS // max(cost, 1.0))))
@@ -338,7 +351,12 @@ def round_layer(w: np.ndarray, scales: np.ndarray, h: np.ndarray, iterations: in
     base = np.floor(t)
     rest = t - base
     nearest = np.rint(t)
-    pinned = np.abs(t) >= np.max(np.abs(t), axis=-1, keepdims=True) - 1e-6
+    if asymmetric:
+        low, high = np.min(nearest, axis=-1, keepdims=True), np.max(nearest, axis=-1, keepdims=True)
+        pinned = (t >= np.max(t, axis=-1, keepdims=True) - 1e-6) | (t <= np.min(t, axis=-1, keepdims=True) + 1e-6)
+    else:
+        low, high = -127, 127
+        pinned = np.abs(t) >= np.max(np.abs(t), axis=-1, keepdims=True) - 1e-6
     norm = np.maximum(np.einsum("gr,gkk->g", scales ** 2, h), 1e-30)[:, None, None]
     s32, t32, base32, h32 = (a.astype(np.float32) for a in (scales[..., None], t, base, h))
     scale32 = (2.0 * s32 / norm).astype(np.float32)
@@ -361,7 +379,7 @@ def round_layer(w: np.ndarray, scales: np.ndarray, h: np.ndarray, iterations: in
         m2 = b2 * m2 + (1 - b2) * grad * grad
         v = v - lr * (m1 / (1 - b1 ** step)) / (np.sqrt(m2 / (1 - b2 ** step)) + eps)
     rounded = base + (_rectified_sigmoid(v) >= 0.5)
-    rounded = np.where(pinned, nearest, np.clip(rounded, -127, 127))
+    rounded = np.where(pinned, nearest, np.clip(rounded, low, high))
 
     def loss(q: np.ndarray) -> np.ndarray:           # per row: the rows' output errors are independent
         e = q - t
@@ -373,16 +391,20 @@ def round_layer(w: np.ndarray, scales: np.ndarray, h: np.ndarray, iterations: in
 def adaround(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats],
              iterations: int = ADAROUND_ITERATIONS, per_layer: bool = False) -> int:
     """Replace each layer's weights by their adaptively rounded values on npurt's per-channel int8 grid (float
-    weights that int8 compilation stores exactly); returns the number of layers rounded."""
+    weights that int8 compilation stores exactly; asymmetric ones for a conv reading a model input); returns the
+    number of layers rounded."""
     done = 0
     for layer in layers:
         st = stats.get(layer.index)
         if st is None or st.second is None:
             continue
         w = graph.constants[layer.weight].astype(np.float64)
-        _, scales = quantize_weight(w, layer.axis, per_layer)
+        asymmetric = not per_layer and asymmetric_weights(graph, layer.node)
+        scales = quantize_weight_asymmetric(w, layer.axis)[1] if asymmetric else \
+            quantize_weight(w, layer.axis, per_layer)[1]
         mat = layer.matrix(w)
-        q = round_layer(mat, scales.astype(np.float64).reshape(mat.shape[:2]), st.second, iterations)
+        q = round_layer(mat, scales.astype(np.float64).reshape(mat.shape[:2]), st.second, iterations,
+                        asymmetric=asymmetric)
         value = layer.from_matrix(q * scales.astype(np.float64).reshape(mat.shape[:2])[..., None], w)
         _set_constant(graph, layer.node, 1, value, "W")
         done += 1

@@ -2,7 +2,9 @@
 
 - fp16 precision: float constants as float16 (float32 if a value would overflow float16); others unchanged.
 - int8 precision: Conv/ConvTranspose/Gemm/MatMul weight operands as symmetric int8 + float32 scales per channel
-  (or one scale repeated for every channel: per-layer weights);
+  (or one scale repeated for every channel: per-layer weights), except a dense Conv reading a model input (the first
+  layer): asymmetric int8 per channel (+ int8 zero points: [min, max] with 0 onto all 256 codes), as rknn-toolkit2
+  quantises it;
   their biases as int32 with scale = input scale * weight scale (per channel); other float constants float16;
   the constants of the nodes kept in fp16 (mixed precision, `float_nodes`) float16.
 - float32 precision: everything as given (float constants as float32).
@@ -17,7 +19,7 @@ import numpy as np
 
 from npurt.model.ir import Graph
 from npurt.tensor import DType
-from npurt.tensor.quant import quantize_per_channel
+from npurt.tensor.quant import choose_affine_params, quantize_per_channel
 
 WEIGHT_ALIGN = 64          # offset alignment of each weight in the blob (npurt's choice)
 WEIGHT_TOTAL_ALIGN = 1024  # the whole weight region is a 1 KiB multiple, as the seed's totals are
@@ -35,15 +37,17 @@ class WeightEntry:
     logical_dtype: str
     axis: int | None = None
     scales: str | None = None   # name of a float32 entry holding the per-channel (or single) scales
+    zero_points: str | None = None  # name of an int8 entry of per-channel zero points (asymmetric weights)
 
     def to_json(self) -> dict:
         return {"name": self.name, "dtype": self.dtype.value, "shape": list(self.shape),
-                "logical_dtype": self.logical_dtype, "axis": self.axis, "scales": self.scales}
+                "logical_dtype": self.logical_dtype, "axis": self.axis, "scales": self.scales,
+                **({"zero_points": self.zero_points} if self.zero_points else {})}
 
     @classmethod
     def from_json(cls, d: dict) -> "WeightEntry":
         return cls(d["name"], DType(d["dtype"]), tuple(int(x) for x in d["shape"]), d["logical_dtype"],
-                   d["axis"], d["scales"])
+                   d["axis"], d["scales"], d.get("zero_points"))
 
 
 def _weight_axis(op: str, position: int, attrs: dict, shape: tuple[int, ...]) -> int | None:
@@ -90,6 +94,30 @@ def quantize_weight(w: np.ndarray, axis: int, per_layer: bool = False,
     return quantize_per_channel(w, axis, "int8", steps)
 
 
+def asymmetric_weights(graph: Graph, node) -> bool:
+    """Whether int8 compilation stores `node`'s weights asymmetric per channel: a dense Conv reading a model input.
+
+    rknn-toolkit2 quantises every conv's weights so; npurt does it where it measured better than symmetric weights,
+    the first layer (few weights per channel, an exact pixel input: the weights' grid is its error)."""
+    return (node.op_type == "Conv" and int(node.attrs.get("group", 1)) == 1 and bool(node.inputs)
+            and node.inputs[0] in graph.inputs)
+
+
+def quantize_weight_asymmetric(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(int8 codes, float32 scales, int32 zero points) per channel along `axis`: each channel's [min, max], widened
+    to hold 0, onto the 256 int8 codes (`choose_affine_params`); the value of code q is (q - zero point) * scale."""
+    w = np.asarray(w, np.float32)
+    axis %= w.ndim
+    rows = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
+    params = [choose_affine_params(float(r.min()), float(r.max())) if r.size else (1.0, 0) for r in rows]
+    scales = np.array([p[0] for p in params], np.float32)
+    zps = np.array([p[1] for p in params], np.int32)
+    bshape = [1] * w.ndim
+    bshape[axis] = -1
+    q = np.rint(np.divide(w, scales.reshape(bshape), dtype=np.float32)) + zps.reshape(bshape)
+    return np.clip(q, -128, 127).astype(np.int8), scales, zps
+
+
 def encode_weights(graph: Graph, precision: str, act_qparams: dict[str, tuple[float, int]] | None = None,
                    float_nodes: "set[int] | frozenset[int]" = frozenset(), per_layer: bool = False
                    ) -> tuple[dict[str, WeightEntry], dict[str, np.ndarray]]:
@@ -124,6 +152,15 @@ def encode_weights(graph: Graph, precision: str, act_qparams: dict[str, tuple[fl
             axes = {_weight_axis(graph.nodes[i].op_type, p, graph.nodes[i].attrs, value.shape) for i, p in uses}
             if len(axes) == 1 and None not in axes and np.all(np.isfinite(value)):
                 axis = axes.pop()
+                if not per_layer and name not in graph.weight_steps and all(
+                        p == 1 and asymmetric_weights(graph, graph.nodes[i]) for i, p in uses):
+                    q, scales, zps = quantize_weight_asymmetric(value, axis)
+                    add(f"{name}#scale", scales, "float32")
+                    add(f"{name}#zp", zps.astype(np.int8), "int8")
+                    add(name, q, logical, axis, f"{name}#scale")
+                    entries[name].zero_points = f"{name}#zp"
+                    weight_scales[name] = scales
+                    continue
                 q, scales = quantize_weight(value, axis, per_layer, graph.weight_steps.get(name))
                 add(f"{name}#scale", scales, "float32")
                 add(name, q, logical, axis, f"{name}#scale")
@@ -175,8 +212,10 @@ def stored_view(entry: WeightEntry, blob: np.ndarray, offset: int) -> np.ndarray
     return blob[offset:offset + n * dt.itemsize].view(dt).reshape(entry.shape)
 
 
-def decode_weight(entry: WeightEntry, stored: np.ndarray, scales: np.ndarray | None) -> np.ndarray:
-    """The logical value the kernels take: float32 for float constants (dequantised), else the stored array."""
+def decode_weight(entry: WeightEntry, stored: np.ndarray, scales: np.ndarray | None,
+                  zero_points: np.ndarray | None = None) -> np.ndarray:
+    """The logical value the kernels take: float32 for float constants (dequantised: (code - zero point) * scale),
+    else the stored array."""
     if not entry.logical_dtype.startswith("float"):
         return stored
     if entry.scales is None:
@@ -185,4 +224,6 @@ def decode_weight(entry: WeightEntry, stored: np.ndarray, scales: np.ndarray | N
     if entry.axis is not None and stored.ndim:
         shape[entry.axis] = -1
     s = scales.reshape(shape) if scales.size > 1 else scales.reshape(())
+    if zero_points is not None:
+        stored = np.subtract(stored, zero_points.reshape(shape), dtype=np.int32)
     return np.multiply(stored, s, dtype=np.float32)

@@ -196,7 +196,7 @@ def _layer(index: int, node: "Node", compiled: "CompiledModel", fig: T.NpuFigure
             size = int(compiled.storage[t].nbytes)
         ddr += size - hit
         sram += hit
-    wbytes = sum(int(plan.weight_sizes.get(w, 0)) + int(plan.weight_sizes.get(f"{w}#scale", 0)) for w in weights_in)
+    wbytes = sum(int(plan.weight_sizes.get(w + part, 0)) for w in weights_in for part in ("", "#scale", "#zp"))
     ddr += wbytes
 
     target, why = place(node, compiled, fig.soc)

@@ -24,8 +24,9 @@ class StepBinding:
         self._codes = codes
 
     def weight_codes(self, name: str) -> tuple[np.ndarray, np.ndarray, int | None] | None:
-        """(stored int8 codes, scales, quantisation axis) of cached constant `name` when it is stored as quantised
-        int8, else None."""
+        """(integer codes, scales, quantisation axis) of cached constant `name` when it is stored as quantised int8
+        (value = codes * scale: the stored int8 codes, or int16 code - zero point for asymmetric weights), else
+        None."""
         if self._codes is None or name not in self.constants:
             return None
         return self._codes(name)

@@ -9,7 +9,8 @@ through `ConvEpilogue`. The numpy path is the reference the compiled kernel matc
 The input is copied into a padded int8 buffer (C1, Hp, Wp, CC) whose border holds the zero point, so padding
 contributes (zp - zp) * w = 0 (without padding the conv reads the NC1HWC2 slot itself); CC is the input's C2
 (NC1HWC2) or its channels rounded up to 4 (NHWC, e.g. a model input: the step's own buffer, its border and spare
-lanes written once at bind).
+lanes written once at bind). Asymmetric weights (a conv reading a model input) have codes - zero point beyond int8:
+split into int8 parts, each against its own copy of the NHWC input's channels (CC = channels x parts, rounded up).
 """
 from __future__ import annotations
 
@@ -52,14 +53,26 @@ def requantize(acc: np.ndarray, colsum: np.ndarray, zp: int, mult: np.ndarray, b
     return f
 
 
+def int8_parts(codes: np.ndarray) -> list[np.ndarray]:
+    """int8 arrays summing to integer `codes` (one: they fit int8; asymmetric weights' codes - zero point span up to
+    [-255, 255]: two, or three for a code of 255), each the rest clipped to int8."""
+    parts, rest = [], codes.astype(np.int32)
+    while True:
+        part = np.clip(rest, -128, 127)
+        parts.append(part.astype(np.int8))
+        rest = rest - part
+        if not rest.any():
+            return parts
+
+
 def weight_codes(ctx: StepBinding, wname: str, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """(codes (M, C, kh, kw) int8, per-output-channel scales (M,) float64) of a conv's int8 weights; Skip when the
-    weights are not int8 quantised per tensor or per output channel."""
+    """(integer codes (M, C, kh, kw) int8 or int16, per-output-channel scales (M,) float64) of a conv's int8
+    weights; Skip when the weights are not int8 quantised per tensor or per output channel."""
     got = ctx.weight_codes(wname)
     if got is None:
         raise Skip
     codes, scales, axis = got
-    if codes.dtype != np.int8 or codes.ndim != 4 or codes.shape[0] != m or (scales.size != 1 and (
+    if codes.dtype not in (np.int8, np.int16) or codes.ndim != 4 or codes.shape[0] != m or (scales.size != 1 and (
             axis != 0 or scales.size != m)):
         raise Skip
     return codes, np.broadcast_to(np.asarray(scales, np.float64).reshape(-1), (m,))
@@ -73,17 +86,19 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
         raise Skip
     m, cin = so.shape[1], si.shape[1]
     codes, wscale = weight_codes(ctx, cw.name, m)
+    parts = int8_parts(codes)       # codes beyond int8 (asymmetric weights): the input's lanes repeated per part
     h, wd, kh, kw, ho, wo, sh, sw, hp, wp, _ = cw.sizes(si)
     pb = cw.geometry.pads_begin
     if src.layout == "nc1hwc2":
         c1, cc = si.dims[1], si.dims[4]
-        if cc % 4:
+        if cc % 4 or len(parts) > 1:
             raise Skip
     else:
-        c1, cc = 1, -(-cin // 4) * 4
+        c1, cc = 1, -(-cin * len(parts) // 4) * 4
     n = o1 * 16
     wk = np.zeros((kh, kw, c1 * cc, n), np.int8)
-    wk[:, :, :cin, :m] = codes.transpose(2, 3, 1, 0)
+    for j, part in enumerate(parts):
+        wk[:, :, j * cin:(j + 1) * cin, :m] = part.transpose(2, 3, 1, 0)
     wk = np.ascontiguousarray(wk.reshape(kh * kw * c1 * cc, n))
     colsum = wk.sum(axis=0, dtype=np.int64).astype(np.int32)
     zp = int(si.zp)
@@ -104,17 +119,18 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
     x = ctx.slot(src.name)
     if src.layout == "nc1hwc2" and (hp, wp) == (h, wd) and x[0].flags.c_contiguous:
         xpad = x[0]                  # no padding: the conv reads the slot itself (no copy)
-        values = interior = None
+        values, interior = None, []
     elif src.layout == "nc1hwc2":
         xpad = ctx.temp.take("padded8", np.int8, c1 * hp * wp * cc).reshape(c1, hp, wp, cc)
-        values, interior = x[0], xpad[:, pb[0]:pb[0] + h, pb[1]:pb[1] + wd]
+        values, interior = x[0], [xpad[:, pb[0]:pb[0] + h, pb[1]:pb[1] + wd]]
     else:       # NHWC (few channels, e.g. a model input): the step's own buffer, border and spare lanes written here
         xpad = ctx.temp.take(f"padded8 {out_name}", np.int8, hp * wp * cc).reshape(1, hp, wp, cc)
         xpad.fill(zp)
-        values, interior = x[0, :, :wd, :cin], xpad[0, pb[0]:pb[0] + h, pb[1]:pb[1] + wd, :cin]
+        values = x[0, :, :wd, :cin]
+        interior = [xpad[0, pb[0]:pb[0] + h, pb[1]:pb[1] + wd, j * cin:(j + 1) * cin] for j in range(len(parts))]
     edges = [e for e in [xpad[:, :pb[0]], xpad[:, pb[0] + h:], xpad[:, pb[0]:pb[0] + h, :pb[1]],
                          xpad[:, pb[0]:pb[0] + h, pb[1] + wd:]] if e.size] if src.layout == "nc1hwc2" else []
-    fill = copier(interior, values) if interior is not None else (lambda: None)
+    fills = [copier(part, values) for part in interior]
     o = ctx.slot(out_name)
     pads = padding_lanes(so, o)
     folded = epilogue.folds_output_scale
@@ -133,7 +149,8 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
     def run() -> None:
         for e in edges:
             e.fill(zp)
-        fill()
+        for fill in fills:
+            fill()
         if compiled is not None:
             compiled()
         else:
