@@ -139,3 +139,14 @@ def test_saved_model_keeps_the_zero_points():
     x = _pixels(rng, 1)[0]
     for inplace in (True, False):
         np.testing.assert_array_equal(_run(back, x, inplace).read_tensor("c1"), _run(cm, x, inplace).read_tensor("c1"))
+
+
+def test_an_htp_soc_keeps_the_first_layer_symmetric():
+    # the HTP's int8 per-channel weights are symmetric: compiling for an HTP SoC stores no zero points
+    from npurt.model import zoo
+    rng = np.random.default_rng(7)
+    data = [rng.standard_normal((1, 3, 32, 32)).astype(np.float32) for _ in range(2)]
+    rknn = npurt.compile(zoo.small_convnet(), soc="rk3588", precision="int8", quantize=data)
+    htp = npurt.compile(zoo.small_convnet(), soc="sm8650", precision="int8", quantize=data)
+    assert any(e.zero_points for e in rknn.weights.values())
+    assert not any(e.zero_points for e in htp.weights.values())

@@ -161,7 +161,8 @@ def _compile_optimized(graph: Graph, soc: str | None, options: CompileOptions, *
             from npurt.model.techniques import apply_techniques
             applied = apply_techniques(graph, options.optimize, samples, means if mean is not None else None,
                                        stds if std is not None else None, evaluate,
-                                       per_layer=options.weight_method == "layer")
+                                       per_layer=options.weight_method == "layer",
+                                       asymmetric_first=not profile.vtcm_size)
         qparams = calib.calibrate(graph, samples, means if mean is not None else None,
                                   stds if std is not None else None, progress=progress, evaluate=evaluate,
                                   algorithm=options.algorithm)
@@ -183,7 +184,8 @@ def _compile_optimized(graph: Graph, soc: str | None, options: CompileOptions, *
     float_ids = {id(n) for n in float_nodes}
     per_layer = options.weight_method == "layer"
     entries, arrays = encode_weights(graph, precision, qparams,
-                                     {i for i, n in enumerate(graph.nodes) if id(n) in float_ids}, per_layer)
+                                     {i for i, n in enumerate(graph.nodes) if id(n) in float_ids}, per_layer,
+                                     asymmetric_first=not profile.vtcm_size)     # RKNN: as the toolkit; HTP: symmetric
     placed, total = layout_blob(arrays)
     blob = build_blob(arrays, placed, total)
     # The graph's constants become views of the stored blob (the compiled model holds one copy of weights).

@@ -193,7 +193,8 @@ def write_techniques(model: "str | bytes | onnx.ModelProto", techniques: "str | 
                      ) -> tuple[onnx.ModelProto, dict[str, dict[str, int]]]:
     """The float ONNX `model` with `techniques` applied to its initializers (see the module doc) and what each did;
     `dataset` (any calibration form, None for CLE alone) drives bias correction and rounding, normalised by `mean` /
-    `std` (as `npurt.compile` takes them: one list per input, or one for all, or None). `target` is recorded in the model's metadata with the report."""
+    `std` (as `npurt.compile` takes them: one list per input, or one for all, or None). `target` ("qnn": the first layer's weights on the HTP's symmetric grid, else
+    the toolkit's asymmetric one) is recorded in the model's metadata with the report."""
     chosen = parse_techniques(techniques)
     if not chosen:
         raise NpuError(ErrorCode.INVALID_ARGUMENT, "no technique chosen: use cle, bias and / or adaround")
@@ -222,7 +223,7 @@ def write_techniques(model: "str | bytes | onnx.ModelProto", techniques: "str | 
         return {name: (graph.constants[l.weight], graph.constants[l.node.inputs[2]]
                        if len(l.node.inputs) > 2 and l.node.inputs[2] else None) for name, l in layers.items()}
     before = snapshot()
-    report = apply_techniques(graph, chosen, samples, mean, std, evaluate)
+    report = apply_techniques(graph, chosen, samples, mean, std, evaluate, asymmetric_first=target != "qnn")
     for name, (w, b) in snapshot().items():
         w0, b0 = before[name]
         new_w = None if w is w0 or np.array_equal(w, w0) else w.astype(np.float64)

@@ -290,10 +290,10 @@ def _dequant(q: np.ndarray, scales: np.ndarray, axis: int) -> np.ndarray:
     return q.astype(np.float64) * scales.astype(np.float64).reshape(shape)
 
 
-def _stored_weights(graph: Graph, layer: "Layer", w: np.ndarray, per_layer: bool) -> np.ndarray:
-    """The weight values int8 compilation stores for `layer` (float64): symmetric per channel (or per layer), or
-    asymmetric for a conv reading a model input (`weights.asymmetric_weights`)."""
-    if not per_layer and asymmetric_weights(graph, layer.node):
+def _stored_weights(graph: Graph, layer: "Layer", w: np.ndarray, per_layer: bool, asymmetric_first: bool) -> np.ndarray:
+    """The weight values int8 compilation stores for `layer` (float64): symmetric per channel (or per layer), or,
+    with `asymmetric_first`, asymmetric for a conv reading a model input (`weights.asymmetric_weights`)."""
+    if not per_layer and asymmetric_first and asymmetric_weights(graph, layer.node):
         q, scales, zps = quantize_weight_asymmetric(w, layer.axis)
         shape = [1] * q.ndim
         shape[layer.axis] = -1
@@ -304,7 +304,7 @@ def _stored_weights(graph: Graph, layer: "Layer", w: np.ndarray, per_layer: bool
 # --- bias correction ---------------------------------------------------------------------------------------------------
 
 def correct_bias(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats],
-                 float_weights: dict[int, np.ndarray], per_layer: bool = False) -> int:
+                 float_weights: dict[int, np.ndarray], per_layer: bool = False, asymmetric_first: bool = True) -> int:
     """Subtract from each layer's bias the mean output shift of its int8 weights (quantised from the weights the
     graph holds now) against `float_weights` (the float weights before rounding), on the mean input patch of the
     calibration run; a Conv / Gemm without a bias gets one. MatMul has no bias and is left alone. Returns the
@@ -315,7 +315,7 @@ def correct_bias(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats]
         if layer.index not in stats or node.op_type == "MatMul":
             continue
         w = graph.constants[layer.weight]
-        stored = _stored_weights(graph, layer, w, per_layer)
+        stored = _stored_weights(graph, layer, w, per_layer, asymmetric_first)
         delta = layer.matrix(stored - float_weights[layer.index].astype(np.float64))
         shift = np.einsum("gmk,gk->gm", delta, stats[layer.index].mean).reshape(-1)
         if node.op_type == "Gemm":
@@ -389,7 +389,7 @@ def round_layer(w: np.ndarray, scales: np.ndarray, h: np.ndarray, iterations: in
 
 
 def adaround(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats],
-             iterations: int = ADAROUND_ITERATIONS, per_layer: bool = False) -> int:
+             iterations: int = ADAROUND_ITERATIONS, per_layer: bool = False, asymmetric_first: bool = True) -> int:
     """Replace each layer's weights by their adaptively rounded values on npurt's per-channel int8 grid (float
     weights that int8 compilation stores exactly; asymmetric ones for a conv reading a model input); returns the
     number of layers rounded."""
@@ -399,7 +399,7 @@ def adaround(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats],
         if st is None or st.second is None:
             continue
         w = graph.constants[layer.weight].astype(np.float64)
-        asymmetric = not per_layer and asymmetric_weights(graph, layer.node)
+        asymmetric = not per_layer and asymmetric_first and asymmetric_weights(graph, layer.node)
         scales = quantize_weight_asymmetric(w, layer.axis)[1] if asymmetric else \
             quantize_weight(w, layer.axis, per_layer)[1]
         mat = layer.matrix(w)
@@ -415,10 +415,11 @@ def adaround(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats],
 
 def apply_techniques(graph: Graph, techniques: Sequence[str], samples: list[list[np.ndarray]] | None,
                      mean: list | None, std: list | None, evaluate: NodeEvaluator,
-                     per_layer: bool = False) -> dict[str, dict[str, int]]:
+                     per_layer: bool = False, asymmetric_first: bool = True) -> dict[str, dict[str, int]]:
     """Run `techniques` (names of `TECHNIQUES`, in any order: they run as the module doc says) over `graph` in place;
     `samples` (normalised by `mean` / `std`) drive bias correction and adaptive rounding, on the int8 weight grid
-    npurt compiles to (per channel, or `per_layer`). Returns what each did,
+    npurt compiles to (per channel, or `per_layer`; `asymmetric_first`: the first layer's as `encode_weights` stores
+    it for an RKNN SoC). Returns what each did,
     e.g. {"cle": {"pairs": 12}, "bias": {"layers": 27}}."""
     chosen = [t for t in TECHNIQUES if t in techniques]
     report: dict[str, dict[str, int]] = {}
@@ -433,7 +434,9 @@ def apply_techniques(graph: Graph, techniques: Sequence[str], samples: list[list
     stats = layer_statistics(graph, layers, samples, mean, std, evaluate, "adaround" in chosen)
     float_weights = {layer.index: graph.constants[layer.weight] for layer in layers}
     if "adaround" in chosen:
-        report["adaround"] = {"layers": adaround(graph, layers, stats, per_layer=per_layer)}
+        report["adaround"] = {"layers": adaround(graph, layers, stats, per_layer=per_layer,
+                                                     asymmetric_first=asymmetric_first)}
     if "bias" in chosen:
-        report["bias"] = {"layers": correct_bias(graph, layers, stats, float_weights, per_layer)}
+        report["bias"] = {"layers": correct_bias(graph, layers, stats, float_weights, per_layer,
+                                                      asymmetric_first)}
     return report

@@ -119,10 +119,12 @@ def quantize_weight_asymmetric(w: np.ndarray, axis: int) -> tuple[np.ndarray, np
 
 
 def encode_weights(graph: Graph, precision: str, act_qparams: dict[str, tuple[float, int]] | None = None,
-                   float_nodes: "set[int] | frozenset[int]" = frozenset(), per_layer: bool = False
-                   ) -> tuple[dict[str, WeightEntry], dict[str, np.ndarray]]:
+                   float_nodes: "set[int] | frozenset[int]" = frozenset(), per_layer: bool = False,
+                   asymmetric_first: bool = True) -> tuple[dict[str, WeightEntry], dict[str, np.ndarray]]:
     """({name: WeightEntry}, {entry name: stored array}) for every constant a node reads (`float_nodes`: schedule
-    indices of the nodes of an int8 model that compute in fp16; `per_layer`: one int8 scale per weight tensor)."""
+    indices of the nodes of an int8 model that compute in fp16; `per_layer`: one int8 scale per weight tensor;
+    `asymmetric_first`: the first layer's weights asymmetric, as rknn-toolkit2 stores them, where the HTP's int8
+    per-channel weights are symmetric)."""
     used: dict[str, list[tuple[int, int]]] = {}
     for i, node in enumerate(graph.nodes):
         for pos, t in enumerate(node.inputs):
@@ -152,7 +154,7 @@ def encode_weights(graph: Graph, precision: str, act_qparams: dict[str, tuple[fl
             axes = {_weight_axis(graph.nodes[i].op_type, p, graph.nodes[i].attrs, value.shape) for i, p in uses}
             if len(axes) == 1 and None not in axes and np.all(np.isfinite(value)):
                 axis = axes.pop()
-                if not per_layer and name not in graph.weight_steps and all(
+                if not per_layer and asymmetric_first and name not in graph.weight_steps and all(
                         p == 1 and asymmetric_weights(graph, graph.nodes[i]) for i, p in uses):
                     q, scales, zps = quantize_weight_asymmetric(value, axis)
                     add(f"{name}#scale", scales, "float32")
