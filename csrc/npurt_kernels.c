@@ -922,3 +922,22 @@ int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, 
     }
     return 0;
 }
+
+/* ---- int8 elementwise --------------------------------------------------------------------------------------- */
+
+int npk_binary_i8(int op, const int8_t *a, const int8_t *b, int8_t *out, int64_t n, const float *q)
+{
+    if (op < 0 || op > 2 || n < 0)
+        return -1;
+    float ta[256], tb[256];
+    for (int64_t i0 = 0; i0 < n; i0 += 256) {
+        const int64_t m = n - i0 < 256 ? n - i0 : 256;
+        cast_run(NPK_I8_F32, a + i0, ta, m, q[0], q[1]);
+        cast_run(NPK_I8_F32, b + i0, tb, m, q[2], q[3]);
+        if (op == 0) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] + tb[i];
+        else if (op == 1) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] - tb[i];
+        else for (int64_t i = 0; i < m; i++) ta[i] = ta[i] * tb[i];
+        cast_run(NPK_F32_I8, ta, out + i0, m, q[4], q[5]);
+    }
+    return 0;
+}

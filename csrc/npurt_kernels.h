@@ -151,6 +151,10 @@ int npk_lookup_lanes(const void *table, int out_size, const void *a, const void 
  * ufunc with dtype=float32, then the casting store) */
 int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n);
 
+/* out = rint(A op B) stored as int8 codes (NPK_F32_I8 with q[4], q[5]) of A = a * q[0] - q[1] and B = b * q[2] - q[3]
+ * (NPK_I8_F32), op 0 add, 1 subtract, 2 multiply, all in float32: the int8 slots' dequantise, numpy's ufunc, quantise */
+int npk_binary_i8(int op, const int8_t *a, const int8_t *b, int8_t *out, int64_t n, const float *q);
+
 /* MaxPool straight from an NC1HWC2 slot (npurt_pool.c): x (planes, h, w, c2) C-contiguous float16 (xtype 0) or int8
  * codes (xtype 1); y (planes, ho, wo, c2) = the max over the taps inside the image of each window (kernel kh x kw,
  * strides, dilations, pads top pt / left pl), as numpy's np.maximum folds it (NaN met first kept, ties the later

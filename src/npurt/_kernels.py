@@ -639,3 +639,23 @@ def binary_f16_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray):
         call(*args)
     run.arrays = (out, a, b)
     return run
+
+
+def binary_i8_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray, qa: tuple[float, float],
+                 qb: tuple[float, float], qo: tuple[float, float]):
+    """A zero-argument function storing int8 codes of (a * sa - ba) op (b * sb - bb) quantised as x * inv + zp
+    (`qa` = (sa, ba), `qb`, `qo` = (inv, zp)), every step in float32 as `dequantize`, numpy's ufunc and `quantize`
+    compute it, for contiguous int8 arrays of one shape and op in BINARY_F16; None otherwise."""
+    if not _enabled or op not in BINARY_F16 or not _writable(out) or not all(
+            isinstance(v, np.ndarray) and v.dtype == _I8 and v.flags.c_contiguous and v.shape == out.shape
+            for v in (out, a, b)):
+        return None
+    q = ffi.new("float[6]", [float(np.float32(v)) for v in (*qa, *qb, *qo)])
+    args = (BINARY_F16[op], ffi.cast("int8_t *", a.ctypes.data), ffi.cast("int8_t *", b.ctypes.data),
+            ffi.cast("int8_t *", out.ctypes.data), out.size, q)
+    call = lib.npk_binary_i8
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (out, a, b, q)
+    return run

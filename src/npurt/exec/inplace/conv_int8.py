@@ -65,6 +65,30 @@ def weight_codes(ctx: StepBinding, wname: str, m: int) -> tuple[np.ndarray, np.n
     return codes, np.broadcast_to(np.asarray(scales, np.float64).reshape(-1), (m,))
 
 
+def packed_weights(codes: np.ndarray, wscale: np.ndarray, bias: np.ndarray | None, lanes: int, n: int, si, so,
+                   epilogue: ConvEpilogue) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(weights (kh * kw * lanes, n) int8 in (dy, dx, lane) order, their column sums, mult, bias) of the requantisation
+    f = float32(acc - zp * colsum) * mult + bias for int8 weight `codes` (M, C, kh, kw) with per-output-channel
+    scales `wscale`; the output's scale and zero point folded in when `epilogue` folds them. Columns >= M are zero."""
+    m, cin, kh, kw = codes.shape
+    wk = np.zeros((kh, kw, lanes, n), np.int8)
+    wk[:, :, :cin, :m] = codes.transpose(2, 3, 1, 0)
+    wk = np.ascontiguousarray(wk.reshape(kh * kw * lanes, n))
+    colsum = wk.sum(axis=0, dtype=np.int64).astype(np.int32)
+    scale = np.zeros(n)
+    scale[:m] = float(si.scale) * wscale
+    b = np.zeros(n, np.float32)
+    if bias is not None:
+        b[:m] = bias
+    if epilogue.folds_output_scale:
+        mult = (scale / float(so.scale)).astype(np.float32)
+        b = (b.astype(np.float64) / float(so.scale) + float(so.zp)).astype(np.float32)
+        b[m:] = 0
+    else:
+        mult = scale.astype(np.float32)
+    return wk, colsum, mult, b
+
+
 def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Callable[[], None]:
     """The step of a dense (group 1) int8 conv; `src` a ConvInput, `cw` its ConvWeights."""
     si = src.storage
@@ -81,24 +105,10 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
             raise Skip
     else:
         c1, cc = 1, -(-cin // 4) * 4
-    n = o1 * 16
-    wk = np.zeros((kh, kw, c1 * cc, n), np.int8)
-    wk[:, :, :cin, :m] = codes.transpose(2, 3, 1, 0)
-    wk = np.ascontiguousarray(wk.reshape(kh * kw * c1 * cc, n))
-    colsum = wk.sum(axis=0, dtype=np.int64).astype(np.int32)
     zp = int(si.zp)
     epilogue = ConvEpilogue(attrs, so)
-    scale = np.zeros(n)
-    scale[:m] = float(si.scale) * wscale
-    bias = np.zeros(n, np.float32)
-    if cw.bias is not None:
-        bias[:m] = cw.bias
-    if epilogue.folds_output_scale:
-        mult = (scale / float(so.scale)).astype(np.float32)
-        bias = (bias.astype(np.float64) / float(so.scale) + float(so.zp)).astype(np.float32)
-        bias[m:] = 0
-    else:
-        mult = scale.astype(np.float32)
+    wk, colsum, mult, bias = packed_weights(codes, wscale, cw.bias, c1 * cc, o1 * 16, si, so, epilogue)
+    n = o1 * 16
     geometry = ((kh, kw), (sh, sw), tuple(cw.geometry.dilations), (ho, wo))
 
     x = ctx.slot(src.name)
@@ -152,4 +162,62 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
             cast_copy(stored, y)
             np.copyto(dst_groups, groups)
         zero(pads)
+    return run
+
+
+def gemm_int8(node, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
+    """A classifier's Gemm (plain int8 (1, K) activation @ int8 weights quantised per output channel + a constant
+    bias, into a plain int8 (1, M) slot) in integers as the dense int8 conv computes it: a 1 x 1 conv on a 1 x 1 map,
+    its M codes copied into the output slot. Skip for anything else (the float kernel step takes it)."""
+    from npurt.exec.inplace.plain import plain_kind
+    from npurt.exec.inplace.slots import activation
+    if len(node.inputs) < 2 or len(node.outputs) != 1 or attrs.get("transA", 0) \
+            or float(attrs.get("alpha", 1.0)) != 1.0 or float(attrs.get("beta", 1.0)) != 1.0:
+        raise Skip
+    si, ki = activation(node.inputs[0], ctx, plain_kind)
+    so, ko = activation(node.outputs[0], ctx, plain_kind)
+    if ki != "int8" or ko != "int8" or len(si.shape) != 2 or si.shape[0] != 1 or len(so.shape) != 2 \
+            or so.shape[0] != 1:
+        raise Skip
+    k, m = si.shape[1], so.shape[1]
+    got = ctx.weight_codes(node.inputs[1])
+    trans = bool(attrs.get("transB", 0))
+    if got is None or got[0].shape != ((m, k) if trans else (k, m)) or (got[1].size != 1 and (
+            got[2] != (0 if trans else 1) or got[1].size != m)):
+        raise Skip
+    codes = got[0] if trans else got[0].T
+    wscale = np.broadcast_to(np.asarray(got[1], np.float64).reshape(-1), (m,))
+    c = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+    if c is not None and (c not in ctx.constants or ctx.constants[c].size != m):
+        raise Skip
+    epilogue = ConvEpilogue(attrs, so)
+    if not epilogue.folds_output_scale:
+        raise Skip
+    cc, n = -(-k // 4) * 4, -(-m // 16) * 16
+    wk, colsum, mult, bias = packed_weights(codes.reshape(m, k, 1, 1), wscale,
+                                            None if c is None else ctx.constants[c].reshape(-1), cc, n, si, so,
+                                            epilogue)
+    zp = int(si.zp)
+    x, o = ctx.slot(node.inputs[0]).reshape(-1), ctx.slot(node.outputs[0]).reshape(-1)
+    if cc == k:
+        xpad, fill = x.reshape(1, 1, 1, k), (lambda: None)
+    else:                                # spare lanes: the zero point, against zero weights
+        xpad = np.full((1, 1, 1, cc), zp, np.int8)
+        fill = copier(xpad.reshape(-1)[:k], x)
+    codes_out = np.empty((n // 16, 1, 1, 16), np.int8)
+    lo, hi = epilogue.bounds
+    compiled = _kernels.int8_conv(xpad, wk, colsum, zp, mult, bias, (1, 1), (1, 1), (1, 1), (1, 1), out=codes_out,
+                                  bounds=(lo, hi), wide=lambda size: ctx.temp.take("wide16", np.int16, size))
+    store = copier(o, codes_out.reshape(-1)[:m])
+
+    def run() -> None:
+        fill()
+        if compiled is not None:
+            compiled()
+        else:
+            f = requantize(accumulate(xpad.reshape(1, cc), wk), colsum, zp, mult, bias)
+            np.clip(f, np.float32(lo), np.float32(hi), out=f)
+            np.rint(f, out=f)
+            np.copyto(codes_out.reshape(1, n), f, casting="unsafe")
+        store()
     return run

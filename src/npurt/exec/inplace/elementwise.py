@@ -4,7 +4,8 @@
   computed at bind by the op's own kernel with the generic dequantise/quantise steps, so results are bit-identical
   to the generic path; one gather pass per run.
 - binary Add/Sub/Mul of two identically stored tensors: fp16 computes in float32 in one ufunc call
-  (`dtype=float32`, cast once on store); int8 uses a 65536-entry table indexed by the two stored bytes. When both
+  (`dtype=float32`, cast once on store); int8 uses a 65536-entry table indexed by the two stored bytes, or the
+  table's own arithmetic in one compiled pass where that stores the table's byte for every pair. When both
   inputs are functions of one tensor x (SiLU's Mul(x, Sigmoid(x))), one table over x's stored values.
 - binary Add/Sub/Mul of a tensor and a constant (a decode head's grid and anchors): a one-value constant is a unary
   op (one table); any other constant broadcast to the output is packed at bind into the output's NC1HWC2 lanes as
@@ -99,7 +100,8 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
     au, bu, ou = bits(a), bits(b), bits(o)
     index = ctx.typed_scratch(np.uint16, a.size).reshape(a.shape)      # temp: shared with other steps
 
-    compiled = _kernels.lookup_fn(ou, table, au, bu)
+    compiled = _arithmetic_int8(node.op_type, attrs, o, a, b, (sa, sb, so), table) or \
+        _kernels.lookup_fn(ou, table, au, bu)
     if compiled is not None:
         def run_compiled() -> None:
             compiled()
@@ -112,6 +114,26 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
         np.take(table, index, out=ou, mode="clip")
         zero(pads)
     return run_int8
+
+
+def _arithmetic_int8(op: str, attrs: dict, o: np.ndarray, a: np.ndarray, b: np.ndarray, storages: tuple,
+                     table: np.ndarray) -> Callable[[], None] | None:
+    """The int8 pair table's arithmetic in one compiled pass (`_kernels.binary_i8_fn`: dequantise both, the op,
+    quantise, in float32), used only when it stores the table's byte for each of the 65536 pairs (checked here, at
+    bind); else None (the table gather)."""
+    if attrs.get("activation") is not None:
+        return None
+    sa, sb, so = storages
+    quant = ((sa.scale, sa.zp * sa.scale), (sb.scale, sb.zp * sb.scale), (1.0 / so.scale, so.zp))
+    pairs = np.arange(256, dtype=np.uint16).astype(np.uint8).view(np.int8)
+    got = np.empty(65536, np.int8)
+    check = _kernels.binary_i8_fn(op, got, np.repeat(pairs, 256), np.tile(pairs, 256), *quant)
+    if check is None:
+        return None
+    check()
+    if not np.array_equal(got.view(np.uint8), table):
+        return None
+    return _kernels.binary_i8_fn(op, o, a, b, *quant)
 
 
 def _of_one_tensor(node, kernel, attrs, ctx: StepBinding, kind: str, so) -> Callable[[], None] | None:

@@ -1,0 +1,98 @@
+"""An int8 MobileNetV2-style tail — a residual Add of two int8 slots, GlobalAveragePool, Flatten and a classifier
+Gemm — stores the same bytes with the compiled kernels at every instruction set as with them off (the numpy path):
+the Add's one-pass arithmetic (`_kernels.binary_i8_fn`, taken only where it reproduces the pair table) and the
+Gemm summed in integers (`conv_int8.gemm_int8`, a 1 x 1 conv on a 1 x 1 map)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import npurt
+import npurt._kernels as K
+from helpers.models import stored_bytes
+from npurt.exec.executor import Executor, allocate
+from npurt.runtime.user_io import pack_input
+
+
+def _tail_model(channels: int, classes: int, trans_b: int):
+    """input -> Conv 3x3 -> Relu -> 1x1 Conv (project) -> Add(project, first) -> GlobalAveragePool -> Flatten ->
+    Gemm(transB) -> logits."""
+    from npurt.model.zoo import _Graph
+    g = _Graph(3)
+    x = g.node("Relu", [g.conv("input", 3, channels, 3)])
+    y = g.node("Add", [g.conv(x, channels, channels, 1), x])
+    f = g.node("Flatten", [g.node("GlobalAveragePool", [y])], axis=1)
+    w = g.rng.normal(0, 0.3, (classes, channels) if trans_b else (channels, classes)).astype(np.float32)
+    b = g.rng.normal(0, 0.1, classes).astype(np.float32)
+    logits = g.node("Gemm", [f, g.const(w), g.const(b, "b")], transB=trans_b)
+    return g.model([("input", [1, 3, 11, 10])], [(logits, [1, classes])], "tail")
+
+
+def _compiled(channels: int, classes: int, trans_b: int, seed: int):
+    rng = np.random.default_rng(seed)
+    cm = npurt.compile(_tail_model(channels, classes, trans_b), soc="rk3588", progress=False,
+                       quantize=[rng.standard_normal((1, 3, 11, 10)).astype(np.float32) for _ in range(3)])
+    return cm, rng.standard_normal((1, 3, 11, 10)).astype(np.float32) * 2
+
+
+@pytest.mark.parametrize("channels, classes, trans_b", [(22, 37, 1), (32, 10, 0), (48, 1000, 1)])
+def test_tail_stores_the_numpy_paths_bytes_at_every_level(channels, classes, trans_b, monkeypatch):
+    cm, x = _compiled(channels, classes, trans_b, channels)
+    ops = [n.op_type for n in cm.graph.nodes]
+    assert "Add" in ops and ops[-1] == "Gemm"
+    before = K.set_enabled(False)
+    try:
+        want = stored_bytes(cm, x)
+    finally:
+        K.set_enabled(before)
+    try:
+        for name in K.LEVELS[:K.LEVELS.index(K.cpu_level()) + 1]:
+            K.set_level(name)
+            for threads in ("1", "2"):
+                monkeypatch.setenv("NPURT_EXEC_THREADS", threads)
+                got = stored_bytes(cm, x)
+                for t in want:
+                    np.testing.assert_array_equal(got[t], want[t], err_msg=f"{name} {threads} {t}")
+    finally:
+        K.set_level("")
+
+
+@pytest.mark.parametrize("channels, classes, trans_b", [(22, 37, 1), (32, 10, 0)])
+def test_integer_gemm_is_in_place_and_near_the_float_kernel(channels, classes, trans_b):
+    """The int8 Gemm takes the in-place integer step; its codes are within one of the generic float path's."""
+    cm, x = _compiled(channels, classes, trans_b, 5)
+    out = []
+    for inplace in (True, False):
+        w, a, i, o = allocate(cm)
+        ex = Executor(cm, inplace=inplace)
+        ex.bind(w, a, i, o)
+        pack_input(cm.native_input_attrs[0], x, i[0])
+        ex.run()
+        step = ex._steps[-1]
+        assert (not step[2] and not step[3]) == inplace
+        out.append(ex.tensor_view(cm.graph.outputs[0]).astype(np.int32))
+    assert np.abs(out[0] - out[1]).max() <= 1
+    assert len(np.unique(out[0])) > classes // 3          # not a constant output
+
+
+@pytest.mark.parametrize("op", sorted(K.BINARY_F16))
+def test_int8_binary_kernel_matches_numpy_for_every_pair(op, level):
+    """`binary_i8_fn` on all 65536 code pairs stores what the slots' dequantise, numpy's ufunc and quantise store."""
+    from npurt.exec.inplace.elementwise import BINARY
+    from npurt.exec.inplace.slots import dequantize, quantize
+
+    class Q:
+        def __init__(self, scale: float, zp: int) -> None:
+            self.scale, self.zp = scale, zp
+
+    sa, sb, so = Q(0.031, -5), Q(0.0173, 12), Q(0.03 if op != "Mul" else 0.05, -3)
+    codes = np.arange(256, dtype=np.uint16).astype(np.uint8).view(np.int8)
+    a, b = np.repeat(codes, 256), np.tile(codes, 256)
+    want = quantize(BINARY[op](dequantize(a, sa), dequantize(b, sb)), so)
+    got = np.empty(65536, np.int8)
+    run = K.binary_i8_fn(op, got, a, b, (sa.scale, sa.zp * sa.scale), (sb.scale, sb.zp * sb.scale),
+                         (1.0 / so.scale, so.zp))
+    assert run is not None
+    run()
+    np.testing.assert_array_equal(got, want)
+    assert len(np.unique(want)) > 100 and want.min() == -128 and want.max() == 127
