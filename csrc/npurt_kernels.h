@@ -173,6 +173,13 @@ struct npk_pool {
 };
 int npk_max_pool(const struct npk_pool *p, int64_t plane_lo, int64_t plane_hi);
 
+/* GlobalAveragePool straight from an NC1HWC2 slot (npurt_pool.c): x (c1, hw, c2) float16 (xtype 0) or int8 codes
+ * (xtype 1, read as q * scale - shift), each lane's hw values summed as numpy's float32 add.reduce sums a contiguous
+ * row (pairwise), divided by hw as true_divide by an intp does (in double), stored into out (c1, c2) as float16 or as
+ * int8 codes rint(v * inv + zp) (NPK_F32_I8); lanes >= channels stored as 0. c2 <= 64 */
+int npk_global_avg_pool(const void *x, int xtype, int64_t c1, int64_t hw, int64_t c2, float scale, float shift,
+                        int64_t channels, float inv, float zp, void *out);
+
 /* parts of one kernel call run in parallel (npurt_threads.c): part k is kernel `kind`'s (struct structs[k], rows
  * or blocks [bounds[2k], bounds[2k + 1])); the caller runs part 0, persistent worker threads the others (nparts
  * <= 64). 0, or -1 when a part returned -1 or the arguments are out of range. */

@@ -96,3 +96,33 @@ def test_int8_binary_kernel_matches_numpy_for_every_pair(op, level):
     run()
     np.testing.assert_array_equal(got, want)
     assert len(np.unique(want)) > 100 and want.min() == -128 and want.max() == 127
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+@pytest.mark.parametrize("hw", [(2, 3), (1, 1), (13, 13), (16, 17)])
+def test_compiled_global_average_pool_stores_the_generic_paths_bytes(precision, hw, level):
+    """The one-call GlobalAveragePool (numpy's pairwise sums: under 8 pixels, up to 128, and split runs beyond)
+    stores the generic path's bytes, padded lanes zero, at every instruction-set level."""
+    from npurt.model.zoo import _Graph
+    rng = np.random.default_rng(hw[0] * 31 + hw[1])
+    g = _Graph(1)
+    x = g.node("GlobalAveragePool", [g.conv("input", 3, 20, 1)])
+    shape = (1, 3) + hw
+    model = g.model([("input", list(shape))], [(g.conv(x, 20, 4, 1), [1, 4, 1, 1])], "gap")
+    cm = npurt.compile(model, soc="rk3588", progress=False, quantize=[rng.standard_normal(shape).astype(np.float32)
+                                                                      for _ in range(2)] if precision == "int8" else None)
+    index, node = next((i, n) for i, n in enumerate(cm.graph.nodes) if n.op_type == "GlobalAveragePool")
+    value = (rng.standard_normal(cm.storage[node.inputs[0]].shape) * np.exp(rng.uniform(-6, 6, (1, 20) + hw)))
+    stored = []
+    for inplace in (True, False):
+        w, a, i, o = allocate(cm)
+        a[:] = 0xAB                                    # stale bytes: padding lanes must be written
+        ex = Executor(cm, inplace=inplace)
+        ex.bind(w, a, i, o)
+        assert (not ex._steps[index][2]) == inplace
+        if inplace:
+            assert getattr(ex._steps[index][0].inplace_run, "arrays", None) is not None   # the compiled call
+        ex.write_tensor(node.inputs[0], value.astype(np.float32))
+        ex.run_step(index)
+        stored.append(ex.tensor_view(node.outputs[0]).view(np.uint8).copy())
+    np.testing.assert_array_equal(stored[0], stored[1])

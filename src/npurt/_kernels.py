@@ -583,6 +583,31 @@ def max_pool(x: np.ndarray, out: np.ndarray, kernel: tuple[int, int], strides: t
     return run
 
 
+def global_avg_pool_fn(x: np.ndarray, out: np.ndarray, channels: int, quant: tuple[float, float] | None = None,
+                       store: tuple[float, float] = (1.0, 0.0)):
+    """A zero-argument function computing GlobalAveragePool straight from an NC1HWC2 slot (`npk_global_avg_pool`): `x`
+    (C1, H, W, C2) float16, or int8 codes read as q * quant[0] - quant[1]; each lane's mean as numpy's float32
+    add.reduce and true_divide by the pixel count compute it, stored into `out` (C1 * C2 values) as float16 or as int8
+    codes quantised with `store` = (1 / scale, zero point); lanes >= `channels` 0. None when the arrays are not that
+    case or the kernels are off."""
+    if not _enabled or x.ndim != 4 or not x.flags.c_contiguous or not _writable(out) or not out.flags.c_contiguous:
+        return None
+    c1, h, w, c2 = x.shape
+    int8 = x.dtype == _I8 and quant is not None
+    if not (int8 or (x.dtype == _F16 and quant is None)) or out.dtype != x.dtype or out.size != c1 * c2 \
+            or not 1 <= c2 <= 64 or h * w < 1 or not 0 <= channels <= c1 * c2:
+        return None
+    a, b = quant if int8 else (0.0, 0.0)
+    args = (_ptr(x), int(int8), c1, h * w, c2, float(np.float32(a)), float(np.float32(b)), channels,
+            float(np.float32(store[0])), float(np.float32(store[1])), _ptr(out))
+    call = lib.npk_global_avg_pool
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (x, out)
+    return run
+
+
 def lookup(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray | None = None) -> bool:
     """out = table[a] (a uint8 or uint16), or table[a << 8 | b] for two uint8 arrays: np.take(table, index, out=out)
     over contiguous arrays of one shape, with a table covering every index (256 or 65536 entries of 1 or 2 bytes)."""
