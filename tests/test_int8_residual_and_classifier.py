@@ -14,9 +14,9 @@ from npurt.exec.executor import Executor, allocate
 from npurt.runtime.user_io import pack_input
 
 
-def _tail_model(channels: int, classes: int, trans_b: int):
+def _tail_model(channels: int, classes: int, trans_b: int, softmax: bool = False):
     """input -> Conv 3x3 -> Relu -> 1x1 Conv (project) -> Add(project, first) -> GlobalAveragePool -> Flatten ->
-    Gemm(transB) -> logits."""
+    Gemm(transB) (-> Softmax) -> logits."""
     from npurt.model.zoo import _Graph
     g = _Graph(3)
     x = g.node("Relu", [g.conv("input", 3, channels, 3)])
@@ -25,6 +25,8 @@ def _tail_model(channels: int, classes: int, trans_b: int):
     w = g.rng.normal(0, 0.3, (classes, channels) if trans_b else (channels, classes)).astype(np.float32)
     b = g.rng.normal(0, 0.1, classes).astype(np.float32)
     logits = g.node("Gemm", [f, g.const(w), g.const(b, "b")], transB=trans_b)
+    if softmax:
+        logits = g.node("Softmax", [logits], axis=-1)
     return g.model([("input", [1, 3, 11, 10])], [(logits, [1, classes])], "tail")
 
 
@@ -126,3 +128,33 @@ def test_compiled_global_average_pool_stores_the_generic_paths_bytes(precision, 
         ex.run_step(index)
         stored.append(ex.tensor_view(node.outputs[0]).view(np.uint8).copy())
     np.testing.assert_array_equal(stored[0], stored[1])
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_fp16_gemm_and_softmax_steps_store_the_generic_bytes(trans_b, level):
+    """fp16 Gemm and Softmax run as steps prepared at bind (no per-run allocation) and store the generic path's
+    bytes at every instruction-set level."""
+    rng = np.random.default_rng(21 + trans_b)
+    cm = npurt.compile(_tail_model(24, 37, trans_b, softmax=True), soc="rk3588", precision="fp16", progress=False)
+    x = rng.standard_normal((1, 3, 11, 10)).astype(np.float32) * 2
+    runs, bufs = [], []
+    for inplace in (False, True):
+        w, a, i, o = allocate(cm)
+        a[:] = 0xAB
+        ex = Executor(cm, inplace=inplace)
+        ex.bind(w, a, i, o)
+        pack_input(cm.native_input_attrs[0], x, i[0])
+        ex.run()
+        runs.insert(0, ex)
+        bufs.insert(0, (a, o))
+    bufs[0][0][:] = bufs[1][0]                  # the last two steps again, both from the generic run's memory
+    for ex in runs:
+        for k in (-2, -1):
+            ex.run_step(len(cm.graph.nodes) + k)
+    names = {s[-1].op_type: s[0].inplace_run.__qualname__ for s in runs[0]._steps if hasattr(s[0], "inplace_run")}
+    assert names["Gemm"] == "gemm.<locals>.run" and names["Softmax"] == "softmax.<locals>.run"
+    for node in cm.graph.nodes[-2:]:
+        t = node.outputs[0]
+        np.testing.assert_array_equal(runs[0].tensor_view(t).view(np.uint8), runs[1].tensor_view(t).view(np.uint8))
+    probabilities = runs[0].tensor_view(cm.graph.outputs[0]).astype(np.float32)
+    assert abs(float(probabilities.sum()) - 1.0) < 1e-2

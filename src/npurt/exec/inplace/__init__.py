@@ -69,7 +69,10 @@ def _prepare(op: str, node: Any, kernel: Callable, attrs: dict, ctx: StepBinding
     if op == "AveragePool":
         return whole_map_average_pool(node, attrs, ctx)
     if op == "Gemm":
-        return _first(lambda: gemm_int8(node, attrs, ctx), lambda: plain.kernel_step(node, kernel, attrs, ctx))
+        return _first(lambda: gemm_int8(node, attrs, ctx), lambda: plain.gemm(node, attrs, ctx),
+                      lambda: plain.kernel_step(node, kernel, attrs, ctx))
+    if op == "Softmax":
+        return _first(lambda: plain.softmax(node, attrs, ctx), lambda: plain.kernel_step(node, kernel, attrs, ctx))
     if op in plain.KERNEL_OPS:
         return plain.kernel_step(node, kernel, attrs, ctx)
     if op in ("Reshape", "Flatten"):

@@ -19,7 +19,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, padding_lanes, zero
+from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, filler, padding_lanes
 from npurt.exec.inplace.slots import Skip
 
 EXACT_F32_TERMS = (1 << 24) // (128 * 128)       # K up to which float32 sums of int8 x int8 products are exact
@@ -122,11 +122,11 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
         xpad = ctx.temp.take(f"padded8 {out_name}", np.int8, hp * wp * cc).reshape(1, hp, wp, cc)
         xpad.fill(zp)
         values, interior = x[0, :, :wd, :cin], xpad[0, pb[0]:pb[0] + h, pb[1]:pb[1] + wd, :cin]
-    edges = [e for e in [xpad[:, :pb[0]], xpad[:, pb[0] + h:], xpad[:, pb[0]:pb[0] + h, :pb[1]],
-                         xpad[:, pb[0]:pb[0] + h, pb[1] + wd:]] if e.size] if src.layout == "nc1hwc2" else []
+    edges = filler([xpad[:, :pb[0]], xpad[:, pb[0] + h:], xpad[:, pb[0]:pb[0] + h, :pb[1]],
+                    xpad[:, pb[0]:pb[0] + h, pb[1] + wd:]] if src.layout == "nc1hwc2" else [], zp)
     fill = copier(interior, values) if interior is not None else (lambda: None)
     o = ctx.slot(out_name)
-    pads = padding_lanes(so, o)
+    pads = filler(padding_lanes(so, o))
     folded = epilogue.folds_output_scale
     direct = folded or epilogue.swish is not None          # the kernel stores the int8 codes itself
     lo, hi = epilogue.bounds if folded else (-128.0, 127.0)
@@ -141,8 +141,7 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
         dst_groups = o[0].reshape(o1, ho * wo, 16).view("V16")[..., 0]
 
     def run() -> None:
-        for e in edges:
-            e.fill(zp)
+        edges()
         fill()
         if compiled is not None:
             compiled()
@@ -161,7 +160,7 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
             epilogue(y)
             cast_copy(stored, y)
             np.copyto(dst_groups, groups)
-        zero(pads)
+        pads()
     return run
 
 

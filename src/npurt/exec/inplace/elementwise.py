@@ -25,7 +25,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.kernels import apply_activation
-from npurt.exec.inplace.epilogue import padding_lanes, store, stored_table, table_gather, widen, zero
+from npurt.exec.inplace.epilogue import filler, padding_lanes, store, stored_table, table_gather, widen, zero
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.slots import Skip, activation, all_values, bits, constant_inputs, dequantize, kind_of
 
@@ -73,7 +73,7 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
     if derived is not None:
         return derived
     a, b, o = ctx.slot(node.inputs[0]), ctx.slot(node.inputs[1]), ctx.slot(node.outputs[0])
-    pads = padding_lanes(so, o)
+    pads = filler(padding_lanes(so, o))
     if ka == "fp16":
         ufunc = BINARY[node.op_type]
         if attrs.get("activation") is None:
@@ -82,7 +82,7 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
 
             def run() -> None:
                 compute()
-                zero(pads)
+                pads()
             return run
         tmp = ctx.scratch(a.size)[:a.size].reshape(a.shape)
 
@@ -90,7 +90,7 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
             ufunc(a, b, out=tmp, dtype=np.float32)
             apply_activation(tmp, attrs)
             np.copyto(o, tmp, casting="unsafe")
-            zero(pads)
+            pads()
         return run_activated
     # int8: a table over every pair of stored bytes
     _, va = all_values("int8", sa)
@@ -105,14 +105,14 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
     if compiled is not None:
         def run_compiled() -> None:
             compiled()
-            zero(pads)
+            pads()
         return run_compiled
 
     def run_int8() -> None:
         np.left_shift(au, 8, out=index, dtype=np.uint16)
         np.bitwise_or(index, bu, out=index)
         np.take(table, index, out=ou, mode="clip")
-        zero(pads)
+        pads()
     return run_int8
 
 
