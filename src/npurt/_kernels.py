@@ -152,6 +152,28 @@ def cast_fn(dst: np.ndarray, src: np.ndarray):
     return run
 
 
+def fill_fn(dst: np.ndarray, value):
+    """`dst.fill(value)` prepared once (`npk_fill`: its contiguous runs memset or copied from one pattern): a
+    zero-argument function, or None when the kernels are off or `dst` is not writable with a contiguous last axis
+    (after merging the axes contiguous in memory) of items up to 8 bytes."""
+    if not _enabled or not _writable(dst) or dst.ndim == 0 or dst.ndim > 8 or dst.itemsize > 8:
+        return None
+    if dst.size == 0:
+        return lambda: None
+    dst, _ = _merged(dst, dst)
+    if dst.strides[-1] != dst.itemsize or any(s < 0 for s in dst.strides):
+        return None
+    pattern = np.full((), value, dst.dtype)
+    args = (_ptr(dst), dst.ndim, ffi.new("int64_t[]", dst.shape), ffi.new("int64_t[]", dst.strides),
+            _ptr(pattern), dst.itemsize)
+    call = lib.npk_fill
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (dst, pattern)
+    return run
+
+
 def _merged(dst: np.ndarray, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """dst and src with adjacent axes that are contiguous in both merged into one (longer runs per kernel row)."""
     shape, ds, ss = [dst.shape[0]], [dst.strides[0]], [src.strides[0]]

@@ -126,10 +126,11 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
                     xpad[:, pb[0]:pb[0] + h, pb[1] + wd:]] if src.layout == "nc1hwc2" else [], zp)
     fill = copier(interior, values) if interior is not None else (lambda: None)
     o = ctx.slot(out_name)
-    pads = filler(padding_lanes(so, o))
     folded = epilogue.folds_output_scale
     direct = folded or epilogue.swish is not None          # the kernel stores the int8 codes itself
     lo, hi = epilogue.bounds if folded else (-128.0, 127.0)
+    # padding lanes: zero weights and bias store code 0 there when the clamp keeps 0 (no fill needed)
+    pads = filler([] if folded and lo <= 0 <= hi and not bias[m:].any() else padding_lanes(so, o))
     y = None if direct else ctx.scratch(ho * wo * n)[:ho * wo * n].reshape(ho * wo, n)
     dst = o[0].reshape(o1, ho, wo, 16)
     compiled = _kernels.int8_conv(xpad, wk, colsum, zp, mult, bias, *geometry, out=dst if direct else None,
