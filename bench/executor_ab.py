@@ -93,8 +93,9 @@ def main() -> None:
                             times[side, op].append(_ask(workers[side], op=op, n=n)["s"])
                 med = {k: statistics.median(v) for k, v in times.items()}
                 peer = "ORT int8" if precision == "int8" else "ORT fp32"
-                print(f"{cpu} | {model} {precision}: npurt / {peer} before {med['before', 'npurt'] / med['before', 'peer']:.2f}"
-                      f" after {med['after', 'npurt'] / med['after', 'peer']:.2f}; npurt ms before "
+                ratio = {side: med[side, "npurt"] / med[side, "peer"] for side in workers}
+                print(f"{cpu} | {model} {precision}: npurt / {peer} before {ratio['before']:.2f}"
+                      f" after {ratio['after']:.2f}; npurt ms before "
                       f"{med['before', 'npurt'] * 1e3:.3f} after {med['after', 'npurt'] * 1e3:.3f} "
                       f"(x{med['after', 'npurt'] / med['before', 'npurt']:.2f}); load average "
                       f"{os.getloadavg()[0]:.2f}", flush=True)

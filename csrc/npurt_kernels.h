@@ -155,8 +155,8 @@ int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, 
  * `value` (size <= 8) */
 int npk_fill(void *dst, int ndim, const int64_t *shape, const int64_t *strides, const void *value, int size);
 
-/* out = rint(A op B) stored as int8 codes (NPK_F32_I8 with q[4], q[5]) of A = a * q[0] - q[1] and B = b * q[2] - q[3]
- * (NPK_I8_F32), op 0 add, 1 subtract, 2 multiply, all in float32: the int8 slots' dequantise, numpy's ufunc, quantise */
+/* out = int8 codes (NPK_F32_I8 with q[4], q[5]) of A op B, A = a * q[0] - q[1] and B = b * q[2] - q[3] (NPK_I8_F32),
+ * op 0 add, 1 subtract, 2 multiply, all in float32: the int8 slots' dequantise, numpy's ufunc, quantise */
 int npk_binary_i8(int op, const int8_t *a, const int8_t *b, int8_t *out, int64_t n, const float *q);
 
 /* MaxPool straight from an NC1HWC2 slot (npurt_pool.c): x (planes, h, w, c2) C-contiguous float16 (xtype 0) or int8

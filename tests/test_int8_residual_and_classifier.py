@@ -111,8 +111,8 @@ def test_compiled_global_average_pool_stores_the_generic_paths_bytes(precision, 
     x = g.node("GlobalAveragePool", [g.conv("input", 3, 20, 1)])
     shape = (1, 3) + hw
     model = g.model([("input", list(shape))], [(g.conv(x, 20, 4, 1), [1, 4, 1, 1])], "gap")
-    cm = npurt.compile(model, soc="rk3588", progress=False, quantize=[rng.standard_normal(shape).astype(np.float32)
-                                                                      for _ in range(2)] if precision == "int8" else None)
+    calibration = [rng.standard_normal(shape).astype(np.float32) for _ in range(2)] if precision == "int8" else None
+    cm = npurt.compile(model, soc="rk3588", progress=False, quantize=calibration)
     index, node = next((i, n) for i, n in enumerate(cm.graph.nodes) if n.op_type == "GlobalAveragePool")
     value = (rng.standard_normal(cm.storage[node.inputs[0]].shape) * np.exp(rng.uniform(-6, 6, (1, 20) + hw)))
     stored = []
@@ -162,7 +162,8 @@ def test_fp16_gemm_and_softmax_steps_store_the_generic_bytes(trans_b, level):
 
 @pytest.mark.parametrize("value", [0, -7, 1.5])
 def test_fill_fn_matches_numpy_fill(value):
-    """The compiled fill of strided views (padding lanes, conv borders) writes what ndarray.fill writes, nothing else."""
+    """The compiled fill of strided views (padding lanes, conv borders) writes what ndarray.fill writes, and only
+    there."""
     rng = np.random.default_rng(4)
     for dtype in (np.int8, np.float16, np.float32):
         base = rng.integers(-100, 100, (1, 3, 9, 11, 16)).astype(dtype)

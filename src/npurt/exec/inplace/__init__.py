@@ -4,10 +4,11 @@ slot -> NCHW float32 -> kernel -> NCHW float32 -> slot round trip.
 `prepare(...)` returns, for a node it can handle, a zero-argument callable that reads the node's inputs from their
 slots and writes its outputs into theirs (native layout and type, padding lanes zero); None otherwise, and the
 executor keeps the generic path. Every buffer is prepared at bind; the per-run work is a few numpy calls with
-`out=`. The arithmetic is the generic path's. One module per op family: `elementwise` (unary tables, binary ops),
-`channels` (Concat / Split by whole C1 blocks), `reshape` (NC1HWC2 into a plain slot), `resize` (nearest), `pool` (MaxPool, GlobalAveragePool),
-`conv` (dense and depthwise; `conv_int8` also an int8 classifier's Gemm), `plain` (Concat / Split / unary ops on plainly stored tensors); `epilogue` is the
-store they share.
+`out=`. The arithmetic is the generic path's, except that int8 dense convs and an int8 classifier's Gemm sum in
+integers as the NPU does (`conv_int8`). One module per op family: `elementwise` (unary tables, binary ops),
+`channels` (Concat / Split by whole C1 blocks), `reshape` (NC1HWC2 into a plain slot), `resize` (nearest), `pool`
+(MaxPool, GlobalAveragePool), `conv` (dense and depthwise; `conv_int8` also the int8 Gemm), `plain` (Concat / Split /
+unary ops, Gemm / Softmax on plainly stored tensors); `epilogue` is the store they share.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Ops on plain slots: tensors stored in their logical shape, C order (UNDEFINED or NCHW layout, no padded rows), as
 float16 or quantised int8 — a detection head's (1, C, N) tensors. Concat / Split are block copies (int8 with other
 quantisation through the 256-entry requantisation table); unary ops are the table gather of `elementwise`; Gemm /
-Softmax call their kernel between the slots (`kernel_step`; also on (1, C, 1, 1) NC1HWC2 slots, whose values are
-contiguous)."""
+Softmax run their kernel's arithmetic on buffers prepared at bind (`gemm`, `softmax`), other cases call the kernel
+between the slots (`kernel_step`); all also on (1, C, 1, 1) NC1HWC2 slots, whose values are contiguous."""
 from __future__ import annotations
 
 from typing import Any, Callable
