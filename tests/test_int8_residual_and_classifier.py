@@ -196,3 +196,14 @@ def test_int8_conv_leaves_zero_padding_lanes_over_stale_memory(level):
             assert view.shape[1] * view.shape[4] == 32 and not view[:, 1, ..., 8:].any(), node.name
             checked += 1
     assert checked >= 3
+
+
+def test_sequence_drops_empty_parts_and_keeps_order():
+    """A step made of parts: empty fills dropped, one part returned as it is, the others run in order."""
+    from npurt.exec.inplace.epilogue import filler, nothing, sequence
+    calls = []
+    first, second = (lambda: calls.append(1)), (lambda: calls.append(2))
+    assert filler([]) is nothing and sequence(nothing, filler([np.zeros(0)])) is nothing
+    assert sequence(nothing, first, filler([])) is first
+    sequence(second, nothing, first)()
+    assert calls == [2, 1]

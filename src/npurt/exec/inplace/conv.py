@@ -16,7 +16,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.tensor.window import ConvGeometry, conv_geometry
-from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, filler, padding_lanes
+from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, filler, padding_lanes, sequence
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.conv_fp16 import dense_fp16, fused_activation
 from npurt.exec.inplace.conv_int8 import dense_int8
@@ -232,10 +232,4 @@ def _native_depthwise(src: ConvInput, x: np.ndarray, border: float, tap_weights:
         sums = _kernels.depthwise(x, border, weights, bias, *geometry, y=acc)
         store = copier(o, acc)
         compiled = None if sums is None else lambda: (sums(), epilogue(acc), store())
-    if compiled is None:
-        return None
-
-    def run() -> None:
-        compiled()
-        pads()
-    return run
+    return None if compiled is None else sequence(compiled, pads)

@@ -16,7 +16,7 @@ import numpy as np
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.conv_int8 import columns
-from npurt.exec.inplace.epilogue import ConvEpilogue, copier, filler, padding_lanes
+from npurt.exec.inplace.epilogue import ConvEpilogue, copier, filler, padding_lanes, sequence
 from npurt.exec.inplace.slots import Skip
 
 
@@ -79,12 +79,7 @@ def dense_fp16(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw, input_
     compiled = _kernels.float_conv(xp, wm, bias, *geometry, out=o[0] if act is not None else None,
                                    activation=act or (0, 0.0, 0.0), y=y if act is None else None)
     if compiled is not None and act is not None:
-        def run() -> None:
-            edges()
-            fill()
-            compiled()
-            pads()
-        return run
+        return sequence(edges, fill, compiled, pads)
 
     stored = ctx.typed_scratch(np.float16, ho * wo * mp).reshape(ho * wo, mp)
     group = np.dtype(f"V{o2 * 2}")

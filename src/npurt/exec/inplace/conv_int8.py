@@ -19,7 +19,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, filler, padding_lanes
+from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, filler, nothing, padding_lanes, sequence
 from npurt.exec.inplace.slots import Skip
 
 EXACT_F32_TERMS = (1 << 24) // (128 * 128)       # K up to which float32 sums of int8 x int8 products are exact
@@ -124,7 +124,7 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
         values, interior = x[0, :, :wd, :cin], xpad[0, pb[0]:pb[0] + h, pb[1]:pb[1] + wd, :cin]
     edges = filler([xpad[:, :pb[0]], xpad[:, pb[0] + h:], xpad[:, pb[0]:pb[0] + h, :pb[1]],
                     xpad[:, pb[0]:pb[0] + h, pb[1] + wd:]] if src.layout == "nc1hwc2" else [], zp)
-    fill = copier(interior, values) if interior is not None else (lambda: None)
+    fill = copier(interior, values) if interior is not None else nothing
     o = ctx.slot(out_name)
     folded = epilogue.folds_output_scale
     direct = folded or epilogue.swish is not None          # the kernel stores the int8 codes itself
@@ -140,6 +140,8 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
         stored = ctx.typed_scratch(np.int8, ho * wo * n).reshape(ho * wo, n)
         groups = stored.view("V16").reshape(ho * wo, o1).T
         dst_groups = o[0].reshape(o1, ho * wo, 16).view("V16")[..., 0]
+    elif compiled is not None:
+        return sequence(edges, fill, compiled, pads)
 
     def run() -> None:
         edges()

@@ -25,7 +25,8 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.kernels import apply_activation
-from npurt.exec.inplace.epilogue import filler, padding_lanes, store, stored_table, table_gather, widen, zero
+from npurt.exec.inplace.epilogue import (filler, padding_lanes, sequence, store, stored_table, table_gather, widen,
+                                         zero)
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.slots import Skip, activation, all_values, bits, constant_inputs, dequantize, kind_of
 
@@ -79,11 +80,7 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
         if attrs.get("activation") is None:
             compute = _kernels.binary_f16_fn(node.op_type, o, a, b) or (
                 lambda: ufunc(a, b, out=o, dtype=np.float32, casting="unsafe"))
-
-            def run() -> None:
-                compute()
-                pads()
-            return run
+            return sequence(compute, pads)
         tmp = ctx.scratch(a.size)[:a.size].reshape(a.shape)
 
         def run_activated() -> None:
@@ -103,10 +100,7 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
     compiled = _arithmetic_int8(node.op_type, attrs, o, a, b, (sa, sb, so), table) or \
         _kernels.lookup_fn(ou, table, au, bu)
     if compiled is not None:
-        def run_compiled() -> None:
-            compiled()
-            pads()
-        return run_compiled
+        return sequence(compiled, pads)
 
     def run_int8() -> None:
         np.left_shift(au, 8, out=index, dtype=np.uint16)
