@@ -1,13 +1,13 @@
 """Before / after: two npurt source trees against onnxruntime, run for run interleaved.
 
-On a loaded machine separate benchmark runs disagree by more than the change being measured; here one worker
-process per tree (PYTHONPATH = that tree's `src`, the same onnxruntime) holds the row's executor and onnxruntime
-session, and the coordinator asks them in turn for one timed block each (one untimed warm run, then 1 run, or 10
-of small_convnet, averaged) — before npurt, before onnxruntime, after npurt, after onnxruntime, the order of the two
-trees swapped every round — so both trees see the same load. Reported
-per row: each tree's median npurt / median onnxruntime (onnxruntime's int8 for int8 rows, as `executor.py`'s "vs ORT
-int8", float32 for fp16 rows) and after / before npurt time. Rows are `executor.py`'s (`--models` as there);
-`NPURT_NATIVE_LEVEL` applies to both trees.
+On a loaded machine separate benchmark runs disagree by more than the change being measured; here one worker process
+per tree (PYTHONPATH = that tree's `src`, the same onnxruntime) holds the row's executor and onnxruntime session,
+and the coordinator asks them in turn for one timed block each (one untimed warm run, then 1 run, or 10 of
+small_convnet, averaged) — before npurt, before onnxruntime, after npurt, after onnxruntime, the order of the two
+trees swapped every round — so both trees see the same load. Reported per row: each tree's median npurt / the median
+of both workers' onnxruntime times (the same session, pooled, so a worker's own luck does not move one tree's ratio;
+onnxruntime's int8 for int8 rows, as `executor.py`'s "vs ORT int8", float32 for fp16 rows) and after / before npurt
+time. Rows are `executor.py`'s (`--models` as there); `NPURT_NATIVE_LEVEL` applies to both trees.
 Run: python bench/executor_ab.py BEFORE_SRC AFTER_SRC [--models NAME,...] [--rounds N] [--precision fp16|int8]
 """
 from __future__ import annotations
@@ -93,7 +93,8 @@ def main() -> None:
                             times[side, op].append(_ask(workers[side], op=op, n=n)["s"])
                 med = {k: statistics.median(v) for k, v in times.items()}
                 peer = "ORT int8" if precision == "int8" else "ORT fp32"
-                ratio = {side: med[side, "npurt"] / med[side, "peer"] for side in workers}
+                pooled = statistics.median(times["before", "peer"] + times["after", "peer"])   # one onnxruntime
+                ratio = {side: med[side, "npurt"] / pooled for side in workers}
                 print(f"{cpu} | {model} {precision}: npurt / {peer} before {ratio['before']:.2f}"
                       f" after {ratio['after']:.2f}; npurt ms before "
                       f"{med['before', 'npurt'] * 1e3:.3f} after {med['after', 'npurt'] * 1e3:.3f} "
