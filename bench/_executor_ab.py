@@ -1,4 +1,5 @@
-"""Before / after: two npurt source trees against onnxruntime, run for run interleaved.
+"""Before / after: two npurt source trees against onnxruntime, run for run interleaved (a helper run by path, not
+one of `npurt bench`'s benchmarks: it has no `run()`).
 
 On a loaded machine separate benchmark runs disagree by more than the change being measured; here one worker process
 per tree (PYTHONPATH = that tree's `src`, the same onnxruntime) holds the row's executor and onnxruntime session,
@@ -8,7 +9,7 @@ trees swapped every round — so both trees see the same load. Reported per row:
 of both workers' onnxruntime times (the same session, pooled, so a worker's own luck does not move one tree's ratio;
 onnxruntime's int8 for int8 rows, as `executor.py`'s "vs ORT int8", float32 for fp16 rows) and after / before npurt
 time. Rows are `executor.py`'s (`--models` as there); `NPURT_NATIVE_LEVEL` applies to both trees.
-Run: python bench/executor_ab.py BEFORE_SRC AFTER_SRC [--models NAME,...] [--rounds N] [--precision fp16|int8]
+Run: python bench/_executor_ab.py BEFORE_SRC AFTER_SRC [--models NAME,...] [--rounds N] [--precision fp16|int8]
 """
 from __future__ import annotations
 
