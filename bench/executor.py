@@ -26,7 +26,9 @@ the steps' Python and their remaining numpy calls; goal <= 10 us).
 the executor before `npurt.exec.inplace`), for before/after comparisons.
 `--profile` adds, per int8 model of the 1-thread table, npurt's time per op type (`Executor.run_profiled`, median of
 the runs) beside onnxruntime int8's (its profiler: the QuantizeLinear / DequantizeLinear it runs counted apart).
-Run: python bench/executor.py [--quick] [--threads N] [--generic] [--profile]
+`--models a,b` keeps only the named rows' models (e.g. `--models mobilenet_v2_like,small_convnet`); `--repeats N`
+times N alternated pairs per row instead of 20 (5 with --quick): a loaded machine needs more for a stable median.
+Run: python bench/executor.py [--quick] [--threads N] [--generic] [--profile] [--models NAME,...] [--repeats N]
 """
 from __future__ import annotations
 
@@ -162,13 +164,20 @@ def _executor(cm, x: np.ndarray, inplace: bool, exec_threads: int | None = None)
 
 
 def _models(quick: bool) -> list[tuple[str, object]]:
+    """(name, ONNX model) of every row, or of the `--models` ones only."""
     from npurt.model import zoo
     if quick:
-        return [("mobilenet_v2_like", zoo.mobilenet_v2_like(size=96)), ("resnet_small", zoo.resnet_small(size=64)),
-                ("yolov8n_like", zoo.yolov8n_like(size=160)), ("small_convnet", zoo.small_convnet(size=32))]
-    return [("mobilenet_v2_like", zoo.mobilenet_v2_like(size=224)), ("mobilenet_v1", zoo.mobilenet_v1(size=224)),
-            ("resnet_small", zoo.resnet_small(size=224)), ("yolov8n_like", zoo.yolov8n_like(size=320)),
-            ("yolo_head", zoo.yolo_head(size=320)), ("small_convnet", zoo.small_convnet(size=32))]
+        sizes = {"mobilenet_v2_like": 96, "resnet_small": 64, "yolov8n_like": 160, "small_convnet": 32}
+    else:
+        sizes = {"mobilenet_v2_like": 224, "mobilenet_v1": 224, "resnet_small": 224, "yolov8n_like": 320,
+                 "yolo_head": 320, "small_convnet": 32}
+    if "--models" in sys.argv:
+        wanted = sys.argv[sys.argv.index("--models") + 1].split(",")
+        unknown = [n for n in wanted if n not in sizes]
+        if unknown:
+            raise SystemExit(f"--models: unknown {', '.join(unknown)} (known: {', '.join(sizes)})")
+        sizes = {n: sizes[n] for n in wanted}
+    return [(name, getattr(zoo, name)(size=size)) for name, size in sizes.items()]
 
 
 THREADED = ("mobilenet_v1", "resnet_small", "yolo_head")      # the 2-thread block's models (quick: resnet_small)
@@ -208,7 +217,7 @@ def run(quick: bool = False, inplace: bool = True, profile: bool = False) -> lis
     import npurt
 
     threads = blas_threads()
-    repeats = 5 if quick else 20
+    repeats = int(sys.argv[sys.argv.index("--repeats") + 1]) if "--repeats" in sys.argv else 5 if quick else 20
     rows, kept = [], {}
     for name, model in _models(quick):
         sess = _session(model.SerializeToString(), threads)

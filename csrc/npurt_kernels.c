@@ -922,3 +922,63 @@ int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, 
     }
     return 0;
 }
+
+/* ---- int8 elementwise --------------------------------------------------------------------------------------- */
+
+int npk_binary_i8(int op, const int8_t *a, const int8_t *b, int8_t *out, int64_t n, const float *q)
+{
+    if (op < 0 || op > 2 || n < 0)
+        return -1;
+    float ta[256], tb[256];
+    for (int64_t i0 = 0; i0 < n; i0 += 256) {
+        const int64_t m = n - i0 < 256 ? n - i0 : 256;
+        cast_run(NPK_I8_F32, a + i0, ta, m, q[0], q[1]);
+        cast_run(NPK_I8_F32, b + i0, tb, m, q[2], q[3]);
+        if (op == 0) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] + tb[i];
+        else if (op == 1) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] - tb[i];
+        else for (int64_t i = 0; i < m; i++) ta[i] = ta[i] * tb[i];
+        cast_run(NPK_F32_I8, ta, out + i0, m, q[4], q[5]);
+    }
+    return 0;
+}
+
+/* ---- strided fill ------------------------------------------------------------------------------------------------ */
+
+int npk_fill(void *dst, int ndim, const int64_t *shape, const int64_t *strides, const void *value, int size)
+{
+    if (ndim < 1 || ndim > 8 || size < 1 || size > 8 || strides[ndim - 1] != size)
+        return -1;
+    int64_t total = 1;
+    for (int k = 0; k < ndim; k++) {
+        if (shape[k] < 0)
+            return -1;
+        total *= shape[k];
+    }
+    if (total == 0)
+        return 0;
+    const int64_t run = shape[ndim - 1] * size;
+    int zero = 1;
+    for (int i = 0; i < size; i++)
+        zero &= ((const char *)value)[i] == 0;
+    int64_t index[8] = {0};
+    for (int64_t rows = total / shape[ndim - 1]; rows > 0; rows--) {
+        char *d = dst;
+        for (int k = 0; k < ndim - 1; k++)
+            d += index[k] * strides[k];
+        if (zero && run == 8) {     /* an int8 NC1HWC2 slot's padding lanes: a half block */
+            memset(d, 0, 8);
+        } else if (zero) {
+            memset(d, 0, (size_t)run);
+        } else {                    /* one item, then the filled part copied onto the rest, doubling */
+            memcpy(d, value, (size_t)size);
+            for (int64_t done = size; done < run; done *= 2)
+                memcpy(d + done, d, (size_t)(run - done < done ? run - done : done));
+        }
+        for (int k = ndim - 2; k >= 0; k--) {
+            if (++index[k] < shape[k])
+                break;
+            index[k] = 0;
+        }
+    }
+    return 0;
+}

@@ -151,6 +151,14 @@ int npk_lookup_lanes(const void *table, int out_size, const void *a, const void 
  * ufunc with dtype=float32, then the casting store) */
 int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n);
 
+/* every element of the strided array dst (ndim <= 8 axes, byte strides, the last axis contiguous) = the `size`-byte
+ * `value` (size <= 8) */
+int npk_fill(void *dst, int ndim, const int64_t *shape, const int64_t *strides, const void *value, int size);
+
+/* out = int8 codes (NPK_F32_I8 with q[4], q[5]) of A op B, A = a * q[0] - q[1] and B = b * q[2] - q[3] (NPK_I8_F32),
+ * op 0 add, 1 subtract, 2 multiply, all in float32: the int8 slots' dequantise, numpy's ufunc, quantise */
+int npk_binary_i8(int op, const int8_t *a, const int8_t *b, int8_t *out, int64_t n, const float *q);
+
 /* MaxPool straight from an NC1HWC2 slot (npurt_pool.c): x (planes, h, w, c2) C-contiguous float16 (xtype 0) or int8
  * codes (xtype 1); y (planes, ho, wo, c2) = the max over the taps inside the image of each window (kernel kh x kw,
  * strides, dilations, pads top pt / left pl), as numpy's np.maximum folds it (NaN met first kept, ties the later
@@ -168,6 +176,13 @@ struct npk_pool {
     int64_t c1, lanes;
 };
 int npk_max_pool(const struct npk_pool *p, int64_t plane_lo, int64_t plane_hi);
+
+/* GlobalAveragePool straight from an NC1HWC2 slot (npurt_pool.c): x (c1, hw, c2) float16 (xtype 0) or int8 codes
+ * (xtype 1, read as q * scale - shift), each lane's hw values summed as numpy's float32 add.reduce sums a contiguous
+ * row (pairwise), divided by hw as true_divide by an intp does (in double), stored into out (c1, c2) as float16 or as
+ * int8 codes rint(v * inv + zp) (NPK_F32_I8); lanes >= channels stored as 0. c2 <= 64 */
+int npk_global_avg_pool(const void *x, int xtype, int64_t c1, int64_t hw, int64_t c2, float scale, float shift,
+                        int64_t channels, float inv, float zp, void *out);
 
 /* parts of one kernel call run in parallel (npurt_threads.c): part k is kernel `kind`'s (struct structs[k], rows
  * or blocks [bounds[2k], bounds[2k + 1])); the caller runs part 0, persistent worker threads the others (nparts

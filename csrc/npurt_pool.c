@@ -6,6 +6,7 @@
 #include "npurt_kernels.h"
 #include "npurt_half.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -192,5 +193,77 @@ int npk_max_pool(const struct npk_pool *p, int64_t plane_lo, int64_t plane_hi)
 #endif
         pool_portable(p, plane, all);
     }
+    return 0;
+}
+
+/* ---- GlobalAveragePool ------------------------------------------------------------------------------------------- */
+
+#define GAP_MAX_C2 64
+
+/* res[l] = numpy's pairwise float32 sum of v[i * c2 + l], i < n (its pairwise_sum: under 8 terms in order from 0,
+ * up to 128 in eight interleaved partial sums added as a tree, then the rest in order; longer runs split in two at a
+ * multiple of 8), for each of the c2 lanes */
+static void gap_pairwise(const float *v, int64_t n, int64_t c2, float *res)
+{
+    if (n < 8) {
+        for (int64_t l = 0; l < c2; l++)
+            res[l] = 0.0f;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t l = 0; l < c2; l++)
+                res[l] += v[i * c2 + l];
+    } else if (n <= 128) {
+        float r[8][GAP_MAX_C2];
+        int64_t i;
+        for (int j = 0; j < 8; j++)
+            for (int64_t l = 0; l < c2; l++)
+                r[j][l] = v[j * c2 + l];
+        for (i = 8; i < n - n % 8; i += 8)
+            for (int j = 0; j < 8; j++)
+                for (int64_t l = 0; l < c2; l++)
+                    r[j][l] += v[(i + j) * c2 + l];
+        for (int64_t l = 0; l < c2; l++)
+            res[l] = ((r[0][l] + r[1][l]) + (r[2][l] + r[3][l])) + ((r[4][l] + r[5][l]) + (r[6][l] + r[7][l]));
+        for (; i < n; i++)
+            for (int64_t l = 0; l < c2; l++)
+                res[l] += v[i * c2 + l];
+    } else {
+        int64_t n2 = n / 2;
+        n2 -= n2 % 8;
+        float b[GAP_MAX_C2];
+        gap_pairwise(v, n2, c2, res);
+        gap_pairwise(v + n2 * c2, n - n2, c2, b);
+        for (int64_t l = 0; l < c2; l++)
+            res[l] += b[l];
+    }
+}
+
+int npk_global_avg_pool(const void *x, int xtype, int64_t c1, int64_t hw, int64_t c2, float scale, float shift,
+                        int64_t channels, float inv, float zp, void *out)
+{
+    if ((xtype != 0 && xtype != 1) || c1 < 0 || hw < 1 || c2 < 1 || c2 > GAP_MAX_C2 || channels < 0)
+        return -1;
+    float *v = malloc((size_t)(hw * c2 + c1 * c2) * sizeof(float));
+    if (!v)
+        return -1;
+    float *means = v + hw * c2;
+    const int64_t block = hw * c2;
+    for (int64_t k = 0; k < c1; k++) {
+        if (xtype == 0)
+            npk_cast(NPK_F16_F32, (const uint16_t *)x + k * block, v, block, 0.0f, 0.0f);
+        else
+            npk_cast(NPK_I8_F32, (const int8_t *)x + k * block, v, block, scale, shift);
+        float *m = means + k * c2;
+        gap_pairwise(v, hw, c2, m);
+        for (int64_t l = 0; l < c2; l++)          /* the reduction's start (0 + sum), then true_divide by an intp */
+            m[l] = (float)((double)(0.0f + m[l]) / (double)hw);
+    }
+    npk_cast(xtype == 0 ? NPK_F32_F16 : NPK_F32_I8, means, out, c1 * c2, inv, zp);
+    for (int64_t i = channels; i < c1 * c2; i++) {
+        if (xtype == 0)
+            ((uint16_t *)out)[i] = 0;
+        else
+            ((int8_t *)out)[i] = 0;
+    }
+    free(v);
     return 0;
 }

@@ -152,6 +152,28 @@ def cast_fn(dst: np.ndarray, src: np.ndarray):
     return run
 
 
+def fill_fn(dst: np.ndarray, value):
+    """`dst.fill(value)` prepared once (`npk_fill`: its contiguous runs memset or copied from one pattern): a
+    zero-argument function, or None when the kernels are off or `dst` is not writable with a contiguous last axis
+    (after merging the axes contiguous in memory) of items up to 8 bytes."""
+    if not _enabled or not _writable(dst) or dst.ndim == 0 or dst.ndim > 8 or dst.itemsize > 8:
+        return None
+    if dst.size == 0:
+        return lambda: None
+    dst, _ = _merged(dst, dst)
+    if dst.strides[-1] != dst.itemsize or any(s < 0 for s in dst.strides):
+        return None
+    pattern = np.full((), value, dst.dtype)
+    args = (_ptr(dst), dst.ndim, ffi.new("int64_t[]", dst.shape), ffi.new("int64_t[]", dst.strides),
+            _ptr(pattern), dst.itemsize)
+    call = lib.npk_fill
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (dst, pattern)
+    return run
+
+
 def _merged(dst: np.ndarray, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """dst and src with adjacent axes that are contiguous in both merged into one (longer runs per kernel row)."""
     shape, ds, ss = [dst.shape[0]], [dst.strides[0]], [src.strides[0]]
@@ -583,6 +605,31 @@ def max_pool(x: np.ndarray, out: np.ndarray, kernel: tuple[int, int], strides: t
     return run
 
 
+def global_avg_pool_fn(x: np.ndarray, out: np.ndarray, channels: int, quant: tuple[float, float] | None = None,
+                       store: tuple[float, float] = (1.0, 0.0)):
+    """A zero-argument function computing GlobalAveragePool straight from an NC1HWC2 slot (`npk_global_avg_pool`): `x`
+    (C1, H, W, C2) float16, or int8 codes read as q * quant[0] - quant[1]; each lane's mean as numpy's float32
+    add.reduce and true_divide by the pixel count compute it, stored into `out` (C1 * C2 values) as float16 or as int8
+    codes quantised with `store` = (1 / scale, zero point); lanes >= `channels` 0. None when the arrays are not that
+    case or the kernels are off."""
+    if not _enabled or x.ndim != 4 or not x.flags.c_contiguous or not _writable(out) or not out.flags.c_contiguous:
+        return None
+    c1, h, w, c2 = x.shape
+    int8 = x.dtype == _I8 and quant is not None
+    if not (int8 or (x.dtype == _F16 and quant is None)) or out.dtype != x.dtype or out.size != c1 * c2 \
+            or not 1 <= c2 <= 64 or h * w < 1 or not 0 <= channels <= c1 * c2:
+        return None
+    a, b = quant if int8 else (0.0, 0.0)
+    args = (_ptr(x), int(int8), c1, h * w, c2, float(np.float32(a)), float(np.float32(b)), channels,
+            float(np.float32(store[0])), float(np.float32(store[1])), _ptr(out))
+    call = lib.npk_global_avg_pool
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (x, out)
+    return run
+
+
 def lookup(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray | None = None) -> bool:
     """out = table[a] (a uint8 or uint16), or table[a << 8 | b] for two uint8 arrays: np.take(table, index, out=out)
     over contiguous arrays of one shape, with a table covering every index (256 or 65536 entries of 1 or 2 bytes)."""
@@ -638,4 +685,24 @@ def binary_f16_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray):
     def run() -> None:
         call(*args)
     run.arrays = (out, a, b)
+    return run
+
+
+def binary_i8_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray, qa: tuple[float, float],
+                 qb: tuple[float, float], qo: tuple[float, float]):
+    """A zero-argument function storing int8 codes of (a * sa - ba) op (b * sb - bb) quantised as x * inv + zp
+    (`qa` = (sa, ba), `qb`, `qo` = (inv, zp)), every step in float32 as `dequantize`, numpy's ufunc and `quantize`
+    compute it, for contiguous int8 arrays of one shape and op in BINARY_F16; None otherwise."""
+    if not _enabled or op not in BINARY_F16 or not _writable(out) or not all(
+            isinstance(v, np.ndarray) and v.dtype == _I8 and v.flags.c_contiguous and v.shape == out.shape
+            for v in (out, a, b)):
+        return None
+    q = ffi.new("float[6]", [float(np.float32(v)) for v in (*qa, *qb, *qo)])
+    args = (BINARY_F16[op], ffi.cast("int8_t *", a.ctypes.data), ffi.cast("int8_t *", b.ctypes.data),
+            ffi.cast("int8_t *", out.ctypes.data), out.size, q)
+    call = lib.npk_binary_i8
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (out, a, b, q)
     return run

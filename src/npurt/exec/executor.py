@@ -30,7 +30,7 @@ from npurt.errors import ErrorCode, NpuError
 from npurt.exec import inplace
 from npurt.exec.bind import SlotReader, SlotWriter, read_slot, write_slot
 from npurt.exec.evaluate import kernel_attrs
-from npurt.exec.kernels.blas import blas_threads, policy_threads
+from npurt.exec.kernels.blas import blas_threads, policy_threads, set_blas_threads, swap_blas_threads
 from npurt.exec.temp import TempMemory
 from npurt.memory.mapping import typed_view
 from npurt.model.compiled import CompiledModel
@@ -292,16 +292,19 @@ class Executor:
         say — sums as it would in a fresh one)."""
         self._check_bound()
         i = 0
-        with blas_threads(self._threads):
-            try:
-                for i, call in enumerate(self._calls):
-                    call()
-            except NpuError:
-                raise
-            except Exception as exc:
-                node = self._steps[i][-1]
-                raise NpuError(ErrorCode.INTERNAL, f"node {node.name!r} ({node.display_type}) failed: "
-                                                   f"{type(exc).__name__}: {exc}") from exc
+        restore = swap_blas_threads(self._threads)      # not `blas_threads`: its generator costs microseconds a run
+        try:
+            for i, call in enumerate(self._calls):
+                call()
+        except NpuError:
+            raise
+        except Exception as exc:
+            node = self._steps[i][-1]
+            raise NpuError(ErrorCode.INTERNAL, f"node {node.name!r} ({node.display_type}) failed: "
+                                               f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            if restore is not None:
+                set_blas_threads(restore)
 
     def run_profiled(self) -> list[tuple[int, Any]]:
         """Execute once like `run`, returning [(microseconds, node)] per step (conversions included)."""

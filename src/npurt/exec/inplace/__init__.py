@@ -4,10 +4,11 @@ slot -> NCHW float32 -> kernel -> NCHW float32 -> slot round trip.
 `prepare(...)` returns, for a node it can handle, a zero-argument callable that reads the node's inputs from their
 slots and writes its outputs into theirs (native layout and type, padding lanes zero); None otherwise, and the
 executor keeps the generic path. Every buffer is prepared at bind; the per-run work is a few numpy calls with
-`out=`. The arithmetic is the generic path's. One module per op family: `elementwise` (unary tables, binary ops),
-`channels` (Concat / Split by whole C1 blocks), `reshape` (NC1HWC2 into a plain slot), `resize` (nearest), `pool` (MaxPool, GlobalAveragePool),
-`conv` (dense and depthwise), `plain` (Concat / Split / unary ops on plainly stored tensors); `epilogue` is the
-store they share.
+`out=`. The arithmetic is the generic path's, except that int8 dense convs and an int8 classifier's Gemm sum in
+integers as the NPU does (`conv_int8`). One module per op family: `elementwise` (unary tables, binary ops),
+`channels` (Concat / Split by whole C1 blocks), `reshape` (NC1HWC2 into a plain slot), `resize` (nearest), `pool`
+(MaxPool, GlobalAveragePool), `conv` (dense and depthwise; `conv_int8` also the int8 Gemm), `plain` (Concat / Split /
+unary ops, Gemm / Softmax on plainly stored tensors); `epilogue` is the store they share.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import numpy as np
 from npurt.exec.inplace import plain
 from npurt.exec.inplace.channels import concat, spatial_concat, spatial_split, split
 from npurt.exec.inplace.conv import conv
+from npurt.exec.inplace.conv_int8 import gemm_int8
 from npurt.exec.inplace.elementwise import BINARY, UNARY, binary, unary
 from npurt.exec.inplace.pool import global_average_pool, max_pool, whole_map_average_pool
 from npurt.exec.inplace.reshape import unpack_reshape
@@ -67,6 +69,11 @@ def _prepare(op: str, node: Any, kernel: Callable, attrs: dict, ctx: StepBinding
         return global_average_pool(node, attrs, ctx)
     if op == "AveragePool":
         return whole_map_average_pool(node, attrs, ctx)
+    if op == "Gemm":
+        return _first(lambda: gemm_int8(node, attrs, ctx), lambda: plain.gemm(node, attrs, ctx),
+                      lambda: plain.kernel_step(node, kernel, attrs, ctx))
+    if op == "Softmax":
+        return _first(lambda: plain.softmax(node, attrs, ctx), lambda: plain.kernel_step(node, kernel, attrs, ctx))
     if op in plain.KERNEL_OPS:
         return plain.kernel_step(node, kernel, attrs, ctx)
     if op in ("Reshape", "Flatten"):

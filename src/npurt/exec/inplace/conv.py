@@ -16,7 +16,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.tensor.window import ConvGeometry, conv_geometry
-from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, padding_lanes, zero
+from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, filler, padding_lanes, sequence
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.conv_fp16 import dense_fp16, fused_activation
 from npurt.exec.inplace.conv_int8 import dense_int8
@@ -147,7 +147,7 @@ def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so,
     tiled_bias = epilogue.fold(tap_weights, tiled_bias)
     o = ctx.slot(out_name)[0]
     acc_all = ctx.scratch(c1 * ho * wo * c2)[:c1 * ho * wo * c2].reshape(c1, ho, wo, c2)
-    pads = padding_lanes(so, ctx.slot(out_name))
+    pads = filler(padding_lanes(so, ctx.slot(out_name)))
     native = _native_depthwise(src, x, border, tap_weights, tiled_bias, cw, attrs, epilogue, o, acc_all, pads)
     if native is not None:
         return native
@@ -191,11 +191,10 @@ def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so,
         compiled = _kernels.depthwise_rows(acc, xph[a1:b1, sh * r0:], tap_weights[:, a1:b1], tiled_bias[a1:b1],
                                            (kh, kw), (sh, sw))
         plan.append((acc, tmp, taps, tiled_bias[a1:b1], o[a1:b1, r0:r1], compiled))
-    edges = [e for e in edges if e.size]
+    edges = filler(edges, border)
 
     def run() -> None:
-        for e in edges:
-            e.fill(border)
+        edges()
         for f in fills:
             f()
         for acc, tmp, taps, block_bias, dst, compiled in plan:
@@ -210,13 +209,13 @@ def _depthwise(out_name: str, attrs: dict, ctx: StepBinding, src: ConvInput, so,
                 np.add(acc, block_bias, out=acc)
             epilogue(acc)
             cast_copy(dst, acc)
-        zero(pads)
+        pads()
     return run
 
 
 def _native_depthwise(src: ConvInput, x: np.ndarray, border: float, tap_weights: np.ndarray, tiled_bias: np.ndarray,
                       cw: ConvWeights, attrs: dict, epilogue: ConvEpilogue, o: np.ndarray, acc: np.ndarray,
-                      pads: list) -> Callable[[], None] | None:
+                      pads: Callable[[], None]) -> Callable[[], None] | None:
     """The depthwise step in one compiled pass straight from the input slot (`_kernels.depthwise`: the same taps,
     weights and rounding as the numpy blocks), with the epilogue fused where the kernel has it; None when the
     kernels are off or decline."""
@@ -233,10 +232,4 @@ def _native_depthwise(src: ConvInput, x: np.ndarray, border: float, tap_weights:
         sums = _kernels.depthwise(x, border, weights, bias, *geometry, y=acc)
         store = copier(o, acc)
         compiled = None if sums is None else lambda: (sums(), epilogue(acc), store())
-    if compiled is None:
-        return None
-
-    def run() -> None:
-        compiled()
-        zero(pads)
-    return run
+    return None if compiled is None else sequence(compiled, pads)

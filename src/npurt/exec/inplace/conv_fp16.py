@@ -16,7 +16,7 @@ import numpy as np
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.conv_int8 import columns
-from npurt.exec.inplace.epilogue import ConvEpilogue, copier, padding_lanes, zero
+from npurt.exec.inplace.epilogue import ConvEpilogue, copier, filler, padding_lanes, sequence
 from npurt.exec.inplace.slots import Skip
 
 
@@ -67,25 +67,19 @@ def dense_fp16(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw, input_
         bias[:m] = cw.bias
     geometry = ((kh, kw), (sh, sw), tuple(cw.geometry.dilations), (ho, wo))
     xp = ctx.padded((c1, hp, wp, cc))
-    edges = [e for e in (xp[:, :pb[0]], xp[:, pb[0] + h:], xp[:, pb[0]:pb[0] + h, :pb[1]],
-                         xp[:, pb[0]:pb[0] + h, pb[1] + wd:]) if e.size]
+    edges = filler([xp[:, :pb[0]], xp[:, pb[0] + h:], xp[:, pb[0]:pb[0] + h, :pb[1]],
+                    xp[:, pb[0]:pb[0] + h, pb[1] + wd:]])
     interior = xp[:, pb[0]:pb[0] + h, pb[1]:pb[1] + wd]
     fill = input_filler(src, ctx.slot(src.name), interior[0, :, :, :c] if src.layout == "nhwc" else interior)
     epilogue = ConvEpilogue(attrs, so)
     act = fused_activation(attrs)
     o = ctx.slot(out_name)
-    pads = padding_lanes(so, o)
+    pads = filler(padding_lanes(so, o))
     y = ctx.scratch(ho * wo * n)[:ho * wo * n].reshape(ho * wo, n)
     compiled = _kernels.float_conv(xp, wm, bias, *geometry, out=o[0] if act is not None else None,
                                    activation=act or (0, 0.0, 0.0), y=y if act is None else None)
     if compiled is not None and act is not None:
-        def run() -> None:
-            for e in edges:
-                e.fill(0)
-            fill()
-            compiled()
-            zero(pads)
-        return run
+        return sequence(edges, fill, compiled, pads)
 
     stored = ctx.typed_scratch(np.float16, ho * wo * mp).reshape(ho * wo, mp)
     group = np.dtype(f"V{o2 * 2}")
@@ -100,12 +94,11 @@ def dense_fp16(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw, input_
             np.add(y, bias, out=y)
 
     def run() -> None:
-        for e in edges:
-            e.fill(0)
+        edges()
         fill()
         compiled()
         epilogue(y)
         store()
         np.copyto(dst, groups)
-        zero(pads)
+        pads()
     return run

@@ -20,7 +20,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, padding_lanes, zero
+from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, filler, padding_lanes, sequence
 from npurt.exec.inplace.slots import Skip
 
 EXACT_F32_TERMS = (1 << 24) // (128 * 128)       # K up to which float32 sums of int8 x int8 products are exact
@@ -78,6 +78,32 @@ def weight_codes(ctx: StepBinding, wname: str, m: int) -> tuple[np.ndarray, np.n
     return codes, np.broadcast_to(np.asarray(scales, np.float64).reshape(-1), (m,))
 
 
+def packed_weights(parts: list[np.ndarray], wscale: np.ndarray, bias: np.ndarray | None, lanes: int, n: int, si,
+                   so, epilogue: ConvEpilogue) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(weights (kh * kw * lanes, n) int8 in (dy, dx, lane) order, their column sums, mult, bias) of the requantisation
+    f = float32(acc - zp * colsum) * mult + bias for int8 weight codes (M, C, kh, kw) given as `parts` summing to them
+    (`int8_parts`; part j on lanes j * C ...), per-output-channel scales `wscale`; the output's scale and zero point
+    folded in when `epilogue` folds them. Columns >= M are zero."""
+    m, cin, kh, kw = parts[0].shape
+    wk = np.zeros((kh, kw, lanes, n), np.int8)
+    for j, part in enumerate(parts):
+        wk[:, :, j * cin:(j + 1) * cin, :m] = part.transpose(2, 3, 1, 0)
+    wk = np.ascontiguousarray(wk.reshape(kh * kw * lanes, n))
+    colsum = wk.sum(axis=0, dtype=np.int64).astype(np.int32)
+    scale = np.zeros(n)
+    scale[:m] = float(si.scale) * wscale
+    b = np.zeros(n, np.float32)
+    if bias is not None:
+        b[:m] = bias
+    if epilogue.folds_output_scale:
+        mult = (scale / float(so.scale)).astype(np.float32)
+        b = (b.astype(np.float64) / float(so.scale) + float(so.zp)).astype(np.float32)
+        b[m:] = 0
+    else:
+        mult = scale.astype(np.float32)
+    return wk, colsum, mult, b
+
+
 def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Callable[[], None]:
     """The step of a dense (group 1) int8 conv; `src` a ConvInput, `cw` its ConvWeights."""
     si = src.storage
@@ -95,25 +121,10 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
             raise Skip
     else:
         c1, cc = 1, -(-cin * len(parts) // 4) * 4
-    n = o1 * 16
-    wk = np.zeros((kh, kw, c1 * cc, n), np.int8)
-    for j, part in enumerate(parts):
-        wk[:, :, j * cin:(j + 1) * cin, :m] = part.transpose(2, 3, 1, 0)
-    wk = np.ascontiguousarray(wk.reshape(kh * kw * c1 * cc, n))
-    colsum = wk.sum(axis=0, dtype=np.int64).astype(np.int32)
     zp = int(si.zp)
     epilogue = ConvEpilogue(attrs, so)
-    scale = np.zeros(n)
-    scale[:m] = float(si.scale) * wscale
-    bias = np.zeros(n, np.float32)
-    if cw.bias is not None:
-        bias[:m] = cw.bias
-    if epilogue.folds_output_scale:
-        mult = (scale / float(so.scale)).astype(np.float32)
-        bias = (bias.astype(np.float64) / float(so.scale) + float(so.zp)).astype(np.float32)
-        bias[m:] = 0
-    else:
-        mult = scale.astype(np.float32)
+    wk, colsum, mult, bias = packed_weights(parts, wscale, cw.bias, c1 * cc, o1 * 16, si, so, epilogue)
+    n = o1 * 16
     geometry = ((kh, kw), (sh, sw), tuple(cw.geometry.dilations), (ho, wo))
 
     x = ctx.slot(src.name)
@@ -128,14 +139,15 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
         xpad.fill(zp)
         values = x[0, :, :wd, :cin]
         interior = [xpad[0, pb[0]:pb[0] + h, pb[1]:pb[1] + wd, j * cin:(j + 1) * cin] for j in range(len(parts))]
-    edges = [e for e in [xpad[:, :pb[0]], xpad[:, pb[0] + h:], xpad[:, pb[0]:pb[0] + h, :pb[1]],
-                         xpad[:, pb[0]:pb[0] + h, pb[1] + wd:]] if e.size] if src.layout == "nc1hwc2" else []
-    fills = [copier(part, values) for part in interior]
+    edges = filler([xpad[:, :pb[0]], xpad[:, pb[0] + h:], xpad[:, pb[0]:pb[0] + h, :pb[1]],
+                    xpad[:, pb[0]:pb[0] + h, pb[1] + wd:]] if src.layout == "nc1hwc2" else [], zp)
+    fill = sequence(*(copier(part, values) for part in interior))
     o = ctx.slot(out_name)
-    pads = padding_lanes(so, o)
     folded = epilogue.folds_output_scale
     direct = folded or epilogue.swish is not None          # the kernel stores the int8 codes itself
     lo, hi = epilogue.bounds if folded else (-128.0, 127.0)
+    # padding lanes: zero weights and bias store code 0 there when the clamp keeps 0 (no fill needed)
+    pads = filler([] if folded and lo <= 0 <= hi and not bias[m:].any() else padding_lanes(so, o))
     y = None if direct else ctx.scratch(ho * wo * n)[:ho * wo * n].reshape(ho * wo, n)
     dst = o[0].reshape(o1, ho, wo, 16)
     compiled = _kernels.int8_conv(xpad, wk, colsum, zp, mult, bias, *geometry, out=dst if direct else None,
@@ -145,12 +157,12 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
         stored = ctx.typed_scratch(np.int8, ho * wo * n).reshape(ho * wo, n)
         groups = stored.view("V16").reshape(ho * wo, o1).T
         dst_groups = o[0].reshape(o1, ho * wo, 16).view("V16")[..., 0]
+    elif compiled is not None:
+        return sequence(edges, fill, compiled, pads)
 
     def run() -> None:
-        for e in edges:
-            e.fill(zp)
-        for fill in fills:
-            fill()
+        edges()
+        fill()
         if compiled is not None:
             compiled()
         else:
@@ -168,5 +180,63 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
             epilogue(y)
             cast_copy(stored, y)
             np.copyto(dst_groups, groups)
-        zero(pads)
+        pads()
+    return run
+
+
+def gemm_int8(node, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
+    """A classifier's Gemm (plain int8 (1, K) activation @ int8 weights quantised per output channel + a constant
+    bias, into a plain int8 (1, M) slot) in integers as the dense int8 conv computes it: a 1 x 1 conv on a 1 x 1 map,
+    its M codes copied into the output slot. Skip for anything else (the float kernel step takes it)."""
+    from npurt.exec.inplace.plain import plain_kind
+    from npurt.exec.inplace.slots import activation
+    if len(node.inputs) < 2 or len(node.outputs) != 1 or attrs.get("transA", 0) \
+            or float(attrs.get("alpha", 1.0)) != 1.0 or float(attrs.get("beta", 1.0)) != 1.0:
+        raise Skip
+    si, ki = activation(node.inputs[0], ctx, plain_kind)
+    so, ko = activation(node.outputs[0], ctx, plain_kind)
+    if ki != "int8" or ko != "int8" or len(si.shape) != 2 or si.shape[0] != 1 or len(so.shape) != 2 \
+            or so.shape[0] != 1:
+        raise Skip
+    k, m = si.shape[1], so.shape[1]
+    got = ctx.weight_codes(node.inputs[1])
+    trans = bool(attrs.get("transB", 0))
+    if got is None or got[0].dtype != np.int8 or got[0].shape != ((m, k) if trans else (k, m)) or (got[1].size != 1 and (
+            got[2] != (0 if trans else 1) or got[1].size != m)):
+        raise Skip
+    codes = got[0] if trans else got[0].T
+    wscale = np.broadcast_to(np.asarray(got[1], np.float64).reshape(-1), (m,))
+    c = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+    if c is not None and (c not in ctx.constants or ctx.constants[c].size != m):
+        raise Skip
+    epilogue = ConvEpilogue(attrs, so)
+    if not epilogue.folds_output_scale:
+        raise Skip
+    cc, n = -(-k // 4) * 4, -(-m // 16) * 16
+    wk, colsum, mult, bias = packed_weights([codes.reshape(m, k, 1, 1)], wscale,
+                                            None if c is None else ctx.constants[c].reshape(-1), cc, n, si, so,
+                                            epilogue)
+    zp = int(si.zp)
+    x, o = ctx.slot(node.inputs[0]).reshape(-1), ctx.slot(node.outputs[0]).reshape(-1)
+    if cc == k:
+        xpad, fill = x.reshape(1, 1, 1, k), (lambda: None)
+    else:                                # spare lanes: the zero point, against zero weights
+        xpad = np.full((1, 1, 1, cc), zp, np.int8)
+        fill = copier(xpad.reshape(-1)[:k], x)
+    codes_out = np.empty((n // 16, 1, 1, 16), np.int8)
+    lo, hi = epilogue.bounds
+    compiled = _kernels.int8_conv(xpad, wk, colsum, zp, mult, bias, (1, 1), (1, 1), (1, 1), (1, 1), out=codes_out,
+                                  bounds=(lo, hi), wide=lambda size: ctx.temp.take("wide16", np.int16, size))
+    store = copier(o, codes_out.reshape(-1)[:m])
+
+    def run() -> None:
+        fill()
+        if compiled is not None:
+            compiled()
+        else:
+            f = requantize(accumulate(xpad.reshape(1, cc), wk), colsum, zp, mult, bias)
+            np.clip(f, np.float32(lo), np.float32(hi), out=f)
+            np.rint(f, out=f)
+            np.copyto(codes_out.reshape(1, n), f, casting="unsafe")
+        store()
     return run

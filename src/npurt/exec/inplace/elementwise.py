@@ -4,7 +4,8 @@
   computed at bind by the op's own kernel with the generic dequantise/quantise steps, so results are bit-identical
   to the generic path; one gather pass per run.
 - binary Add/Sub/Mul of two identically stored tensors: fp16 computes in float32 in one ufunc call
-  (`dtype=float32`, cast once on store); int8 uses a 65536-entry table indexed by the two stored bytes. When both
+  (`dtype=float32`, cast once on store); int8 uses a 65536-entry table indexed by the two stored bytes, or the
+  table's own arithmetic in one compiled pass where that stores the table's byte for every pair. When both
   inputs are functions of one tensor x (SiLU's Mul(x, Sigmoid(x))), one table over x's stored values.
 - binary Add/Sub/Mul of a tensor and a constant (a decode head's grid and anchors): a one-value constant is a unary
   op (one table); any other constant broadcast to the output is packed at bind into the output's NC1HWC2 lanes as
@@ -24,7 +25,8 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.kernels import apply_activation
-from npurt.exec.inplace.epilogue import padding_lanes, store, stored_table, table_gather, widen, zero
+from npurt.exec.inplace.epilogue import (filler, padding_lanes, sequence, store, stored_table, table_gather, widen,
+                                         zero)
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.slots import Skip, activation, all_values, bits, constant_inputs, dequantize, kind_of
 
@@ -72,24 +74,20 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
     if derived is not None:
         return derived
     a, b, o = ctx.slot(node.inputs[0]), ctx.slot(node.inputs[1]), ctx.slot(node.outputs[0])
-    pads = padding_lanes(so, o)
+    pads = filler(padding_lanes(so, o))
     if ka == "fp16":
         ufunc = BINARY[node.op_type]
         if attrs.get("activation") is None:
             compute = _kernels.binary_f16_fn(node.op_type, o, a, b) or (
                 lambda: ufunc(a, b, out=o, dtype=np.float32, casting="unsafe"))
-
-            def run() -> None:
-                compute()
-                zero(pads)
-            return run
+            return sequence(compute, pads)
         tmp = ctx.scratch(a.size)[:a.size].reshape(a.shape)
 
         def run_activated() -> None:
             ufunc(a, b, out=tmp, dtype=np.float32)
             apply_activation(tmp, attrs)
             np.copyto(o, tmp, casting="unsafe")
-            zero(pads)
+            pads()
         return run_activated
     # int8: a table over every pair of stored bytes
     _, va = all_values("int8", sa)
@@ -99,19 +97,37 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
     au, bu, ou = bits(a), bits(b), bits(o)
     index = ctx.typed_scratch(np.uint16, a.size).reshape(a.shape)      # temp: shared with other steps
 
-    compiled = _kernels.lookup_fn(ou, table, au, bu)
+    compiled = _arithmetic_int8(node.op_type, attrs, o, a, b, (sa, sb, so), table) or \
+        _kernels.lookup_fn(ou, table, au, bu)
     if compiled is not None:
-        def run_compiled() -> None:
-            compiled()
-            zero(pads)
-        return run_compiled
+        return sequence(compiled, pads)
 
     def run_int8() -> None:
         np.left_shift(au, 8, out=index, dtype=np.uint16)
         np.bitwise_or(index, bu, out=index)
         np.take(table, index, out=ou, mode="clip")
-        zero(pads)
+        pads()
     return run_int8
+
+
+def _arithmetic_int8(op: str, attrs: dict, o: np.ndarray, a: np.ndarray, b: np.ndarray, storages: tuple,
+                     table: np.ndarray) -> Callable[[], None] | None:
+    """The int8 pair table's arithmetic in one compiled pass (`_kernels.binary_i8_fn`: dequantise both, the op,
+    quantise, in float32), used only when it stores the table's byte for each of the 65536 pairs (checked here, at
+    bind); else None (the table gather)."""
+    if attrs.get("activation") is not None:
+        return None
+    sa, sb, so = storages
+    quant = ((sa.scale, sa.zp * sa.scale), (sb.scale, sb.zp * sb.scale), (1.0 / so.scale, so.zp))
+    pairs = np.arange(256, dtype=np.uint16).astype(np.uint8).view(np.int8)
+    got = np.empty(65536, np.int8)
+    check = _kernels.binary_i8_fn(op, got, np.repeat(pairs, 256), np.tile(pairs, 256), *quant)
+    if check is None:
+        return None
+    check()
+    if not np.array_equal(got.view(np.uint8), table):
+        return None
+    return _kernels.binary_i8_fn(op, o, a, b, *quant)
 
 
 def _of_one_tensor(node, kernel, attrs, ctx: StepBinding, kind: str, so) -> Callable[[], None] | None:

@@ -1,8 +1,8 @@
 """Ops on plain slots: tensors stored in their logical shape, C order (UNDEFINED or NCHW layout, no padded rows), as
 float16 or quantised int8 — a detection head's (1, C, N) tensors. Concat / Split are block copies (int8 with other
 quantisation through the 256-entry requantisation table); unary ops are the table gather of `elementwise`; Gemm /
-Softmax call their kernel between the slots (`kernel_step`; also on (1, C, 1, 1) NC1HWC2 slots, whose values are
-contiguous)."""
+Softmax run their kernel's arithmetic on buffers prepared at bind (`gemm`, `softmax`), other cases call the kernel
+between the slots (`kernel_step`); all also on (1, C, 1, 1) NC1HWC2 slots, whose values are contiguous."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -11,8 +11,11 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.epilogue import copier, narrow, stored_table, widen
+from npurt.exec.inplace.epilogue import copier, filler, narrow, stored_table, widen
 from npurt.exec.inplace.slots import Skip, activation, all_values, bits, kind_of, stored_kind
+from npurt.exec.kernels import apply_activation
+from npurt.exec.kernels.gemm import gemm_operands
+from npurt.exec.kernels.normalization import _softmax_axis, reduced_shape, softmax_into
 from npurt.tensor import Layout
 
 
@@ -156,4 +159,68 @@ def kernel_step(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> C
             stored()
         for pad in pads:
             pad.fill(0)
+    return run
+
+
+def _loaded(name: str, ctx: StepBinding, scratch) -> tuple[np.ndarray, Callable[[], None]]:
+    """(float32 buffer, its load) of activation `name` (a plain slot or a (1, C, 1, 1) NC1HWC2 one) widened as the
+    slot reader reads it, into `scratch(n)`."""
+    st, kind, x, _ = _values(name, ctx)
+    wide = scratch(x.size)[:x.size].reshape(x.shape)
+    return wide, widen(wide, x, st, kind)
+
+
+def _stored(name: str, ctx: StepBinding, shape: tuple) -> tuple[np.ndarray, Callable[[], None]]:
+    """(float32 buffer of `shape`, the step's store of it into activation `name`'s slot, padding lanes zero)."""
+    st, kind, dst, pad = _values(name, ctx)
+    if tuple(dst.shape) != tuple(shape):
+        raise Skip
+    y = np.empty(shape, np.float32)
+    store, pads = narrow(dst, y, st, kind), filler([pad] if pad is not None else [])
+    return y, lambda: (store(), pads())
+
+
+def gemm(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
+    """Gemm of an activation and constant B (and C) with alpha = beta = 1: the kernel's matmul and bias add into
+    buffers prepared at bind (`kernel_step` without its per-run allocations and copies)."""
+    if len(node.inputs) < 2 or len(node.outputs) != 1 or node.inputs[1] not in ctx.constants \
+            or float(attrs.get("alpha", 1.0)) != 1.0 or float(attrs.get("beta", 1.0)) != 1.0:
+        raise Skip
+    c = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+    if c is not None and c not in ctx.constants:
+        raise Skip
+    wide, load = _loaded(node.inputs[0], ctx, ctx.scratch)
+    a, b = gemm_operands(wide, ctx.constants[node.inputs[1]], attrs)
+    if a.dtype != np.float32 or b.dtype != np.float32 or a.ndim != 2 or b.ndim != 2:
+        raise Skip
+    y, store = _stored(node.outputs[0], ctx, (a.shape[0], b.shape[1]))
+    bias = np.asarray(ctx.constants[c], np.float32) if c is not None else None
+    if bias is not None and np.broadcast_shapes(bias.shape, y.shape) != y.shape:
+        raise Skip
+
+    def run() -> None:
+        load()
+        np.matmul(a, b, out=y)
+        if bias is not None:
+            np.add(y, bias, out=y)
+        apply_activation(y, attrs)
+        store()
+    return run
+
+
+def softmax(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
+    """Softmax of an activation: the kernel's `softmax_into` on buffers prepared at bind."""
+    if len(node.inputs) != 1 or len(node.outputs) != 1:
+        raise Skip
+    wide, load = _loaded(node.inputs[0], ctx, ctx.scratch)
+    v, axis = _softmax_axis(wide, attrs)
+    y, store = _stored(node.outputs[0], ctx, wide.shape)
+    peak, total = np.empty(reduced_shape(v, axis), np.float32), np.empty(reduced_shape(v, axis), np.float32)
+    result = y.reshape(v.shape)
+
+    def run() -> None:
+        load()
+        with np.errstate(invalid="ignore"):          # an all -inf row gives NaN, as the kernel's
+            softmax_into(v, axis, result, peak, total)
+        store()
     return run

@@ -98,12 +98,18 @@ def _numpy_max_pool(x: np.ndarray, y: np.ndarray, so, ki: str, table: np.ndarray
 def global_average_pool(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     """GlobalAveragePool between NC1HWC2 slots: the stored values widened to float32 (int8 dequantised as the slot
     reader does) into the channels' contiguous H x W planes, as in the NCHW array the kernel gets, and `np.mean`'s
-    own sum and division over them — the kernel's arithmetic on the same memory order, so the same results."""
+    own sum and division over them — the kernel's arithmetic on the same memory order, so the same results. The
+    compiled kernel (`_kernels.global_avg_pool_fn`) does the same sums and division in one call."""
     si, so, ki = _pair(node, ctx)
     if tuple(so.shape[2:]) != (1, 1):
         raise Skip
     x, y = ctx.slot(node.inputs[0]), ctx.slot(node.outputs[0])
     n, c1, h, w, c2 = x.shape
+    if n == 1 and y.flags.c_contiguous:
+        compiled = _kernels.global_avg_pool_fn(x[0], y.reshape(-1), so.shape[1], None if ki == "fp16" else (
+            si.scale, si.zp * si.scale), (1.0, 0.0) if ki == "fp16" else (1.0 / so.scale, so.zp))
+        if compiled is not None:
+            return compiled
     planes = ctx.typed_scratch(np.float32, x.size).reshape(n * c1 * c2, h * w)
     means = ctx.scratch(n * c1 * c2)
     count = np.intp(h * w)                       # np.mean divides the float32 sums by the element count, an intp

@@ -76,10 +76,23 @@ def set_blas_threads(n: int) -> int | None:
     return old
 
 
+def swap_blas_threads(n: int) -> int | None:
+    """Give numpy's OpenBLAS `n` threads; return the count to restore after, or None when it already had `n` (or
+    is not OpenBLAS): an executor run pays one get, not a set and a reset (about 1 us each)."""
+    fns = _openblas()
+    if not fns:
+        return None
+    old = int(fns[0]())
+    if old == n:
+        return None
+    fns[1](int(n))
+    return old
+
+
 @contextlib.contextmanager
 def blas_threads(n: int) -> Iterator[None]:
     """Context manager: run the block with `n` OpenBLAS threads, then restore the previous count."""
-    old = set_blas_threads(n)
+    old = swap_blas_threads(n)
     try:
         yield
     finally:

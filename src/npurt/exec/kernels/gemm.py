@@ -8,17 +8,24 @@ import numpy as np
 from npurt.exec.kernels import apply_activation, as_f32, kernel
 
 
-@kernel("Gemm")
-def gemm(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
-    """Y = alpha * A' @ B' + beta * C (A', B' optionally transposed)."""
-    a, b = inputs[0], inputs[1]
-    c = inputs[2] if len(inputs) > 2 else None
+def gemm_operands(a: np.ndarray, b: np.ndarray, attrs: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Gemm's A' and B' (views, transposed as transA / transB say), float32 when they are float."""
     if attrs.get("transA", 0):
         a = a.T
     if attrs.get("transB", 0):
         b = b.T
+    if np.issubdtype(np.result_type(a, b), np.floating):
+        return as_f32(a), as_f32(b)
+    return a, b
+
+
+@kernel("Gemm")
+def gemm(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Y = alpha * A' @ B' + beta * C (A', B' optionally transposed)."""
+    a, b = gemm_operands(inputs[0], inputs[1], attrs)
+    c = inputs[2] if len(inputs) > 2 else None
     is_float = np.issubdtype(np.result_type(a, b), np.floating)
-    y = np.matmul(as_f32(a), as_f32(b)) if is_float else np.matmul(a, b)
+    y = np.matmul(a, b)
     alpha, beta = attrs.get("alpha", 1.0), attrs.get("beta", 1.0)
     if alpha != 1.0:
         y *= y.dtype.type(alpha)

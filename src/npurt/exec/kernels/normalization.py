@@ -17,14 +17,29 @@ def _softmax_axis(x: np.ndarray, attrs: dict[str, Any]) -> tuple[np.ndarray, int
     return x, int(attrs.get("axis", -1))
 
 
+def softmax_into(v: np.ndarray, axis: int, out: np.ndarray, peak: np.ndarray, total: np.ndarray) -> None:
+    """out = softmax of float32 `v` along `axis`: e^(v - max) / sum, the max and the sum kept (keepdims) in `peak`
+    and `total` — the kernel's arithmetic into caller buffers (an in-place step's, prepared at bind)."""
+    np.maximum.reduce(v, axis=axis, keepdims=True, out=peak)
+    np.subtract(v, peak, out=out)
+    np.exp(out, out=out)
+    np.add.reduce(out, axis=axis, keepdims=True, out=total)
+    np.true_divide(out, total, out=out)
+
+
+def reduced_shape(v: np.ndarray, axis: int) -> tuple[int, ...]:
+    """The shape of `softmax_into`'s peak and total for `v` reduced along `axis`."""
+    return tuple(1 if k == axis % v.ndim else n for k, n in enumerate(v.shape))
+
+
 @kernel("Softmax")
 def softmax(inputs: list, attrs: dict[str, Any]) -> list[np.ndarray]:
     x = as_f32(inputs[0])
     v, axis = _softmax_axis(x, attrs)
+    kept = reduced_shape(v, axis)
+    e = np.empty(v.shape, np.float32)
     with np.errstate(invalid="ignore"):  # an all -inf row gives NaN, as in onnxruntime
-        e = np.subtract(v, v.max(axis=axis, keepdims=True))
-        np.exp(e, out=e)
-        e /= e.sum(axis=axis, keepdims=True)
+        softmax_into(v, axis, e, np.empty(kept, np.float32), np.empty(kept, np.float32))
     return [e.reshape(x.shape)]
 
 
