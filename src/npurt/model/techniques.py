@@ -203,12 +203,18 @@ class Layer:
         return win[:, :, :ho * sh:sh, :wo * sw:sw, ::dh, ::dw][:, :, :ho, :wo]
 
     def patch_mean(self, x: np.ndarray, out_shape: Sequence[int]) -> np.ndarray:
-        """The mean input patch per group, (groups, K), over every output position."""
+        """The mean input patch per group, (groups, K), over every output position (zero padding included). For a
+        Conv, the box sums of each kernel tap's positions (`_tap_sums`), rows then columns, of x summed over the
+        batch: a few passes over the input instead of one per tap and output position."""
         if self.node.op_type != "Conv":
             return x.reshape(-1, x.shape[-1]).astype(np.float64).mean(axis=0)[None]
-        win = self.windows(x, out_shape)
-        mean = win.mean(axis=(0, 2, 3), dtype=np.float64)                            # (C, kh, kw)
-        return mean.reshape(self.groups, -1)
+        kh, kw = self.kernel
+        g = conv_geometry(x.shape, (kh, kw), self.node.attrs)
+        ho, wo = int(out_shape[2]), int(out_shape[3])
+        total = sum(sample.astype(np.float64) for sample in x)                       # (C, H, W)
+        rows = _tap_sums(total, 1, kh, g.dilations[0], g.strides[0], g.pads_begin[0], ho)     # (C, kh, W)
+        taps = _tap_sums(rows, 2, kw, g.dilations[1], g.strides[1], g.pads_begin[1], wo)      # (C, kh, kw)
+        return (taps / (x.shape[0] * ho * wo)).reshape(self.groups, -1)
 
     def patch_sample(self, x: np.ndarray, out_shape: Sequence[int], rng: np.random.Generator) -> np.ndarray:
         """Up to MAX_POSITIONS input patches, (groups, P, K) float32, drawn at random output positions."""
@@ -224,6 +230,26 @@ class Layer:
         i, j = np.divmod(rest, wo)
         p = win[b, :, i, j].astype(np.float32)                                         # (P, C, kh, kw)
         return p.reshape(len(flat), self.groups, -1).transpose(1, 0, 2)
+
+
+def _tap_sums(x: np.ndarray, axis: int, k: int, dilation: int, stride: int, pad: int, out: int) -> np.ndarray:
+    """x with `axis` replaced by the k kernel taps along it: tap a's entry is the sum of what `out` windows read there,
+    x[a * dilation - pad + i * stride] for i < out, positions outside x being zero padding (a strided slice sum)."""
+    n = x.shape[axis]
+    shape = list(x.shape)
+    shape[axis] = k
+    sums = np.zeros(shape, np.float64)
+    for a in range(k):
+        first = a * dilation - pad                          # where window 0's tap a reads
+        lo = max(0, -(first // stride))                     # the first window reading inside x: ceil(-first / stride)
+        hi = min(out, (n - 1 - first) // stride + 1)        # one past the last
+        if hi > lo:
+            src = [slice(None)] * x.ndim
+            src[axis] = slice(first + lo * stride, first + (hi - 1) * stride + 1, stride)
+            dst = [slice(None)] * x.ndim
+            dst[axis] = a
+            sums[tuple(dst)] = x[tuple(src)].sum(axis=axis)
+    return sums
 
 
 def quant_layers(graph: Graph) -> list[Layer]:
@@ -292,6 +318,19 @@ def _dequant(q: np.ndarray, scales: np.ndarray, axis: int) -> np.ndarray:
 
 # --- bias correction ---------------------------------------------------------------------------------------------------
 
+def bias_shift(layer: Layer, w: np.ndarray, float_w: np.ndarray, mean: np.ndarray, per_layer: bool = False
+               ) -> np.ndarray:
+    """The mean output shift per output channel (float64) of `layer` with `w` quantised to int8 against `float_w`,
+    in closed form: the output is linear in the input patch, so the shift is (W_q - W) applied to the mean patch
+    `mean` (`Layer.patch_mean`); a Gemm's in units of its bias (divided by beta)."""
+    q, scales = quantize_weight(w, layer.axis, per_layer)
+    delta = layer.matrix(_dequant(q, scales, layer.axis) - float_w.astype(np.float64))
+    shift = np.einsum("gmk,gk->gm", delta, mean).reshape(-1)
+    if layer.node.op_type == "Gemm":
+        shift = shift / float(layer.node.attrs.get("beta", 1.0))
+    return shift
+
+
 def correct_bias(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats],
                  float_weights: dict[int, np.ndarray], per_layer: bool = False) -> int:
     """Subtract from each layer's bias the mean output shift of its int8 weights (quantised from the weights the
@@ -303,12 +342,8 @@ def correct_bias(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats]
         node = layer.node
         if layer.index not in stats or node.op_type == "MatMul":
             continue
-        w = graph.constants[layer.weight]
-        q, scales = quantize_weight(w, layer.axis, per_layer)
-        delta = layer.matrix(_dequant(q, scales, layer.axis) - float_weights[layer.index].astype(np.float64))
-        shift = np.einsum("gmk,gk->gm", delta, stats[layer.index].mean).reshape(-1)
-        if node.op_type == "Gemm":
-            shift = shift / float(node.attrs.get("beta", 1.0))
+        shift = bias_shift(layer, graph.constants[layer.weight], float_weights[layer.index], stats[layer.index].mean,
+                           per_layer)
         has_bias = len(node.inputs) > 2 and node.inputs[2]
         bias = graph.constants[node.inputs[2]].astype(np.float64) if has_bias else np.zeros(shift.size)
         if bias.shape != shift.shape:
