@@ -19,11 +19,12 @@ CONVS = {   # name: (weight shape, attributes)
     "conv_pad_stride": ((6, 4, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
     "conv_depthwise_dilated": ((6, 1, 3, 3), {"group": 6, "dilations": [2, 2], "pads": [2, 1, 0, 2]}),
     "conv_grouped_same": ((4, 3, 3, 2), {"group": 2, "auto_pad": "SAME_LOWER", "strides": [2, 1]}),
+    "conv_wide_kernel": ((6, 4, 3, 4), {}),          # each tap reads a few of the input's positions
 }
 
 
 def _model(rng: np.random.Generator) -> onnx.ModelProto:
-    """x (1, 4, 13, 11) -> the three convs (Relu after the first) -> Flatten -> Gemm (transB) to 5 outputs."""
+    """x (1, 4, 13, 11) -> the convs (Relu after the first) -> Flatten -> Gemm (transB) to 5 outputs."""
     nodes, inits, x = [], [], "x"
     for name, (shape, attrs) in CONVS.items():
         inits += [numpy_helper.from_array(rng.normal(0, 0.5, shape).astype(np.float32), f"{name}.W"),
@@ -34,7 +35,7 @@ def _model(rng: np.random.Generator) -> onnx.ModelProto:
             nodes.append(helper.make_node("Relu", [x], ["relu"], name="relu"))
             x = "relu"
     nodes.append(helper.make_node("Flatten", [x], ["flat"], name="flat"))
-    k = 4 * 3 * 5                                     # conv_grouped_same's output (1, 4, 3, 5)
+    k = 6 * 1 * 2                                     # conv_wide_kernel's output (1, 6, 1, 2)
     inits += [numpy_helper.from_array(rng.normal(0, 0.2, (5, k)).astype(np.float32), "fc.W"),
               numpy_helper.from_array(rng.normal(0, 0.1, 5).astype(np.float32), "fc.B")]
     nodes.append(helper.make_node("Gemm", ["flat", "fc.W", "fc.B"], ["y"], name="fc", transB=1, beta=0.5))
@@ -87,7 +88,7 @@ def test_bias_correction_subtracts_the_shift_and_is_deterministic():
     before = {l.node.name: graphs[0].constants[l.node.inputs[2]].copy() for l in quant_layers(graphs[0])}
     stats = layer_statistics(graphs[0], quant_layers(graphs[0]), samples, None, None, evaluate_node, False)
     for g in graphs:
-        assert apply_techniques(g, ["bias"], samples, None, None, evaluate_node) == {"bias": {"layers": 4}}
+        assert apply_techniques(g, ["bias"], samples, None, None, evaluate_node) == {"bias": {"layers": 5}}
     for layer in quant_layers(graphs[0]):
         w = graphs[0].constants[layer.weight]
         expected = (before[layer.node.name].astype(np.float64)

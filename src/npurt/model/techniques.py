@@ -204,17 +204,16 @@ class Layer:
 
     def patch_mean(self, x: np.ndarray, out_shape: Sequence[int]) -> np.ndarray:
         """The mean input patch per group, (groups, K), over every output position (zero padding included). For a
-        Conv, the box sums of each kernel tap's positions (`_tap_sums`), rows then columns, of x summed over the
-        batch: a few passes over the input instead of one per tap and output position."""
+        Conv, the box sums of each kernel tap's positions (`_tap_sums`) along the rows, then along the columns of
+        those: about one pass over the input instead of one per tap and output position."""
         if self.node.op_type != "Conv":
             return x.reshape(-1, x.shape[-1]).astype(np.float64).mean(axis=0)[None]
         kh, kw = self.kernel
         g = conv_geometry(x.shape, (kh, kw), self.node.attrs)
         ho, wo = int(out_shape[2]), int(out_shape[3])
-        total = sum(sample.astype(np.float64) for sample in x)                       # (C, H, W)
-        rows = _tap_sums(total, 1, kh, g.dilations[0], g.strides[0], g.pads_begin[0], ho)     # (C, kh, W)
-        taps = _tap_sums(rows, 2, kw, g.dilations[1], g.strides[1], g.pads_begin[1], wo)      # (C, kh, kw)
-        return (taps / (x.shape[0] * ho * wo)).reshape(self.groups, -1)
+        rows = _tap_sums(x, 2, kh, g.dilations[0], g.strides[0], g.pads_begin[0], ho)         # (N, C, kh, W)
+        taps = _tap_sums(rows, 3, kw, g.dilations[1], g.strides[1], g.pads_begin[1], wo)      # (N, C, kh, kw)
+        return (taps.sum(axis=0) / (x.shape[0] * ho * wo)).reshape(self.groups, -1)
 
     def patch_sample(self, x: np.ndarray, out_shape: Sequence[int], rng: np.random.Generator) -> np.ndarray:
         """Up to MAX_POSITIONS input patches, (groups, P, K) float32, drawn at random output positions."""
@@ -233,22 +232,36 @@ class Layer:
 
 
 def _tap_sums(x: np.ndarray, axis: int, k: int, dilation: int, stride: int, pad: int, out: int) -> np.ndarray:
-    """x with `axis` replaced by the k kernel taps along it: tap a's entry is the sum of what `out` windows read there,
-    x[a * dilation - pad + i * stride] for i < out, positions outside x being zero padding (a strided slice sum)."""
+    """x with `axis` replaced by the k kernel taps along it, summed in float64: tap a's entry is the sum of what the
+    `out` windows read there, x[a * dilation - pad + i * stride] for i < out, positions outside x being zero
+    padding. A box sum: every stride-th position from the tap's first (one pass over x serves all taps of a
+    stride class) less the few before the first window's and after the last window's."""
     n = x.shape[axis]
+
+    def part(start: int, stop: int | None) -> np.ndarray:
+        idx = [slice(None)] * x.ndim
+        idx[axis] = slice(start, stop, stride)
+        return x[tuple(idx)].sum(axis=axis, dtype=np.float64)
     shape = list(x.shape)
     shape[axis] = k
     sums = np.zeros(shape, np.float64)
+    classes: dict[int, np.ndarray] = {}
     for a in range(k):
         first = a * dilation - pad                          # where window 0's tap a reads
         lo = max(0, -(first // stride))                     # the first window reading inside x: ceil(-first / stride)
         hi = min(out, (n - 1 - first) // stride + 1)        # one past the last
-        if hi > lo:
-            src = [slice(None)] * x.ndim
-            src[axis] = slice(first + lo * stride, first + (hi - 1) * stride + 1, stride)
-            dst = [slice(None)] * x.ndim
-            dst[axis] = a
-            sums[tuple(dst)] = x[tuple(src)].sum(axis=axis)
+        if hi <= lo:
+            continue
+        start, last = first + lo * stride, first + (hi - 1) * stride
+        dst = [slice(None)] * x.ndim
+        dst[axis] = a
+        r = start % stride
+        if 2 * (hi - lo) <= len(range(r, n, stride)):       # reads under half its class: sum them directly
+            sums[tuple(dst)] = part(start, last + 1)
+            continue
+        if r not in classes:
+            classes[r] = part(r, None)
+        sums[tuple(dst)] = classes[r] - part(r, start) - part(last + stride, None)
     return sums
 
 
@@ -286,7 +299,7 @@ class LayerStats:
 
 def layer_statistics(graph: Graph, layers: list[Layer], samples: list[list[np.ndarray]], mean: list | None,
                      std: list | None, evaluate: NodeEvaluator, second_moment: bool) -> dict[int, LayerStats]:
-    """{layer index: LayerStats} over one float run of every calibration sample."""
+    """{layer index: LayerStats} over one float run of every calibration sample, up to the last layer input."""
     by_input: dict[str, list[Layer]] = {}
     for layer in layers:
         by_input.setdefault(layer.node.inputs[0], []).append(layer)
@@ -295,8 +308,12 @@ def layer_statistics(graph: Graph, layers: list[Layer], samples: list[list[np.nd
     counts: dict[int, int] = {}
     for k, sample in enumerate(samples):
         rng = np.random.default_rng(k)
+        seen = 0
         for name, value in iterate_float(graph, normalized_feeds(graph, sample, mean, std), evaluate):
-            for layer in by_input.get(name, ()):
+            if name not in by_input:
+                continue
+            seen += 1
+            for layer in by_input[name]:
                 out_shape = graph.tensors[layer.node.outputs[0]].shape
                 i = layer.index
                 sums[i] = sums.get(i, 0) + layer.patch_mean(value, out_shape)
@@ -305,6 +322,8 @@ def layer_statistics(graph: Graph, layers: list[Layer], samples: list[list[np.nd
                     h = np.matmul(p.transpose(0, 2, 1), p).astype(np.float64) / p.shape[1]
                     seconds[i] = seconds.get(i, 0) + h
                 counts[i] = counts.get(i, 0) + 1
+            if seen == len(by_input):
+                break                                   # the nodes after feed no layer: not run
     return {i: LayerStats(sums[i] / counts[i], seconds[i] / counts[i] if second_moment else None) for i in sums}
 
 
