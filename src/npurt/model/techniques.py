@@ -9,7 +9,9 @@
   is not done.
 - `correct_bias` — empirical bias correction: the mean shift that per-channel int8 weights (as npurt's compiler
   quantises them) add to each Conv / Gemm output channel on the calibration set's float inputs to that layer,
-  subtracted from its bias. Changes biases only.
+  subtracted from its bias. Changes biases only. The shift is linear in the input, so it is computed in closed form,
+  (W_q - W) applied to the layer's mean input patch (`bias_shift`); a Conv's mean patch comes from box sums of its
+  input per kernel tap (`Layer.patch_mean`), about one pass over each layer input, no quantised conv run.
 - `adaround` — adaptive rounding (Nagel et al. 2020, "Up or Down?"): per Conv / Gemm / MatMul layer, each weight
   rounded down or up on the per-channel int8 grid so that the layer's pre-activation output error over the
   calibration inputs, (W_q - W) H (W_q - W)^T with H = E[x x^T] of the layer's input patches, is small: AdaRound's
@@ -20,8 +22,9 @@
 
 `apply_techniques` runs the chosen ones in the order equalisation, rounding, bias correction (the statistics of the
 calibration run are taken after equalisation; bias correction measures the shift of the final int8 weights from the
-float ones, so after rounding it corrects what rounding left). The layer statistics come from one float run of the calibration set through the
-`evaluate` callable the caller passes (the model layer does not import the kernels).
+float ones, so after rounding it corrects what rounding left). The layer statistics come from one float run of the
+calibration set through the `evaluate` callable the caller passes (the model layer does not import the kernels),
+stopped after the last layer input; the calibration that follows makes its own run of the corrected model.
 """
 from __future__ import annotations
 
