@@ -95,3 +95,32 @@ def test_bias_correction_subtracts_the_shift_and_is_deterministic():
                     - bias_shift(layer, w, w, stats[layer.index].mean)).astype(np.float32)
         np.testing.assert_array_equal(graphs[0].constants[layer.node.inputs[2]], expected)
         np.testing.assert_array_equal(graphs[1].constants[layer.node.inputs[2]], expected)
+
+
+def test_patch_mean_equals_the_mean_over_every_window_for_random_geometries():
+    """Box sums against the plain mean over a sliding-window view of the padded input (`Layer.windows`), batch 2,
+    strides and dilations up to 3, asymmetric pads, auto_pad, kernels larger than the stride or than the input."""
+    from npurt.model.ir import Node
+    from npurt.model.techniques import Layer
+    from npurt.tensor.window import conv_geometry
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        kh, kw = (int(v) for v in rng.integers(1, 6, 2))
+        attrs = {"strides": [int(v) for v in rng.integers(1, 4, 2)],
+                 "dilations": [int(v) for v in rng.integers(1, 4, 2)]}
+        if rng.random() < 0.3:
+            attrs["auto_pad"] = str(rng.choice(["SAME_UPPER", "SAME_LOWER", "VALID"]))
+        else:
+            attrs["pads"] = [int(v) for v in rng.integers(0, 4, 4)]
+        h, w = (int(v) for v in rng.integers(1, 12, 2))
+        eff = ((kh - 1) * attrs["dilations"][0] + 1, (kw - 1) * attrs["dilations"][1] + 1)
+        pads = attrs.get("pads", [0] * 4)
+        if attrs.get("auto_pad") == "VALID" or "auto_pad" not in attrs:
+            h, w = max(h, eff[0] - pads[0] - pads[2]), max(w, eff[1] - pads[1] - pads[3])
+        x = rng.normal(0.5, 1.0, (2, 3, h, w)).astype(np.float32)
+        g = conv_geometry(x.shape, (kh, kw), attrs)
+        out_shape = (2, 6, *g.out)
+        layer = Layer(0, Node("c", "Conv", ["x", "W"], ["y"], attrs), 3, 0, (kh, kw))
+        expected = layer.windows(x, out_shape).mean(axis=(0, 2, 3), dtype=np.float64).reshape(3, -1)
+        np.testing.assert_allclose(layer.patch_mean(x, out_shape), expected, rtol=1e-12, atol=1e-12,
+                                   err_msg=f"{attrs} kernel {(kh, kw)} input {(h, w)}")
