@@ -24,8 +24,8 @@ CONVS = {   # name: (weight shape, attributes)
 
 
 def _model(rng: np.random.Generator) -> onnx.ModelProto:
-    """x (1, 4, 13, 11) -> the convs (Relu after the first) -> Flatten -> Gemm (transB) to 5 outputs."""
-    nodes, inits, x = [], [], "x"
+    """x (1, 4, 13, 11) -> Relu -> the convs (Relu after the first) -> Flatten -> Gemm (transB) to 5 outputs."""
+    nodes, inits, x = [helper.make_node("Relu", ["x"], ["x_relu"], name="x_relu")], [], "x_relu"
     for name, (shape, attrs) in CONVS.items():
         inits += [numpy_helper.from_array(rng.normal(0, 0.5, shape).astype(np.float32), f"{name}.W"),
                   numpy_helper.from_array(rng.normal(0, 0.1, shape[0]).astype(np.float32), f"{name}.B")]
@@ -75,7 +75,7 @@ def test_closed_form_shift_equals_the_direct_mean_of_the_int8_weight_error():
             direct = np.mean([x.astype(np.float64) @ delta.T for x in inputs], axis=(0, 1)) / 0.5
         else:
             direct = _direct_conv_shift(delta, CONVS[name][1], inputs)
-        closed = bias_shift(layer, w, w, stats[layer.index].mean)
+        closed = bias_shift(layer, delta + w.astype(np.float64), w, stats[layer.index].mean)
         assert np.max(np.abs(direct)) > 1e-4                        # a shift worth correcting
         np.testing.assert_allclose(closed, direct, rtol=0, atol=1e-5 * np.max(np.abs(direct)), err_msg=name)
 
@@ -91,8 +91,12 @@ def test_bias_correction_subtracts_the_shift_and_is_deterministic():
         assert apply_techniques(g, ["bias"], samples, None, None, evaluate_node) == {"bias": {"layers": 5}}
     for layer in quant_layers(graphs[0]):
         w = graphs[0].constants[layer.weight]
+        q, scales = quantize_weight(w, layer.axis, False)
+        shape = [1] * w.ndim
+        shape[layer.axis] = -1
+        stored = q.astype(np.float64) * scales.astype(np.float64).reshape(shape)
         expected = (before[layer.node.name].astype(np.float64)
-                    - bias_shift(layer, w, w, stats[layer.index].mean)).astype(np.float32)
+                    - bias_shift(layer, stored, w, stats[layer.index].mean)).astype(np.float32)
         np.testing.assert_array_equal(graphs[0].constants[layer.node.inputs[2]], expected)
         np.testing.assert_array_equal(graphs[1].constants[layer.node.inputs[2]], expected)
 

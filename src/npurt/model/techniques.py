@@ -340,13 +340,12 @@ def _dequant(q: np.ndarray, scales: np.ndarray, axis: int) -> np.ndarray:
 
 # --- bias correction ---------------------------------------------------------------------------------------------------
 
-def bias_shift(layer: Layer, w: np.ndarray, float_w: np.ndarray, mean: np.ndarray, per_layer: bool = False
-               ) -> np.ndarray:
-    """The mean output shift per output channel (float64) of `layer` with `w` quantised to int8 against `float_w`,
-    in closed form: the output is linear in the input patch, so the shift is (W_q - W) applied to the mean patch
-    `mean` (`Layer.patch_mean`); a Gemm's in units of its bias (divided by beta)."""
-    q, scales = quantize_weight(w, layer.axis, per_layer)
-    delta = layer.matrix(_dequant(q, scales, layer.axis) - float_w.astype(np.float64))
+def bias_shift(layer: Layer, stored: np.ndarray, float_w: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """The mean output shift per output channel (float64) of `layer` with the weights int8 compilation stores
+    (`stored`, their values) against `float_w`, in closed form: the output is linear in the input patch, so the
+    shift is (W_q - W) applied to the mean patch `mean` (`Layer.patch_mean`); a Gemm's in units of its bias
+    (divided by beta)."""
+    delta = layer.matrix(stored - float_w.astype(np.float64))
     shift = np.einsum("gmk,gk->gm", delta, mean).reshape(-1)
     if layer.node.op_type == "Gemm":
         shift = shift / float(layer.node.attrs.get("beta", 1.0))
@@ -364,8 +363,9 @@ def correct_bias(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats]
         node = layer.node
         if layer.index not in stats or node.op_type == "MatMul":
             continue
-        shift = bias_shift(layer, graph.constants[layer.weight], float_weights[layer.index], stats[layer.index].mean,
-                           per_layer)
+        w = graph.constants[layer.weight]
+        stored = _dequant(*quantize_weight(w, layer.axis, per_layer), layer.axis)
+        shift = bias_shift(layer, stored, float_weights[layer.index], stats[layer.index].mean)
         has_bias = len(node.inputs) > 2 and node.inputs[2]
         bias = graph.constants[node.inputs[2]].astype(np.float64) if has_bias else np.zeros(shift.size)
         if bias.shape != shift.shape:
