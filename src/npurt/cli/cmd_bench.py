@@ -44,6 +44,10 @@ MEANING = {
                         "/ without them, same model, weights, calibration and held-out inputs (> 1: they help)",
     "real_models": "npurt Session.run(x) time / onnxruntime time on a real trained model (the optional tier's, its "
                    "wheels downloaded once), 1 thread each (lower is better)",
+    "sequential_bias": "int8 mean cosine with bias correction from the int8 model's own layer inputs, sequentially "
+                       "(an experiment) / with npurt's correction from the float model's inputs (> 1: it helps)",
+    "technique_cost": "compile time with the techniques bias / cle,bias (and `npurt optimize` writing them) / the "
+                      "plain int8 compile, same model and calibration inputs (goal <= 2)",
     "toolkit": "npurt.toolkit.RKNN.inference time / onnxruntime fp32 (1 thread), same model (lower is better)",
     "toolkit_weights": "a conv recomputed from rknn-toolkit2's own layer dumps with symmetric int8 weights / with "
                        "asymmetric ones, difference to its dumped output (> 1: the toolkit's weights are "

@@ -9,7 +9,9 @@
   is not done.
 - `correct_bias` — empirical bias correction: the mean shift that per-channel int8 weights (as npurt's compiler
   quantises them) add to each Conv / Gemm output channel on the calibration set's float inputs to that layer,
-  subtracted from its bias. Changes biases only.
+  subtracted from its bias. Changes biases only. The shift is linear in the input, so it is computed in closed form,
+  (W_q - W) applied to the layer's mean input patch (`bias_shift`); a Conv's mean patch comes from box sums of its
+  input per kernel tap (`Layer.patch_mean`), about one pass over each layer input, no quantised conv run.
 - `adaround` — adaptive rounding (Nagel et al. 2020, "Up or Down?"): per Conv / Gemm / MatMul layer, each weight
   rounded down or up on the per-channel int8 grid so that the layer's pre-activation output error over the
   calibration inputs, (W_q - W) H (W_q - W)^T with H = E[x x^T] of the layer's input patches, is small: AdaRound's
@@ -20,8 +22,9 @@
 
 `apply_techniques` runs the chosen ones in the order equalisation, rounding, bias correction (the statistics of the
 calibration run are taken after equalisation; bias correction measures the shift of the final int8 weights from the
-float ones, so after rounding it corrects what rounding left). The layer statistics come from one float run of the calibration set through the
-`evaluate` callable the caller passes (the model layer does not import the kernels).
+float ones, so after rounding it corrects what rounding left). The layer statistics come from one float run of the
+calibration set through the `evaluate` callable the caller passes (the model layer does not import the kernels),
+stopped after the last layer input; the calibration that follows makes its own run of the corrected model.
 """
 from __future__ import annotations
 
@@ -203,12 +206,17 @@ class Layer:
         return win[:, :, :ho * sh:sh, :wo * sw:sw, ::dh, ::dw][:, :, :ho, :wo]
 
     def patch_mean(self, x: np.ndarray, out_shape: Sequence[int]) -> np.ndarray:
-        """The mean input patch per group, (groups, K), over every output position."""
+        """The mean input patch per group, (groups, K), over every output position (zero padding included). For a
+        Conv, the box sums of each kernel tap's positions (`_tap_sums`) along the rows, then along the columns of
+        those: about one pass over the input instead of one per tap and output position."""
         if self.node.op_type != "Conv":
             return x.reshape(-1, x.shape[-1]).astype(np.float64).mean(axis=0)[None]
-        win = self.windows(x, out_shape)
-        mean = win.mean(axis=(0, 2, 3), dtype=np.float64)                            # (C, kh, kw)
-        return mean.reshape(self.groups, -1)
+        kh, kw = self.kernel
+        g = conv_geometry(x.shape, (kh, kw), self.node.attrs)
+        ho, wo = int(out_shape[2]), int(out_shape[3])
+        rows = _tap_sums(x, 2, kh, g.dilations[0], g.strides[0], g.pads_begin[0], ho)         # (N, C, kh, W)
+        taps = _tap_sums(rows, 3, kw, g.dilations[1], g.strides[1], g.pads_begin[1], wo)      # (N, C, kh, kw)
+        return (taps.sum(axis=0) / (x.shape[0] * ho * wo)).reshape(self.groups, -1)
 
     def patch_sample(self, x: np.ndarray, out_shape: Sequence[int], rng: np.random.Generator) -> np.ndarray:
         """Up to MAX_POSITIONS input patches, (groups, P, K) float32, drawn at random output positions."""
@@ -224,6 +232,40 @@ class Layer:
         i, j = np.divmod(rest, wo)
         p = win[b, :, i, j].astype(np.float32)                                         # (P, C, kh, kw)
         return p.reshape(len(flat), self.groups, -1).transpose(1, 0, 2)
+
+
+def _tap_sums(x: np.ndarray, axis: int, k: int, dilation: int, stride: int, pad: int, out: int) -> np.ndarray:
+    """x with `axis` replaced by the k kernel taps along it, summed in float64: tap a's entry is the sum of what the
+    `out` windows read there, x[a * dilation - pad + i * stride] for i < out, positions outside x being zero
+    padding. A box sum: every stride-th position from the tap's first (one pass over x serves all taps of a
+    stride class) less the few before the first window's and after the last window's."""
+    n = x.shape[axis]
+
+    def part(start: int, stop: int | None) -> np.ndarray:
+        idx = [slice(None)] * x.ndim
+        idx[axis] = slice(start, stop, stride)
+        return x[tuple(idx)].sum(axis=axis, dtype=np.float64)
+    shape = list(x.shape)
+    shape[axis] = k
+    sums = np.zeros(shape, np.float64)
+    classes: dict[int, np.ndarray] = {}
+    for a in range(k):
+        first = a * dilation - pad                          # where window 0's tap a reads
+        lo = max(0, -(first // stride))                     # the first window reading inside x: ceil(-first / stride)
+        hi = min(out, (n - 1 - first) // stride + 1)        # one past the last
+        if hi <= lo:
+            continue
+        start, last = first + lo * stride, first + (hi - 1) * stride
+        dst = [slice(None)] * x.ndim
+        dst[axis] = a
+        r = start % stride
+        if 2 * (hi - lo) <= len(range(r, n, stride)):       # reads under half its class: sum them directly
+            sums[tuple(dst)] = part(start, last + 1)
+            continue
+        if r not in classes:
+            classes[r] = part(r, None)
+        sums[tuple(dst)] = classes[r] - part(r, start) - part(last + stride, None)
+    return sums
 
 
 def quant_layers(graph: Graph) -> list[Layer]:
@@ -260,7 +302,7 @@ class LayerStats:
 
 def layer_statistics(graph: Graph, layers: list[Layer], samples: list[list[np.ndarray]], mean: list | None,
                      std: list | None, evaluate: NodeEvaluator, second_moment: bool) -> dict[int, LayerStats]:
-    """{layer index: LayerStats} over one float run of every calibration sample."""
+    """{layer index: LayerStats} over one float run of every calibration sample, up to the last layer input."""
     by_input: dict[str, list[Layer]] = {}
     for layer in layers:
         by_input.setdefault(layer.node.inputs[0], []).append(layer)
@@ -269,8 +311,12 @@ def layer_statistics(graph: Graph, layers: list[Layer], samples: list[list[np.nd
     counts: dict[int, int] = {}
     for k, sample in enumerate(samples):
         rng = np.random.default_rng(k)
+        seen = 0
         for name, value in iterate_float(graph, normalized_feeds(graph, sample, mean, std), evaluate):
-            for layer in by_input.get(name, ()):
+            if name not in by_input:
+                continue
+            seen += 1
+            for layer in by_input[name]:
                 out_shape = graph.tensors[layer.node.outputs[0]].shape
                 i = layer.index
                 sums[i] = sums.get(i, 0) + layer.patch_mean(value, out_shape)
@@ -279,6 +325,8 @@ def layer_statistics(graph: Graph, layers: list[Layer], samples: list[list[np.nd
                     h = np.matmul(p.transpose(0, 2, 1), p).astype(np.float64) / p.shape[1]
                     seconds[i] = seconds.get(i, 0) + h
                 counts[i] = counts.get(i, 0) + 1
+            if seen == len(by_input):
+                break                                   # the nodes after feed no layer: not run
     return {i: LayerStats(sums[i] / counts[i], seconds[i] / counts[i] if second_moment else None) for i in sums}
 
 
@@ -303,6 +351,18 @@ def _stored_weights(graph: Graph, layer: "Layer", w: np.ndarray, per_layer: bool
 
 # --- bias correction ---------------------------------------------------------------------------------------------------
 
+def bias_shift(layer: Layer, stored: np.ndarray, float_w: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """The mean output shift per output channel (float64) of `layer` with the weights int8 compilation stores
+    (`stored`, their values) against `float_w`, in closed form: the output is linear in the input patch, so the
+    shift is (W_q - W) applied to the mean patch `mean` (`Layer.patch_mean`); a Gemm's in units of its bias
+    (divided by beta)."""
+    delta = layer.matrix(stored - float_w.astype(np.float64))
+    shift = np.einsum("gmk,gk->gm", delta, mean).reshape(-1)
+    if layer.node.op_type == "Gemm":
+        shift = shift / float(layer.node.attrs.get("beta", 1.0))
+    return shift
+
+
 def correct_bias(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats],
                  float_weights: dict[int, np.ndarray], per_layer: bool = False, asymmetric_first: bool = True) -> int:
     """Subtract from each layer's bias the mean output shift of its int8 weights (quantised from the weights the
@@ -316,10 +376,7 @@ def correct_bias(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats]
             continue
         w = graph.constants[layer.weight]
         stored = _stored_weights(graph, layer, w, per_layer, asymmetric_first)
-        delta = layer.matrix(stored - float_weights[layer.index].astype(np.float64))
-        shift = np.einsum("gmk,gk->gm", delta, stats[layer.index].mean).reshape(-1)
-        if node.op_type == "Gemm":
-            shift = shift / float(node.attrs.get("beta", 1.0))
+        shift = bias_shift(layer, stored, float_weights[layer.index], stats[layer.index].mean)
         has_bias = len(node.inputs) > 2 and node.inputs[2]
         bias = graph.constants[node.inputs[2]].astype(np.float64) if has_bias else np.zeros(shift.size)
         if bias.shape != shift.shape:
