@@ -26,6 +26,10 @@ the steps' Python and their remaining numpy calls; goal <= 10 us).
 the executor before `npurt.exec.inplace`), for before/after comparisons.
 `--profile` adds, per int8 model of the 1-thread table, npurt's time per op type (`Executor.run_profiled`, median of
 the runs) beside onnxruntime int8's (its profiler: the QuantizeLinear / DequantizeLinear it runs counted apart).
+It also times npurt's Conv steps per shape class (1x1, 3x3, strided, depthwise ...) and gives their rate in GMAC/s
+against the machine's limit for the instruction set in use, measured in the same run (`npk_int8_peak`: register-only
+chains of the conv's own instruction mix, vpmaddwd + vpaddd on int16 at the AVX2 level, vpdpbusd at AVX-512 VNNI; the
+step time includes its padding copy and epilogue; depthwise convs run in float32 and get no ratio).
 Run: python bench/executor.py [--quick] [--threads N] [--generic] [--profile]
 """
 from __future__ import annotations
@@ -202,6 +206,53 @@ def _op_profile(ex, sess, feed: dict, runs: int) -> dict[str, tuple[float, float
             for op in ops}
 
 
+def int8_limit(level: str) -> tuple[str, float]:
+    """(instruction mix, GMAC/s): the int8 conv's limit at `level` on this machine, best of 5 timed runs of
+    `npk_int8_peak` (about 20 ms each)."""
+    from npurt import _kernels
+    kind, mix = (2, "vpdpbusd zmm") if level == "avx512vnni" else (0, "vpmaddwd + vpaddd ymm")
+    if _kernels.lib is None or _kernels.lib.npk_int8_peak(kind, 1000) <= 0:
+        return mix, 0.0
+    best = 0.0
+    for _ in range(5):
+        t0 = time.perf_counter()
+        macs = _kernels.lib.npk_int8_peak(kind, 200_000)
+        best = max(best, macs / (time.perf_counter() - t0) / 1e9)
+    return mix, best
+
+
+def _conv_class(cm, node) -> tuple[str, int, bool]:
+    """(shape class, multiply-adds per run, depthwise) of a Conv node of compiled model `cm`."""
+    w = cm.graph.tensor(node.inputs[1]).shape
+    out = cm.storage[node.outputs[0]].shape
+    group = node.attrs.get("group", 1)
+    kh, kw = w[2], w[3]
+    sh, sw = node.attrs.get("strides", [1, 1])
+    depthwise = group > 1 and w[1] == 1
+    name = ("depthwise " if depthwise else "grouped " if group > 1 else "") + f"{kh}x{kw}" \
+        + (f" s{sh}" if (sh, sw) != (1, 1) else "")
+    return name, int(out[1] * out[2] * out[3] * w[1] * kh * kw), depthwise
+
+
+def _conv_profile(ex, runs: int) -> dict[str, tuple[float, int, bool]]:
+    """{Conv shape class: (npurt us per run (median of `runs`), multiply-adds, depthwise)}."""
+    import statistics
+    times: dict[str, list[float]] = {}
+    info: dict[str, tuple[int, bool]] = {}
+    for k in range(runs):
+        per: dict[str, float] = {}
+        for us, node in ex.run_profiled():
+            if getattr(node, "op_type", None) != "Conv":
+                continue
+            name, macs, dw = _conv_class(ex.model, node)
+            per[name] = per.get(name, 0.0) + us
+            if k == 0:
+                info[name] = (info.get(name, (0, dw))[0] + macs, dw)
+        for name, us in per.items():
+            times.setdefault(name, []).append(us)
+    return {name: (statistics.median(ts), *info[name]) for name, ts in times.items()}
+
+
 def run(quick: bool = False, inplace: bool = True, profile: bool = False) -> list[dict]:
     """One row per (model, precision): npurt and ORT median latency (ms) and their ratio; int8 rows also against
     onnxruntime's int8; then, at 1 thread, the 2-thread rows (`mode`)."""
@@ -244,6 +295,7 @@ def run(quick: bool = False, inplace: bool = True, profile: bool = False) -> lis
                 row.update({"npurt_int8_ms": t_np8 * 1e3, "ort_int8_ms": t_ort8 * 1e3, "vs_ort_int8": t_np8 / t_ort8})
                 if profile:
                     row["profile"] = _op_profile(ex, _session(q, threads, profile=True), feed, repeats)
+                    row["conv_profile"] = _conv_profile(ex, repeats)
             rows.append(row)
     if threads == 1 and "--threads" not in sys.argv:
         rows += _two_threads(rows, kept, inplace, 3 if quick else 6)
@@ -304,6 +356,19 @@ def main() -> None:
         for r in two:
             table.add_row(r["model"], r["precision"], r["peer"], f"{r['npurt_ms_1thread']:.2f} -> {r['npurt_ms']:.2f}",
                           f"{r['ort_ms']:.2f}", f"{r['ratio']:.2f}x", f"{r['ratio_1thread']:.2f}x")
+        console.print(table)
+    if any("conv_profile" in r for r in rows):
+        from npurt import _kernels
+        mix, limit = int8_limit(_kernels.level())
+        console.print(f"int8 conv limit at {_kernels.level()} ({mix}, register-only, this run): {limit:.1f} GMAC/s")
+        table = Table(title="npurt int8 Conv steps per shape class: rate against that limit")
+        for col in ("model", "conv shape", "npurt us", "GMAC", "GMAC/s", "of limit"):
+            table.add_column(col, justify="left" if col in ("model", "conv shape") else "right")
+        for r in rows:
+            for name, (us, macs, dw) in sorted(r.get("conv_profile", {}).items(), key=lambda kv: -kv[1][0]):
+                rate = macs / us / 1e3 if us else 0.0
+                table.add_row(r["model"], name + (" (float32)" if dw else ""), f"{us:.0f}", f"{macs / 1e9:.3f}",
+                              f"{rate:.1f}", "" if dw or not limit else f"{rate / limit:.0%}")
         console.print(table)
     for r in rows:
         if "profile" not in r:
