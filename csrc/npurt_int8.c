@@ -222,8 +222,12 @@ static inline __attribute__((always_inline)) void tile_avx2(const struct npk_con
     const int64_t K = (int64_t)p->kh * p->kw * ck;
     const int runs = p->dw == 1 ? 1 : p->kw;                    /* contiguous runs per kernel row */
     const int64_t npairs = K / p->kh / runs / 2;
+    /* the sums start at -zp * colsum (the same int32 arithmetic as subtracting it after) */
+    const __m256i zp = _mm256_set1_epi32(-p->zp);
+    const __m256i corr0 = _mm256_mullo_epi32(zp, _mm256_loadu_si256((const __m256i *)(p->colsum + j)));
+    const __m256i corr1 = _mm256_mullo_epi32(zp, _mm256_loadu_si256((const __m256i *)(p->colsum + j + 8)));
     __m256i acc[NPK_R2][2];
-    for (int r = 0; r < NPK_R2; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    for (int r = 0; r < NPK_R2; r++) { acc[r][0] = corr0; acc[r][1] = corr1; }
     const int16_t *wq = (const int16_t *)p->w + (j / 16) * (K / 2) * 32;
     for (int dy = 0; dy < p->kh; dy++)
         for (int dx = 0; dx < runs; dx++) {
@@ -239,30 +243,42 @@ static inline __attribute__((always_inline)) void tile_avx2(const struct npk_con
             }
         }
     /* the epilogue's per-channel terms once per tile (the int8 stores may alias them for the compiler) */
-    const __m256i zp = _mm256_set1_epi32(p->zp);
-    const __m256i corr0 = _mm256_mullo_epi32(zp, _mm256_loadu_si256((const __m256i *)(p->colsum + j)));
-    const __m256i corr1 = _mm256_mullo_epi32(zp, _mm256_loadu_si256((const __m256i *)(p->colsum + j + 8)));
     const __m256 m0 = _mm256_loadu_ps(p->mult + j), m1 = _mm256_loadu_ps(p->mult + j + 8);
     const __m256 b0 = _mm256_loadu_ps(p->bias + j), b1 = _mm256_loadu_ps(p->bias + j + 8);
+    if (!p->out) {
+        for (int r = 0; r < nr; r++) {
+            _mm256_storeu_ps(p->y + (pix0 + r) * n + j, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][0]), m0), b0));
+            _mm256_storeu_ps(p->y + (pix0 + r) * n + j + 8, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][1]), m1), b1));
+        }
+        return;
+    }
+    /* two pixels' codes at a time: int32 -> int16 -> int8 packs leave the dwords [a0 a1 b0 b1 | a2 a3 b2 b3]; one
+     * permute puts back pixel a's 16 bytes, then b's (neighbouring slots of the output block) */
     const __m256 lo = _mm256_set1_ps(p->lo), hi = _mm256_set1_ps(p->hi);
-    int8_t *out = p->out ? p->out + (j / 16) * p->out_plane + pix0 * 16 : NULL;
-    for (int r = 0; r < nr; r++) {
-        __m256 f0 = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][0], corr0)), m0), b0);
-        __m256 f1 = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][1], corr1)), m1), b1);
-        if (!out) {
-            _mm256_storeu_ps(p->y + (pix0 + r) * n + j, f0);
-            _mm256_storeu_ps(p->y + (pix0 + r) * n + j + 8, f1);
-            continue;
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    int8_t *out = p->out + (j / 16) * p->out_plane + pix0 * 16;
+    const int act = p->act;
+    __m256i q[2];
+#pragma GCC unroll 3
+    for (int r = 0; r < NPK_R2 && r < nr; r += 2) {
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const int rh = r + h < nr ? r + h : r;
+            __m256 f0 = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[rh][0]), m0), b0);
+            __m256 f1 = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[rh][1]), m1), b1);
+            if (act) {
+                f0 = swish_requant_avx2(f0, p);
+                f1 = swish_requant_avx2(f1, p);
+            }
+            f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);
+            f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
+            q[h] = _mm256_packs_epi32(_mm256_cvtps_epi32(f0), _mm256_cvtps_epi32(f1));
         }
-        if (p->act) {
-            f0 = swish_requant_avx2(f0, p);
-            f1 = swish_requant_avx2(f1, p);
-        }
-        f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);
-        f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
-        __m256i w16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(_mm256_cvtps_epi32(f0), _mm256_cvtps_epi32(f1)), 0xD8);
-        __m128i w8 = _mm_packs_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
-        _mm_storeu_si128((__m128i *)(out + r * 16), w8);
+        const __m256i codes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q[0], q[1]), order);
+        if (r + 1 < nr)
+            _mm256_storeu_si256((__m256i *)(out + r * 16), codes);
+        else
+            _mm_storeu_si128((__m128i *)(out + r * 16), _mm256_castsi256_si128(codes));
     }
 }
 
