@@ -30,7 +30,10 @@ It also times npurt's Conv steps per shape class (1x1, 3x3, strided, depthwise .
 against the machine's limit for the instruction set in use, measured in the same run (`npk_int8_peak`: register-only
 chains of the conv's own instruction mix, vpmaddwd + vpaddd on int16 at the AVX2 level, vpdpbusd at AVX-512 VNNI; the
 step time includes its padding copy and epilogue; depthwise convs run in float32 and get no ratio).
-Run: python bench/executor.py [--quick] [--threads N] [--generic] [--profile]
+`--convs` times the compiled int8 conv alone on each dense conv shape of the int8 models (random codes, the kernel
+call only, the fastest of 25 calls: a load burst cannot make it look faster) and gives its GMAC/s against the same
+limit.
+Run: python bench/executor.py [--quick] [--threads N] [--generic] [--profile] [--convs]
 """
 from __future__ import annotations
 
@@ -207,14 +210,15 @@ def _op_profile(ex, sess, feed: dict, runs: int) -> dict[str, tuple[float, float
 
 
 def int8_limit(level: str) -> tuple[str, float]:
-    """(instruction mix, GMAC/s): the int8 conv's limit at `level` on this machine, best of 5 timed runs of
-    `npk_int8_peak` (about 20 ms each)."""
+    """(instruction mix, GMAC/s): the int8 conv's limit at `level` on this machine, the best of 50 timed runs of
+    `npk_int8_peak` (about 0.3 ms each, so that one of them falls between the load's bursts, as the convs' fastest
+    calls do)."""
     from npurt import _kernels
     kind, mix = (2, "vpdpbusd zmm") if level == "avx512vnni" else (0, "vpmaddwd + vpaddd ymm")
     if _kernels.lib is None or _kernels.lib.npk_int8_peak(kind, 1000) <= 0:
         return mix, 0.0
     best = 0.0
-    for _ in range(5):
+    for _ in range(50):
         t0 = time.perf_counter()
         macs = _kernels.lib.npk_int8_peak(kind, 200_000)
         best = max(best, macs / (time.perf_counter() - t0) / 1e9)
@@ -251,6 +255,55 @@ def _conv_profile(ex, runs: int) -> dict[str, tuple[float, int, bool]]:
         for name, us in per.items():
             times.setdefault(name, []).append(us)
     return {name: (statistics.median(ts), *info[name]) for name, ts in times.items()}
+
+
+def conv_shapes(quick: bool) -> list[tuple]:
+    """The dense Conv shapes of the int8 models, once each in model order: (model, c_in, c_out, (ho, wo), kernel,
+    strides); c_in padded to the int8 conv's lanes (16, or 4 for a 3-channel input)."""
+    import npurt
+    seen, shapes = set(), []
+    for name, model in _models(quick):
+        cm = npurt.compile(model, precision="fp16")         # the shapes only: no calibration needed
+        for node in cm.graph.nodes:
+            if node.op_type != "Conv" or node.attrs.get("group", 1) != 1:
+                continue
+            w = cm.graph.tensor(node.inputs[1]).shape
+            out = cm.storage[node.outputs[0]].shape
+            cin = 4 if w[1] <= 4 else -(-w[1] // 16) * 16
+            key = (cin, -(-out[1] // 16) * 16, (out[2], out[3]), (w[2], w[3]),
+                   tuple(node.attrs.get("strides", [1, 1])))
+            if key not in seen:
+                seen.add(key)
+                shapes.append((name,) + key)
+    return shapes
+
+
+def conv_rates(shapes: list[tuple], calls: int = 25) -> list[dict]:
+    """GMAC/s of the compiled int8 conv (`_kernels.int8_conv`, int8 store) alone on each shape, at the level in
+    use: the fastest of `calls` calls on random codes."""
+    from npurt import _kernels
+    rng = np.random.default_rng(0)
+    rows = []
+    for name, cin, cout, (ho, wo), (kh, kw), (sh, sw) in shapes:
+        cc = 16 if cin >= 16 else cin
+        hp, wp = (ho - 1) * sh + kh, (wo - 1) * sw + kw
+        x = rng.integers(-128, 128, (cin // cc, hp, wp, cc), dtype=np.int8)
+        w = rng.integers(-128, 128, (kh * kw * cin, cout), dtype=np.int8)
+        colsum = w.astype(np.int64).sum(axis=0).astype(np.int32)
+        out = np.empty((cout // 16, ho, wo, 16), np.int8)
+        run = _kernels.int8_conv(x, w, colsum, 3, np.full(cout, 1e-4, np.float32), np.zeros(cout, np.float32),
+                                 (kh, kw), (sh, sw), (1, 1), (ho, wo), out=out, wide=lambda n: np.empty(n, np.int16))
+        if run is None:
+            continue
+        best = float("inf")
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - t0)
+        macs = ho * wo * cout * kh * kw * cin
+        rows.append({"model": name, "shape": f"{kh}x{kw}{f' s{sh}' if (sh, sw) != (1, 1) else ''} {cin}->{cout} "
+                     f"{ho}x{wo}", "us": best * 1e6, "gmacs": macs / best / 1e9})
+    return rows
 
 
 def run(quick: bool = False, inplace: bool = True, profile: bool = False) -> list[dict]:
@@ -327,6 +380,24 @@ def main() -> None:
     from rich.table import Table
 
     quick = "--quick" in sys.argv
+    if "--convs" in sys.argv:
+        from rich.console import Console
+        from rich.table import Table
+
+        from npurt import _kernels
+        console = Console(width=180)
+        console.print(cpu())
+        rows = conv_rates(conv_shapes(quick))
+        mix, limit = int8_limit(_kernels.level())
+        console.print(f"int8 conv limit at {_kernels.level()} ({mix}, register-only, this run): {limit:.1f} GMAC/s")
+        table = Table(title="the compiled int8 conv alone per dense conv shape (fastest of 25 calls)")
+        for col in ("model", "shape (k s cin->cout out)", "us", "GMAC/s", "of limit"):
+            table.add_column(col, justify="left" if col in ("model", "shape (k s cin->cout out)") else "right")
+        for r in rows:
+            table.add_row(r["model"], r["shape"], f"{r['us']:.0f}", f"{r['gmacs']:.1f}",
+                          f"{r['gmacs'] / limit:.0%}" if limit else "")
+        console.print(table)
+        return
     if "--threads" in sys.argv:
         os.environ["NPURT_BLAS_THREADS"] = os.environ["NPURT_EXEC_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
     rows = run(quick=quick, inplace="--generic" not in sys.argv, profile="--profile" in sys.argv)
