@@ -160,25 +160,27 @@ static void conv8_portable(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_
 
 #define NPK_R2 6     /* output pixels per tile: 6 x 2 accumulators + 2 weights + 1 input = 15 ymm */
 
-/* input rows [r_lo, r_hi) sign-extended to int16 in pixel-major order (Hp, Wp, C1 * CC): a tap's C1 * CC values of
- * one pixel sit together, in the weights' k order, and with dilation 1 along x so do a kernel row's taps: the tiles
- * run one loop of kw * C1 * CC / 2 pairs per kernel row */
+/* input rows [r_lo, r_hi) sign-extended to int16 in pixel-major order (rows, Wp, C1 * CC) from the scratch's start:
+ * a tap's C1 * CC values of one pixel sit together, in the weights' k order, and with dilation 1 along x so do a
+ * kernel row's taps: the tiles run one loop of kw * C1 * CC / 2 pairs per kernel row */
 __attribute__((target("avx2")))
 static void widen_rows(const struct npk_conv8 *p, int64_t r_lo, int64_t r_hi)
 {
     const int64_t cc = p->cc, row = p->wp * cc, plane = p->hp * row, ck = p->c1 * cc;
     if (p->c1 == 1) {                                   /* the same order: one run of int8 -> int16 */
-        int64_t i = r_lo * row;
-        for (; i + 16 <= r_hi * row; i += 16)
+        const int8_t *src = p->x + r_lo * row;
+        const int64_t end = (r_hi - r_lo) * row;
+        int64_t i = 0;
+        for (; i + 16 <= end; i += 16)
             _mm256_storeu_si256((__m256i *)(p->wide + i),
-                                _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p->x + i))));
-        for (; i < r_hi * row; i++) p->wide[i] = p->x[i];
+                                _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(src + i))));
+        for (; i < end; i++) p->wide[i] = src[i];
         return;
     }
     for (int64_t y = r_lo; y < r_hi; y++)
         for (int64_t c = 0; c < p->c1; c++) {
             const int8_t *src = p->x + c * plane + y * row;
-            int16_t *dst = p->wide + y * p->wp * ck + c * cc;
+            int16_t *dst = p->wide + (y - r_lo) * p->wp * ck + c * cc;
             if (cc == 16)
                 for (int64_t x = 0; x < p->wp; x++)
                     _mm256_storeu_si256((__m256i *)(dst + x * ck),
@@ -282,42 +284,52 @@ static inline __attribute__((always_inline)) void tile_avx2(const struct npk_con
     }
 }
 
-/* the wide input's offset of output pixels q0 .. q0 + R - 1 (as tile_offsets, in the pixel-major layout) */
-static inline void wide_offsets(const struct npk_conv8 *p, int64_t q0, int nr, int64_t *off)
+/* the wide input's offset of output pixels q0 .. q0 + R - 1 (as tile_offsets, in the pixel-major rows from r_lo) */
+static inline void wide_offsets(const struct npk_conv8 *p, int64_t q0, int nr, int64_t r_lo, int64_t *off)
 {
     const int64_t ck = p->c1 * p->cc;
     int64_t oy = q0 / p->wo, ox = q0 % p->wo;
     for (int r = 0; r < NPK_R2; r++) {
-        off[r] = (oy * p->sh * p->wp + ox * p->sw) * ck;
+        off[r] = ((oy * p->sh - r_lo) * p->wp + ox * p->sw) * ck;
         if (r + 1 < nr && ++ox == p->wo) { ox = 0; oy++; }
     }
 }
 
+#define NPK_BAND_BYTES (96 << 10)    /* the int16 rows widened at a time, used while they are in the L2 cache */
+
+/* output rows [oy_lo, oy_hi) from the input rows they read, widened just before (bands of about 96 KiB: the
+ * whole int16 copy of a large input would be read back from beyond the L2 cache); channel blocks outside the
+ * pixel tiles when the weights outweigh the input (one band then: the weights are the stream) */
 __attribute__((target("avx2")))
 static void conv8_avx2(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
 {
-    const int64_t need_lo = oy_lo * p->sh, need_hi = (oy_hi - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh + 1;
-    const int64_t q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo;
-    if (oy_hi <= oy_lo)
-        return;
-    widen_rows(p, need_lo, need_hi < p->hp ? need_hi : p->hp);
+    const int64_t row_bytes = p->wp * p->c1 * p->cc * 2, reach = (int64_t)(p->kh - 1) * p->dh + 1;
+    const int outer = weights_outer(p);
+    int64_t band = outer ? oy_hi - oy_lo : (NPK_BAND_BYTES / row_bytes - reach) / p->sh + 1;
+    band = band < 1 ? 1 : band;
     int64_t off[NPK_R2];
     const int16_t *xr[NPK_R2];
-    if (weights_outer(p)) {
-        for (int64_t j = 0; j < p->n; j += 16)
-            for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
-                const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
-                wide_offsets(p, q0, nr, off);
-                for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
-                tile_avx2(p, xr, nr, j, q0);
-            }
-        return;
-    }
-    for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
-        const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
-        wide_offsets(p, q0, nr, off);
-        for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
-        for (int64_t j = 0; j < p->n; j += 16) tile_avx2(p, xr, nr, j, q0);
+    for (int64_t oy0 = oy_lo; oy0 < oy_hi; oy0 += band) {
+        const int64_t oy1 = oy0 + band < oy_hi ? oy0 + band : oy_hi;
+        const int64_t r_lo = oy0 * p->sh, r_hi = (oy1 - 1) * p->sh + reach;
+        const int64_t q_lo = oy0 * p->wo, q_hi = oy1 * p->wo;
+        widen_rows(p, r_lo, r_hi);
+        if (outer) {
+            for (int64_t j = 0; j < p->n; j += 16)
+                for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
+                    const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
+                    wide_offsets(p, q0, nr, r_lo, off);
+                    for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
+                    tile_avx2(p, xr, nr, j, q0);
+                }
+            continue;
+        }
+        for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
+            const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
+            wide_offsets(p, q0, nr, r_lo, off);
+            for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
+            for (int64_t j = 0; j < p->n; j += 16) tile_avx2(p, xr, nr, j, q0);
+        }
     }
 }
 

@@ -1,8 +1,8 @@
 """The int8 conv's pixel tiles at every instruction set: output rows wider than a tile (tiles crossing rows), odd
 pixel counts (the AVX2 epilogue stores two pixels at a time), kernel rows read as one run (x dilation 1) or tap by
-tap (x dilation 2), several input blocks (the AVX2 path's pixel-major int16 copy), both output forms, store the
-same bytes and float32 sums as the numpy path; and `npk_int8_peak`, the bench's limit probe, counts its
-multiply-adds."""
+tap (x dilation 2), several input blocks (the AVX2 path's pixel-major int16 copy, widened in bands of rows when
+the rows are long), both output forms, store the same bytes and float32 sums as the numpy path; and
+`npk_int8_peak`, the bench's limit probe, counts its multiply-adds."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,6 +18,10 @@ CASES = [  # c1, cc, (ho, wo), kernel, strides, dilations, blocks, zp
     (5, 16, (2, 9), (1, 1), (2, 2), (1, 1), 4, -3),         # 1x1 stride 2, K = 80
     (1, 16, (6, 17), (3, 3), (1, 1), (2, 1), 2, 41),        # y dilation 2, rows of 17 = 2 tiles + 5
     (2, 16, (1, 1), (7, 7), (2, 2), (1, 1), 1, -77),        # one pixel, a 7x7 kernel
+    # rows wide enough that the AVX2 path widens the input in several bands of rows
+    (8, 16, (5, 100), (3, 3), (1, 1), (2, 1), 1, 5),        # 26 KB int16 rows: one output row per band
+    (4, 16, (7, 200), (1, 1), (1, 1), (1, 1), 2, -128),     # 1x1: three rows per band, the last band short
+    (3, 16, (4, 120), (3, 3), (2, 2), (1, 1), 1, 127),      # stride 2: bands overlap by a row
 ]
 
 
