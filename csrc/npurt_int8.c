@@ -3,8 +3,9 @@
  * - AVX-512 VNNI (level 3): vpdpbusd multiplies u8 x s8 and adds groups of 4 into int32 without intermediate
  *   saturation. The input is made unsigned by flipping its sign bit (x + 128); the extra 128 * sum(w) per output
  *   channel is removed with the input zero point's correction, exactly.
- * - AVX2 / AVX-512 without VNNI (levels 1, 2): the input sign-extended to int16 (a scratch), vpmaddwd on pairs:
- *   (-128) * (-128) * 2 = 32768 fits int32 (vpmaddubsw's int16 saturation is never used).
+ * - AVX2 / AVX-512 without VNNI (levels 1, 2): the input sign-extended to int16 (a scratch, pixel-major, in bands
+ *   of rows), vpmaddwd on pairs: (-128) * (-128) * 2 = 32768 fits int32 (vpmaddubsw's int16 saturation is never
+ *   used).
  * - portable C (level 0): plain int32 loops.
  * The epilogue is the same float32 sequence everywhere (built with -ffp-contract=off): y = float(acc - zp * sum(w))
  * * mult + bias, then either clamp to [lo, hi], round to nearest even and store int8, or store y as float32; a
@@ -225,9 +226,9 @@ static inline __attribute__((always_inline)) void tile_avx2(const struct npk_con
     const int runs = p->dw == 1 ? 1 : p->kw;                    /* contiguous runs per kernel row */
     const int64_t npairs = K / p->kh / runs / 2;
     /* the sums start at -zp * colsum (the same int32 arithmetic as subtracting it after) */
-    const __m256i zp = _mm256_set1_epi32(-p->zp);
-    const __m256i corr0 = _mm256_mullo_epi32(zp, _mm256_loadu_si256((const __m256i *)(p->colsum + j)));
-    const __m256i corr1 = _mm256_mullo_epi32(zp, _mm256_loadu_si256((const __m256i *)(p->colsum + j + 8)));
+    const __m256i neg_zp = _mm256_set1_epi32(-p->zp);
+    const __m256i corr0 = _mm256_mullo_epi32(neg_zp, _mm256_loadu_si256((const __m256i *)(p->colsum + j)));
+    const __m256i corr1 = _mm256_mullo_epi32(neg_zp, _mm256_loadu_si256((const __m256i *)(p->colsum + j + 8)));
     __m256i acc[NPK_R2][2];
     for (int r = 0; r < NPK_R2; r++) { acc[r][0] = corr0; acc[r][1] = corr1; }
     const int16_t *wq = (const int16_t *)p->w + (j / 16) * (K / 2) * 32;
@@ -249,8 +250,9 @@ static inline __attribute__((always_inline)) void tile_avx2(const struct npk_con
     const __m256 b0 = _mm256_loadu_ps(p->bias + j), b1 = _mm256_loadu_ps(p->bias + j + 8);
     if (!p->out) {
         for (int r = 0; r < nr; r++) {
-            _mm256_storeu_ps(p->y + (pix0 + r) * n + j, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][0]), m0), b0));
-            _mm256_storeu_ps(p->y + (pix0 + r) * n + j + 8, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][1]), m1), b1));
+            float *y = p->y + (pix0 + r) * n + j;
+            _mm256_storeu_ps(y, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][0]), m0), b0));
+            _mm256_storeu_ps(y + 8, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][1]), m1), b1));
         }
         return;
     }

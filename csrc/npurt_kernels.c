@@ -817,8 +817,9 @@ static int64_t lookup8_avx2(const uint8_t *t, const uint8_t *a, uint8_t *o, int6
                 const uint8_t *rows = t + 128 * h + 64 * q;
                 __m256i pair[2];
                 for (int k = 0; k < 2; k++) {
-                    const __m256i r0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(rows + 32 * k)));
-                    const __m256i r1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(rows + 32 * k + 16)));
+                    const __m128i *row = (const __m128i *)(rows + 32 * k);
+                    const __m256i r0 = _mm256_broadcastsi128_si256(_mm_loadu_si128(row));
+                    const __m256i r1 = _mm256_broadcastsi128_si256(_mm_loadu_si128(row + 1));
                     pair[k] = _mm256_blendv_epi8(_mm256_shuffle_epi8(r0, lo), _mm256_shuffle_epi8(r1, lo), s4);
                 }
                 quad[q] = _mm256_blendv_epi8(pair[0], pair[1], s5);
