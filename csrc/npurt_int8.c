@@ -219,7 +219,7 @@ static inline __m256 swish_requant_avx2(__m256 f, const struct npk_conv8 *p)
 /* one tile: NPK_R2 pixels (xr: their first tap in the wide input) x 16 channels from j */
 __attribute__((target("avx2")))
 static inline __attribute__((always_inline)) void tile_avx2(const struct npk_conv8 *p, const int16_t *const *xr,
-                                                            int nr, int64_t j, int64_t pix0)
+                                                            int nr, int64_t j, int64_t pix0, const int act)
 {
     const int64_t ck = p->c1 * p->cc, n = p->n;
     const int64_t K = (int64_t)p->kh * p->kw * ck;
@@ -261,7 +261,6 @@ static inline __attribute__((always_inline)) void tile_avx2(const struct npk_con
     const __m256 lo = _mm256_set1_ps(p->lo), hi = _mm256_set1_ps(p->hi);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     int8_t *out = p->out + (j / 16) * p->out_plane + pix0 * 16;
-    const int act = p->act;
     __m256i q[2];
 #pragma GCC unroll 3
     for (int r = 0; r < NPK_R2 && r < nr; r += 2) {
@@ -303,7 +302,8 @@ static inline void wide_offsets(const struct npk_conv8 *p, int64_t q0, int nr, i
  * whole int16 copy of a large input would be read back from beyond the L2 cache); channel blocks outside the
  * pixel tiles when the weights outweigh the input (one band then: the weights are the stream) */
 __attribute__((target("avx2")))
-static void conv8_avx2(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
+static inline __attribute__((always_inline)) void conv8_avx2_bands(const struct npk_conv8 *p, int64_t oy_lo,
+                                                                   int64_t oy_hi, const int act)
 {
     const int64_t row_bytes = p->wp * p->c1 * p->cc * 2, reach = (int64_t)(p->kh - 1) * p->dh + 1;
     const int outer = weights_outer(p);
@@ -322,7 +322,7 @@ static void conv8_avx2(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
                     const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
                     wide_offsets(p, q0, nr, r_lo, off);
                     for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
-                    tile_avx2(p, xr, nr, j, q0);
+                    tile_avx2(p, xr, nr, j, q0, act);
                 }
             continue;
         }
@@ -330,9 +330,19 @@ static void conv8_avx2(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
             const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
             wide_offsets(p, q0, nr, r_lo, off);
             for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
-            for (int64_t j = 0; j < p->n; j += 16) tile_avx2(p, xr, nr, j, q0);
+            for (int64_t j = 0; j < p->n; j += 16) tile_avx2(p, xr, nr, j, q0, act);
         }
     }
+}
+
+/* one body with the fused SiLU and one without (the plain epilogue then stays small enough to unroll) */
+__attribute__((target("avx2")))
+static void conv8_avx2(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
+{
+    if (p->act)
+        conv8_avx2_bands(p, oy_lo, oy_hi, 1);
+    else
+        conv8_avx2_bands(p, oy_lo, oy_hi, 0);
 }
 
 /* ---- AVX-512 VNNI (vpdpbusd on u8 x s8 quads) --------------------------------------------------------------- */
