@@ -26,9 +26,17 @@ the steps' Python and their remaining numpy calls; goal <= 10 us).
 the executor before `npurt.exec.inplace`), for before/after comparisons.
 `--profile` adds, per int8 model of the 1-thread table, npurt's time per op type (`Executor.run_profiled`, median of
 the runs) beside onnxruntime int8's (its profiler: the QuantizeLinear / DequantizeLinear it runs counted apart).
+It also times npurt's Conv steps per shape class (1x1, 3x3, strided, depthwise ...) and gives their rate in GMAC/s
+against the machine's limit for the instruction set in use, measured in the same run (`npk_int8_peak`: register-only
+chains of the conv's own instruction mix, vpmaddwd + vpaddd on int16 at the AVX2 level, vpdpbusd at AVX-512 VNNI; the
+step time includes its padding copy and epilogue; depthwise convs run in float32 and get no ratio).
+`--convs` times the compiled int8 conv alone on each dense conv shape of the int8 models (random codes, the kernel
+call only, the fastest of 25 calls: a load burst cannot make it look faster) and gives its GMAC/s against the same
+limit.
 `--models a,b` keeps only the named rows' models (e.g. `--models mobilenet_v2_like,small_convnet`); `--repeats N`
 times N alternated pairs per row instead of 20 (5 with --quick): a loaded machine needs more for a stable median.
-Run: python bench/executor.py [--quick] [--threads N] [--generic] [--profile] [--models NAME,...] [--repeats N]
+Run: python bench/executor.py [--quick] [--threads N] [--generic] [--profile] [--convs] [--models NAME,...]
+                              [--repeats N]
 """
 from __future__ import annotations
 
@@ -211,6 +219,103 @@ def _op_profile(ex, sess, feed: dict, runs: int) -> dict[str, tuple[float, float
             for op in ops}
 
 
+def int8_limit(level: str) -> tuple[str, float]:
+    """(instruction mix, GMAC/s): the int8 conv's limit at `level` on this machine, the best of 50 timed runs of
+    `npk_int8_peak` (about 0.3 ms each, so that one of them falls between the load's bursts, as the convs' fastest
+    calls do)."""
+    from npurt import _kernels
+    kind, mix = (2, "vpdpbusd zmm") if level == "avx512vnni" else (0, "vpmaddwd + vpaddd ymm")
+    if _kernels.lib is None or _kernels.lib.npk_int8_peak(kind, 1000) <= 0:
+        return mix, 0.0
+    best = 0.0
+    for _ in range(50):
+        t0 = time.perf_counter()
+        macs = _kernels.lib.npk_int8_peak(kind, 200_000)
+        best = max(best, macs / (time.perf_counter() - t0) / 1e9)
+    return mix, best
+
+
+def _conv_class(cm, node) -> tuple[str, int, bool]:
+    """(shape class, multiply-adds per run, depthwise) of a Conv node of compiled model `cm`."""
+    w = cm.graph.tensor(node.inputs[1]).shape
+    out = cm.storage[node.outputs[0]].shape
+    group = node.attrs.get("group", 1)
+    kh, kw = w[2], w[3]
+    sh, sw = node.attrs.get("strides", [1, 1])
+    depthwise = group > 1 and w[1] == 1
+    name = ("depthwise " if depthwise else "grouped " if group > 1 else "") + f"{kh}x{kw}" \
+        + (f" s{sh}" if (sh, sw) != (1, 1) else "")
+    return name, int(out[1] * out[2] * out[3] * w[1] * kh * kw), depthwise
+
+
+def _conv_profile(ex, runs: int) -> dict[str, tuple[float, int, bool]]:
+    """{Conv shape class: (npurt us per run (median of `runs`), multiply-adds, depthwise)}."""
+    import statistics
+    times: dict[str, list[float]] = {}
+    info: dict[str, tuple[int, bool]] = {}
+    for k in range(runs):
+        per: dict[str, float] = {}
+        for us, node in ex.run_profiled():
+            if getattr(node, "op_type", None) != "Conv":
+                continue
+            name, macs, dw = _conv_class(ex.model, node)
+            per[name] = per.get(name, 0.0) + us
+            if k == 0:
+                info[name] = (info.get(name, (0, dw))[0] + macs, dw)
+        for name, us in per.items():
+            times.setdefault(name, []).append(us)
+    return {name: (statistics.median(ts), *info[name]) for name, ts in times.items()}
+
+
+def conv_shapes(quick: bool) -> list[tuple]:
+    """The dense Conv shapes of the int8 models, once each in model order: (model, c_in, c_out, (ho, wo), kernel,
+    strides); c_in padded to the int8 conv's lanes (16, or 4 for a 3-channel input)."""
+    import npurt
+    seen, shapes = set(), []
+    for name, model in _models(quick):
+        cm = npurt.compile(model, precision="fp16")         # the shapes only: no calibration needed
+        for node in cm.graph.nodes:
+            if node.op_type != "Conv" or node.attrs.get("group", 1) != 1:
+                continue
+            w = cm.graph.tensor(node.inputs[1]).shape
+            out = cm.storage[node.outputs[0]].shape
+            cin = 4 if w[1] <= 4 else -(-w[1] // 16) * 16
+            key = (cin, -(-out[1] // 16) * 16, (out[2], out[3]), (w[2], w[3]),
+                   tuple(node.attrs.get("strides", [1, 1])))
+            if key not in seen:
+                seen.add(key)
+                shapes.append((name,) + key)
+    return shapes
+
+
+def conv_rates(shapes: list[tuple], calls: int = 25) -> list[dict]:
+    """GMAC/s of the compiled int8 conv (`_kernels.int8_conv`, int8 store) alone on each shape, at the level in
+    use: the fastest of `calls` calls on random codes."""
+    from npurt import _kernels
+    rng = np.random.default_rng(0)
+    rows = []
+    for name, cin, cout, (ho, wo), (kh, kw), (sh, sw) in shapes:
+        cc = 16 if cin >= 16 else cin
+        hp, wp = (ho - 1) * sh + kh, (wo - 1) * sw + kw
+        x = rng.integers(-128, 128, (cin // cc, hp, wp, cc), dtype=np.int8)
+        w = rng.integers(-128, 128, (kh * kw * cin, cout), dtype=np.int8)
+        colsum = w.astype(np.int64).sum(axis=0).astype(np.int32)
+        out = np.empty((cout // 16, ho, wo, 16), np.int8)
+        run = _kernels.int8_conv(x, w, colsum, 3, np.full(cout, 1e-4, np.float32), np.zeros(cout, np.float32),
+                                 (kh, kw), (sh, sw), (1, 1), (ho, wo), out=out, wide=lambda n: np.empty(n, np.int16))
+        if run is None:
+            continue
+        best = float("inf")
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - t0)
+        macs = ho * wo * cout * kh * kw * cin
+        rows.append({"model": name, "shape": f"{kh}x{kw}{f' s{sh}' if (sh, sw) != (1, 1) else ''} {cin}->{cout} "
+                     f"{ho}x{wo}", "us": best * 1e6, "gmacs": macs / best / 1e9})
+    return rows
+
+
 def run(quick: bool = False, inplace: bool = True, profile: bool = False) -> list[dict]:
     """One row per (model, precision): npurt and ORT median latency (ms) and their ratio; int8 rows also against
     onnxruntime's int8; then, at 1 thread, the 2-thread rows (`mode`)."""
@@ -253,6 +358,7 @@ def run(quick: bool = False, inplace: bool = True, profile: bool = False) -> lis
                 row.update({"npurt_int8_ms": t_np8 * 1e3, "ort_int8_ms": t_ort8 * 1e3, "vs_ort_int8": t_np8 / t_ort8})
                 if profile:
                     row["profile"] = _op_profile(ex, _session(q, threads, profile=True), feed, repeats)
+                    row["conv_profile"] = _conv_profile(ex, repeats)
             rows.append(row)
     if threads == 1 and "--threads" not in sys.argv:
         rows += _two_threads(rows, kept, inplace, 3 if quick else 6)
@@ -284,6 +390,24 @@ def main() -> None:
     from rich.table import Table
 
     quick = "--quick" in sys.argv
+    if "--convs" in sys.argv:
+        from rich.console import Console
+        from rich.table import Table
+
+        from npurt import _kernels
+        console = Console(width=180)
+        console.print(cpu())
+        rows = conv_rates(conv_shapes(quick))
+        mix, limit = int8_limit(_kernels.level())
+        console.print(f"int8 conv limit at {_kernels.level()} ({mix}, register-only, this run): {limit:.1f} GMAC/s")
+        table = Table(title="the compiled int8 conv alone per dense conv shape (fastest of 25 calls)")
+        for col in ("model", "shape (k s cin->cout out)", "us", "GMAC/s", "of limit"):
+            table.add_column(col, justify="left" if col in ("model", "shape (k s cin->cout out)") else "right")
+        for r in rows:
+            table.add_row(r["model"], r["shape"], f"{r['us']:.0f}", f"{r['gmacs']:.1f}",
+                          f"{r['gmacs'] / limit:.0%}" if limit else "")
+        console.print(table)
+        return
     if "--threads" in sys.argv:
         os.environ["NPURT_BLAS_THREADS"] = os.environ["NPURT_EXEC_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
     rows = run(quick=quick, inplace="--generic" not in sys.argv, profile="--profile" in sys.argv)
@@ -313,6 +437,19 @@ def main() -> None:
         for r in two:
             table.add_row(r["model"], r["precision"], r["peer"], f"{r['npurt_ms_1thread']:.2f} -> {r['npurt_ms']:.2f}",
                           f"{r['ort_ms']:.2f}", f"{r['ratio']:.2f}x", f"{r['ratio_1thread']:.2f}x")
+        console.print(table)
+    if any("conv_profile" in r for r in rows):
+        from npurt import _kernels
+        mix, limit = int8_limit(_kernels.level())
+        console.print(f"int8 conv limit at {_kernels.level()} ({mix}, register-only, this run): {limit:.1f} GMAC/s")
+        table = Table(title="npurt int8 Conv steps per shape class: rate against that limit")
+        for col in ("model", "conv shape", "npurt us", "GMAC", "GMAC/s", "of limit"):
+            table.add_column(col, justify="left" if col in ("model", "conv shape") else "right")
+        for r in rows:
+            for name, (us, macs, dw) in sorted(r.get("conv_profile", {}).items(), key=lambda kv: -kv[1][0]):
+                rate = macs / us / 1e3 if us else 0.0
+                table.add_row(r["model"], name + (" (float32)" if dw else ""), f"{us:.0f}", f"{macs / 1e9:.3f}",
+                              f"{rate:.1f}", "" if dw or not limit else f"{rate / limit:.0%}")
         console.print(table)
     for r in rows:
         if "profile" not in r:

@@ -3,8 +3,9 @@
  * - AVX-512 VNNI (level 3): vpdpbusd multiplies u8 x s8 and adds groups of 4 into int32 without intermediate
  *   saturation. The input is made unsigned by flipping its sign bit (x + 128); the extra 128 * sum(w) per output
  *   channel is removed with the input zero point's correction, exactly.
- * - AVX2 / AVX-512 without VNNI (levels 1, 2): the input sign-extended to int16 (a scratch), vpmaddwd on pairs:
- *   (-128) * (-128) * 2 = 32768 fits int32 (vpmaddubsw's int16 saturation is never used).
+ * - AVX2 / AVX-512 without VNNI (levels 1, 2): the input sign-extended to int16 (a scratch, pixel-major, in bands
+ *   of rows), vpmaddwd on pairs: (-128) * (-128) * 2 = 32768 fits int32 (vpmaddubsw's int16 saturation is never
+ *   used).
  * - portable C (level 0): plain int32 loops.
  * The epilogue is the same float32 sequence everywhere (built with -ffp-contract=off): y = float(acc - zp * sum(w))
  * * mult + bias, then either clamp to [lo, hi], round to nearest even and store int8, or store y as float32; a
@@ -160,27 +161,35 @@ static void conv8_portable(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_
 
 #define NPK_R2 6     /* output pixels per tile: 6 x 2 accumulators + 2 weights + 1 input = 15 ymm */
 
+/* input rows [r_lo, r_hi) sign-extended to int16 in pixel-major order (rows, Wp, C1 * CC) from the scratch's start:
+ * a tap's C1 * CC values of one pixel sit together, in the weights' k order, and with dilation 1 along x so do a
+ * kernel row's taps: the tiles run one loop of kw * C1 * CC / 2 pairs per kernel row */
 __attribute__((target("avx2")))
 static void widen_rows(const struct npk_conv8 *p, int64_t r_lo, int64_t r_hi)
 {
-    const int64_t row = p->wp * p->cc, plane = p->hp * row;
-    for (int64_t c = 0; c < p->c1; c++) {
-        int64_t i = c * plane + r_lo * row;
-        const int64_t end = c * plane + r_hi * row;
+    const int64_t cc = p->cc, row = p->wp * cc, plane = p->hp * row, ck = p->c1 * cc;
+    if (p->c1 == 1) {                                   /* the same order: one run of int8 -> int16 */
+        const int8_t *src = p->x + r_lo * row;
+        const int64_t end = (r_hi - r_lo) * row;
+        int64_t i = 0;
         for (; i + 16 <= end; i += 16)
             _mm256_storeu_si256((__m256i *)(p->wide + i),
-                                _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p->x + i))));
-        for (; i < end; i++) p->wide[i] = p->x[i];
+                                _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(src + i))));
+        for (; i < end; i++) p->wide[i] = src[i];
+        return;
     }
-}
-
-__attribute__((target("avx2")))
-static inline __m256 requant8_avx2(__m256i acc, const struct npk_conv8 *p, int64_t ch)
-{
-    __m256i corr = _mm256_mullo_epi32(_mm256_set1_epi32(p->zp), _mm256_loadu_si256((const __m256i *)(p->colsum + ch)));
-    __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc, corr));
-    f = _mm256_mul_ps(f, _mm256_loadu_ps(p->mult + ch));
-    return _mm256_add_ps(f, _mm256_loadu_ps(p->bias + ch));
+    for (int64_t y = r_lo; y < r_hi; y++)
+        for (int64_t c = 0; c < p->c1; c++) {
+            const int8_t *src = p->x + c * plane + y * row;
+            int16_t *dst = p->wide + (y - r_lo) * p->wp * ck + c * cc;
+            if (cc == 16)
+                for (int64_t x = 0; x < p->wp; x++)
+                    _mm256_storeu_si256((__m256i *)(dst + x * ck),
+                                        _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(src + x * 16))));
+            else
+                for (int64_t x = 0; x < p->wp; x++)
+                    for (int64_t l = 0; l < cc; l++) dst[x * ck + l] = src[x * cc + l];
+        }
 }
 
 __attribute__((target("avx2")))
@@ -207,77 +216,133 @@ static inline __m256 swish_requant_avx2(__m256 f, const struct npk_conv8 *p)
     return _mm256_add_ps(_mm256_mul_ps(g, _mm256_set1_ps(p->inv_scale)), _mm256_set1_ps(p->out_zp));
 }
 
-/* one tile: NPK_R2 pixels x 16 channels from j */
+/* one tile: NPK_R2 pixels (xr: their first tap in the wide input) x 16 channels from j */
 __attribute__((target("avx2")))
 static inline __attribute__((always_inline)) void tile_avx2(const struct npk_conv8 *p, const int16_t *const *xr,
-                                                            int nr, int64_t j, int64_t pix0)
+                                                            int nr, int64_t j, int64_t pix0, const int act)
 {
-    const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n, npairs = p->cc / 2;
-    const int64_t K = (int64_t)p->kh * p->kw * p->c1 * p->cc;
+    const int64_t ck = p->c1 * p->cc, n = p->n;
+    const int64_t K = (int64_t)p->kh * p->kw * ck;
+    const int runs = p->dw == 1 ? 1 : p->kw;                    /* contiguous runs per kernel row */
+    const int64_t npairs = K / p->kh / runs / 2;
+    /* the sums start at -zp * colsum (the same int32 arithmetic as subtracting it after) */
+    const __m256i neg_zp = _mm256_set1_epi32(-p->zp);
+    const __m256i corr0 = _mm256_mullo_epi32(neg_zp, _mm256_loadu_si256((const __m256i *)(p->colsum + j)));
+    const __m256i corr1 = _mm256_mullo_epi32(neg_zp, _mm256_loadu_si256((const __m256i *)(p->colsum + j + 8)));
     __m256i acc[NPK_R2][2];
-    for (int r = 0; r < NPK_R2; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    for (int r = 0; r < NPK_R2; r++) { acc[r][0] = corr0; acc[r][1] = corr1; }
     const int16_t *wq = (const int16_t *)p->w + (j / 16) * (K / 2) * 32;
     for (int dy = 0; dy < p->kh; dy++)
-        for (int dx = 0; dx < p->kw; dx++)
-            for (int64_t c = 0; c < p->c1; c++) {
-                const int64_t off = c * plane + dy * p->dh * row + dx * p->dw * p->cc;
-                for (int64_t q = 0; q < npairs; q++, wq += 32) {
-                    const __m256i b0 = _mm256_loadu_si256((const __m256i *)wq);
-                    const __m256i b1 = _mm256_loadu_si256((const __m256i *)(wq + 16));
-                    for (int r = 0; r < NPK_R2; r++) {
-                        const __m256i a = _mm256_set1_epi32(load32(xr[r] + off + 2 * q));
-                        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(a, b0));
-                        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(a, b1));
-                    }
+        for (int dx = 0; dx < runs; dx++) {
+            const int64_t off = ((int64_t)dy * p->dh * p->wp + (int64_t)dx * p->dw) * ck;
+            for (int64_t q = 0; q < npairs; q++, wq += 32) {
+                const __m256i b0 = _mm256_loadu_si256((const __m256i *)wq);
+                const __m256i b1 = _mm256_loadu_si256((const __m256i *)(wq + 16));
+                for (int r = 0; r < NPK_R2; r++) {
+                    const __m256i a = _mm256_set1_epi32(load32(xr[r] + off + 2 * q));
+                    acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(a, b0));
+                    acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(a, b1));
                 }
             }
+        }
+    /* the epilogue's per-channel terms once per tile (the int8 stores may alias them for the compiler) */
+    const __m256 m0 = _mm256_loadu_ps(p->mult + j), m1 = _mm256_loadu_ps(p->mult + j + 8);
+    const __m256 b0 = _mm256_loadu_ps(p->bias + j), b1 = _mm256_loadu_ps(p->bias + j + 8);
+    if (!p->out) {
+        for (int r = 0; r < nr; r++) {
+            float *y = p->y + (pix0 + r) * n + j;
+            _mm256_storeu_ps(y, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][0]), m0), b0));
+            _mm256_storeu_ps(y + 8, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][1]), m1), b1));
+        }
+        return;
+    }
+    /* two pixels' codes at a time: int32 -> int16 -> int8 packs leave the dwords [a0 a1 b0 b1 | a2 a3 b2 b3]; one
+     * permute puts back pixel a's 16 bytes, then b's (neighbouring slots of the output block) */
     const __m256 lo = _mm256_set1_ps(p->lo), hi = _mm256_set1_ps(p->hi);
-    for (int r = 0; r < nr; r++) {
-        const int64_t pix = pix0 + r;
-        __m256 f0 = requant8_avx2(acc[r][0], p, j), f1 = requant8_avx2(acc[r][1], p, j + 8);
-        if (!p->out) {
-            _mm256_storeu_ps(p->y + pix * n + j, f0);
-            _mm256_storeu_ps(p->y + pix * n + j + 8, f1);
-            continue;
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    int8_t *out = p->out + (j / 16) * p->out_plane + pix0 * 16;
+    __m256i q[2];
+#pragma GCC unroll 3
+    for (int r = 0; r < NPK_R2 && r < nr; r += 2) {
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const int rh = r + h < nr ? r + h : r;
+            __m256 f0 = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[rh][0]), m0), b0);
+            __m256 f1 = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[rh][1]), m1), b1);
+            if (act) {
+                f0 = swish_requant_avx2(f0, p);
+                f1 = swish_requant_avx2(f1, p);
+            }
+            f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);
+            f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
+            q[h] = _mm256_packs_epi32(_mm256_cvtps_epi32(f0), _mm256_cvtps_epi32(f1));
         }
-        if (p->act) {
-            f0 = swish_requant_avx2(f0, p);
-            f1 = swish_requant_avx2(f1, p);
-        }
-        f0 = _mm256_min_ps(_mm256_max_ps(f0, lo), hi);
-        f1 = _mm256_min_ps(_mm256_max_ps(f1, lo), hi);
-        __m256i w16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(_mm256_cvtps_epi32(f0), _mm256_cvtps_epi32(f1)), 0xD8);
-        __m128i w8 = _mm_packs_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
-        _mm_storeu_si128((__m128i *)(p->out + (j / 16) * p->out_plane + pix * 16), w8);
+        const __m256i codes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q[0], q[1]), order);
+        if (r + 1 < nr)
+            _mm256_storeu_si256((__m256i *)(out + r * 16), codes);
+        else
+            _mm_storeu_si128((__m128i *)(out + r * 16), _mm256_castsi256_si128(codes));
     }
 }
 
+/* the wide input's offset of output pixels q0 .. q0 + R - 1 (as tile_offsets, in the pixel-major rows from r_lo) */
+static inline void wide_offsets(const struct npk_conv8 *p, int64_t q0, int nr, int64_t r_lo, int64_t *off)
+{
+    const int64_t ck = p->c1 * p->cc;
+    int64_t oy = q0 / p->wo, ox = q0 % p->wo;
+    for (int r = 0; r < NPK_R2; r++) {
+        off[r] = ((oy * p->sh - r_lo) * p->wp + ox * p->sw) * ck;
+        if (r + 1 < nr && ++ox == p->wo) { ox = 0; oy++; }
+    }
+}
+
+#define NPK_BAND_BYTES (96 << 10)    /* the int16 rows widened at a time, used while they are in the L2 cache */
+
+/* output rows [oy_lo, oy_hi) from the input rows they read, widened just before (bands of about 96 KiB: the
+ * whole int16 copy of a large input would be read back from beyond the L2 cache); channel blocks outside the
+ * pixel tiles when the weights outweigh the input (one band then: the weights are the stream) */
+__attribute__((target("avx2")))
+static inline __attribute__((always_inline)) void conv8_avx2_bands(const struct npk_conv8 *p, int64_t oy_lo,
+                                                                   int64_t oy_hi, const int act)
+{
+    const int64_t row_bytes = p->wp * p->c1 * p->cc * 2, reach = (int64_t)(p->kh - 1) * p->dh + 1;
+    const int outer = weights_outer(p);
+    int64_t band = outer ? oy_hi - oy_lo : (NPK_BAND_BYTES / row_bytes - reach) / p->sh + 1;
+    band = band < 1 ? 1 : band;
+    int64_t off[NPK_R2];
+    const int16_t *xr[NPK_R2];
+    for (int64_t oy0 = oy_lo; oy0 < oy_hi; oy0 += band) {
+        const int64_t oy1 = oy0 + band < oy_hi ? oy0 + band : oy_hi;
+        const int64_t r_lo = oy0 * p->sh, r_hi = (oy1 - 1) * p->sh + reach;
+        const int64_t q_lo = oy0 * p->wo, q_hi = oy1 * p->wo;
+        widen_rows(p, r_lo, r_hi);
+        if (outer) {
+            for (int64_t j = 0; j < p->n; j += 16)
+                for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
+                    const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
+                    wide_offsets(p, q0, nr, r_lo, off);
+                    for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
+                    tile_avx2(p, xr, nr, j, q0, act);
+                }
+            continue;
+        }
+        for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
+            const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
+            wide_offsets(p, q0, nr, r_lo, off);
+            for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
+            for (int64_t j = 0; j < p->n; j += 16) tile_avx2(p, xr, nr, j, q0, act);
+        }
+    }
+}
+
+/* one body with the fused SiLU and one without (the plain epilogue then stays small enough to unroll) */
 __attribute__((target("avx2")))
 static void conv8_avx2(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
 {
-    const int64_t need_lo = oy_lo * p->sh, need_hi = (oy_hi - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh + 1;
-    const int64_t q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo;
-    if (oy_hi <= oy_lo)
-        return;
-    widen_rows(p, need_lo, need_hi < p->hp ? need_hi : p->hp);
-    int64_t off[NPK_R2];
-    const int16_t *xr[NPK_R2];
-    if (weights_outer(p)) {
-        for (int64_t j = 0; j < p->n; j += 16)
-            for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
-                const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
-                tile_offsets(p, q0, nr, NPK_R2, off);
-                for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
-                tile_avx2(p, xr, nr, j, q0);
-            }
-        return;
-    }
-    for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
-        const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
-        tile_offsets(p, q0, nr, NPK_R2, off);
-        for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
-        for (int64_t j = 0; j < p->n; j += 16) tile_avx2(p, xr, nr, j, q0);
-    }
+    if (p->act)
+        conv8_avx2_bands(p, oy_lo, oy_hi, 1);
+    else
+        conv8_avx2_bands(p, oy_lo, oy_hi, 0);
 }
 
 /* ---- AVX-512 VNNI (vpdpbusd on u8 x s8 quads) --------------------------------------------------------------- */
@@ -441,6 +506,59 @@ static void conv8_vnni(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
     else conv8_vnni_tiles(p, oy_lo, oy_hi, 8);
 }
 #endif
+
+/* ---- the instruction mix's limit (for the bench) ----------------------------------------------------------- */
+
+#ifdef NPK_X86
+/* 8 independent accumulators fed from 4 operand registers the compiler cannot see through (the empty asm), so every
+ * product is computed: the rate the execution units allow, with no loads or loop structure around (8 + 4 + the
+ * products in flight fit the 16 ymm registers). STEP(acc, a, b) is one multiply-accumulate of the mix. */
+#define NPK_PEAK_LOOP(TYPE, STEP)                                                                                    \
+    TYPE a0 = av, a1 = av, b0 = bv, b1 = bv, c0 = av, c1 = av, c2 = av, c3 = av, c4 = av, c5 = av, c6 = av, c7 = av; \
+    for (int64_t i = 0; i < iters; i++) {                                                                            \
+        __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(b0), "+x"(b1));                                               \
+        c0 = STEP(c0, a0, b0); c1 = STEP(c1, a0, b1); c2 = STEP(c2, a1, b0); c3 = STEP(c3, a1, b1);                  \
+        __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(b0), "+x"(b1));                                               \
+        c4 = STEP(c4, a0, b0); c5 = STEP(c5, a0, b1); c6 = STEP(c6, a1, b0); c7 = STEP(c7, a1, b1);                  \
+    }                                                                                                                \
+    __asm__ volatile("" : : "x"(c0), "x"(c1), "x"(c2), "x"(c3), "x"(c4), "x"(c5), "x"(c6), "x"(c7));
+
+#define NPK_MADD(c, a, b) _mm256_add_epi32(c, _mm256_madd_epi16(a, b))
+#define NPK_MADDUBS(c, a, b) _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones))
+
+__attribute__((target("avx2"), noinline))
+static void peak_madd(int64_t iters)
+{
+    const __m256i av = _mm256_set1_epi16(3), bv = _mm256_set1_epi16(-5);
+    NPK_PEAK_LOOP(__m256i, NPK_MADD)
+}
+
+__attribute__((target("avx2"), noinline))
+static void peak_maddubs(int64_t iters)
+{
+    const __m256i av = _mm256_set1_epi8(3), bv = _mm256_set1_epi8(-5), ones = _mm256_set1_epi16(1);
+    NPK_PEAK_LOOP(__m256i, NPK_MADDUBS)
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), noinline))
+static void peak_vnni(int64_t iters)
+{
+    const __m512i av = _mm512_set1_epi8(3), bv = _mm512_set1_epi8(-5);
+    NPK_PEAK_LOOP(__m512i, _mm512_dpbusd_epi32)
+}
+#endif
+
+int64_t npk_int8_peak(int kind, int64_t iters)
+{
+    if (iters < 0 || kind < 0 || kind > 2)
+        return -1;
+#ifdef NPK_X86
+    if (kind == 0 && npk_cpu_level() >= 1) { peak_madd(iters); return iters * 8 * 16; }
+    if (kind == 1 && npk_cpu_level() >= 1) { peak_maddubs(iters); return iters * 8 * 32; }
+    if (kind == 2 && npk_cpu_level() >= 3) { peak_vnni(iters); return iters * 8 * 64; }
+#endif
+    return 0;
+}
 
 int npk_conv8(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
 {

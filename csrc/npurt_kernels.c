@@ -777,8 +777,9 @@ int npk_normalize_u8(const uint8_t *src, int64_t src_row, void *dst, int64_t dst
 /* ---- table lookups ------------------------------------------------------------------------------------------ */
 
 /* byte tables (256 one-byte entries indexed by bytes) in registers: AVX-512 VBMI permutes 128 entries per
- * instruction; AVX2 shuffles 16 per instruction and picks by the index's high nibble; the tail (and the portable
- * level) in scalar code. `mask16`: after the lookup, bytes at positions >= lanes of each 16-byte group are zero. */
+ * instruction; AVX2 shuffles 16 per instruction and picks by the index's high nibble (a tree of 15 blends); the
+ * tail (and the portable level) in scalar code. `mask16`: after the lookup, bytes at positions >= lanes of each
+ * 16-byte group are zero. */
 #ifdef NPK_X86
 __attribute__((target("avx512f,avx512bw,avx512vbmi")))
 static int64_t lookup8_vbmi(const uint8_t *t, const uint8_t *a, uint8_t *o, int64_t n, int64_t lanes)
@@ -799,19 +800,33 @@ static int64_t lookup8_vbmi(const uint8_t *t, const uint8_t *a, uint8_t *o, int6
 __attribute__((target("avx2")))
 static int64_t lookup8_avx2(const uint8_t *t, const uint8_t *a, uint8_t *o, int64_t n, int64_t lanes)
 {
-    __m256i rows[16];
-    for (int k = 0; k < 16; k++) rows[k] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(t + 16 * k)));
     uint8_t keep_bytes[32];
     for (int k = 0; k < 32; k++) keep_bytes[k] = (k % 16) < lanes ? 0xFF : 0;
     const __m256i keep = _mm256_loadu_si256((const __m256i *)keep_bytes), low = _mm256_set1_epi8(0x0F);
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        const __m256i x = _mm256_loadu_si256((const __m256i *)(a + i));
-        const __m256i lo = _mm256_and_si256(x, low), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low);
-        __m256i r = _mm256_setzero_si256();
-        for (int k = 0; k < 16; k++)
-            r = _mm256_blendv_epi8(r, _mm256_shuffle_epi8(rows[k], lo), _mm256_cmpeq_epi8(hi, _mm256_set1_epi8((char)k)));
-        _mm256_storeu_si256((__m256i *)(o + i), _mm256_and_si256(r, keep));
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(a + i)), lo = _mm256_and_si256(x, low);
+        /* the 16 rows by the low nibble, paired by a tree of blends on the high nibble's bits 4, 5, 6, 7 (vpblendvb
+         * reads each byte's top bit: x shifted left by 3, 2, 1, 0; the 16-bit shift keeps every byte's own bit),
+         * depth first so that at most four partial results are live */
+        const __m256i s4 = _mm256_slli_epi16(x, 3), s5 = _mm256_slli_epi16(x, 2), s6 = _mm256_slli_epi16(x, 1);
+        __m256i half[2];
+        for (int h = 0; h < 2; h++) {
+            __m256i quad[2];
+            for (int q = 0; q < 2; q++) {
+                const uint8_t *rows = t + 128 * h + 64 * q;
+                __m256i pair[2];
+                for (int k = 0; k < 2; k++) {
+                    const __m128i *row = (const __m128i *)(rows + 32 * k);
+                    const __m256i r0 = _mm256_broadcastsi128_si256(_mm_loadu_si128(row));
+                    const __m256i r1 = _mm256_broadcastsi128_si256(_mm_loadu_si128(row + 1));
+                    pair[k] = _mm256_blendv_epi8(_mm256_shuffle_epi8(r0, lo), _mm256_shuffle_epi8(r1, lo), s4);
+                }
+                quad[q] = _mm256_blendv_epi8(pair[0], pair[1], s5);
+            }
+            half[h] = _mm256_blendv_epi8(quad[0], quad[1], s6);
+        }
+        _mm256_storeu_si256((__m256i *)(o + i), _mm256_and_si256(_mm256_blendv_epi8(half[0], half[1], x), keep));
     }
     return i;
 }

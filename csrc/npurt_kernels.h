@@ -94,6 +94,11 @@ int64_t npk_conv8_packed_size(int64_t k, int64_t n, int level);
 int npk_conv8_pack(const int8_t *w, int64_t k, int64_t n, void *packed, int level);
 /* `wide` (levels 1, 2): a scratch of c1 * hp * wp * cc int16 */
 int npk_conv8(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi);
+/* the machine's int8 multiply-add limit, for the bench: `iters` rounds of 8 independent register-only chains of
+ * kind 0 vpmaddwd + vpaddd on int16 (the AVX2 conv's exact mix), 1 vpmaddubsw + vpmaddwd + vpaddd on u8 x s8
+ * (saturating: a reference only), 2 vpdpbusd on zmm (the VNNI conv's); returns the multiply-adds done, 0 when the
+ * CPU lacks the instructions */
+int64_t npk_int8_peak(int kind, int64_t iters);
 
 /* float32 conv of float16 values (npurt_convf.c): y[pix, j] = sum over k = 0..K-1 in order of x[pix, k] * w[k, j],
  * then + bias[j], over a padded input x (C1, Hp, Wp, CC) with k = ((dy * kw + dx) * C1 + b) * CC + c (block b, lane

@@ -79,15 +79,18 @@ def weight_codes(ctx: StepBinding, wname: str, m: int) -> tuple[np.ndarray, np.n
 
 
 def packed_weights(parts: list[np.ndarray], wscale: np.ndarray, bias: np.ndarray | None, lanes: int, n: int, si,
-                   so, epilogue: ConvEpilogue) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                   so, epilogue: ConvEpilogue, stride: int | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(weights (kh * kw * lanes, n) int8 in (dy, dx, lane) order, their column sums, mult, bias) of the requantisation
     f = float32(acc - zp * colsum) * mult + bias for int8 weight codes (M, C, kh, kw) given as `parts` summing to them
-    (`int8_parts`; part j on lanes j * C ...), per-output-channel scales `wscale`; the output's scale and zero point
+    (`int8_parts`; part j on lanes j * stride ..., stride C by default), per-output-channel scales `wscale`; the
+    output's scale and zero point
     folded in when `epilogue` folds them. Columns >= M are zero."""
     m, cin, kh, kw = parts[0].shape
+    stride = cin if stride is None else stride
     wk = np.zeros((kh, kw, lanes, n), np.int8)
     for j, part in enumerate(parts):
-        wk[:, :, j * cin:(j + 1) * cin, :m] = part.transpose(2, 3, 1, 0)
+        wk[:, :, j * stride:j * stride + cin, :m] = part.transpose(2, 3, 1, 0)
     wk = np.ascontiguousarray(wk.reshape(kh * kw * lanes, n))
     colsum = wk.sum(axis=0, dtype=np.int64).astype(np.int32)
     scale = np.zeros(n)
@@ -115,25 +118,28 @@ def dense_int8(out_name: str, attrs: dict, ctx: StepBinding, src, so, cw) -> Cal
     parts = int8_parts(codes)       # codes beyond int8 (asymmetric weights): the input's lanes repeated per part
     h, wd, kh, kw, ho, wo, sh, sw, hp, wp, _ = cw.sizes(si)
     pb = cw.geometry.pads_begin
-    if src.layout == "nc1hwc2":
-        c1, cc = si.dims[1], si.dims[4]
-        if cc % 4 or len(parts) > 1:
+    if src.layout == "nc1hwc2":     # the input's C1 blocks, repeated once per part
+        blocks, cc = si.dims[1], si.dims[4]
+        if cc % 4:
             raise Skip
+        c1, stride = blocks * len(parts), blocks * cc
     else:
-        c1, cc = 1, -(-cin * len(parts) // 4) * 4
+        blocks, cc, stride = 1, -(-cin * len(parts) // 4) * 4, cin
+        c1 = 1
     zp = int(si.zp)
     epilogue = ConvEpilogue(attrs, so)
-    wk, colsum, mult, bias = packed_weights(parts, wscale, cw.bias, c1 * cc, o1 * 16, si, so, epilogue)
+    wk, colsum, mult, bias = packed_weights(parts, wscale, cw.bias, c1 * cc, o1 * 16, si, so, epilogue, stride)
     n = o1 * 16
     geometry = ((kh, kw), (sh, sw), tuple(cw.geometry.dilations), (ho, wo))
 
     x = ctx.slot(src.name)
-    if src.layout == "nc1hwc2" and (hp, wp) == (h, wd) and x[0].flags.c_contiguous:
+    if src.layout == "nc1hwc2" and (hp, wp) == (h, wd) and x[0].flags.c_contiguous and len(parts) == 1:
         xpad = x[0]                  # no padding: the conv reads the slot itself (no copy)
         values, interior = None, []
     elif src.layout == "nc1hwc2":
         xpad = ctx.temp.take("padded8", np.int8, c1 * hp * wp * cc).reshape(c1, hp, wp, cc)
-        values, interior = x[0], [xpad[:, pb[0]:pb[0] + h, pb[1]:pb[1] + wd]]
+        values = x[0]
+        interior = [xpad[j * blocks:(j + 1) * blocks, pb[0]:pb[0] + h, pb[1]:pb[1] + wd] for j in range(len(parts))]
     else:       # NHWC (few channels, e.g. a model input): the step's own buffer, border and spare lanes written here
         xpad = ctx.temp.take(f"padded8 {out_name}", np.int8, hp * wp * cc).reshape(1, hp, wp, cc)
         xpad.fill(zp)
