@@ -1,0 +1,77 @@
+"""The whole-line layout kernels (16-byte pixel groups <-> planes, a 64-byte line of every plane per step: int8
+C2 = 16, float16 C2 = 8) give numpy's bytes at every instruction set, both directions: rows of several steps plus
+a tail, whole planes in one run (contiguous) and padded rows (w_stride), a partly used last C1 block, batch > 1."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import npurt._kernels as K
+from npurt.tensor import nc1hwc2_to_nchw, nchw_to_nc1hwc2
+
+LEVELS = K.LEVELS[:K.LEVELS.index(K.cpu_level()) + 1] if K.available() else ()
+
+
+def _numpy(fn, *args, **kw):
+    before = K.set_enabled(False)
+    try:
+        return fn(*args, **kw)
+    finally:
+        K.set_enabled(before)
+
+
+@pytest.fixture
+def restore_level():
+    yield
+    K.set_level(K.cpu_level())
+
+
+@pytest.mark.skipif(not K.available(), reason="compiled kernels not built")
+@pytest.mark.parametrize("dtype, c2", [(np.int8, 16), (np.float16, 8)])
+@pytest.mark.parametrize("n, c, h, w, pad_w", [(1, 32, 3, 130, 0), (2, 40, 2, 97, 5), (1, 16, 1, 64, 0),
+                                               (1, 48, 5, 7, 0), (1, 16, 2, 200, 3)])
+def test_line_kernels_match_numpy(restore_level, dtype, c2, n, c, h, w, pad_w):
+    rng = np.random.default_rng(n * 1000 + c * 10 + w)
+    x = rng.integers(-128, 128, size=(n, c, h, w)).astype(dtype)
+    if dtype == np.float16:
+        x = (rng.standard_normal((n, c, h, w)) * 100).astype(dtype)
+    c1, ws = -(-c // c2), w + pad_w
+    expect = _numpy(nchw_to_nc1hwc2, x, c2, c1, ws)
+    for level in LEVELS:
+        K.set_level(level)
+        packed = np.full((n, c1, h, ws, c2), 5, x.dtype)
+        assert K.planes_to_lanes(packed, x)
+        assert np.array_equal(packed.view(np.uint8), expect.view(np.uint8)), level
+        back = np.full(x.shape, 7, x.dtype)
+        assert K.lanes_to_planes(back, packed)
+        assert np.array_equal(back.view(np.uint8), _numpy(nc1hwc2_to_nchw, packed, c, w).view(np.uint8)), level
+        assert np.array_equal(back.view(np.uint8), x.view(np.uint8)), level
+
+
+def _at(offset: int, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """A C-contiguous array of `shape` starting `offset` bytes past a 64-byte boundary."""
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.zeros(nbytes + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+@pytest.mark.skipif(not K.available(), reason="compiled kernels not built")
+@pytest.mark.parametrize("dtype, c2", [(np.int8, 16), (np.float16, 8)])
+@pytest.mark.parametrize("items", [1, 8, 24])
+def test_line_kernels_any_alignment(restore_level, dtype, c2, items):
+    """Arrays `items` elements off a 64-byte boundary (a head of pixels aligns the stores' side when it can)."""
+    offset = items * np.dtype(dtype).itemsize
+    rng = np.random.default_rng(offset)
+    n, c, h, w = 1, 32, 3, 150
+    x = _at(offset, (n, c, h, w), dtype)
+    x[...] = rng.integers(-100, 100, size=x.shape)
+    expect = _numpy(nchw_to_nc1hwc2, x, c2)
+    for level in LEVELS:
+        K.set_level(level)
+        packed = _at(offset, expect.shape, dtype)
+        assert K.planes_to_lanes(packed, x)
+        assert np.array_equal(packed.view(np.uint8), expect.view(np.uint8)), level
+        back = _at(offset, x.shape, dtype)
+        assert K.lanes_to_planes(back, packed)
+        assert np.array_equal(back.view(np.uint8), x.view(np.uint8)), level
