@@ -467,14 +467,32 @@ typedef void (*tile_fn)(const char *, int64_t, char *, int64_t);
  * AVX-512: T contiguous registers of 4 pixels each; a 4x4 transpose of 128-bit lanes puts pixels T*L + i in lane L
  * of register i, then the in-lane T x T transposes (the unpack cascade) give each plane's 64 / e pixels in order.
  * planes -> groups runs the same two stages in reverse order (both are their own inverse). */
+/* four 16-byte pixel groups gs bytes apart <-> the four lanes of a register */
+__attribute__((target("avx512f,avx512bw"), always_inline)) static inline __m512i load4(const char *g, int64_t gs)
+{
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)g));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(g + gs)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(g + 2 * gs)), 2);
+    return _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(g + 3 * gs)), 3);
+}
+
+__attribute__((target("avx512f,avx512bw"), always_inline)) static inline void store4(char *g, int64_t gs, __m512i v)
+{
+    _mm_storeu_si128((__m128i *)g, _mm512_castsi512_si128(v));
+    _mm_storeu_si128((__m128i *)(g + gs), _mm512_extracti32x4_epi32(v, 1));
+    _mm_storeu_si128((__m128i *)(g + 2 * gs), _mm512_extracti32x4_epi32(v, 2));
+    _mm_storeu_si128((__m128i *)(g + 3 * gs), _mm512_extracti32x4_epi32(v, 3));
+}
+
 #define NPK_LINE512(name, T, unlo, unhi, stages)                                                           \
-    __attribute__((target("avx512f,avx512bw"), always_inline)) static inline void name(char *g, char *p,   \
-                                                                                       int64_t ps, int to_planes) \
+    __attribute__((target("avx512f,avx512bw"), always_inline)) static inline void name(char *g, int64_t gs, \
+                                                                                       char *p, int64_t ps,      \
+                                                                                       int to_planes)            \
     {                                                                                                      \
         __m512i r[T], o[T];                                                                                \
         for (int i = 0; i < T; i++)                                                                        \
-            r[i] = to_planes ? _mm512_loadu_si512((const void *)(g + 64 * i))                              \
-                             : _mm512_loadu_si512((const void *)(p + i * ps));                             \
+            r[i] = !to_planes ? _mm512_loadu_si512((const void *)(p + i * ps))                             \
+                   : gs == 16 ? _mm512_loadu_si512((const void *)(g + 64 * i)) : load4(g + 4 * i * gs, gs);  \
         for (int pass = 0; pass < 2; pass++) {                                                             \
             if (pass == to_planes) {                 /* the in-lane T x T transposes */                    \
                 for (int st = 0; st < stages; st++) {                                                      \
@@ -502,67 +520,85 @@ typedef void (*tile_fn)(const char *, int64_t, char *, int64_t);
         }                                                                                                  \
         for (int i = 0; i < T; i++) {                                                                      \
             if (to_planes) _mm512_storeu_si512((void *)(p + i * ps), r[i]);                                \
-            else _mm512_storeu_si512((void *)(g + 64 * i), r[i]);                                         \
+            else if (gs == 16) _mm512_storeu_si512((void *)(g + 64 * i), r[i]);                            \
+            else store4(g + 4 * i * gs, gs, r[i]);                                                         \
         }                                                                                                  \
     }
 NPK_LINE512(line512_e1, 16, _mm512_unpacklo_epi8, _mm512_unpackhi_epi8, 4)
 NPK_LINE512(line512_e2, 8, _mm512_unpacklo_epi16, _mm512_unpackhi_epi16, 3)
 
-/* the AVX-512 steps over `pixels` (a multiple of 64 / e), each case its own loop (the direction a constant) */
-__attribute__((target("avx512f,avx512bw"))) static void lines512(char *g, char *p, int64_t ps, int64_t pixels, int e,
+/* the AVX-512 steps over `pixels` (a multiple of 64 / e) and, per step, the `slices` 16-byte slices of each pixel
+ * group (T planes each): each case its own loop (the direction a constant) */
+#define NPK_LINES512(fn, e, dir, gs)                                                                       \
+    for (int64_t w = 0; w < pixels; w += 64 / e)                                                           \
+        for (int64_t j = 0; j < slices; j++)                                                               \
+            fn(g + w * gs + j * 16, gs, p + (j * 16 / e) * ps + w * e, ps, dir)
+__attribute__((target("avx512f,avx512bw"))) static void lines512(char *g, int64_t gs, char *p, int64_t ps,
+                                                                 int64_t pixels, int64_t slices, int e,
                                                                  int to_planes)
 {
-    const int64_t step = 64 / e;
-    if (e == 1 && to_planes) for (int64_t w = 0; w < pixels; w += step) line512_e1(g + w * 16, p + w, ps, 1);
-    if (e == 1 && !to_planes) for (int64_t w = 0; w < pixels; w += step) line512_e1(g + w * 16, p + w, ps, 0);
-    if (e == 2 && to_planes) for (int64_t w = 0; w < pixels; w += step) line512_e2(g + w * 16, p + w * 2, ps, 1);
-    if (e == 2 && !to_planes) for (int64_t w = 0; w < pixels; w += step) line512_e2(g + w * 16, p + w * 2, ps, 0);
+    if (gs == 16) {                     /* NC1HWC2: whole 64-byte loads and stores of four pixels */
+        if (e == 1 && to_planes) NPK_LINES512(line512_e1, 1, 1, 16);
+        if (e == 1 && !to_planes) NPK_LINES512(line512_e1, 1, 0, 16);
+        if (e == 2 && to_planes) NPK_LINES512(line512_e2, 2, 1, 16);
+        if (e == 2 && !to_planes) NPK_LINES512(line512_e2, 2, 0, 16);
+    } else {
+        if (e == 1 && to_planes) NPK_LINES512(line512_e1, 1, 1, gs);
+        if (e == 1 && !to_planes) NPK_LINES512(line512_e1, 1, 0, gs);
+        if (e == 2 && to_planes) NPK_LINES512(line512_e2, 2, 1, gs);
+        if (e == 2 && !to_planes) NPK_LINES512(line512_e2, 2, 0, gs);
+    }
 }
 #endif
 
 static void transpose(const char *s, int64_t ss, char *d, int64_t ds, int64_t R, int64_t C, int e);
 
-/* `pixels` 16-byte groups at g (T = 16 / e lanes of e bytes, all of them channels) <-> T planes at p, ps bytes
- * apart: a line (64 bytes) of every plane per step, then the tail pixels by `transpose`. 0 when not this case
- * (no x86, or an element size other than 1 and 2). */
-static int groups_planes(char *g, char *p, int64_t ps, int64_t pixels, int e, int to_planes)
+/* `pixels` pixel groups at g, gs bytes apart, of `slices` x 16 bytes (T = 16 / e lanes of e bytes per slice, all
+ * of them channels) <-> slices x T planes at p, ps bytes apart: per step a line (64 bytes) of every plane, then
+ * the tail pixels by `transpose`. NC1HWC2 blocks are one slice (gs = 16); NHWC rows of C channels C * e / 16. 0
+ * when not this case (no x86, or an element size other than 1 and 2). */
+static int groups_planes(char *g, int64_t gs, char *p, int64_t ps, int64_t pixels, int64_t slices, int e,
+                         int to_planes)
 {
 #ifdef NPK_X86
     if (e != 1 && e != 2)
         return 0;
     const int level = level_in_use < 0 ? npk_level() : level_in_use, T = 16 / e;
-    const int64_t step = 64 / e;
-    /* a head of pixels by `transpose` first when that aligns the stores' side to 64 bytes: a store across two
+    const int64_t step = 64 / e, C = slices * T;
+    /* a head of pixels by `transpose` first when that aligns the 64-byte stores to lines: a store across two
      * lines costs two (in the 16 planes' few L1 sets, the 1.5 MiB case measured 0.45 of copyto against 0.68) */
+    const int whole = to_planes || gs == 16;
     const uintptr_t at = (uintptr_t)(to_planes ? p : g) & 63, unit = to_planes ? (uintptr_t)e : 16;
-    int64_t w = at % unit ? 0 : (int64_t)((64 - at) & 63) / (int64_t)unit;
+    int64_t w = !whole || at % unit ? 0 : (int64_t)((64 - at) & 63) / (int64_t)unit;
     if (w > pixels || level < 1)
         w = 0;
     if (w) {
-        if (to_planes) transpose(g, 16, p, ps, w, T, e);
-        else transpose(p, ps, g, 16, T, w, e);
+        if (to_planes) transpose(g, gs, p, ps, w, C, e);
+        else transpose(p, ps, g, gs, C, w, e);
     }
     if (level >= 2) {
         int64_t n = (pixels - w) / step * step;
-        lines512(g + w * 16, p + w * e, ps, n, e, to_planes);
+        lines512(g + w * gs, gs, p + w * e, ps, n, slices, e, to_planes);
         w += n;
     } else if (level == 1) {                          /* two AVX2 tiles of 32 bytes per plane line */
         static const tile_fn rows[] = {0, rows_e1, rows_e2}, cols[] = {0, cols_e1, cols_e2};
         const tile_fn fn = to_planes ? rows[e] : cols[e];
         for (; w + step <= pixels; w += step)
-            for (int half = 0; half < 2; half++) {
-                char *gh = g + (w + half * step / 2) * 16, *ph = p + (w + half * step / 2) * e;
-                if (to_planes) fn(gh, 16, ph, ps);
-                else fn(ph, ps, gh, 16);
-            }
+            for (int64_t j = 0; j < slices; j++)
+                for (int half = 0; half < 2; half++) {
+                    const int64_t at_w = w + half * step / 2;
+                    char *gh = g + at_w * gs + j * 16, *ph = p + j * T * ps + at_w * e;
+                    if (to_planes) fn(gh, gs, ph, ps);
+                    else fn(ph, ps, gh, gs);
+                }
     }
     if (w < pixels) {
-        if (to_planes) transpose(g + w * 16, 16, p + w * e, ps, pixels - w, T, e);
-        else transpose(p + w * e, ps, g + w * 16, 16, T, pixels - w, e);
+        if (to_planes) transpose(g + w * gs, gs, p + w * e, ps, pixels - w, C, e);
+        else transpose(p + w * e, ps, g + w * gs, gs, C, pixels - w, e);
     }
     return 1;
 #else
-    (void)g; (void)p; (void)ps; (void)pixels; (void)e; (void)to_planes;
+    (void)g; (void)gs; (void)p; (void)ps; (void)pixels; (void)slices; (void)e; (void)to_planes;
     return 0;
 #endif
 }
@@ -646,8 +682,9 @@ int npk_planes_to_lanes(int conv, const void *src, int64_t sn, int64_t sc, int64
                         continue;
                     if (lanes < C2)                     /* padding lanes: the chunk zeroed once, then filled */
                         memset(drow + w0 * C2 * ed, 0, (size_t)(p * C2 * ed));
-                    if (plain && lanes == C2 && C2 * ed == 16
-                        && groups_planes(drow + w0 * 16, (char *)srow + w0 * es, sc * es, p, ed, 0))
+                    if (plain && lanes == C2 && C2 * ed == 16   /* NHWC rows (16-byte stores per pixel) gained
+                                                                     nothing over `transpose` */
+                        && groups_planes(drow + w0 * 16, 16, (char *)srow + w0 * es, sc * es, p, 1, ed, 0))
                         continue;
                     if (plain) {
                         transpose(srow + w0 * es, sc * es, drow + w0 * C2 * ed, C2 * ed, lanes, p, ed);
@@ -689,8 +726,9 @@ int npk_lanes_to_planes(int conv, const void *src, void *dst, int64_t dn, int64_
                 char *drow = (char *)dst + (n * dn + k0 * dc + h * dh) * ed;
                 for (int64_t w0 = 0; w0 < width; w0 += P) {
                     int64_t p = width - w0 < P ? width - w0 : P;
-                    if (plain && lanes == C2 && C2 * es == 16
-                        && groups_planes((char *)srow + w0 * 16, drow + w0 * es, dc * es, p, es, 1))
+                    if (plain && lanes == C2 && C2 * es % 16 == 0
+                        && groups_planes((char *)srow + w0 * C2 * es, C2 * es, drow + w0 * es, dc * es, p,
+                                         C2 * es / 16, es, 1))
                         continue;
                     if (plain) {
                         transpose(srow + w0 * C2 * es, C2 * es, drow + w0 * ed, dc * ed, p, lanes, es);

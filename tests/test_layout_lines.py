@@ -75,3 +75,25 @@ def test_line_kernels_any_alignment(restore_level, dtype, c2, items):
         back = _at(offset, x.shape, dtype)
         assert K.lanes_to_planes(back, packed)
         assert np.array_equal(back.view(np.uint8), x.view(np.uint8)), level
+
+
+@pytest.mark.skipif(not K.available(), reason="compiled kernels not built")
+@pytest.mark.parametrize("dtype", [np.int8, np.float16])
+@pytest.mark.parametrize("n, c, h, w, pad_w", [(1, 256, 2, 70, 0), (2, 48, 3, 97, 5), (1, 32, 1, 130, 0),
+                                               (1, 24, 2, 80, 0)])
+def test_nhwc_rows_as_slices_match_numpy(restore_level, dtype, n, c, h, w, pad_w):
+    """NCHW <-> NHWC: pixel rows of C channels as C * e / 16 slices of 16 bytes (C = 24 int8: not whole slices,
+    the plain transpose), padded NHWC rows included."""
+    from npurt.tensor import nchw_to_nhwc, nhwc_to_nchw
+    rng = np.random.default_rng(c * 100 + w)
+    x = rng.integers(-100, 100, size=(n, c, h, w)).astype(dtype)
+    ws = w + pad_w
+    expect = _numpy(nchw_to_nhwc, x, w_stride=ws)
+    for level in LEVELS:
+        K.set_level(level)
+        nhwc = np.full((n, h, ws, c), 5, x.dtype)
+        nchw_to_nhwc(x, w_stride=ws, out=nhwc)
+        assert np.array_equal(nhwc.view(np.uint8), expect.view(np.uint8)), level
+        back = np.full(x.shape, 7, x.dtype)
+        nhwc_to_nchw(nhwc, width=w, out=back)
+        assert np.array_equal(back.view(np.uint8), x.view(np.uint8)), level
