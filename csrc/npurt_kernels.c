@@ -5,7 +5,8 @@
  * - quantise is numpy's x * a, + b, rint, clip, cast in float32, in that order; dequantise q * a, - b. Built with
  *   -ffp-contract=off so no multiply-add is fused.
  * - layout transposes move 16-byte tiles with SSE2 shuffles (16x16 bytes, 8x8 halves, 4x4 words); conversions
- *   run on contiguous plane segments staged in a small L1 scratch beside the transpose.
+ *   run on contiguous plane segments staged in a small L1 scratch beside the transpose. 16-byte pixel groups
+ *   (int8 C2 = 16, fp16 C2 = 8) and their planes move a whole 64-byte line of every plane per step.
  */
 #include "npurt_kernels.h"
 #include "npurt_half.h"
