@@ -9,7 +9,7 @@ import pytest
 
 import npurt
 import npurt._kernels as K
-from helpers.models import stored_bytes
+from helpers.models import assert_every_level_stores_numpy_bytes
 from npurt.exec.executor import Executor, allocate
 from npurt.runtime.user_io import pack_input
 
@@ -42,21 +42,7 @@ def test_tail_stores_the_numpy_paths_bytes_at_every_level(channels, classes, tra
     cm, x = _compiled(channels, classes, trans_b, channels)
     ops = [n.op_type for n in cm.graph.nodes]
     assert "Add" in ops and ops[-1] == "Gemm"
-    before = K.set_enabled(False)
-    try:
-        want = stored_bytes(cm, x)
-    finally:
-        K.set_enabled(before)
-    try:
-        for name in K.LEVELS[:K.LEVELS.index(K.cpu_level()) + 1]:
-            K.set_level(name)
-            for threads in ("1", "2"):
-                monkeypatch.setenv("NPURT_EXEC_THREADS", threads)
-                got = stored_bytes(cm, x)
-                for t in want:
-                    np.testing.assert_array_equal(got[t], want[t], err_msg=f"{name} {threads} {t}")
-    finally:
-        K.set_level("")
+    assert_every_level_stores_numpy_bytes(cm, x, monkeypatch)
 
 
 @pytest.mark.parametrize("channels, classes, trans_b", [(22, 37, 1), (32, 10, 0)])

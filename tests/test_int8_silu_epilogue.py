@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import npurt
 import npurt._kernels as K
-from helpers.models import stored_bytes
+from helpers.models import assert_every_level_stores_numpy_bytes
 from npurt.exec.inplace import conv_int8
 from npurt.exec.inplace.epilogue import swish_codes
 
@@ -94,18 +94,4 @@ def test_conv_silu_model_stores_the_same_bytes_at_every_level(c, m, monkeypatch)
                        quantize=[rng.standard_normal((1, c, 13, 13)).astype(np.float32) for _ in range(2)])
     assert cm.graph.nodes[0].op_type == "Conv" and cm.graph.nodes[0].activation == "Swish"
     x = rng.standard_normal((1, c, 13, 13)).astype(np.float32)
-    before = K.set_enabled(False)
-    try:
-        want = stored_bytes(cm, x)
-    finally:
-        K.set_enabled(before)
-    try:
-        for name in K.LEVELS[:K.LEVELS.index(K.cpu_level()) + 1]:
-            K.set_level(name)
-            for threads in ("1", "2"):
-                monkeypatch.setenv("NPURT_EXEC_THREADS", threads)
-                got = stored_bytes(cm, x)
-                for t in want:
-                    np.testing.assert_array_equal(got[t], want[t], err_msg=f"{name} {threads} {t}")
-    finally:
-        K.set_level("")
+    assert_every_level_stores_numpy_bytes(cm, x, monkeypatch)

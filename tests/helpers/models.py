@@ -124,3 +124,24 @@ def stored_bytes(cm, x: np.ndarray) -> dict:
     pack_input(cm.native_input_attrs[0], x, i[0])
     ex.run()
     return {t: ex.tensor_view(t).view(np.uint8).copy() for t in list(cm.plan.offsets) + list(cm.graph.outputs)}
+
+
+def assert_every_level_stores_numpy_bytes(cm, x: np.ndarray, monkeypatch) -> None:
+    """The compiled kernels at every instruction-set level this CPU has, on one and two executor threads, store the
+    numpy path's bytes (`stored_bytes`) for every tensor of compiled model `cm` run on `x`."""
+    import npurt._kernels as K
+    before = K.set_enabled(False)
+    try:
+        want = stored_bytes(cm, x)
+    finally:
+        K.set_enabled(before)
+    try:
+        for name in K.LEVELS[:K.LEVELS.index(K.cpu_level()) + 1]:
+            K.set_level(name)
+            for threads in ("1", "2"):
+                monkeypatch.setenv("NPURT_EXEC_THREADS", threads)
+                got = stored_bytes(cm, x)
+                for t in want:
+                    np.testing.assert_array_equal(got[t], want[t], err_msg=f"{name} {threads} {t}")
+    finally:
+        K.set_level("")
