@@ -63,8 +63,8 @@ def _sequential(compiled, float_graph, layers: dict, stats: dict, float_weights:
             out_shape = float_graph.tensors[layer.node.outputs[0]].shape
             m_q = sum(layer.patch_mean(ex.read_tensor(node.inputs[0]), out_shape) for ex in runs) / len(runs)
             w = float_graph.constants[layer.weight]
-            q, scales = T.quantize_weight(w, layer.axis, False)
-            shift = (np.einsum("gmk,gk->gm", layer.matrix(T._dequant(q, scales, layer.axis)), m_q)
+            stored = T._stored_weights(float_graph, layer, w, False, True)     # the grid rk3588 compiles to
+            shift = (np.einsum("gmk,gk->gm", layer.matrix(stored), m_q)
                      - np.einsum("gmk,gk->gm", layer.matrix(float_weights[layer.index].astype(np.float64)),
                                  stats[layer.index].mean))
             shift = shift.reshape(-1) / (float(node.attrs.get("beta", 1.0)) if node.op_type == "Gemm" else 1.0)

@@ -1072,42 +1072,39 @@ int npk_lookup_lanes(const void *table, int out_size, const void *a, const void 
     return 0;
 }
 
-/* ---- float16 elementwise ---------------------------------------------------------------------------------- */
+/* ---- float16 and int8 elementwise -------------------------------------------------------------------------- */
 
-int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n)
+/* out = cast_out(cast_in(a) op cast_in(b)) in blocks of 256 float32 values; q: the (scale, shift) pairs of a, b and
+   out for the casts (NULL: none) */
+static int binary_run(int op, const void *a, const void *b, void *out, int64_t n, int conv_in, int conv_out,
+                      int item, const float *q)
 {
+    static const float none[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     if (op < 0 || op > 2 || n < 0)
         return -1;
+    if (!q)
+        q = none;
     float ta[256], tb[256];
     for (int64_t i0 = 0; i0 < n; i0 += 256) {
         const int64_t m = n - i0 < 256 ? n - i0 : 256;
-        cast_run(NPK_F16_F32, a + i0, ta, m, 0.0f, 0.0f);
-        cast_run(NPK_F16_F32, b + i0, tb, m, 0.0f, 0.0f);
+        cast_run(conv_in, (const char *)a + i0 * item, ta, m, q[0], q[1]);
+        cast_run(conv_in, (const char *)b + i0 * item, tb, m, q[2], q[3]);
         if (op == 0) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] + tb[i];
         else if (op == 1) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] - tb[i];
         else for (int64_t i = 0; i < m; i++) ta[i] = ta[i] * tb[i];
-        cast_run(NPK_F32_F16, ta, out + i0, m, 0.0f, 0.0f);
+        cast_run(conv_out, ta, (char *)out + i0 * item, m, q[4], q[5]);
     }
     return 0;
 }
 
-/* ---- int8 elementwise --------------------------------------------------------------------------------------- */
+int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n)
+{
+    return binary_run(op, a, b, out, n, NPK_F16_F32, NPK_F32_F16, 2, NULL);
+}
 
 int npk_binary_i8(int op, const int8_t *a, const int8_t *b, int8_t *out, int64_t n, const float *q)
 {
-    if (op < 0 || op > 2 || n < 0)
-        return -1;
-    float ta[256], tb[256];
-    for (int64_t i0 = 0; i0 < n; i0 += 256) {
-        const int64_t m = n - i0 < 256 ? n - i0 : 256;
-        cast_run(NPK_I8_F32, a + i0, ta, m, q[0], q[1]);
-        cast_run(NPK_I8_F32, b + i0, tb, m, q[2], q[3]);
-        if (op == 0) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] + tb[i];
-        else if (op == 1) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] - tb[i];
-        else for (int64_t i = 0; i < m; i++) ta[i] = ta[i] * tb[i];
-        cast_run(NPK_F32_I8, ta, out + i0, m, q[4], q[5]);
-    }
-    return 0;
+    return binary_run(op, a, b, out, n, NPK_I8_F32, NPK_F32_I8, 1, q);
 }
 
 /* ---- strided fill ------------------------------------------------------------------------------------------------ */

@@ -670,22 +670,26 @@ def lookup_fn(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray |
 BINARY_F16 = {"Add": 0, "Sub": 1, "Mul": 2}
 
 
+def _binary_fn(dtype: np.dtype, call, op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray, *extra):
+    """`call(op code, a, b, out, n, *extra)` prepared once for contiguous `dtype` arrays of one shape and op in
+    BINARY_F16; None otherwise."""
+    if not _enabled or op not in BINARY_F16 or not _writable(out) or not all(
+            isinstance(v, np.ndarray) and v.dtype == dtype and v.flags.c_contiguous and v.shape == out.shape
+            for v in (out, a, b)):
+        return None
+    args = (BINARY_F16[op], _ptr(a), _ptr(b), _ptr(out), out.size, *extra)
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (out, a, b, *extra)
+    return run
+
+
 def binary_f16_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray):
     """A zero-argument function storing float16(float32(a) op float32(b)) into `out` (numpy's ufunc with
     dtype=float32 and a casting store, bit for bit), for contiguous float16 arrays of one shape and op in BINARY_F16;
     None otherwise."""
-    if not _enabled or op not in BINARY_F16 or not _writable(out) or not all(
-            isinstance(v, np.ndarray) and v.dtype == _F16 and v.flags.c_contiguous and v.shape == out.shape
-            for v in (out, a, b)):
-        return None
-    args = (BINARY_F16[op], ffi.cast("uint16_t *", a.ctypes.data), ffi.cast("uint16_t *", b.ctypes.data),
-            ffi.cast("uint16_t *", out.ctypes.data), out.size)
-    call = lib.npk_binary_f16
-
-    def run() -> None:
-        call(*args)
-    run.arrays = (out, a, b)
-    return run
+    return _binary_fn(_F16, lib.npk_binary_f16, op, out, a, b) if _enabled else None
 
 
 def binary_i8_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray, qa: tuple[float, float],
@@ -693,16 +697,7 @@ def binary_i8_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray, qa: tup
     """A zero-argument function storing int8 codes of (a * sa - ba) op (b * sb - bb) quantised as x * inv + zp
     (`qa` = (sa, ba), `qb`, `qo` = (inv, zp)), every step in float32 as `dequantize`, numpy's ufunc and `quantize`
     compute it, for contiguous int8 arrays of one shape and op in BINARY_F16; None otherwise."""
-    if not _enabled or op not in BINARY_F16 or not _writable(out) or not all(
-            isinstance(v, np.ndarray) and v.dtype == _I8 and v.flags.c_contiguous and v.shape == out.shape
-            for v in (out, a, b)):
+    if not _enabled:
         return None
     q = ffi.new("float[6]", [float(np.float32(v)) for v in (*qa, *qb, *qo)])
-    args = (BINARY_F16[op], ffi.cast("int8_t *", a.ctypes.data), ffi.cast("int8_t *", b.ctypes.data),
-            ffi.cast("int8_t *", out.ctypes.data), out.size, q)
-    call = lib.npk_binary_i8
-
-    def run() -> None:
-        call(*args)
-    run.arrays = (out, a, b, q)
-    return run
+    return _binary_fn(_I8, lib.npk_binary_i8, op, out, a, b, q)

@@ -151,6 +151,7 @@ def _compile_optimized(graph: Graph, soc: str | None, options: CompileOptions, *
     _check_norm_channels(graph, stds, "std")
 
     given, qparams, applied = options.qparams, {}, {}
+    asymmetric_first = not profile.vtcm_size        # the first layer's weights: RKNN as the toolkit; HTP symmetric
     float_nodes = resolve_float_layers(graph, options.float_layers) if options.float_layers else []
     if given is not None:
         qparams = {name: (float(v[0]), int(v[1])) for name, v in given.items()}
@@ -162,7 +163,7 @@ def _compile_optimized(graph: Graph, soc: str | None, options: CompileOptions, *
             applied = apply_techniques(graph, options.optimize, samples, means if mean is not None else None,
                                        stds if std is not None else None, evaluate,
                                        per_layer=options.weight_method == "layer",
-                                       asymmetric_first=not profile.vtcm_size)
+                                       asymmetric_first=asymmetric_first)
         qparams = calib.calibrate(graph, samples, means if mean is not None else None,
                                   stds if std is not None else None, progress=progress, evaluate=evaluate,
                                   algorithm=options.algorithm)
@@ -185,7 +186,7 @@ def _compile_optimized(graph: Graph, soc: str | None, options: CompileOptions, *
     per_layer = options.weight_method == "layer"
     entries, arrays = encode_weights(graph, precision, qparams,
                                      {i for i, n in enumerate(graph.nodes) if id(n) in float_ids}, per_layer,
-                                     asymmetric_first=not profile.vtcm_size)     # RKNN: as the toolkit; HTP: symmetric
+                                     asymmetric_first=asymmetric_first)
     placed, total = layout_blob(arrays)
     blob = build_blob(arrays, placed, total)
     # The graph's constants become views of the stored blob (the compiled model holds one copy of weights).

@@ -341,7 +341,7 @@ def _dequant(q: np.ndarray, scales: np.ndarray, axis: int) -> np.ndarray:
 def _stored_weights(graph: Graph, layer: "Layer", w: np.ndarray, per_layer: bool, asymmetric_first: bool) -> np.ndarray:
     """The weight values int8 compilation stores for `layer` (float64): symmetric per channel (or per layer), or,
     with `asymmetric_first`, asymmetric for a conv reading a model input (`weights.asymmetric_weights`)."""
-    if not per_layer and asymmetric_first and asymmetric_weights(graph, layer.node):
+    if asymmetric_weights(graph, layer.node, per_layer, asymmetric_first):
         q, scales, zps = quantize_weight_asymmetric(w, layer.axis)
         shape = [1] * q.ndim
         shape[layer.axis] = -1
@@ -456,7 +456,7 @@ def adaround(graph: Graph, layers: list[Layer], stats: dict[int, LayerStats],
         if st is None or st.second is None:
             continue
         w = graph.constants[layer.weight].astype(np.float64)
-        asymmetric = not per_layer and asymmetric_first and asymmetric_weights(graph, layer.node)
+        asymmetric = asymmetric_weights(graph, layer.node, per_layer, asymmetric_first)
         scales = quantize_weight_asymmetric(w, layer.axis)[1] if asymmetric else \
             quantize_weight(w, layer.axis, per_layer)[1]
         mat = layer.matrix(w)

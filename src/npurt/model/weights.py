@@ -94,13 +94,14 @@ def quantize_weight(w: np.ndarray, axis: int, per_layer: bool = False,
     return quantize_per_channel(w, axis, "int8", steps)
 
 
-def asymmetric_weights(graph: Graph, node) -> bool:
-    """Whether int8 compilation stores `node`'s weights asymmetric per channel: a dense Conv reading a model input.
+def asymmetric_weights(graph: Graph, node, per_layer: bool = False, asymmetric_first: bool = True) -> bool:
+    """Whether int8 compilation stores `node`'s weights asymmetric per channel: with per-channel weights and
+    `asymmetric_first` (an RKNN SoC), a dense Conv reading a model input.
 
     rknn-toolkit2 quantises every conv's weights so; npurt does it where it measured better than symmetric weights,
     the first layer (few weights per channel, an exact pixel input: the weights' grid is its error)."""
-    return (node.op_type == "Conv" and int(node.attrs.get("group", 1)) == 1 and bool(node.inputs)
-            and node.inputs[0] in graph.inputs)
+    return (not per_layer and asymmetric_first and node.op_type == "Conv" and int(node.attrs.get("group", 1)) == 1
+            and bool(node.inputs) and node.inputs[0] in graph.inputs)
 
 
 def quantize_weight_asymmetric(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -154,8 +155,9 @@ def encode_weights(graph: Graph, precision: str, act_qparams: dict[str, tuple[fl
             axes = {_weight_axis(graph.nodes[i].op_type, p, graph.nodes[i].attrs, value.shape) for i, p in uses}
             if len(axes) == 1 and None not in axes and np.all(np.isfinite(value)):
                 axis = axes.pop()
-                if not per_layer and asymmetric_first and name not in graph.weight_steps and all(
-                        p == 1 and asymmetric_weights(graph, graph.nodes[i]) for i, p in uses):
+                if name not in graph.weight_steps and all(
+                        p == 1 and asymmetric_weights(graph, graph.nodes[i], per_layer, asymmetric_first)
+                        for i, p in uses):
                     q, scales, zps = quantize_weight_asymmetric(value, axis)
                     add(f"{name}#scale", scales, "float32")
                     add(f"{name}#zp", zps.astype(np.int8), "int8")

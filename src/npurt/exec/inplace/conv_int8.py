@@ -20,7 +20,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, filler, padding_lanes, sequence
+from npurt.exec.inplace.epilogue import ConvEpilogue, cast_copy, copier, filler, nothing, padding_lanes, sequence
 from npurt.exec.inplace.slots import Skip
 
 EXACT_F32_TERMS = (1 << 24) // (128 * 128)       # K up to which float32 sums of int8 x int8 products are exact
@@ -225,7 +225,7 @@ def gemm_int8(node, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
     zp = int(si.zp)
     x, o = ctx.slot(node.inputs[0]).reshape(-1), ctx.slot(node.outputs[0]).reshape(-1)
     if cc == k:
-        xpad, fill = x.reshape(1, 1, 1, k), (lambda: None)
+        xpad, fill = x.reshape(1, 1, 1, k), nothing
     else:                                # spare lanes: the zero point, against zero weights
         xpad = np.full((1, 1, 1, cc), zp, np.int8)
         fill = copier(xpad.reshape(-1)[:k], x)
@@ -235,14 +235,9 @@ def gemm_int8(node, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
                                   bounds=(lo, hi), wide=lambda size: ctx.temp.take("wide16", np.int16, size))
     store = copier(o, codes_out.reshape(-1)[:m])
 
-    def run() -> None:
-        fill()
-        if compiled is not None:
-            compiled()
-        else:
-            f = requantize(accumulate(xpad.reshape(1, cc), wk), colsum, zp, mult, bias)
-            np.clip(f, np.float32(lo), np.float32(hi), out=f)
-            np.rint(f, out=f)
-            np.copyto(codes_out.reshape(1, n), f, casting="unsafe")
-        store()
-    return run
+    def numpy_path() -> None:
+        f = requantize(accumulate(xpad.reshape(1, cc), wk), colsum, zp, mult, bias)
+        np.clip(f, np.float32(lo), np.float32(hi), out=f)
+        np.rint(f, out=f)
+        np.copyto(codes_out.reshape(1, n), f, casting="unsafe")
+    return sequence(fill, compiled or numpy_path, store)

@@ -65,13 +65,7 @@ def filler(views: list[np.ndarray], value: float = 0) -> Callable[[], None]:
             for v in views:
                 v.fill(value)
         return fill_numpy
-    if len(calls) == 1:
-        return calls[0]
-
-    def fill() -> None:
-        for call in calls:
-            call()
-    return fill
+    return sequence(*calls)
 
 
 def cast_copy(dst: np.ndarray, src: np.ndarray) -> None:

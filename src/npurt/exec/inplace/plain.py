@@ -11,7 +11,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.epilogue import copier, filler, narrow, stored_table, widen
+from npurt.exec.inplace.epilogue import copier, filler, narrow, sequence, stored_table, widen
 from npurt.exec.inplace.slots import Skip, activation, all_values, bits, kind_of, stored_kind
 from npurt.exec.kernels import apply_activation
 from npurt.exec.kernels.gemm import gemm_operands
@@ -177,7 +177,7 @@ def _stored(name: str, ctx: StepBinding, shape: tuple) -> tuple[np.ndarray, Call
         raise Skip
     y = np.empty(shape, np.float32)
     store, pads = narrow(dst, y, st, kind), filler([pad] if pad is not None else [])
-    return y, lambda: (store(), pads())
+    return y, sequence(store, pads)
 
 
 def gemm(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
