@@ -1074,10 +1074,11 @@ int npk_lookup_lanes(const void *table, int out_size, const void *a, const void 
 
 /* ---- float16 and int8 elementwise -------------------------------------------------------------------------- */
 
-/* out = cast_out(cast_in(a) op cast_in(b)) in blocks of 256 float32 values; q: the (scale, shift) pairs of a, b and
-   out for the casts (NULL: none) */
+/* out = cast_out(act(cast_in(a) op cast_in(b))) in blocks of 256 float32 values; q: the (scale, shift) pairs of a,
+   b and out for the casts (NULL: none); act 0 none, 1 Relu as np.maximum(y, 0) (a tie gives the 0, NaN kept),
+   2 Clip as np.clip(y, lo, hi) (a tie keeps y, NaN kept) */
 static int binary_run(int op, const void *a, const void *b, void *out, int64_t n, int conv_in, int conv_out,
-                      int item, const float *q)
+                      int item, const float *q, int act, float lo, float hi)
 {
     static const float none[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     if (op < 0 || op > 2 || n < 0)
@@ -1092,19 +1093,29 @@ static int binary_run(int op, const void *a, const void *b, void *out, int64_t n
         if (op == 0) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] + tb[i];
         else if (op == 1) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] - tb[i];
         else for (int64_t i = 0; i < m; i++) ta[i] = ta[i] * tb[i];
+        if (act == 1)
+            for (int64_t i = 0; i < m; i++) ta[i] = ta[i] > 0.0f || ta[i] != ta[i] ? ta[i] : 0.0f;
+        else if (act == 2)
+            for (int64_t i = 0; i < m; i++) {
+                const float v = ta[i] < lo ? lo : ta[i];
+                ta[i] = v > hi ? hi : v;
+            }
         cast_run(conv_out, ta, (char *)out + i0 * item, m, q[4], q[5]);
     }
     return 0;
 }
 
-int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n)
+int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n, int act, float lo,
+                   float hi)
 {
-    return binary_run(op, a, b, out, n, NPK_F16_F32, NPK_F32_F16, 2, NULL);
+    if (act < 0 || act > 2)
+        return -1;
+    return binary_run(op, a, b, out, n, NPK_F16_F32, NPK_F32_F16, 2, NULL, act, lo, hi);
 }
 
 int npk_binary_i8(int op, const int8_t *a, const int8_t *b, int8_t *out, int64_t n, const float *q)
 {
-    return binary_run(op, a, b, out, n, NPK_I8_F32, NPK_F32_I8, 1, q);
+    return binary_run(op, a, b, out, n, NPK_I8_F32, NPK_F32_I8, 1, q, 0, 0.0f, 0.0f);
 }
 
 /* ---- strided fill ------------------------------------------------------------------------------------------------ */

@@ -153,8 +153,10 @@ int npk_lookup_lanes(const void *table, int out_size, const void *a, const void 
                      int64_t pixels, int64_t c2, int64_t lanes);
 
 /* out[i] = float16(float32(a[i]) op float32(b[i])) for float16 arrays, op 0 add, 1 subtract, 2 multiply (numpy's
- * ufunc with dtype=float32, then the casting store) */
-int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n);
+ * ufunc with dtype=float32, then the casting store); act 1: a fused Relu (np.maximum(y, 0)), 2: a fused Clip
+ * (np.clip(y, lo, hi)) on the float32 result, 0: none */
+int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n, int act, float lo,
+                   float hi);
 
 /* every element of the strided array dst (ndim <= 8 axes, byte strides, the last axis contiguous) = the `size`-byte
  * `value` (size <= 8) */

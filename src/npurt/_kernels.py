@@ -685,11 +685,18 @@ def _binary_fn(dtype: np.dtype, call, op: str, out: np.ndarray, a: np.ndarray, b
     return run
 
 
-def binary_f16_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray):
-    """A zero-argument function storing float16(float32(a) op float32(b)) into `out` (numpy's ufunc with
-    dtype=float32 and a casting store, bit for bit), for contiguous float16 arrays of one shape and op in BINARY_F16;
-    None otherwise."""
-    return _binary_fn(_F16, lib.npk_binary_f16, op, out, a, b) if _enabled else None
+BINARY_F16_ACTIVATIONS = {None: 0, "Relu": 1, "Clip": 2}
+
+
+def binary_f16_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray, act: str | None = None,
+                  bounds: tuple[float, float] = (-np.inf, np.inf)):
+    """A zero-argument function storing float16(act(float32(a) op float32(b))) into `out` (numpy's ufunc with
+    dtype=float32, `act` as `apply_activation` applies it: Relu np.maximum(y, 0), Clip np.clip(y, *bounds), then a
+    casting store, bit for bit), for contiguous float16 arrays of one shape and op in BINARY_F16; None otherwise."""
+    if not _enabled or act not in BINARY_F16_ACTIVATIONS:
+        return None
+    lo, hi = (float(np.float32(v)) for v in bounds)
+    return _binary_fn(_F16, lib.npk_binary_f16, op, out, a, b, BINARY_F16_ACTIVATIONS[act], lo, hi)
 
 
 def binary_i8_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray, qa: tuple[float, float],

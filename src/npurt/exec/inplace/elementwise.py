@@ -77,10 +77,12 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
     pads = filler(padding_lanes(so, o))
     if ka == "fp16":
         ufunc = BINARY[node.op_type]
-        if attrs.get("activation") is None:
-            compute = _kernels.binary_f16_fn(node.op_type, o, a, b) or (
-                lambda: ufunc(a, b, out=o, dtype=np.float32, casting="unsafe"))
-            return sequence(compute, pads)
+        act = attrs.get("activation")
+        compiled = _kernels.binary_f16_fn(node.op_type, o, a, b, act, _clip_bounds(attrs))
+        if compiled is not None:
+            return sequence(compiled, pads)
+        if act is None:
+            return sequence(lambda: ufunc(a, b, out=o, dtype=np.float32, casting="unsafe"), pads)
         tmp = ctx.scratch(a.size)[:a.size].reshape(a.shape)
 
         def run_activated() -> None:
@@ -108,6 +110,12 @@ def binary(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> Callab
         np.take(table, index, out=ou, mode="clip")
         pads()
     return run_int8
+
+
+def _clip_bounds(attrs: dict) -> tuple[float, float]:
+    """(lo, hi) of a fused Clip as `apply_activation` passes them to np.clip (an absent bound: infinite)."""
+    lo, hi = (attrs.get("activation_params") or (None, None)) if attrs.get("activation") == "Clip" else (None, None)
+    return (-np.inf if lo is None else lo, np.inf if hi is None else hi)
 
 
 def _arithmetic_int8(op: str, attrs: dict, o: np.ndarray, a: np.ndarray, b: np.ndarray, storages: tuple,
