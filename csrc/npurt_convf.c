@@ -332,6 +332,39 @@ static void dw_padded_row(const struct npk_dw *p, int64_t c, int64_t y, float *o
         _mm256_storeu_ps(out + i, border);
 }
 
+/* the ring of kh padded input rows (float32 with their border) the depthwise drivers read: `held` the padded row each
+ * slot holds, `rows` the kh rows of the current output row; NULL when out of memory */
+struct dw_ring { float *data; int64_t *held; const float **rows; int64_t wp; };
+
+static int dw_ring_alloc(const struct npk_dw *p, struct dw_ring *r)
+{
+    r->wp = (p->wo - 1) * p->sw + p->kw;
+    r->data = malloc((size_t)(p->kh * r->wp * p->c2) * sizeof(float) + (size_t)p->kh * (sizeof(int64_t) + sizeof(float *)));
+    if (!r->data)
+        return -1;
+    r->held = (int64_t *)(r->data + p->kh * r->wp * p->c2);
+    r->rows = (const float **)(r->held + p->kh);
+    return 0;
+}
+
+/* point r->rows at output row oy's kh input rows of block c, converting each padded row once (oy = 0: a new block) */
+__attribute__((target("avx2,fma,f16c")))
+static void dw_ring_rows(const struct npk_dw *p, struct dw_ring *r, int64_t c, int64_t oy)
+{
+    const int64_t size = r->wp * p->c2;
+    if (oy == 0)
+        for (int k = 0; k < p->kh; k++)
+            r->held[k] = -1;
+    for (int dy = 0; dy < p->kh; dy++) {
+        const int64_t y = oy * p->sh + dy, slot = y % p->kh;
+        if (r->held[slot] != y) {
+            dw_padded_row(p, c, y, r->data + slot * size, r->wp);
+            r->held[slot] = y;
+        }
+        r->rows[dy] = r->data + slot * size;
+    }
+}
+
 /* stores lanes [l, l + 8) of output element o: float32, int8 codes of rint(clamp) or float16 after the activation */
 __attribute__((target("avx2,fma,f16c")))
 static inline __attribute__((always_inline)) void dw_store8(const struct npk_dw *p, struct npk_convf *a, int64_t o,
@@ -380,71 +413,33 @@ static inline __attribute__((always_inline)) void dw_pixels8(const struct npk_dw
 __attribute__((target("avx2,fma,f16c")))
 static int dw_avx2(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
 {
-    const int64_t c2 = p->c2, wp = (p->wo - 1) * p->sw + p->kw;
     const __m256 lo = _mm256_set1_ps(p->p0), hi = _mm256_set1_ps(p->p1);
+    struct dw_ring r;
     if (p->ho < 1 || p->wo < 1)
         return 0;
-    float *ring = malloc((size_t)(p->kh * wp * c2) * sizeof(float) + (size_t)p->kh * (sizeof(int64_t) + sizeof(float *)));
-    if (!ring)
+    if (dw_ring_alloc(p, &r))
         return -1;
-    int64_t *held = (int64_t *)(ring + p->kh * wp * c2);        /* the padded row each ring slot holds */
-    const float **rows = (const float **)(held + p->kh);
     struct npk_convf a = {0};
     a.act = p->act; a.p0 = p->p0; a.p1 = p->p1; a.out_c2 = 8; a.out_channels = 8; a.n = 8;
-    for (int64_t c = c_lo; c < c_hi; c++) {
-        for (int k = 0; k < p->kh; k++)
-            held[k] = -1;
+    for (int64_t c = c_lo; c < c_hi; c++)
         for (int64_t oy = 0; oy < p->ho; oy++) {
-            for (int dy = 0; dy < p->kh; dy++) {
-                const int64_t y = oy * p->sh + dy, slot = y % p->kh;
-                if (held[slot] != y) {
-                    dw_padded_row(p, c, y, ring + slot * wp * c2, wp);
-                    held[slot] = y;
-                }
-                rows[dy] = ring + slot * wp * c2;
-            }
-            for (int64_t l = 0; l < c2; l += 8) {
+            dw_ring_rows(p, &r, c, oy);
+            for (int64_t l = 0; l < p->c2; l += 8) {
                 int64_t ox = 0;
                 for (; ox + 8 <= p->wo; ox += 8)
-                    dw_pixels8(p, &a, rows, c, oy, ox, 8, l, lo, hi);
+                    dw_pixels8(p, &a, r.rows, c, oy, ox, 8, l, lo, hi);
                 for (; ox + 4 <= p->wo; ox += 4)
-                    dw_pixels8(p, &a, rows, c, oy, ox, 4, l, lo, hi);
+                    dw_pixels8(p, &a, r.rows, c, oy, ox, 4, l, lo, hi);
                 for (; ox < p->wo; ox++)
-                    dw_pixels8(p, &a, rows, c, oy, ox, 1, l, lo, hi);
+                    dw_pixels8(p, &a, r.rows, c, oy, ox, 1, l, lo, hi);
             }
         }
-    }
-    free(ring);
+    free(r.data);
     return 0;
 }
 
 /* AVX-512 (modes 1 and 2, 16-lane blocks): the same rows, taps and order as dw_avx2, 16 lanes and up to eight
  * output pixels at a time */
-__attribute__((target("avx512f,avx512bw,avx512vl")))
-static inline __attribute__((always_inline)) __m512 dw_load16(const struct npk_dw *p, int64_t i)
-{
-    if (p->xtype == 0)
-        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p->x + i)));
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)((const int8_t *)p->x + i))));
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vl")))
-static void dw_padded_row16(const struct npk_dw *p, int64_t c, int64_t y, float *out, int64_t wp)
-{
-    const int64_t c2 = p->c2, iy = y - p->pt;
-    const __m512 border = _mm512_set1_ps(p->border);
-    int64_t x0 = p->pl < wp ? p->pl : wp, x1 = p->pl + p->w < wp ? p->pl + p->w : wp;
-    if (iy < 0 || iy >= p->h)
-        x0 = x1 = wp;
-    for (int64_t i = 0; i < x0 * c2; i += 16)
-        _mm512_storeu_ps(out + i, border);
-    const int64_t base = (c * p->h + iy) * p->ws * c2 - p->pl * c2;
-    for (int64_t i = x0 * c2; i < x1 * c2; i += 16)
-        _mm512_storeu_ps(out + i, dw_load16(p, base + i));
-    for (int64_t i = (x1 > x0 ? x1 : x0) * c2; i < wp * c2; i += 16)
-        _mm512_storeu_ps(out + i, border);
-}
-
 __attribute__((target("avx512f,avx512bw,avx512vl")))
 static inline __attribute__((always_inline)) void dw_pixels16(const struct npk_dw *p, const float *const *rows,
                                                               int64_t c, int64_t oy, int64_t ox, const int n, int64_t l,
@@ -479,39 +474,26 @@ static inline __attribute__((always_inline)) void dw_pixels16(const struct npk_d
 __attribute__((target("avx512f,avx512bw,avx512vl")))
 static int dw_avx512(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
 {
-    const int64_t c2 = p->c2, wp = (p->wo - 1) * p->sw + p->kw;
     const __m512 lo = _mm512_set1_ps(p->p0), hi = _mm512_set1_ps(p->p1);
+    struct dw_ring r;
     if (p->ho < 1 || p->wo < 1)
         return 0;
-    float *ring = malloc((size_t)(p->kh * wp * c2) * sizeof(float) + (size_t)p->kh * (sizeof(int64_t) + sizeof(float *)));
-    if (!ring)
+    if (dw_ring_alloc(p, &r))
         return -1;
-    int64_t *held = (int64_t *)(ring + p->kh * wp * c2);
-    const float **rows = (const float **)(held + p->kh);
-    for (int64_t c = c_lo; c < c_hi; c++) {
-        for (int k = 0; k < p->kh; k++)
-            held[k] = -1;
+    for (int64_t c = c_lo; c < c_hi; c++)
         for (int64_t oy = 0; oy < p->ho; oy++) {
-            for (int dy = 0; dy < p->kh; dy++) {
-                const int64_t y = oy * p->sh + dy, slot = y % p->kh;
-                if (held[slot] != y) {
-                    dw_padded_row16(p, c, y, ring + slot * wp * c2, wp);
-                    held[slot] = y;
-                }
-                rows[dy] = ring + slot * wp * c2;
-            }
-            for (int64_t l = 0; l < c2; l += 16) {
+            dw_ring_rows(p, &r, c, oy);
+            for (int64_t l = 0; l < p->c2; l += 16) {
                 int64_t ox = 0;
                 for (; ox + 8 <= p->wo; ox += 8)
-                    dw_pixels16(p, rows, c, oy, ox, 8, l, lo, hi);
+                    dw_pixels16(p, r.rows, c, oy, ox, 8, l, lo, hi);
                 for (; ox + 4 <= p->wo; ox += 4)
-                    dw_pixels16(p, rows, c, oy, ox, 4, l, lo, hi);
+                    dw_pixels16(p, r.rows, c, oy, ox, 4, l, lo, hi);
                 for (; ox < p->wo; ox++)
-                    dw_pixels16(p, rows, c, oy, ox, 1, l, lo, hi);
+                    dw_pixels16(p, r.rows, c, oy, ox, 1, l, lo, hi);
             }
         }
-    }
-    free(ring);
+    free(r.data);
     return 0;
 }
 #endif
