@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.models import numpy_path
 
 import npurt._kernels as K
 from npurt.tensor import nc1hwc2_to_nchw, nchw_to_nc1hwc2
@@ -12,12 +13,6 @@ from npurt.tensor import nc1hwc2_to_nchw, nchw_to_nc1hwc2
 LEVELS = K.LEVELS[:K.LEVELS.index(K.cpu_level()) + 1] if K.available() else ()
 
 
-def _numpy(fn, *args, **kw):
-    before = K.set_enabled(False)
-    try:
-        return fn(*args, **kw)
-    finally:
-        K.set_enabled(before)
 
 
 @pytest.fixture
@@ -36,7 +31,7 @@ def test_line_kernels_match_numpy(restore_level, dtype, c2, n, c, h, w, pad_w):
     if dtype == np.float16:
         x = (rng.standard_normal((n, c, h, w)) * 100).astype(dtype)
     c1, ws = -(-c // c2), w + pad_w
-    expect = _numpy(nchw_to_nc1hwc2, x, c2, c1, ws)
+    expect = numpy_path(nchw_to_nc1hwc2, x, c2, c1, ws)
     for level in LEVELS:
         K.set_level(level)
         packed = np.full((n, c1, h, ws, c2), 5, x.dtype)
@@ -44,7 +39,7 @@ def test_line_kernels_match_numpy(restore_level, dtype, c2, n, c, h, w, pad_w):
         assert np.array_equal(packed.view(np.uint8), expect.view(np.uint8)), level
         back = np.full(x.shape, 7, x.dtype)
         assert K.lanes_to_planes(back, packed)
-        assert np.array_equal(back.view(np.uint8), _numpy(nc1hwc2_to_nchw, packed, c, w).view(np.uint8)), level
+        assert np.array_equal(back.view(np.uint8), numpy_path(nc1hwc2_to_nchw, packed, c, w).view(np.uint8)), level
         assert np.array_equal(back.view(np.uint8), x.view(np.uint8)), level
 
 
@@ -66,7 +61,7 @@ def test_line_kernels_any_alignment(restore_level, dtype, c2, items):
     n, c, h, w = 1, 32, 3, 150
     x = _at(offset, (n, c, h, w), dtype)
     x[...] = rng.integers(-100, 100, size=x.shape)
-    expect = _numpy(nchw_to_nc1hwc2, x, c2)
+    expect = numpy_path(nchw_to_nc1hwc2, x, c2)
     for level in LEVELS:
         K.set_level(level)
         packed = _at(offset, expect.shape, dtype)
@@ -88,7 +83,7 @@ def test_nhwc_rows_as_slices_match_numpy(restore_level, dtype, n, c, h, w, pad_w
     rng = np.random.default_rng(c * 100 + w)
     x = rng.integers(-100, 100, size=(n, c, h, w)).astype(dtype)
     ws = w + pad_w
-    expect = _numpy(nchw_to_nhwc, x, w_stride=ws)
+    expect = numpy_path(nchw_to_nhwc, x, w_stride=ws)
     for level in LEVELS:
         K.set_level(level)
         nhwc = np.full((n, h, ws, c), 5, x.dtype)

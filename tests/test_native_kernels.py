@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from helpers.models import numpy_path
 
 import npurt
 import npurt._kernels as K
@@ -112,12 +113,6 @@ layout_case = st.fixed_dictionaries({
     "dtype": st.sampled_from([np.int8, np.float16, np.float32]), "seed": st.integers(0, 2**32 - 1)})
 
 
-def _numpy(fn, *args, **kw):
-    before = K.set_enabled(False)
-    try:
-        return fn(*args, **kw)
-    finally:
-        K.set_enabled(before)
 
 
 @settings(max_examples=80, deadline=None)
@@ -131,31 +126,31 @@ def test_layout_kernels_match_numpy(p):
         K.set_level(name)
         packed = np.full((n, c1, h, ws, c2), 5, x.dtype)
         assert K.planes_to_lanes(packed, x)
-        expect = _numpy(nchw_to_nc1hwc2, x, c2, c1, ws)
+        expect = numpy_path(nchw_to_nc1hwc2, x, c2, c1, ws)
         _same_bits(packed, expect)
         dirty = packed.copy()
         dirty[:, -1, :, :, -1] = 9                       # garbage in padding lanes is never read
         back = np.zeros(x.shape, x.dtype)
-        dirty_expect = _numpy(nc1hwc2_to_nchw, dirty, c, w)
+        dirty_expect = numpy_path(nc1hwc2_to_nchw, dirty, c, w)
         assert K.lanes_to_planes(back, dirty)
         _same_bits(back, dirty_expect)
         if x.dtype == np.float32:                        # the converting variants: float16, int8 quantisation
             half = np.full(packed.shape, 5, np.float16)
             assert K.planes_to_lanes(half, x)
             with np.errstate(over="ignore"):
-                _same_bits(half, _numpy(nchw_to_nc1hwc2, x.astype(np.float16), c2, c1, ws))
+                _same_bits(half, numpy_path(nchw_to_nc1hwc2, x.astype(np.float16), c2, c1, ws))
             planes = np.empty(x.shape, np.float32)
             assert K.lanes_to_planes(planes, half)
-            _same_bits(planes, _numpy(nc1hwc2_to_nchw, half, c, w).astype(np.float32))
+            _same_bits(planes, numpy_path(nc1hwc2_to_nchw, half, c, w).astype(np.float32))
             inv, zp = np.float32(1 / 0.7), np.float32(-3)
             codes = np.full(packed.shape, 5, np.int8)
             assert K.planes_to_lanes(codes, x, quant=(inv, zp))
             t = np.clip(np.rint(x * inv + zp), -128, 127).astype(np.int8)
-            _same_bits(codes, _numpy(nchw_to_nc1hwc2, t, c2, c1, ws))
+            _same_bits(codes, numpy_path(nchw_to_nc1hwc2, t, c2, c1, ws))
             deq = np.empty(x.shape, np.float32)
             assert K.lanes_to_planes(deq, codes, quant=(np.float32(0.7), np.float32(-3 * 0.7)))
             ref = np.empty(x.shape, np.float32)
-            np.multiply(_numpy(nc1hwc2_to_nchw, codes, c, w), np.float32(0.7), out=ref)
+            np.multiply(numpy_path(nc1hwc2_to_nchw, codes, c, w), np.float32(0.7), out=ref)
             np.subtract(ref, np.float32(-3 * 0.7), out=ref)
             _same_bits(deq, ref)
     K.set_level("")
@@ -185,7 +180,7 @@ def test_image_input_pass_matches_numpy(n, h, w, c, pad_in, pad_out, seed, out):
     attr = _nhwc_input_attr(n, h, w, c, w + pad_out, out)
     got, ref = (np.full(attr.size_with_stride, 7, np.uint8) for _ in range(2))
     pack_input(attr, frame, got, mean, std, layout="nhwc")
-    _numpy(pack_input, attr, frame, ref, mean, std, layout="nhwc")
+    numpy_path(pack_input, attr, frame, ref, mean, std, layout="nhwc")
     assert np.array_equal(got, ref)
 
 
@@ -205,7 +200,7 @@ def test_float_input_pack_matches_numpy(n, h, w, c, pad_out, seed, normalise, la
     user = x if layout == "nchw" else np.ascontiguousarray(x.transpose(0, 2, 3, 1))
     got, ref = (np.full(attr.size_with_stride, 7, np.uint8) for _ in range(2))
     pack_input(attr, user, got, mean, std, layout=layout)
-    _numpy(pack_input, attr, user, ref, mean, std, layout=layout)
+    numpy_path(pack_input, attr, user, ref, mean, std, layout=layout)
     assert np.array_equal(got, ref)
     assert np.array_equal(user, x if layout == "nchw" else x.transpose(0, 2, 3, 1))     # the user's array untouched
 

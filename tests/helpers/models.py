@@ -126,15 +126,21 @@ def stored_bytes(cm, x: np.ndarray) -> dict:
     return {t: ex.tensor_view(t).view(np.uint8).copy() for t in list(cm.plan.offsets) + list(cm.graph.outputs)}
 
 
+def numpy_path(fn, *args, **kw):
+    """`fn(*args, **kw)` with the compiled kernels off: the numpy reference the kernels are compared with."""
+    import npurt._kernels as K
+    before = K.set_enabled(False)
+    try:
+        return fn(*args, **kw)
+    finally:
+        K.set_enabled(before)
+
+
 def assert_every_level_stores_numpy_bytes(cm, x: np.ndarray, monkeypatch) -> None:
     """The compiled kernels at every instruction-set level this CPU has, on one and two executor threads, store the
     numpy path's bytes (`stored_bytes`) for every tensor of compiled model `cm` run on `x`."""
     import npurt._kernels as K
-    before = K.set_enabled(False)
-    try:
-        want = stored_bytes(cm, x)
-    finally:
-        K.set_enabled(before)
+    want = numpy_path(stored_bytes, cm, x)
     try:
         for name in K.LEVELS[:K.LEVELS.index(K.cpu_level()) + 1]:
             K.set_level(name)
