@@ -234,7 +234,7 @@ static void cast_rows(int conv, int64_t rows, int64_t n, const char *s, int64_t 
                       float a, float b)
 {
 #ifdef NPK_X86
-    int level = level_in_use < 0 ? npk_level() : level_in_use;
+    int level = npk_level();
     if (level >= 2) { rows_avx512(conv, rows, n, s, ss, d, ds, a, b); return; }
     if (level == 1) { rows_avx2(conv, rows, n, s, ss, d, ds, a, b); return; }
 #endif
@@ -564,7 +564,7 @@ static int groups_planes(char *g, int64_t gs, char *p, int64_t ps, int64_t pixel
 #ifdef NPK_X86
     if (e != 1 && e != 2)
         return 0;
-    const int level = level_in_use < 0 ? npk_level() : level_in_use, T = 16 / e;
+    const int level = npk_level(), T = 16 / e;
     const int64_t step = 64 / e, C = slices * T;
     /* a head of pixels by `transpose` first when that aligns the 64-byte stores to lines: a store across two
      * lines costs two (in the 16 planes' few L1 sets, the 1.5 MiB case measured 0.45 of copyto against 0.68) */
@@ -614,7 +614,7 @@ static void transpose(const char *s, int64_t ss, char *d, int64_t ds, int64_t R,
         static const tile_fn one[] = {0, tile_e1, tile_e2, 0, tile_e4};
         static const tile_fn two_cols[] = {0, cols_e1, cols_e2, 0, cols_e4};
         static const tile_fn two_rows[] = {0, rows_e1, rows_e2, 0, rows_e4};
-        const int t = 16 / e, wide = (level_in_use < 0 ? npk_level() : level_in_use) >= 1;
+        const int t = 16 / e, wide = npk_level() >= 1;
         /* two tiles at once along the longer side; the tile grid is (tr x tc) elements */
         const int by_cols = wide && C >= R, by_rows = wide && !by_cols;
         const int64_t tr = by_rows ? 2 * t : t, tc = by_cols ? 2 * t : t;
@@ -849,7 +849,7 @@ int npk_depthwise_rows(const float *x, int64_t xc1, int64_t xrow, int64_t xphase
     if (nc1 < 0 || nrows < 0 || row < 0 || kh < 1 || kw < 1 || sh < 1 || sw < 1 || c2 < 1)
         return -1;
 #ifdef NPK_X86
-    int level = level_in_use < 0 ? npk_level() : level_in_use;
+    int level = npk_level();
     if (level >= 2) {
         depthwise_avx512(x, xc1, xrow, xphase, c2, w, wtap, wc1, bias, bc1, acc, nc1, nrows, row, kh, kw, sh, sw);
         return 0;
@@ -997,7 +997,7 @@ static void lookup8(const uint8_t *t, const uint8_t *a, uint8_t *o, int64_t n, i
 {
     int64_t i = 0;
 #ifdef NPK_X86
-    const int level = level_in_use < 0 ? npk_level() : level_in_use;
+    const int level = npk_level();
     if (level >= 2 && has_vbmi()) i = lookup8_vbmi(t, a, o, n, lanes);
     else if (level >= 1) i = lookup8_avx2(t, a, o, n, lanes);
 #endif

@@ -258,12 +258,8 @@ int npk_global_avg_pool(const void *x, int xtype, int64_t c1, int64_t hw, int64_
             m[l] = (float)((double)(0.0f + m[l]) / (double)hw);
     }
     npk_cast(xtype == 0 ? NPK_F32_F16 : NPK_F32_I8, means, out, c1 * c2, inv, zp);
-    for (int64_t i = channels; i < c1 * c2; i++) {
-        if (xtype == 0)
-            ((uint16_t *)out)[i] = 0;
-        else
-            ((int8_t *)out)[i] = 0;
-    }
+    const size_t es = xtype == 0 ? 2 : 1;                  /* padding lanes: zero */
+    memset((char *)out + channels * es, 0, (size_t)(c1 * c2 - channels) * es);
     free(v);
     return 0;
 }
