@@ -34,7 +34,7 @@ from npurt.exec.kernels.blas import blas_threads, policy_threads, set_blas_threa
 from npurt.exec.temp import TempMemory
 from npurt.memory.mapping import typed_view
 from npurt.model.compiled import CompiledModel
-from npurt.model.weights import decode_weight, stored_view
+from npurt.model.weights import centred_codes, decode_weight, stored_view
 from npurt.plan.model_plan import MemoryPlan
 from npurt.tensor import DType
 
@@ -222,9 +222,7 @@ class Executor:
         codes = stored_view(entry, w, plan.weight_offsets[name])
         if entry.zero_points:
             zps = stored_view(m.weights[entry.zero_points], w, plan.weight_offsets[entry.zero_points])
-            shape = [1] * codes.ndim
-            shape[entry.axis] = -1
-            codes = np.subtract(codes, zps.reshape(shape), dtype=np.int16)
+            codes = centred_codes(codes, zps, entry.axis)
         return codes, np.asarray(scales, np.float32), entry.axis
 
     def _prepare(self, w: np.ndarray, views: dict[str, tuple[np.ndarray, int]]) -> list[tuple]:

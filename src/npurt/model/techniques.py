@@ -38,7 +38,8 @@ from npurt.model.calibrate import iterate_float, normalized_feeds
 from npurt.model.ir import Graph, Node
 from npurt.model.options import TECHNIQUES
 from npurt.model.passes import NodeEvaluator
-from npurt.model.weights import _weight_axis, asymmetric_weights, quantize_weight, quantize_weight_asymmetric
+from npurt.model.weights import (_weight_axis, asymmetric_weights, centred_codes, quantize_weight,
+                                 quantize_weight_asymmetric)
 from npurt.tensor.window import conv_geometry
 
 MAX_POSITIONS = 1024
@@ -343,9 +344,7 @@ def _stored_weights(graph: Graph, layer: "Layer", w: np.ndarray, per_layer: bool
     with `asymmetric_first`, asymmetric for a conv reading a model input (`weights.asymmetric_weights`)."""
     if asymmetric_weights(graph, layer.node, per_layer, asymmetric_first):
         q, scales, zps = quantize_weight_asymmetric(w, layer.axis)
-        shape = [1] * q.ndim
-        shape[layer.axis] = -1
-        return _dequant(q.astype(np.int32) - zps.reshape(shape), scales, layer.axis)
+        return _dequant(centred_codes(q, zps, layer.axis), scales, layer.axis)
     return _dequant(*quantize_weight(w, layer.axis, per_layer), layer.axis)
 
 

@@ -216,6 +216,14 @@ def stored_view(entry: WeightEntry, blob: np.ndarray, offset: int) -> np.ndarray
     return blob[offset:offset + n * dt.itemsize].view(dt).reshape(entry.shape)
 
 
+def centred_codes(codes: np.ndarray, zero_points: np.ndarray, axis: int) -> np.ndarray:
+    """Asymmetric weights' int8 `codes` less their per-channel `zero_points` along `axis`, as int16 (within
+    [-255, 255]): value = centred code * scale."""
+    shape = [1] * codes.ndim
+    shape[axis] = -1
+    return np.subtract(codes, zero_points.reshape(shape), dtype=np.int16)
+
+
 def decode_weight(entry: WeightEntry, stored: np.ndarray, scales: np.ndarray | None,
                   zero_points: np.ndarray | None = None) -> np.ndarray:
     """The logical value the kernels take: float32 for float constants (dequantised: (code - zero point) * scale),
@@ -229,5 +237,5 @@ def decode_weight(entry: WeightEntry, stored: np.ndarray, scales: np.ndarray | N
         shape[entry.axis] = -1
     s = scales.reshape(shape) if scales.size > 1 else scales.reshape(())
     if zero_points is not None:
-        stored = np.subtract(stored, zero_points.reshape(shape), dtype=np.int32)
+        stored = centred_codes(stored, zero_points, entry.axis)
     return np.multiply(stored, s, dtype=np.float32)
