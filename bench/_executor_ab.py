@@ -24,26 +24,18 @@ from pathlib import Path
 
 def _worker() -> None:
     """Serve one row: a `setup` line builds it, then each `npurt` / `peer` line is answered with one run's seconds."""
-    import numpy as np
-
     import executor as bench
     import npurt
     executor = session = feed = None
     for line in sys.stdin:
         msg = json.loads(line)
         if msg["op"] == "setup":
-            model = dict(bench._models(False))[msg["model"]]
+            [(_, model)] = bench._models(False, only=[msg["model"]])
             sess = bench._session(model.SerializeToString(), 1)
-            shape = [d if isinstance(d, int) else 1 for d in sess.get_inputs()[0].shape]
-            rng = np.random.default_rng(0)
-            x = rng.normal(size=shape).astype(np.float32)
-            calibration = [x] + [rng.normal(size=shape).astype(np.float32) for _ in range(3)]
-            feed = {sess.get_inputs()[0].name: x}
-            int8 = msg["precision"] == "int8"
-            cm = npurt.compile(model, **({"quantize": calibration, "progress": False} if int8 else
-                                         {"precision": msg["precision"]}))
+            feed, x, calibration = bench.row_inputs(sess)
+            cm = bench.compile_row(model, msg["precision"], calibration)
             executor = bench._executor(cm, x, True)
-            session = bench._session(bench.ort_int8(model, calibration), 1) if int8 else sess
+            session = bench._session(bench.ort_int8(model, calibration), 1) if msg["precision"] == "int8" else sess
             for _ in range(3):
                 executor.run()
                 session.run(None, feed)

@@ -171,16 +171,16 @@ def _executor(cm, x: np.ndarray, inplace: bool, exec_threads: int | None = None)
     return ex
 
 
-def _models(quick: bool) -> list[tuple[str, object]]:
-    """(name, ONNX model) of every row, or of the `--models` ones only."""
+def _models(quick: bool, only: list[str] | None = None) -> list[tuple[str, object]]:
+    """(name, ONNX model) of every row, or of the `--models` ones (or `only`) only."""
     from npurt.model import zoo
     if quick:
         sizes = {"mobilenet_v2_like": 96, "resnet_small": 64, "yolov8n_like": 160, "small_convnet": 32}
     else:
         sizes = {"mobilenet_v2_like": 224, "mobilenet_v1": 224, "resnet_small": 224, "yolov8n_like": 320,
                  "yolo_head": 320, "small_convnet": 32}
-    if "--models" in sys.argv:
-        wanted = sys.argv[sys.argv.index("--models") + 1].split(",")
+    wanted = only or (sys.argv[sys.argv.index("--models") + 1].split(",") if "--models" in sys.argv else None)
+    if wanted:
         unknown = [n for n in wanted if n not in sizes]
         if unknown:
             raise SystemExit(f"--models: unknown {', '.join(unknown)} (known: {', '.join(sizes)})")
@@ -189,6 +189,29 @@ def _models(quick: bool) -> list[tuple[str, object]]:
 
 
 THREADED = ("mobilenet_v1", "resnet_small", "yolo_head")      # the 2-thread block's models (quick: resnet_small)
+
+
+def row_inputs(sess) -> tuple[dict, np.ndarray, list[np.ndarray]]:
+    """(onnxruntime feed, input x, calibration inputs: x and three more) of a row, from a seeded generator."""
+    shape = [d if isinstance(d, int) else 1 for d in sess.get_inputs()[0].shape]
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=shape).astype(np.float32)
+    return {sess.get_inputs()[0].name: x}, x, [x] + [rng.normal(size=shape).astype(np.float32) for _ in range(3)]
+
+
+def compile_row(model, precision: str, calibration: list[np.ndarray]):
+    """The row's npurt model: fp16, or int8 calibrated on `calibration`."""
+    import npurt
+    return npurt.compile(model, **({"quantize": calibration, "progress": False} if precision == "int8" else
+                                   {"precision": precision}))
+
+
+def print_limit(console) -> float:
+    """Print and return the int8 conv's measured limit at the level in use (GMAC/s)."""
+    from npurt import _kernels
+    mix, limit = int8_limit(_kernels.level())
+    console.print(f"int8 conv limit at {_kernels.level()} ({mix}, register-only, this run): {limit:.1f} GMAC/s")
+    return limit
 
 
 def _op_profile(ex, sess, feed: dict, runs: int) -> dict[str, tuple[float, float]]:
@@ -319,23 +342,15 @@ def conv_rates(shapes: list[tuple], calls: int = 25) -> list[dict]:
 def run(quick: bool = False, inplace: bool = True, profile: bool = False) -> list[dict]:
     """One row per (model, precision): npurt and ORT median latency (ms) and their ratio; int8 rows also against
     onnxruntime's int8; then, at 1 thread, the 2-thread rows (`mode`)."""
-    import npurt
-
     threads = blas_threads()
     repeats = int(sys.argv[sys.argv.index("--repeats") + 1]) if "--repeats" in sys.argv else 5 if quick else 20
     rows, kept = [], {}
     for name, model in _models(quick):
         sess = _session(model.SerializeToString(), threads)
-        iname = sess.get_inputs()[0].name
-        shape = [d if isinstance(d, int) else 1 for d in sess.get_inputs()[0].shape]
-        rng = np.random.default_rng(0)
-        x = rng.normal(size=shape).astype(np.float32)
-        calibration = [x] + [rng.normal(size=shape).astype(np.float32) for _ in range(3)]
-        feed = {iname: x}
+        feed, x, calibration = row_inputs(sess)
         kept[name, "fp32"] = model.SerializeToString()
         for precision in ("fp16", "int8"):
-            kw = {"quantize": calibration, "progress": False} if precision == "int8" else {"precision": precision}
-            cm = npurt.compile(model, **kw)
+            cm = compile_row(model, precision, calibration)
             ex = _executor(cm, x, inplace)
             block = 1 if threads == 1 else 10
             t_np, t_ort = median_pair(ex.run, lambda: sess.run(None, feed), repeats if threads == 1 else 3, block)
@@ -391,15 +406,10 @@ def main() -> None:
 
     quick = "--quick" in sys.argv
     if "--convs" in sys.argv:
-        from rich.console import Console
-        from rich.table import Table
-
-        from npurt import _kernels
         console = Console(width=180)
         console.print(cpu())
         rows = conv_rates(conv_shapes(quick))
-        mix, limit = int8_limit(_kernels.level())
-        console.print(f"int8 conv limit at {_kernels.level()} ({mix}, register-only, this run): {limit:.1f} GMAC/s")
+        limit = print_limit(console)
         table = Table(title="the compiled int8 conv alone per dense conv shape (fastest of 25 calls)")
         for col in ("model", "shape (k s cin->cout out)", "us", "GMAC/s", "of limit"):
             table.add_column(col, justify="left" if col in ("model", "shape (k s cin->cout out)") else "right")
@@ -439,9 +449,7 @@ def main() -> None:
                           f"{r['ort_ms']:.2f}", f"{r['ratio']:.2f}x", f"{r['ratio_1thread']:.2f}x")
         console.print(table)
     if any("conv_profile" in r for r in rows):
-        from npurt import _kernels
-        mix, limit = int8_limit(_kernels.level())
-        console.print(f"int8 conv limit at {_kernels.level()} ({mix}, register-only, this run): {limit:.1f} GMAC/s")
+        limit = print_limit(console)
         table = Table(title="npurt int8 Conv steps per shape class: rate against that limit")
         for col in ("model", "conv shape", "npurt us", "GMAC", "GMAC/s", "of limit"):
             table.add_column(col, justify="left" if col in ("model", "conv shape") else "right")
