@@ -500,3 +500,17 @@ def test_an_rknn_dropped_without_release_frees_its_device_memory_at_once(tmp_pat
     finally:
         gc.enable()
         device.close()
+
+
+def test_parse_cfg_skips_a_tensor_the_vendor_cfg_keeps_in_float():
+    # rknn-toolkit2 2.3.2 writes a float32 model input with empty scale / zero_point lists, then its int8 copy
+    from npurt.errors import NpuError
+    from npurt.toolkit.hybrid import parse_cfg
+    cfg = ("custom_quantize_layers: {}\nquantize_parameters:\n    images:\n        qtype: asym\n"
+           "        qmethod: layer\n        dtype: float32\n        min:\n        -   0.0\n        max:\n"
+           "        -   1.0\n        scale: []\n        zero_point: []\n    images_int8:\n        qtype: asym\n"
+           "        dtype: int8\n        scale:\n        -   0.00392156862745098\n        zero_point:\n"
+           "        -   -128\n")
+    assert parse_cfg(cfg) == ({}, {"images_int8": (0.00392156862745098, -128)})
+    with pytest.raises(NpuError, match="images_int8"):       # an int8 tensor still has exactly one value
+        parse_cfg(cfg.replace("        -   -128\n", "        -   -128\n        -   3\n"))
