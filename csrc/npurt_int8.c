@@ -58,13 +58,13 @@ int npk_conv8_pack(const int8_t *w, int64_t k, int64_t n, void *packed, int leve
 }
 
 /* the input offsets of output pixels q0 .. q0 + nr - 1 (flattened over rows: a 7-wide map is not 6 + 1 tiles), the
- * rest of R repeating the last one */
-static inline void tile_offsets(const struct npk_conv8 *p, int64_t q0, int nr, int R, int64_t *off)
+ * rest of R repeating the last one, in an input of `px` elements per pixel whose first row is input row `r_lo` */
+static inline void tile_offsets(const struct npk_conv8 *p, int64_t q0, int nr, int R, int64_t px, int64_t r_lo,
+                                int64_t *off)
 {
-    const int64_t row = p->wp * p->cc;
     int64_t oy = q0 / p->wo, ox = q0 % p->wo;       /* one division per tile, then steps along the row */
     for (int r = 0; r < R; r++) {
-        off[r] = oy * p->sh * row + ox * p->sw * p->cc;
+        off[r] = ((oy * p->sh - r_lo) * p->wp + ox * p->sw) * px;
         if (r + 1 < nr && ++ox == p->wo) { ox = 0; oy++; }
     }
 }
@@ -285,17 +285,6 @@ static inline __attribute__((always_inline)) void tile_avx2(const struct npk_con
     }
 }
 
-/* the wide input's offset of output pixels q0 .. q0 + R - 1 (as tile_offsets, in the pixel-major rows from r_lo) */
-static inline void wide_offsets(const struct npk_conv8 *p, int64_t q0, int nr, int64_t r_lo, int64_t *off)
-{
-    const int64_t ck = p->c1 * p->cc;
-    int64_t oy = q0 / p->wo, ox = q0 % p->wo;
-    for (int r = 0; r < NPK_R2; r++) {
-        off[r] = ((oy * p->sh - r_lo) * p->wp + ox * p->sw) * ck;
-        if (r + 1 < nr && ++ox == p->wo) { ox = 0; oy++; }
-    }
-}
-
 #define NPK_BAND_BYTES (96 << 10)    /* the int16 rows widened at a time, used while they are in the L2 cache */
 
 /* output rows [oy_lo, oy_hi) from the input rows they read, widened just before (bands of about 96 KiB: the
@@ -320,7 +309,7 @@ static inline __attribute__((always_inline)) void conv8_avx2_bands(const struct 
             for (int64_t j = 0; j < p->n; j += 16)
                 for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
                     const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
-                    wide_offsets(p, q0, nr, r_lo, off);
+                    tile_offsets(p, q0, nr, NPK_R2, p->c1 * p->cc, r_lo, off);
                     for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
                     tile_avx2(p, xr, nr, j, q0, act);
                 }
@@ -328,7 +317,7 @@ static inline __attribute__((always_inline)) void conv8_avx2_bands(const struct 
         }
         for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
             const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
-            wide_offsets(p, q0, nr, r_lo, off);
+            tile_offsets(p, q0, nr, NPK_R2, p->c1 * p->cc, r_lo, off);
             for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
             for (int64_t j = 0; j < p->n; j += 16) tile_avx2(p, xr, nr, j, q0, act);
         }
@@ -478,7 +467,7 @@ static inline __attribute__((always_inline)) void conv8_vnni_tiles(const struct 
         for (int64_t j0 = 0; j0 < blocks; j0 += group)
             for (int64_t q0 = q_lo; q0 < q_hi; q0 += R) {
                 const int nr = q_hi - q0 < R ? (int)(q_hi - q0) : R;
-                tile_offsets(p, q0, nr, R, off);
+                tile_offsets(p, q0, nr, R, p->cc, 0, off);
                 for (int r = 0; r < R; r++) xr[r] = p->x + off[r];
                 tiles_vnni(p, xr, nr, j0, j0 + group < blocks ? j0 + group : blocks, q0, R,
                            even && nr == R && off[R - 1] - off[0] == step * (R - 1) ? (int)step : 0);
@@ -487,7 +476,7 @@ static inline __attribute__((always_inline)) void conv8_vnni_tiles(const struct 
     }
     for (int64_t q0 = q_lo; q0 < q_hi; q0 += R) {
         const int nr = q_hi - q0 < R ? (int)(q_hi - q0) : R;
-        tile_offsets(p, q0, nr, R, off);
+        tile_offsets(p, q0, nr, R, p->cc, 0, off);
         for (int r = 0; r < R; r++) xr[r] = p->x + off[r];
         tiles_vnni(p, xr, nr, 0, blocks, q0, R,
                    even && nr == R && off[R - 1] - off[0] == step * (R - 1) ? (int)step : 0);
