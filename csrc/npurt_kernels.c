@@ -1137,6 +1137,12 @@ int npk_fill(void *dst, int ndim, const int64_t *shape, const int64_t *strides, 
     for (int i = 0; i < size; i++)
         zero &= ((const char *)value)[i] == 0;
     int64_t index[8] = {0};
+    /* a non-zero value: the first row filled once and copied onto the others, where every row starts on an item
+       boundary of every other (then even overlapping rows hold the same bytes) */
+    int aligned = 1;
+    for (int k = 0; k < ndim - 1; k++)
+        aligned &= strides[k] % size == 0;
+    const char *first = NULL;
     for (int64_t rows = total / shape[ndim - 1]; rows > 0; rows--) {
         char *d = dst;
         for (int k = 0; k < ndim - 1; k++)
@@ -1145,10 +1151,13 @@ int npk_fill(void *dst, int ndim, const int64_t *shape, const int64_t *strides, 
             memset(d, 0, 8);
         } else if (zero) {
             memset(d, 0, (size_t)run);
+        } else if (first) {
+            memmove(d, first, (size_t)run);
         } else {                    /* one item, then the filled part copied onto the rest, doubling */
             memcpy(d, value, (size_t)size);
             for (int64_t done = size; done < run; done *= 2)
                 memcpy(d + done, d, (size_t)(run - done < done ? run - done : done));
+            first = aligned ? d : NULL;
         }
         for (int k = ndim - 2; k >= 0; k--) {
             if (++index[k] < shape[k])
