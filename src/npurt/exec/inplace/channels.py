@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from npurt.exec.inplace.epilogue import copier, padding_lanes, stored_table, table_gather, zero
+from npurt.exec.inplace.epilogue import copier, filler, padding_lanes, sequence, stored_table, table_gather
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.slots import Skip, activation, all_values
 
@@ -105,13 +105,7 @@ def concat(node: Any, attrs: dict, ctx: StepBinding) -> Callable[[], None]:
         c1 += n1
     if sum(ctx.storage[t].shape[1] for t in ins) != so.shape[1]:
         raise Skip
-    pads = padding_lanes(so, o)
-
-    def run() -> None:
-        for move in moves:
-            move()
-        zero(pads)
-    return run
+    return sequence(*moves, filler(padding_lanes(so, o)))
 
 
 def split(node: Any, ctx: StepBinding) -> Callable[[], None]:
@@ -132,14 +126,10 @@ def split(node: Any, ctx: StepBinding) -> Callable[[], None]:
             raise Skip
         n1 = -(-so.shape[1] // c2)
         o = ctx.slot(t)
-        moves.append((_mover(o[:, :n1], x[:, c1:c1 + n1], _requant_table(si, so) if ki == "int8" else None,
-                              so.shape[1]), padding_lanes(so, o)))
+        moves += [_mover(o[:, :n1], x[:, c1:c1 + n1], _requant_table(si, so) if ki == "int8" else None,
+                         so.shape[1]), filler(padding_lanes(so, o))]
         c1 += n1
     if sum(ctx.storage[t].shape[1] for t in outs) != si.shape[1]:
         raise Skip
 
-    def run() -> None:
-        for move, pads in moves:
-            move()
-            zero(pads)
-    return run
+    return sequence(*moves)

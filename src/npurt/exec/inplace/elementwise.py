@@ -25,8 +25,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.kernels import apply_activation
-from npurt.exec.inplace.epilogue import (filler, padding_lanes, sequence, store, stored_table, table_gather, widen,
-                                         zero)
+from npurt.exec.inplace.epilogue import filler, padding_lanes, sequence, store, stored_table, table_gather, widen
 from npurt.exec.inplace.binding import StepBinding
 from npurt.exec.inplace.slots import Skip, activation, all_values, bits, constant_inputs, dequantize, kind_of
 
@@ -196,13 +195,13 @@ def _with_constant(node, kernel, attrs, ctx: StepBinding) -> Callable[[], None]:
         return lambda: ufunc(*operands, out=o, dtype=np.float32, casting="unsafe")
     wide = ctx.scratch(a.size)[:a.size].reshape(a.shape)
     load = widen(wide, a, sx, kind)
-    pads = padding_lanes(so, o)
+    pads = filler(padding_lanes(so, o))
     args = [wide, packed] if k == 1 else [packed, wide]
 
     def run_int8() -> None:
         load()
         store(o, kernel(args, attrs)[0], so, kind)
-        zero(pads)
+        pads()
     return run_int8
 
 
@@ -221,13 +220,13 @@ def _with_channel_vector(node, kernel, attrs, ctx: StepBinding, kind: str) -> Ca
     vector = np.empty(v.shape, np.float32)
     loads = [widen(wide, x, sx, kind), widen(vector, v, sv, kind)]
     args = [wide, vector][::1 if k == 1 else -1]
-    pads = padding_lanes(so, o)
+    pads = filler(padding_lanes(so, o))
 
     def run() -> None:
         for load in loads:
             load()
         store(o, kernel(args, attrs)[0], so, kind)
-        zero(pads)
+        pads()
     return run
 
 

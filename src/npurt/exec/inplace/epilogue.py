@@ -29,11 +29,6 @@ def _lanes_beyond(view: np.ndarray, channels: int) -> list[np.ndarray]:
     return out
 
 
-def zero(pads: list[np.ndarray]) -> None:
-    for p in pads:
-        p.fill(0)
-
-
 def nothing() -> None:
     """A step part with nothing to do (an empty `filler`, no input copy)."""
 
@@ -136,11 +131,11 @@ def table_gather(dst: np.ndarray, table: np.ndarray, src: np.ndarray, channels: 
             break
     extra = dst[:, full + (1 if rem else 0):]
     if calls is None:
-        pads = _lanes_beyond(dst, channels)
+        pads = filler(_lanes_beyond(dst, channels))
 
         def run_numpy() -> None:
             np.take(table, s, out=d, mode="clip")
-            zero(pads)
+            pads()
         return run_numpy
 
     def run() -> None:

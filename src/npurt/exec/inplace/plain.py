@@ -148,8 +148,9 @@ def kernel_step(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> C
         st, kind, dst, pad = _values(t, ctx)
         staged = np.empty(dst.shape, np.float32)
         stores.append((staged, narrow(dst, staged, st, kind)))
-        if pad is not None and pad.size:
+        if pad is not None:
             pads.append(pad)
+    zero_pads = filler(pads)
 
     def run() -> None:
         for load in loads:
@@ -157,8 +158,7 @@ def kernel_step(node: Any, kernel: Callable, attrs: dict, ctx: StepBinding) -> C
         for (staged, stored), y in zip(stores, kernel(args, attrs)):
             np.copyto(staged, np.asarray(y, np.float32).reshape(staged.shape))
             stored()
-        for pad in pads:
-            pad.fill(0)
+        zero_pads()
     return run
 
 

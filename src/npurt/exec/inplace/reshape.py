@@ -11,7 +11,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.epilogue import padding_lanes, zero
+from npurt.exec.inplace.epilogue import filler, padding_lanes
 from npurt.exec.inplace.slots import Skip, activation, kind_of, same_storage_type
 from npurt.tensor import Layout
 
@@ -62,7 +62,7 @@ def _repack_reshape(src: str, name: str, si, so, ctx: StepBinding) -> Callable[[
     p_in, p_out = planes.reshape(si.shape), planes.reshape(so.shape)
     unpack = [(d, s) for d, s in _lane_planes(x, planes, si)]
     pack = [(s, d) for d, s in _lane_planes(o, planes, so)]
-    pads = padding_lanes(so, o)
+    pads = filler(padding_lanes(so, o))
 
     def run() -> None:
         if not _kernels.lanes_to_planes(p_in, x):
@@ -71,5 +71,5 @@ def _repack_reshape(src: str, name: str, si, so, ctx: StepBinding) -> Callable[[
         if not _kernels.planes_to_lanes(o, p_out):
             for dst, val in pack:
                 np.copyto(dst, val)
-            zero(pads)
+            pads()
     return run
