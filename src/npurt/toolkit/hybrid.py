@@ -129,7 +129,7 @@ def parse_cfg(text: str) -> tuple[dict[str, str], dict[str, tuple[float, int]]]:
                                                        f"custom_quantize_layers / quantize_parameters")
     qparams = {}
     for name, p in params.items():
-        if p.get("scale") in (None, []) or p.get("zero_point") in (None, []):
+        if p.get("scale") is None or p.get("zero_point") is None or str(p.get("dtype", "")).startswith("float"):
             continue                # not quantised: e.g. a float32 model input (`dtype: float32`, `scale: []`)
         scale, zp = _single(p["scale"], name, "scale"), _single(p["zero_point"], name, "zero_point")
         if not (math.isfinite(scale) and scale > 0):
