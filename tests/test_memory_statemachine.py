@@ -29,6 +29,17 @@ CHILD = (
 )
 
 
+def _fd_names() -> list[str]:
+    """What each open descriptor of this process points at (for the message of a leak)."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            out.append(f"{fd}->{os.readlink(f'/proc/self/fd/{fd}')}")
+        except OSError:
+            pass
+    return out
+
+
 class MemoryMachine(RuleBasedStateMachine):
     buffers = Bundle("buffers")
 
@@ -46,6 +57,7 @@ class MemoryMachine(RuleBasedStateMachine):
         assert not [d for d in open_devices() if d.soc == "rk3588"], "a device was left open"
         gc.collect()                        # garbage of earlier tests must not close its fds during this one
         self.fds_before = open_fds()
+        self.fd_names = _fd_names()
         self.dev = open_device("rk3588", coherence=mode, ddr_limit=limit, domain_size=DOMAIN_PAGES * PAGE_SIZE)
 
     def _state(self):
@@ -240,7 +252,7 @@ class MemoryMachine(RuleBasedStateMachine):
                (0, 0, 0, 0, 0, 0)
         assert self.dev.closed
         gc.collect()
-        assert open_fds() == self.fds_before
+        assert open_fds() == self.fds_before, f"opened and not closed: {sorted(set(_fd_names()) - set(self.fd_names))}"
 
 
 MemoryMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25, deadline=None,
