@@ -6,6 +6,7 @@
  */
 #include "npurt_kernels.h"
 #include "npurt_half.h"
+#include "npurt_silu.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 #include <immintrin.h>
 #endif
 
-enum { ACT_NONE = 0, ACT_RELU = 1, ACT_CLIP = 2, ACT_LEAKY = 3 };
+enum { ACT_NONE = 0, ACT_RELU = 1, ACT_CLIP = 2, ACT_LEAKY = 3, ACT_SILU = 4 };
 
 static inline float activate(float v, const struct npk_convf *p)
 {
@@ -26,6 +27,7 @@ static inline float activate(float v, const struct npk_convf *p)
     case ACT_RELU: return v > 0.0f ? v : 0.0f;
     case ACT_CLIP: v = v > p->p0 ? v : p->p0; return v < p->p1 ? v : p->p1;
     case ACT_LEAKY: return v < 0.0f ? v * p->p0 : v;
+    case ACT_SILU: return silu1(v, p->p0);
     default: return v;
     }
 }
@@ -101,6 +103,7 @@ static inline __attribute__((always_inline)) __m256 activate8(__m256 v, const st
     else if (p->act == ACT_CLIP) r = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(p->p0)), _mm256_set1_ps(p->p1));
     else if (p->act == ACT_LEAKY)
         r = _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(p->p0)), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
+    else if (p->act == ACT_SILU) r = silu8(v, p->p0);
     return _mm256_blendv_ps(r, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));   /* NaN stays NaN */
 }
 
@@ -248,7 +251,7 @@ static void convf_avx512(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi
 int npk_convf(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
 {
     if (p->cc < 1 || p->c1 < 1 || p->n % 16 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1
-        || oy_lo < 0 || oy_hi > p->ho || (!p->out && !p->y) || p->act < 0 || p->act > ACT_LEAKY
+        || oy_lo < 0 || oy_hi > p->ho || (!p->out && !p->y) || p->act < 0 || p->act > ACT_SILU
         || (p->out && (p->out_c2 < 1 || p->out_channels > p->n))
         || (int64_t)(p->ho - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh >= p->hp
         || (int64_t)(p->wo - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw >= p->wp)
@@ -501,7 +504,7 @@ static int dw_avx512(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
 int npk_depthwise(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
 {
     if (p->c2 < 1 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->xtype < 0 || p->xtype > 1
-        || p->mode < 0 || p->mode > 2 || c_lo < 0 || c_hi > p->c1 || p->ws < p->w || p->act < 0 || p->act > ACT_LEAKY
+        || p->mode < 0 || p->mode > 2 || c_lo < 0 || c_hi > p->c1 || p->ws < p->w || p->act < 0 || p->act > ACT_SILU
         || (p->mode == 2 ? !p->y : !p->out) || (p->mode == 0 && p->xtype != 0) || (p->mode == 1 && p->xtype != 1))
         return -1;
 #ifdef NPK_X86

@@ -13,6 +13,7 @@
  * and numpy give the same bytes.
  */
 #include "npurt_kernels.h"
+#include "npurt_silu.h"
 
 #include <math.h>
 #include <string.h>
@@ -84,40 +85,10 @@ static inline int8_t clamp_round(float f, float lo, float hi)
     return (int8_t)nearbyintf(f);
 }
 
-/* the fused SiLU epilogue (act 1): swish(f) * inv_scale + out_zp, in the order of `swish_codes` (epilogue.py) */
-#define EXP_HI 87.0f
-#define EXP_LOG2E 1.44269504088896341f
-#define EXP_C1 0.693359375f
-#define EXP_C2 -2.12194440e-4f
-#define EXP_P0 1.9875691500e-4f
-#define EXP_P1 1.3981999507e-3f
-#define EXP_P2 8.3334519073e-3f
-#define EXP_P3 4.1665795894e-2f
-#define EXP_P4 1.6666665459e-1f
-#define EXP_P5 5.0000001201e-1f
-
-static inline float pow2i(int32_t n) { float f; uint32_t b = (uint32_t)(n + 127) << 23; memcpy(&f, &b, 4); return f; }
-
+/* the fused SiLU epilogue (act 1): silu(f) * inv_scale + out_zp, in the order of `swish_codes` (epilogue.py) */
 static inline float swish_requant(float f, const struct npk_conv8 *p)
 {
-    float z = -(f * p->alpha);
-    z = z < -EXP_HI ? -EXP_HI : z;
-    z = z > EXP_HI ? EXP_HI : z;
-    const float n = nearbyintf(z * EXP_LOG2E);
-    float r = z - n * EXP_C1;
-    r = r - n * EXP_C2;
-    float e = EXP_P0;
-    e = e * r + EXP_P1;
-    e = e * r + EXP_P2;
-    e = e * r + EXP_P3;
-    e = e * r + EXP_P4;
-    e = e * r + EXP_P5;
-    e = e * (r * r);
-    e = e + r;
-    e = e + 1.0f;
-    e = e * pow2i((int32_t)n);
-    const float g = f * (1.0f / (1.0f + e));
-    return g * p->inv_scale + p->out_zp;
+    return silu1(f, p->alpha) * p->inv_scale + p->out_zp;
 }
 
 /* ---- portable ----------------------------------------------------------------------------------------------- */
@@ -165,7 +136,7 @@ static void conv8_portable(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_
  * a tap's C1 * CC values of one pixel sit together, in the weights' k order, and with dilation 1 along x so do a
  * kernel row's taps: the tiles run one loop of kw * C1 * CC / 2 pairs per kernel row */
 __attribute__((target("avx2")))
-static void widen_rows(const struct npk_conv8 *p, int64_t r_lo, int64_t r_hi)
+static void widen_rows(const struct npk_conv8 *p, int16_t *wide, int64_t r_lo, int64_t r_hi)
 {
     const int64_t cc = p->cc, row = p->wp * cc, plane = p->hp * row, ck = p->c1 * cc;
     if (p->c1 == 1) {                                   /* the same order: one run of int8 -> int16 */
@@ -173,15 +144,15 @@ static void widen_rows(const struct npk_conv8 *p, int64_t r_lo, int64_t r_hi)
         const int64_t end = (r_hi - r_lo) * row;
         int64_t i = 0;
         for (; i + 16 <= end; i += 16)
-            _mm256_storeu_si256((__m256i *)(p->wide + i),
+            _mm256_storeu_si256((__m256i *)(wide + i),
                                 _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(src + i))));
-        for (; i < end; i++) p->wide[i] = src[i];
+        for (; i < end; i++) wide[i] = src[i];
         return;
     }
     for (int64_t y = r_lo; y < r_hi; y++)
         for (int64_t c = 0; c < p->c1; c++) {
             const int8_t *src = p->x + c * plane + y * row;
-            int16_t *dst = p->wide + (y - r_lo) * p->wp * ck + c * cc;
+            int16_t *dst = wide + (y - r_lo) * p->wp * ck + c * cc;
             if (cc == 16)
                 for (int64_t x = 0; x < p->wp; x++)
                     _mm256_storeu_si256((__m256i *)(dst + x * ck),
@@ -195,25 +166,7 @@ static void widen_rows(const struct npk_conv8 *p, int64_t r_lo, int64_t r_hi)
 __attribute__((target("avx2")))
 static inline __m256 swish_requant_avx2(__m256 f, const struct npk_conv8 *p)
 {
-    __m256 z = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(f, _mm256_set1_ps(p->alpha)));
-    z = _mm256_min_ps(_mm256_max_ps(z, _mm256_set1_ps(-EXP_HI)), _mm256_set1_ps(EXP_HI));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(z, _mm256_set1_ps(EXP_LOG2E)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_sub_ps(z, _mm256_mul_ps(n, _mm256_set1_ps(EXP_C1)));
-    r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(EXP_C2)));
-    __m256 e = _mm256_set1_ps(EXP_P0);
-    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P1));
-    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P2));
-    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P3));
-    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P4));
-    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P5));
-    e = _mm256_mul_ps(e, _mm256_mul_ps(r, r));
-    e = _mm256_add_ps(_mm256_add_ps(e, r), _mm256_set1_ps(1.0f));
-    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
-    e = _mm256_mul_ps(e, _mm256_castsi256_ps(bits));
-    const __m256 one = _mm256_set1_ps(1.0f);
-    const __m256 g = _mm256_mul_ps(f, _mm256_div_ps(one, _mm256_add_ps(one, e)));
-    return _mm256_add_ps(_mm256_mul_ps(g, _mm256_set1_ps(p->inv_scale)), _mm256_set1_ps(p->out_zp));
+    return _mm256_add_ps(_mm256_mul_ps(silu8(f, p->alpha), _mm256_set1_ps(p->inv_scale)), _mm256_set1_ps(p->out_zp));
 }
 
 /* one tile: NPK_R2 pixels (xr: their first tap in the wide input) x 16 channels from j */
@@ -300,17 +253,18 @@ static inline __attribute__((always_inline)) void conv8_avx2_bands(const struct 
     band = band < 1 ? 1 : band;
     int64_t off[NPK_R2];
     const int16_t *xr[NPK_R2];
+    int16_t *wide = p->wide + npk_thread_slot() * p->wide_stride;      /* this thread's scratch */
     for (int64_t oy0 = oy_lo; oy0 < oy_hi; oy0 += band) {
         const int64_t oy1 = oy0 + band < oy_hi ? oy0 + band : oy_hi;
         const int64_t r_lo = oy0 * p->sh, r_hi = (oy1 - 1) * p->sh + reach;
         const int64_t q_lo = oy0 * p->wo, q_hi = oy1 * p->wo;
-        widen_rows(p, r_lo, r_hi);
+        widen_rows(p, wide, r_lo, r_hi);
         if (outer) {
             for (int64_t j = 0; j < p->n; j += 16)
                 for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
                     const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
                     tile_offsets(p, q0, nr, NPK_R2, p->c1 * p->cc, r_lo, off);
-                    for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
+                    for (int r = 0; r < NPK_R2; r++) xr[r] = wide + off[r];
                     tile_avx2(p, xr, nr, j, q0, act);
                 }
             continue;
@@ -318,7 +272,7 @@ static inline __attribute__((always_inline)) void conv8_avx2_bands(const struct 
         for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
             const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
             tile_offsets(p, q0, nr, NPK_R2, p->c1 * p->cc, r_lo, off);
-            for (int r = 0; r < NPK_R2; r++) xr[r] = p->wide + off[r];
+            for (int r = 0; r < NPK_R2; r++) xr[r] = wide + off[r];
             for (int64_t j = 0; j < p->n; j += 16) tile_avx2(p, xr, nr, j, q0, act);
         }
     }
@@ -340,25 +294,7 @@ static void conv8_avx2(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 static inline __m512 swish_requant_512(__m512 f, const struct npk_conv8 *p)
 {
-    __m512 z = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(f, _mm512_set1_ps(p->alpha)));
-    z = _mm512_min_ps(_mm512_max_ps(z, _mm512_set1_ps(-EXP_HI)), _mm512_set1_ps(EXP_HI));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(EXP_LOG2E)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_sub_ps(z, _mm512_mul_ps(n, _mm512_set1_ps(EXP_C1)));
-    r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(EXP_C2)));
-    __m512 e = _mm512_set1_ps(EXP_P0);
-    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P1));
-    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P2));
-    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P3));
-    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P4));
-    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P5));
-    e = _mm512_mul_ps(e, _mm512_mul_ps(r, r));
-    e = _mm512_add_ps(_mm512_add_ps(e, r), _mm512_set1_ps(1.0f));
-    const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
-    e = _mm512_mul_ps(e, _mm512_castsi512_ps(bits));
-    const __m512 one = _mm512_set1_ps(1.0f);
-    const __m512 g = _mm512_mul_ps(f, _mm512_div_ps(one, _mm512_add_ps(one, e)));
-    return _mm512_add_ps(_mm512_mul_ps(g, _mm512_set1_ps(p->inv_scale)), _mm512_set1_ps(p->out_zp));
+    return _mm512_add_ps(_mm512_mul_ps(silu16(f, p->alpha), _mm512_set1_ps(p->inv_scale)), _mm512_set1_ps(p->out_zp));
 }
 
 /* one tile: R output pixels x NJ channel blocks of 16 from j0 (R * NJ <= 24 accumulators + NJ weights + 1 input

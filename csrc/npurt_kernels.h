@@ -85,6 +85,7 @@ struct npk_conv8 {
     int64_t out_plane;
     float *y;
     int16_t *wide;
+    int64_t wide_stride;
     int32_t act;
     float alpha, inv_scale, out_zp;
 };
@@ -92,7 +93,8 @@ struct npk_conv8 {
 /* bytes of the weights (k, n) packed for instruction set `level` (w, k % 4 == 0, n % 16 == 0) */
 int64_t npk_conv8_packed_size(int64_t k, int64_t n, int level);
 int npk_conv8_pack(const int8_t *w, int64_t k, int64_t n, void *packed, int level);
-/* `wide` (levels 1, 2): a scratch of c1 * hp * wp * cc int16 */
+/* `wide` (levels 1, 2): a scratch of c1 * hp * wp * cc int16 per thread that runs parts of the call, the thread of
+ * slot s (npk_thread_slot) using wide + s * wide_stride */
 int npk_conv8(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi);
 /* the machine's int8 multiply-add limit, for the bench: `iters` rounds of 8 independent register-only chains of
  * kind 0 vpmaddwd + vpaddd on int16 (the AVX2 conv's exact mix), 1 vpmaddubsw + vpmaddwd + vpaddd on u8 x s8
@@ -192,7 +194,35 @@ int npk_global_avg_pool(const void *x, int xtype, int64_t c1, int64_t hw, int64_
                         int64_t channels, float inv, float zp, void *out);
 
 /* parts of one kernel call run in parallel (npurt_threads.c): part k is kernel `kind`'s (struct structs[k], rows
- * or blocks [bounds[2k], bounds[2k + 1])); the caller runs part 0, persistent worker threads the others (nparts
- * <= 64). 0, or -1 when a part returned -1 or the arguments are out of range. */
-enum npk_part_kind { NPK_PART_CONVF = 0, NPK_PART_CONV8 = 1, NPK_PART_DEPTHWISE = 2, NPK_PART_MAX_POOL = 3 };
-int npk_run_parts(int kind, void *const *structs, const int64_t *bounds, int nparts);
+ * or blocks [bounds[2k], bounds[2k + 1])); the caller and up to threads - 1 persistent worker threads claim them in
+ * turn (nparts, threads <= 64). 0, or -1 when a part returned -1 or the arguments are out of range. */
+enum npk_part_kind { NPK_PART_CONVF = 0, NPK_PART_CONV8 = 1, NPK_PART_DEPTHWISE = 2, NPK_PART_MAX_POOL = 3,
+                     NPK_PART_CAST = 4, NPK_PART_LOOKUP = 5, NPK_PART_BINARY = 6 };
+/* the arguments of one npk_cast_nd call (parts: ranges of its first axis) */
+struct npk_cast_call {
+    int32_t conv, ndim;
+    int64_t shape[8], src_strides[8], dst_strides[8];
+    const void *src;
+    void *dst;
+    float a, b;
+};
+/* one npk_lookup call (parts: element ranges), or npk_lookup_lanes when c2 > 0 (parts: ranges of its groups) */
+struct npk_lookup_call {
+    const void *table, *a, *b;
+    void *out;
+    int32_t out_size, index;
+    int64_t n, c2, lanes;
+};
+/* one npk_binary_f16 (q NULL) or npk_binary_i8 call (parts: element ranges) */
+struct npk_binary_call {
+    int32_t op, act;
+    const void *a, *b;
+    void *out;
+    int64_t n;
+    float lo, hi;
+    const float *q;
+};
+int npk_run_parts(int kind, void *const *structs, const int64_t *bounds, int nparts, int threads);
+/* the calling thread's slot in npk_run_parts' calls: 0 for a caller, k for worker k (1, 2, ...): the index of its
+ * per-thread scratch */
+int npk_thread_slot(void);

@@ -1,14 +1,16 @@
 /* npk_run_parts: one call running a kernel's parts on persistent worker threads (see npurt_kernels.h). The parts
- * are claimed from one atomic ticket (call generation, part count, next part) by the caller and by the workers
- * alike, so a worker that is slow to wake (its core busy) only leaves more parts to the caller: a call never
- * waits for a thread that has not started, only for parts already running. Workers wait for the next call by
- * spinning briefly (steps follow each other within microseconds), then on a condition variable. One call at a time
- * uses the workers: a concurrent caller runs its parts itself, one after another. */
+ * are claimed from one atomic ticket (call generation, part count, next part) by the caller and by the call's
+ * workers alike, so a worker that is slow to wake (its core busy) only leaves more parts to the others: a call never
+ * waits for a thread that has not started, only for parts already running; more parts than threads balance uneven
+ * parts and a core taken away for a while. Workers wait for the next call by spinning (steps follow each other
+ * within microseconds), then on a condition variable. One call at a time uses the workers: a concurrent caller
+ * runs its parts itself, one after another. */
 #include "npurt_kernels.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -18,13 +20,39 @@
 #endif
 
 #define MAX_PARTS 64
-#define SPINS 4000                  /* some 50-200 us of pause instructions before sleeping */
+/* how long a waiting thread spins before it sleeps: longer than the gaps between a run's threaded steps (a step
+ * or two of Python), since waking a sleeping thread costs tens of microseconds (more on a virtual machine) */
+#include <stdlib.h>
+static int64_t SPIN_NS = 2000000;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* spin until done(arg) or SPIN_NS have passed; whether done(arg) */
+static int spin_until(int (*done)(const void *), const void *arg)
+{
+    int64_t end = now_ns() + SPIN_NS;
+    for (;;) {
+        for (int s = 0; s < 64; s++) {
+            if (done(arg))
+                return 1;
+            PAUSE();
+        }
+        if (now_ns() > end)
+            return done(arg);
+    }
+}
 
 static struct {
     pthread_mutex_t busy;           /* held by the caller whose parts the workers share */
     pthread_mutex_t m;
     pthread_cond_t wake, done;
     int workers;                    /* started */
+    int helpers;                    /* workers taking part in the current call (the first ones) */
     _Atomic uint64_t ticket;        /* generation << 32 | parts << 16 | next unclaimed part */
     atomic_int finished;            /* parts of the current call finished */
     atomic_int failed;
@@ -34,6 +62,41 @@ static struct {
     uint32_t start_generation[MAX_PARTS];
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
+static int cast_part(const struct npk_cast_call *c, int64_t lo, int64_t hi)
+{
+    if (c->ndim < 1 || c->ndim > 8 || lo < 0 || hi > c->shape[0] || lo > hi)
+        return -1;
+    int64_t shape[8];
+    for (int k = 0; k < c->ndim; k++) shape[k] = c->shape[k];
+    shape[0] = hi - lo;
+    return npk_cast_nd(c->conv, c->ndim, shape, (const char *)c->src + lo * c->src_strides[0], c->src_strides,
+                       (char *)c->dst + lo * c->dst_strides[0], c->dst_strides, c->a, c->b);
+}
+
+static int lookup_part(const struct npk_lookup_call *c, int64_t lo, int64_t hi)
+{
+    const int64_t count = c->c2 > 0 ? c->n / c->c2 : c->n, e = c->c2 > 0 ? c->c2 : 1;   /* elements per unit */
+    if (lo < 0 || hi > count || lo > hi || c->index < 0 || c->index > 2)
+        return -1;
+    const int64_t first = lo * e, a_size = c->index == 1 ? 2 : 1;
+    const void *a = (const char *)c->a + first * a_size, *b = c->b ? (const char *)c->b + first : c->b;
+    void *out = (char *)c->out + first * c->out_size;
+    if (c->c2 > 0)
+        return npk_lookup_lanes(c->table, c->out_size, a, b, c->index, out, hi - lo, c->c2, c->lanes);
+    return npk_lookup(c->table, c->out_size, a, b, c->index, out, hi - lo);
+}
+
+static int binary_part(const struct npk_binary_call *c, int64_t lo, int64_t hi)
+{
+    if (lo < 0 || hi > c->n || lo > hi)
+        return -1;
+    if (c->q)
+        return npk_binary_i8(c->op, (const int8_t *)c->a + lo, (const int8_t *)c->b + lo, (int8_t *)c->out + lo,
+                             hi - lo, c->q);
+    return npk_binary_f16(c->op, (const uint16_t *)c->a + lo, (const uint16_t *)c->b + lo, (uint16_t *)c->out + lo,
+                          hi - lo, c->act, c->lo, c->hi);
+}
+
 static int run_part(int kind, const void *p, int64_t lo, int64_t hi)
 {
     switch (kind) {
@@ -41,6 +104,9 @@ static int run_part(int kind, const void *p, int64_t lo, int64_t hi)
     case NPK_PART_CONV8: return npk_conv8(p, lo, hi);
     case NPK_PART_DEPTHWISE: return npk_depthwise(p, lo, hi);
     case NPK_PART_MAX_POOL: return npk_max_pool(p, lo, hi);
+    case NPK_PART_CAST: return cast_part(p, lo, hi);
+    case NPK_PART_LOOKUP: return lookup_part(p, lo, hi);
+    case NPK_PART_BINARY: return binary_part(p, lo, hi);
     default: return -1;
     }
 }
@@ -73,21 +139,35 @@ static uint32_t generation_now(void)
     return (uint32_t)(atomic_load_explicit(&pool.ticket, memory_order_acquire) >> 32);
 }
 
+static _Thread_local int thread_slot;       /* 0: a caller; k: worker k */
+
+int npk_thread_slot(void)
+{
+    return thread_slot;
+}
+
+static int new_call(const void *seen)
+{
+    return generation_now() != *(const uint32_t *)seen;
+}
+
 static void *worker(void *arg)
 {
-    uint32_t seen = pool.start_generation[(int)(intptr_t)arg];     /* the calls before this worker existed */
+    const int index = (int)(intptr_t)arg;
+    uint32_t seen = pool.start_generation[index];       /* the calls before this worker existed */
+    thread_slot = index + 1;
     for (;;) {
         uint32_t g;
-        for (int s = 0; (g = generation_now()) == seen && s < SPINS; s++)
-            PAUSE();
-        if (g == seen) {
+        spin_until(new_call, &seen);
+        if ((g = generation_now()) == seen) {
             pthread_mutex_lock(&pool.m);
             while ((g = generation_now()) == seen)
                 pthread_cond_wait(&pool.wake, &pool.m);
             pthread_mutex_unlock(&pool.m);
         }
         seen = g;
-        run_claimed(g);
+        if (index < pool.helpers)       /* set before the call's generation was published */
+            run_claimed(g);
     }
     return NULL;
 }
@@ -106,6 +186,7 @@ static int start_workers(int n)
 {
     static int registered = 0;
     if (!registered) {
+        if (getenv("NPURT_SPIN_US")) SPIN_NS = atoll(getenv("NPURT_SPIN_US")) * 1000;
         pthread_atfork(NULL, NULL, after_fork_child);
         registered = 1;
     }
@@ -124,18 +205,27 @@ static int start_workers(int n)
     return pool.workers;
 }
 
-int npk_run_parts(int kind, void *const *structs, const int64_t *bounds, int nparts)
+static int all_finished(const void *nparts)
 {
-    if (!structs || !bounds || nparts < 1 || nparts > MAX_PARTS || kind < 0 || kind > NPK_PART_MAX_POOL)
+    return atomic_load_explicit(&pool.finished, memory_order_acquire) >= *(const int *)nparts;
+}
+
+int npk_run_parts(int kind, void *const *structs, const int64_t *bounds, int nparts, int threads)
+{
+    if (!structs || !bounds || nparts < 1 || nparts > MAX_PARTS || threads < 1 || threads > MAX_PARTS || kind < 0
+        || kind > NPK_PART_BINARY)
         return -1;
     int status = 0;
-    if (nparts == 1 || pthread_mutex_trylock(&pool.busy) != 0) {      /* alone, or the workers are taken */
+    if (nparts == 1 || threads == 1 || thread_slot != 0 || pthread_mutex_trylock(&pool.busy) != 0) {
+        /* alone, or the workers are taken */
         for (int k = 0; k < nparts; k++)
             if (run_part(kind, structs[k], bounds[2 * k], bounds[2 * k + 1]) != 0)
                 status = -1;
         return status;
     }
-    start_workers(nparts - 1);      /* fewer (a thread could not start) only leaves more parts to this caller */
+    const int helpers = (threads < nparts ? threads : nparts) - 1, started = start_workers(helpers);
+    pool.helpers = started < helpers ? started : helpers;      /* fewer (a thread could not start): more parts to
+                                                                  the others */
     pool.kind = kind;
     pool.structs = structs;
     pool.bounds = bounds;
@@ -147,8 +237,7 @@ int npk_run_parts(int kind, void *const *structs, const int64_t *bounds, int npa
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.m);
     run_claimed(generation);
-    for (int s = 0; atomic_load_explicit(&pool.finished, memory_order_acquire) < nparts && s < SPINS; s++)
-        PAUSE();
+    spin_until(all_finished, &nparts);
     pthread_mutex_lock(&pool.m);
     while (atomic_load(&pool.finished) < nparts)
         pthread_cond_wait(&pool.done, &pool.m);

@@ -390,6 +390,42 @@ def test_parts_on_worker_threads_concurrent_callers_and_fork(monkeypatch):
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     structs, bounds = run.parts[1], run.parts[2]
-    assert K.lib.npk_run_parts(3, K.ffi.NULL, bounds, 4) == -1
-    assert K.lib.npk_run_parts(3, structs, bounds, 0) == -1
-    assert K.lib.npk_run_parts(9, structs, bounds, 4) == -1
+    assert K.lib.npk_run_parts(3, K.ffi.NULL, bounds, 4, 4) == -1
+    assert K.lib.npk_run_parts(3, structs, bounds, 0, 4) == -1
+    assert K.lib.npk_run_parts(9, structs, bounds, 4, 4) == -1
+    assert K.lib.npk_run_parts(3, structs, bounds, 4, 0) == -1
+    assert K.lib.npk_run_parts(3, structs, bounds, 4, 65) == -1
+    out[:] = 0
+    assert K.lib.npk_run_parts(3, structs, bounds, 4, 2) == 0            # four parts on two threads
+    assert np.array_equal(out, want)
+
+
+def test_copies_lookups_and_elementwise_calls_split_over_threads(monkeypatch):
+    """With $NPURT_EXEC_THREADS = 3 a prepared copy (strided, casting), table lookup (plain and by lanes) or float16 /
+    int8 elementwise call of at least SPLIT_BYTES runs as parts on the worker threads and stores the serial bytes;
+    a small one stays one call."""
+    rng = np.random.default_rng(8)
+    src = rng.standard_normal((5, 70, 90, 8)).astype(np.float16)
+    a16, b16 = (rng.standard_normal(50_001).astype(np.float16) for _ in range(2))
+    a8, b8 = (rng.integers(-128, 128, 70_001).astype(np.int8) for _ in range(2))
+    idx = rng.integers(0, 256, (3000, 16)).astype(np.uint8)
+    table = rng.integers(0, 256, 256).astype(np.uint8)
+
+    def outputs() -> list:
+        dst = np.zeros((5, 72, 92, 8), np.float32)
+        o16, o8 = np.zeros(50_001, np.float16), np.zeros(70_001, np.int8)
+        t1, t2 = np.zeros((3000, 16), np.uint8), np.zeros((3000, 16), np.uint8)
+        calls = [K.cast_fn(dst[:, 1:71, 1:91], src), K.binary_f16_fn("Add", o16, a16, b16, "Clip", (-0.5, 0.75)),
+                 K.binary_i8_fn("Mul", o8, a8, b8, (0.05, 0.1), (0.02, -0.3), (12.5, 3.0)),
+                 K.lookup_fn(t1, table, idx), K.lookup_fn(t2, table, idx, lanes=(16, 11))]
+        for run in calls:
+            run()
+        return [calls, dst, o16, o8, t1, t2]
+    serial = outputs()
+    monkeypatch.setenv("NPURT_EXEC_THREADS", "3")
+    split = outputs()
+    assert all(len(run.parts[0]) == 3 for run in split[0]) and not any(hasattr(run, "parts") for run in serial[0])
+    for got, want in zip(split[1:], serial[1:]):
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+    small = np.zeros(100, np.float16)
+    assert not hasattr(K.binary_f16_fn("Add", small, a16[:100], b16[:100]), "parts")

@@ -41,30 +41,43 @@ def exec_threads() -> int:
     return int(v) if v.isdigit() and int(v) > 0 else 1
 
 
-# the C kernels a step's parts can run in parallel (enum npk_part_kind)
-PART_KINDS = {"convf": 0, "conv8": 1, "depthwise": 2, "max_pool": 3}
+# the C kernels a step's parts can run in parallel (enum npk_part_kind); the last three through their call structs
+PART_KINDS = {"convf": 0, "conv8": 1, "depthwise": 2, "max_pool": 3, "cast": 4, "lookup": 5, "binary": 6}
+SPLIT_BYTES = 1 << 15       # a copy, lookup or elementwise call splits over the threads from this many output bytes
 
 
-def _row_parts(rows: int) -> list[tuple[int, int]]:
-    """[lo, hi) ranges splitting `rows` over exec_threads() (at most one per row)."""
-    t = max(1, min(exec_threads(), rows))
-    return [(rows * k // t, rows * (k + 1) // t) for k in range(t)]
+def _row_parts(rows: int, align: int = 1) -> list[tuple[int, int]]:
+    """[lo, hi) ranges splitting `rows` over exec_threads() (at most one per row; bounds multiples of `align`)."""
+    t = max(1, min(exec_threads(), -(-rows // align)))
+    bounds = [min(rows, rows * k // t // align * align) for k in range(t)] + [rows]
+    return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
 
 
 def _parallel(kind: str, parts: list):
-    """A zero-argument function running kernel `kind` on every (struct, lo, hi) part: one C call, the first part on
-    the calling thread, the others on the module's persistent worker threads (`npk_run_parts`)."""
-    call = getattr(lib, f"npk_{kind}")
-    if len(parts) == 1:
+    """A zero-argument function running kernel `kind` on every (struct, lo, hi) part: one C call, the parts claimed
+    by the calling thread and the module's persistent worker threads (`npk_run_parts`)."""
+    call = getattr(lib, f"npk_{kind}", None)
+    if len(parts) == 1 and call is not None:
         args = parts[0]
         return lambda: call(*args)
     structs = ffi.new("void *[]", [ffi.cast("void *", p) for p, _, _ in parts])
     bounds = ffi.new("int64_t[]", [v for _, lo, hi in parts for v in (lo, hi)])
-    args, run_parts = (PART_KINDS[kind], structs, bounds, len(parts)), lib.npk_run_parts
+    args, run_parts = (PART_KINDS[kind], structs, bounds, len(parts), exec_threads()), lib.npk_run_parts
 
     def run() -> None:
         run_parts(*args)
     run.parts = (parts, structs, bounds)
+    return run
+
+
+def _split(kind: str, struct, units: int, unit_bytes: int, serial):
+    """`serial` (a prepared zero-argument call), or the same call as `kind`'s parts over [0, units) when several
+    threads are set and it writes at least SPLIT_BYTES (`struct` its arguments, a struct npk_*_call)."""
+    if exec_threads() < 2 or units < 2 or units * unit_bytes < SPLIT_BYTES:
+        return serial
+    align = max(1, 64 // unit_bytes)           # whole cache lines per part
+    run = _parallel(kind, [(struct, lo, hi) for lo, hi in _row_parts(units, align)])
+    run.arrays = (struct, serial.arrays)
     return run
 
 
@@ -149,7 +162,10 @@ def cast_fn(dst: np.ndarray, src: np.ndarray):
     def run() -> None:
         call(*args)
     run.arrays = (dst, src)        # the memory the pointers point into stays alive with the function
-    return run
+    c = ffi.new("struct npk_cast_call *")
+    c.conv, c.ndim, c.src, c.dst, c.a, c.b = conv, dst.ndim, args[3], args[5], 1.0, 0.0
+    c.shape[0:dst.ndim], c.src_strides[0:dst.ndim], c.dst_strides[0:dst.ndim] = dst.shape, src.strides, dst.strides
+    return _split("cast", c, dst.shape[0], dst.nbytes // dst.shape[0], run)
 
 
 def fill_fn(dst: np.ndarray, value):
@@ -449,8 +465,9 @@ def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, m
     if lib.npk_conv8_pack(ffi.cast("int8_t *", w.ctypes.data), k, n, _ptr(packed), lvl) != 0:
         return None
     parts = _row_parts(ho)
-    scratch = wide(x.size * len(parts)) if wide is not None and lvl in (1, 2) else None
-    if lvl in (1, 2) and (scratch is None or scratch.dtype != np.int16 or scratch.size < x.size * len(parts)):
+    threads = min(exec_threads(), len(parts))
+    scratch = wide(x.size * threads) if wide is not None and lvl in (1, 2) else None
+    if lvl in (1, 2) and (scratch is None or scratch.dtype != np.int16 or scratch.size < x.size * threads):
         return None
     p = ffi.new("struct npk_conv8 *")
     p.x = ffi.cast("int8_t *", x.ctypes.data)
@@ -468,19 +485,18 @@ def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, m
     p.out_plane = ho * wo * 16
     p.y = ffi.cast("float *", y.ctypes.data) if y is not None else ffi.NULL
     p.wide = ffi.cast("int16_t *", scratch.ctypes.data) if scratch is not None else ffi.NULL
+    p.wide_stride = x.size              # each thread widens the input rows it reads into its own scratch
     if swish is not None:
         p.act = 1
         p.alpha, p.inv_scale, p.out_zp = (float(np.float32(v)) for v in swish)
-    structs = [p] + [ffi.new("struct npk_conv8 *", p[0]) for _ in parts[1:]]
-    if scratch is not None:              # each thread widens the input rows it reads into its own scratch
-        for k, q in enumerate(structs):
-            q.wide = ffi.cast("int16_t *", scratch[k * x.size:].ctypes.data)
-    run = _parallel("conv8", [(q, lo, hi) for q, (lo, hi) in zip(structs, parts)])
-    run.arrays = (x, packed, colsum, mult, bias, out, y, scratch, structs)   # the memory the pointers point into
+    run = _parallel("conv8", [(p, lo, hi) for lo, hi in parts])
+    run.arrays = (x, packed, colsum, mult, bias, out, y, scratch, p)   # the memory the pointers point into
     return run
 
 
-FLOAT_ACTIVATIONS = {None: 0, "Relu": 1, "Clip": 2, "LeakyRelu": 3}    # the fused activations `float_conv` applies
+# the fused activations `float_conv` and `depthwise` apply (code, p0, p1): Clip (lo, hi), LeakyRelu (alpha, _) and
+# Swish (alpha, _), a SiLU in the basic float32 operations of `epilogue.silu`
+FLOAT_ACTIVATIONS = {None: 0, "Relu": 1, "Clip": 2, "LeakyRelu": 3, "Swish": 4}
 
 
 def float_conv(x: np.ndarray, weights: np.ndarray, bias: np.ndarray, kernel: tuple[int, int],
@@ -653,7 +669,7 @@ def lookup_fn(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray |
     if index < 0 or table.size != (256 if index == 0 else 65536):
         return None
     args = (_ptr(table), out.itemsize, _ptr(a), _ptr(b) if b is not None else ffi.NULL, index, _ptr(out), out.size)
-    call = lib.npk_lookup
+    call, c2, used = lib.npk_lookup, 0, 0
     if lanes is not None:
         c2, used = lanes
         if out.shape[-1] != c2 or not 0 <= used <= c2:
@@ -664,7 +680,10 @@ def lookup_fn(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray |
     def run() -> None:
         call(*args)
     run.arrays = (out, table, a, b)        # the memory the pointers point into stays alive with the function
-    return run
+    c = ffi.new("struct npk_lookup_call *")
+    c.table, c.out_size, c.a, c.b, c.index, c.out = args[:6]
+    c.n, c.c2, c.lanes = out.size, c2, used
+    return _split("lookup", c, out.size // c2 if c2 else out.size, out.itemsize * max(c2, 1), run)
 
 
 BINARY_F16 = {"Add": 0, "Sub": 1, "Mul": 2}
@@ -682,7 +701,13 @@ def _binary_fn(dtype: np.dtype, call, op: str, out: np.ndarray, a: np.ndarray, b
     def run() -> None:
         call(*args)
     run.arrays = (out, a, b, *extra)
-    return run
+    c = ffi.new("struct npk_binary_call *")
+    c.op, c.a, c.b, c.out, c.n = args[:5]
+    if dtype == _I8:
+        c.q = extra[0]
+    else:
+        c.act, c.lo, c.hi = extra
+    return _split("binary", c, out.size, out.itemsize, run)
 
 
 BINARY_F16_ACTIVATIONS = {None: 0, "Relu": 1, "Clip": 2}

@@ -43,6 +43,8 @@ def fused_activation(attrs: dict) -> tuple[int, float, float] | None:
         return 2, -np.inf if lo is None else lo, np.inf if hi is None else hi
     if act == "LeakyRelu":
         return 3, p[0] if p is not None else 0.01, 0.0
+    if act == "Swish":
+        return 4, p[0] if p is not None else 1.0, 0.0
     return _kernels.FLOAT_ACTIVATIONS[act], 0.0, 0.0
 
 

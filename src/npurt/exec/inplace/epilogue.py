@@ -179,11 +179,10 @@ _EXP_POLY = tuple(np.float32(v) for v in (1.9875691500e-4, 1.3981999507e-3, 8.33
                                           1.6666665459e-1, 5.0000001201e-1))
 
 
-def swish_codes(y: np.ndarray, alpha: np.float32, inv_scale: np.float32, zp: np.float32) -> None:
-    """In place, a conv's float32 result to the int8 codes (as float32) of its fused SiLU y / (1 + e^(-alpha y)),
-    scaled by `inv_scale`, shifted by `zp`, saturated and rounded: e^z in basic float32 operations only (Cephes
-    expf), the sequence the compiled int8 conv runs (`npurt._kernels.int8_conv(swish=...)`), so both store the same
-    bytes at every instruction set (numpy's own tanh / exp differ between builds and CPUs)."""
+def silu(y: np.ndarray, alpha: np.float32) -> None:
+    """In place, y / (1 + e^(-alpha y)) with e^z in basic float32 operations only (Cephes expf), the sequence the
+    compiled convs run (`npurt_silu.h`), so both store the same bytes at every instruction set (numpy's own tanh /
+    exp differ between builds and CPUs)."""
     hi, log2e, c1, c2 = _EXP
     one = np.float32(1.0)
     z = np.multiply(y, alpha)
@@ -199,10 +198,18 @@ def swish_codes(y: np.ndarray, alpha: np.float32, inv_scale: np.float32, zp: np.
     e *= z * z
     e += z
     e += one
-    e *= ((n.astype(np.int32) + 127) << 23).view(np.float32)      # 2^n, n in [-126, 126]
+    with np.errstate(invalid="ignore"):           # NaN inputs: their n is no integer (the result stays NaN)
+        e *= ((n.astype(np.int32) + 127) << 23).view(np.float32)      # 2^n, n in [-126, 126]
     e += one
     np.divide(one, e, out=e)
     y *= e
+
+
+def swish_codes(y: np.ndarray, alpha: np.float32, inv_scale: np.float32, zp: np.float32) -> None:
+    """In place, a conv's float32 result to the int8 codes (as float32) of its fused SiLU (`silu`), scaled by
+    `inv_scale`, shifted by `zp`, saturated and rounded: what the compiled int8 conv stores
+    (`npurt._kernels.int8_conv(swish=...)`), byte for byte."""
+    silu(y, alpha)
     y *= inv_scale
     y += zp
     np.clip(y, np.float32(-128), np.float32(127), out=y)
@@ -210,23 +217,26 @@ def swish_codes(y: np.ndarray, alpha: np.float32, inv_scale: np.float32, zp: np.
 
 
 class ConvEpilogue:
-    """In place, a conv's float32 result (bias added) to what its output stores: fp16 applies the fused activation;
-    int8 either clamps to `folded_bounds` (weights and bias were scaled to the quantised domain at bind) or applies
-    the activation, scale and zero point and saturates (a SiLU by `swish_codes`, `swish` its parameters); then
-    rounds."""
+    """In place, a conv's float32 result (bias added) to what its output stores: fp16 applies the fused activation
+    (a SiLU by `silu`, as the compiled convs do); int8 either clamps to `folded_bounds` (weights and bias were scaled
+    to the quantised domain at bind) or applies the activation, scale and zero point and saturates (a SiLU by
+    `swish_codes`, `swish` its parameters); then rounds."""
 
     def __init__(self, attrs: dict, out_storage) -> None:
         self.attrs = attrs
         self.int8 = out_storage.quantized
         self.bounds = None
         self.swish = None
+        self.alpha = None               # a fused SiLU's alpha
+        if attrs.get("activation") == "Swish":
+            p = attrs.get("activation_params")
+            p = (p,) if p is not None and not isinstance(p, (list, tuple, np.ndarray)) else p
+            self.alpha = np.float32(p[0] if p is not None else 1.0)
         if self.int8:
             self.inv_scale, self.zp = np.float32(1.0 / out_storage.scale), np.float32(out_storage.zp)
             self.bounds = folded_bounds(attrs, 1.0 / out_storage.scale, float(out_storage.zp))
-            if attrs.get("activation") == "Swish":
-                p = attrs.get("activation_params")
-                p = (p,) if p is not None and not isinstance(p, (list, tuple, np.ndarray)) else p
-                self.swish = (np.float32(p[0] if p is not None else 1.0), self.inv_scale, self.zp)
+            if self.alpha is not None:
+                self.swish = (self.alpha, self.inv_scale, self.zp)
 
     @property
     def folds_output_scale(self) -> bool:
@@ -243,7 +253,10 @@ class ConvEpilogue:
 
     def __call__(self, y: np.ndarray) -> None:
         if not self.int8:
-            apply_activation(y, self.attrs)
+            if self.alpha is not None:
+                silu(y, self.alpha)
+            else:
+                apply_activation(y, self.attrs)
             return
         if self.bounds is not None:
             np.clip(y, self.bounds[0], self.bounds[1], out=y)
