@@ -69,25 +69,24 @@ static inline int weights_outer(const struct npk_convf *p)
     return (int64_t)p->kh * p->kw * p->c1 * p->cc * p->n > p->c1 * p->hp * p->wp * p->cc;
 }
 
-static void convf_portable(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
+static void convf_portable(const struct npk_convf *p, int64_t q_lo, int64_t q_hi)
 {
     const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n;
-    for (int64_t oy = oy_lo; oy < oy_hi; oy++)
-        for (int64_t ox = 0; ox < p->wo; ox++) {
-            const float *x0 = p->x + oy * p->sh * row + ox * p->sw * p->cc;
-            for (int64_t j = 0; j < n; j += 16) {
-                float acc[16] = {0};
-                const float *wk = p->w + j * kdim(p);
-                for (int dy = 0; dy < p->kh; dy++)
-                    for (int dx = 0; dx < p->kw; dx++)
-                        for (int64_t b = 0; b < p->c1; b++) {
-                            const float *xs = x0 + b * plane + dy * p->dh * row + dx * p->dw * p->cc;
-                            for (int64_t c = 0; c < p->cc; c++, wk += 16)
-                                for (int t = 0; t < 16; t++) acc[t] = acc[t] + xs[c] * wk[t];
-                        }
-                for (int t = 0; t < 16; t++) store_one(p, oy * p->wo + ox, j + t, acc[t] + p->bias[j + t]);
-            }
+    for (int64_t q = q_lo; q < q_hi; q++) {
+        const float *x0 = p->x + q / p->wo * p->sh * row + q % p->wo * p->sw * p->cc;
+        for (int64_t j = 0; j < n; j += 16) {
+            float acc[16] = {0};
+            const float *wk = p->w + j * kdim(p);
+            for (int dy = 0; dy < p->kh; dy++)
+                for (int dx = 0; dx < p->kw; dx++)
+                    for (int64_t b = 0; b < p->c1; b++) {
+                        const float *xs = x0 + b * plane + dy * p->dh * row + dx * p->dw * p->cc;
+                        for (int64_t c = 0; c < p->cc; c++, wk += 16)
+                            for (int t = 0; t < 16; t++) acc[t] = acc[t] + xs[c] * wk[t];
+                    }
+            for (int t = 0; t < 16; t++) store_one(p, q, j + t, acc[t] + p->bias[j + t]);
         }
+    }
 }
 
 #ifdef NPK_X86
@@ -157,9 +156,8 @@ static inline __attribute__((always_inline)) void tilef_avx2(const struct npk_co
 }
 
 __attribute__((target("avx2,fma,f16c")))
-static void convf_avx2(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
+static void convf_avx2(const struct npk_convf *p, int64_t q_lo, int64_t q_hi)
 {
-    const int64_t q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo;
     const float *xr[NPF_R2];
     if (weights_outer(p)) {
         for (int64_t j = 0; j < p->n; j += 16)
@@ -227,9 +225,9 @@ static inline __attribute__((always_inline)) void tiles_avx512(const struct npk_
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl,f16c,fma")))
-static void convf_avx512(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
+static void convf_avx512(const struct npk_convf *p, int64_t q_lo, int64_t q_hi)
 {
-    const int64_t blocks = p->n / 16, q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo;
+    const int64_t blocks = p->n / 16;
     const float *xr[NPF_R3];
     if (weights_outer(p)) {
         for (int64_t j0 = 0; j0 < blocks; j0 += 3)
@@ -248,22 +246,22 @@ static void convf_avx512(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi
 }
 #endif
 
-int npk_convf(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi)
+int npk_convf(const struct npk_convf *p, int64_t q_lo, int64_t q_hi)
 {
     if (p->cc < 1 || p->c1 < 1 || p->n % 16 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1
-        || oy_lo < 0 || oy_hi > p->ho || (!p->out && !p->y) || p->act < 0 || p->act > ACT_SILU
+        || q_lo < 0 || p->wo < 0 || q_hi > p->ho * p->wo || (!p->out && !p->y) || p->act < 0 || p->act > ACT_SILU
         || (p->out && (p->out_c2 < 1 || p->out_channels > p->n))
         || (int64_t)(p->ho - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh >= p->hp
         || (int64_t)(p->wo - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw >= p->wp)
         return -1;
-    if (oy_hi <= oy_lo || p->wo < 1 || p->n == 0)
+    if (q_hi <= q_lo || p->wo < 1 || p->n == 0)
         return 0;
 #ifdef NPK_X86
     int level = npk_level();
-    if (level >= 2) { convf_avx512(p, oy_lo, oy_hi); return 0; }
-    if (level == 1) { convf_avx2(p, oy_lo, oy_hi); return 0; }
+    if (level >= 2) { convf_avx512(p, q_lo, q_hi); return 0; }
+    if (level == 1) { convf_avx2(p, q_lo, q_hi); return 0; }
 #endif
-    convf_portable(p, oy_lo, oy_hi);
+    convf_portable(p, q_lo, q_hi);
     return 0;
 }
 

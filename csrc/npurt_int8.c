@@ -93,38 +93,36 @@ static inline float swish_requant(float f, const struct npk_conv8 *p)
 
 /* ---- portable ----------------------------------------------------------------------------------------------- */
 
-static void conv8_portable(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
+static void conv8_portable(const struct npk_conv8 *p, int64_t q_lo, int64_t q_hi)
 {
     const int64_t row = p->wp * p->cc, plane = p->hp * row, n = p->n;
     const int8_t *w = p->w;
-    for (int64_t oy = oy_lo; oy < oy_hi; oy++)
-        for (int64_t ox = 0; ox < p->wo; ox++) {
-            const int8_t *x0 = p->x + oy * p->sh * row + ox * p->sw * p->cc;
-            const int64_t pix = oy * p->wo + ox;
-            for (int64_t j = 0; j < n; j += 16) {
-                int32_t acc[16] = {0};
-                int64_t k = 0;
-                for (int dy = 0; dy < p->kh; dy++)
-                    for (int dx = 0; dx < p->kw; dx++)
-                        for (int64_t c = 0; c < p->c1; c++) {
-                            const int8_t *xs = x0 + c * plane + dy * p->dh * row + dx * p->dw * p->cc;
-                            for (int64_t l = 0; l < p->cc; l++, k++) {
-                                const int32_t xv = xs[l];
-                                const int8_t *wk = w + k * n + j;
-                                for (int t = 0; t < 16; t++) acc[t] += xv * wk[t];
-                            }
+    for (int64_t pix = q_lo; pix < q_hi; pix++) {
+        const int8_t *x0 = p->x + pix / p->wo * p->sh * row + pix % p->wo * p->sw * p->cc;
+        for (int64_t j = 0; j < n; j += 16) {
+            int32_t acc[16] = {0};
+            int64_t k = 0;
+            for (int dy = 0; dy < p->kh; dy++)
+                for (int dx = 0; dx < p->kw; dx++)
+                    for (int64_t c = 0; c < p->c1; c++) {
+                        const int8_t *xs = x0 + c * plane + dy * p->dh * row + dx * p->dw * p->cc;
+                        for (int64_t l = 0; l < p->cc; l++, k++) {
+                            const int32_t xv = xs[l];
+                            const int8_t *wk = w + k * n + j;
+                            for (int t = 0; t < 16; t++) acc[t] += xv * wk[t];
                         }
-                for (int t = 0; t < 16; t++) {
-                    float f = requant(acc[t] - p->zp * p->colsum[j + t], p->mult[j + t], p->bias[j + t]);
-                    if (p->out && p->act)
-                        f = swish_requant(f, p);
-                    if (p->out)
-                        p->out[(j / 16) * p->out_plane + pix * 16 + t] = clamp_round(f, p->lo, p->hi);
-                    else
-                        p->y[pix * n + j + t] = f;
-                }
+                    }
+            for (int t = 0; t < 16; t++) {
+                float f = requant(acc[t] - p->zp * p->colsum[j + t], p->mult[j + t], p->bias[j + t]);
+                if (p->out && p->act)
+                    f = swish_requant(f, p);
+                if (p->out)
+                    p->out[(j / 16) * p->out_plane + pix * 16 + t] = clamp_round(f, p->lo, p->hi);
+                else
+                    p->y[pix * n + j + t] = f;
             }
         }
+    }
 }
 
 #ifdef NPK_X86
@@ -240,13 +238,14 @@ static inline __attribute__((always_inline)) void tile_avx2(const struct npk_con
 
 #define NPK_BAND_BYTES (96 << 10)    /* the int16 rows widened at a time, used while they are in the L2 cache */
 
-/* output rows [oy_lo, oy_hi) from the input rows they read, widened just before (bands of about 96 KiB: the
+/* output pixels [q_lo, q_hi) from the input rows they read, widened just before (bands of about 96 KiB: the
  * whole int16 copy of a large input would be read back from beyond the L2 cache); channel blocks outside the
  * pixel tiles when the weights outweigh the input (one band then: the weights are the stream) */
 __attribute__((target("avx2")))
-static inline __attribute__((always_inline)) void conv8_avx2_bands(const struct npk_conv8 *p, int64_t oy_lo,
-                                                                   int64_t oy_hi, const int act)
+static inline __attribute__((always_inline)) void conv8_avx2_bands(const struct npk_conv8 *p, int64_t q_lo,
+                                                                   int64_t q_hi, const int act)
 {
+    const int64_t oy_lo = q_lo / p->wo, oy_hi = (q_hi + p->wo - 1) / p->wo;
     const int64_t row_bytes = p->wp * p->c1 * p->cc * 2, reach = (int64_t)(p->kh - 1) * p->dh + 1;
     const int outer = weights_outer(p);
     int64_t band = outer ? oy_hi - oy_lo : (NPK_BAND_BYTES / row_bytes - reach) / p->sh + 1;
@@ -257,20 +256,20 @@ static inline __attribute__((always_inline)) void conv8_avx2_bands(const struct 
     for (int64_t oy0 = oy_lo; oy0 < oy_hi; oy0 += band) {
         const int64_t oy1 = oy0 + band < oy_hi ? oy0 + band : oy_hi;
         const int64_t r_lo = oy0 * p->sh, r_hi = (oy1 - 1) * p->sh + reach;
-        const int64_t q_lo = oy0 * p->wo, q_hi = oy1 * p->wo;
+        const int64_t b_lo = oy0 * p->wo > q_lo ? oy0 * p->wo : q_lo, b_hi = oy1 * p->wo < q_hi ? oy1 * p->wo : q_hi;
         widen_rows(p, wide, r_lo, r_hi);
         if (outer) {
             for (int64_t j = 0; j < p->n; j += 16)
-                for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
-                    const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
+                for (int64_t q0 = b_lo; q0 < b_hi; q0 += NPK_R2) {
+                    const int nr = b_hi - q0 < NPK_R2 ? (int)(b_hi - q0) : NPK_R2;
                     tile_offsets(p, q0, nr, NPK_R2, p->c1 * p->cc, r_lo, off);
                     for (int r = 0; r < NPK_R2; r++) xr[r] = wide + off[r];
                     tile_avx2(p, xr, nr, j, q0, act);
                 }
             continue;
         }
-        for (int64_t q0 = q_lo; q0 < q_hi; q0 += NPK_R2) {
-            const int nr = q_hi - q0 < NPK_R2 ? (int)(q_hi - q0) : NPK_R2;
+        for (int64_t q0 = b_lo; q0 < b_hi; q0 += NPK_R2) {
+            const int nr = b_hi - q0 < NPK_R2 ? (int)(b_hi - q0) : NPK_R2;
             tile_offsets(p, q0, nr, NPK_R2, p->c1 * p->cc, r_lo, off);
             for (int r = 0; r < NPK_R2; r++) xr[r] = wide + off[r];
             for (int64_t j = 0; j < p->n; j += 16) tile_avx2(p, xr, nr, j, q0, act);
@@ -280,12 +279,12 @@ static inline __attribute__((always_inline)) void conv8_avx2_bands(const struct 
 
 /* one body with the fused SiLU and one without (the plain epilogue then stays small enough to unroll) */
 __attribute__((target("avx2")))
-static void conv8_avx2(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
+static void conv8_avx2(const struct npk_conv8 *p, int64_t q_lo, int64_t q_hi)
 {
     if (p->act)
-        conv8_avx2_bands(p, oy_lo, oy_hi, 1);
+        conv8_avx2_bands(p, q_lo, q_hi, 1);
     else
-        conv8_avx2_bands(p, oy_lo, oy_hi, 0);
+        conv8_avx2_bands(p, q_lo, q_hi, 0);
 }
 
 /* ---- AVX-512 VNNI (vpdpbusd on u8 x s8 quads) --------------------------------------------------------------- */
@@ -391,10 +390,10 @@ static inline __attribute__((always_inline)) void tiles_vnni(const struct npk_co
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-static inline __attribute__((always_inline)) void conv8_vnni_tiles(const struct npk_conv8 *p, int64_t oy_lo,
-                                                                   int64_t oy_hi, const int R)
+static inline __attribute__((always_inline)) void conv8_vnni_tiles(const struct npk_conv8 *p, int64_t q_lo,
+                                                                   int64_t q_hi, const int R)
 {
-    const int64_t blocks = p->n / 16, q_lo = oy_lo * p->wo, q_hi = oy_hi * p->wo, group = 24 / R;
+    const int64_t blocks = p->n / 16, group = 24 / R;
     const int64_t step = p->sw * p->cc;         /* between neighbouring pixels of a row, in bytes */
     const int even = step == 8 || step == 16 || step == 32;
     int64_t off[12];
@@ -423,12 +422,12 @@ static inline __attribute__((always_inline)) void conv8_vnni_tiles(const struct 
  * 3 x 8 otherwise (24 accumulators: fewer input broadcasts per vpdpbusd than 3 x 8 plus a 1 x 8 remainder); 16
  * channels take 1 x 12 (1 x 24 measured slower) */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-static void conv8_vnni(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
+static void conv8_vnni(const struct npk_conv8 *p, int64_t q_lo, int64_t q_hi)
 {
     const int64_t blocks = p->n / 16;
-    if (blocks % 4 == 0) conv8_vnni_tiles(p, oy_lo, oy_hi, 6);
-    else if (blocks <= 2) conv8_vnni_tiles(p, oy_lo, oy_hi, 12);
-    else conv8_vnni_tiles(p, oy_lo, oy_hi, 8);
+    if (blocks % 4 == 0) conv8_vnni_tiles(p, q_lo, q_hi, 6);
+    else if (blocks <= 2) conv8_vnni_tiles(p, q_lo, q_hi, 12);
+    else conv8_vnni_tiles(p, q_lo, q_hi, 8);
 }
 #endif
 
@@ -485,28 +484,29 @@ int64_t npk_int8_peak(int kind, int64_t iters)
     return 0;
 }
 
-int npk_conv8(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi)
+int npk_conv8(const struct npk_conv8 *p, int64_t q_lo, int64_t q_hi)
 {
     if (p->cc < 4 || p->cc % 4 || p->n % 16 || p->c1 < 1 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1
-        || p->dh < 1 || p->dw < 1 || oy_lo < 0 || oy_hi > p->ho || (!p->out && !p->y) || (p->act && !p->out)
+        || p->dh < 1 || p->dw < 1 || q_lo < 0 || p->wo < 0 || q_hi > p->ho * p->wo || (!p->out && !p->y)
+        || (p->act && !p->out)
         || p->act < 0 || p->act > 1
         || (int64_t)(p->ho - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh >= p->hp
         || (int64_t)(p->wo - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw >= p->wp)
         return -1;
-    if (oy_hi <= oy_lo || p->wo < 1 || p->n == 0)
+    if (q_hi <= q_lo || p->wo < 1 || p->n == 0)
         return 0;
 #ifdef NPK_X86
     int f = weight_format(p->level);
-    if (f == 3 && npk_cpu_level() >= 3) { conv8_vnni(p, oy_lo, oy_hi); return 0; }
+    if (f == 3 && npk_cpu_level() >= 3) { conv8_vnni(p, q_lo, q_hi); return 0; }
     if (f == 1 && npk_cpu_level() >= 1) {
         if (!p->wide)
             return -1;
-        conv8_avx2(p, oy_lo, oy_hi);
+        conv8_avx2(p, q_lo, q_hi);
         return 0;
     }
     if (f != 0)
         return -1;
 #endif
-    conv8_portable(p, oy_lo, oy_hi);
+    conv8_portable(p, q_lo, q_hi);
     return 0;
 }

@@ -65,7 +65,7 @@ int npk_normalize_u8(const uint8_t *src, int64_t src_row, void *dst, int64_t dst
  * (dy, dx), input blocks c and lanes l of a padded input x (C1, Hp, Wp, CC) whose border holds the zero point zp;
  * k = ((dy * kw + dx) * C1 + c) * CC + l; then f = float(acc) * mult[j] + bias[j] (float32, no fused multiply-add)
  * and, when `out` is set, int8(rint(min(max(f, lo), hi))) at out + (j / 16) * out_plane + pix * 16 (an NC1HWC2
- * slot with C2 = 16), else f at y[pix * n + j]. Output rows [oy_lo, oy_hi).
+ * slot with C2 = 16), else f at y[pix * n + j]. Output pixels [q_lo, q_hi) (pix = oy * wo + ox).
  * act 1 (with `out`): f is first replaced by swish(f) * inv_scale + out_zp, swish(f) = f / (1 + e^(-alpha f)) with
  * e^z in float32 basic operations only (Cephes expf: z clamped to [-87, 87], n = rint(z log2 e), two-part
  * reduction, degree-5 polynomial, times 2^n), the sequence `npurt.exec.inplace.epilogue.swish_codes` runs in numpy. */
@@ -95,7 +95,7 @@ int64_t npk_conv8_packed_size(int64_t k, int64_t n, int level);
 int npk_conv8_pack(const int8_t *w, int64_t k, int64_t n, void *packed, int level);
 /* `wide` (levels 1, 2): a scratch of c1 * hp * wp * cc int16 per thread that runs parts of the call, the thread of
  * slot s (npk_thread_slot) using wide + s * wide_stride */
-int npk_conv8(const struct npk_conv8 *p, int64_t oy_lo, int64_t oy_hi);
+int npk_conv8(const struct npk_conv8 *p, int64_t q_lo, int64_t q_hi);
 /* the machine's int8 multiply-add limit, for the bench: `iters` rounds of 8 independent register-only chains of
  * kind 0 vpmaddwd + vpaddd on int16 (the AVX2 conv's exact mix), 1 vpmaddubsw + vpmaddwd + vpaddd on u8 x s8
  * (saturating: a reference only), 2 vpdpbusd on zmm (the VNNI conv's); returns the multiply-adds done, 0 when the
@@ -107,7 +107,7 @@ int64_t npk_int8_peak(int kind, int64_t iters);
  * c; NC1HWC2, or NHWC as C1 = 1) and w[k, j] stored at w + (j / 16) * K * 16 + k * 16 + j % 16 (16-channel blocks,
  * each K x 16 contiguous), n a multiple of 16; when `out` is set, the activation `act` (0 none, 1 Relu, 2 Clip to [p0, p1], 3 LeakyRelu with
  * alpha p0) and a float16 store of channels j < out_channels at out + (j / out_c2) * out_plane + pix * out_c2
- * + j % out_c2 (an NC1HWC2 slot), else the float32 sum into y (pix, n). Output rows [oy_lo, oy_hi). */
+ * + j % out_c2 (an NC1HWC2 slot), else the float32 sum into y (pix, n). Output pixels [q_lo, q_hi). */
 struct npk_convf {
     const float *x;
     int64_t c1, hp, wp, cc;
@@ -121,7 +121,7 @@ struct npk_convf {
     int64_t out_c2, out_channels, out_plane;
     float *y;
 };
-int npk_convf(const struct npk_convf *p, int64_t oy_lo, int64_t oy_hi);
+int npk_convf(const struct npk_convf *p, int64_t q_lo, int64_t q_hi);
 
 /* depthwise conv straight from an NC1HWC2 slot (npurt_convf.c): x (C1, H, Ws, C2) float16 (xtype 0) or int8 codes
  * (xtype 1) read as float32, inputs outside the H x W image (pads top pt, left pl) read as `border`; for each block c,
@@ -193,11 +193,20 @@ int npk_max_pool(const struct npk_pool *p, int64_t plane_lo, int64_t plane_hi);
 int npk_global_avg_pool(const void *x, int xtype, int64_t c1, int64_t hw, int64_t c2, float scale, float shift,
                         int64_t channels, float inv, float zp, void *out);
 
-/* parts of one kernel call run in parallel (npurt_threads.c): part k is kernel `kind`'s (struct structs[k], rows
- * or blocks [bounds[2k], bounds[2k + 1])); the caller and up to threads - 1 persistent worker threads claim them in
+/* parts of one kernel call run in parallel (npurt_threads.c): part k is kernel `kind`'s (struct structs[k], pixels,
+ * blocks or elements [bounds[2k], bounds[2k + 1])); the caller and up to threads - 1 persistent worker threads claim them in
  * turn (nparts, threads <= 64). 0, or -1 when a part returned -1 or the arguments are out of range. */
 enum npk_part_kind { NPK_PART_CONVF = 0, NPK_PART_CONV8 = 1, NPK_PART_DEPTHWISE = 2, NPK_PART_MAX_POOL = 3,
-                     NPK_PART_CAST = 4, NPK_PART_LOOKUP = 5, NPK_PART_BINARY = 6 };
+                     NPK_PART_CAST = 4, NPK_PART_LOOKUP = 5, NPK_PART_BINARY = 6, NPK_PART_LAYOUT = 7 };
+/* one npk_planes_to_lanes (to_lanes 1; s* the source's strides, W1 its Wd) or npk_lanes_to_planes call (to_lanes
+ * 0; s* the destination's strides, W1 its Ws) (parts: ranges of its C1 blocks) */
+struct npk_layout_call {
+    int32_t conv, to_lanes;
+    const void *src;
+    void *dst;
+    int64_t sn, sc, sh, n, c, h, w, c1, c2, w1;
+    float a, b;
+};
 /* the arguments of one npk_cast_nd call (parts: ranges of its first axis) */
 struct npk_cast_call {
     int32_t conv, ndim;

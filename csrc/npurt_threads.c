@@ -97,6 +97,15 @@ static int binary_part(const struct npk_binary_call *c, int64_t lo, int64_t hi)
                           hi - lo, c->act, c->lo, c->hi);
 }
 
+static int layout_part(const struct npk_layout_call *c, int64_t lo, int64_t hi)
+{
+    if (c->to_lanes)
+        return npk_planes_to_lanes(c->conv, c->src, c->sn, c->sc, c->sh, c->dst, c->n, c->c, c->h, c->w, c->c1,
+                                   c->c2, c->w1, lo, hi, c->a, c->b);
+    return npk_lanes_to_planes(c->conv, c->src, c->dst, c->sn, c->sc, c->sh, c->n, c->c, c->h, c->w, c->c1, c->c2,
+                               c->w1, lo, hi, c->a, c->b);
+}
+
 static int run_part(int kind, const void *p, int64_t lo, int64_t hi)
 {
     switch (kind) {
@@ -107,6 +116,7 @@ static int run_part(int kind, const void *p, int64_t lo, int64_t hi)
     case NPK_PART_CAST: return cast_part(p, lo, hi);
     case NPK_PART_LOOKUP: return lookup_part(p, lo, hi);
     case NPK_PART_BINARY: return binary_part(p, lo, hi);
+    case NPK_PART_LAYOUT: return layout_part(p, lo, hi);
     default: return -1;
     }
 }
@@ -213,7 +223,7 @@ static int all_finished(const void *nparts)
 int npk_run_parts(int kind, void *const *structs, const int64_t *bounds, int nparts, int threads)
 {
     if (!structs || !bounds || nparts < 1 || nparts > MAX_PARTS || threads < 1 || threads > MAX_PARTS || kind < 0
-        || kind > NPK_PART_BINARY)
+        || kind > NPK_PART_LAYOUT)
         return -1;
     int status = 0;
     if (nparts == 1 || threads == 1 || thread_slot != 0 || pthread_mutex_trylock(&pool.busy) != 0) {

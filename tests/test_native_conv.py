@@ -218,3 +218,34 @@ def test_late_layer_shapes_sum_exactly(level):
     K.float_conv(xf, wf, bias, *geometry, y=yf)()
     want = conv_fp16.accumulate(conv_int8.columns(xf, *geometry), wf, np.empty_like(yf), np.empty_like(yf)) + bias
     np.testing.assert_array_equal(yf.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("c1, n, hw", [(2, 32, (7, 7)), (32, 64, (7, 5)), (1, 48, (13, 11))],
+                         ids=["input-outer", "weights-outer", "rows-of-11"])
+def test_conv_parts_split_at_pixels_inside_rows(level, c1, n, hw, monkeypatch):
+    """Dense conv parts are ranges of output pixels (multiples of the tiles, not of rows): with three threads a part
+    starts inside an output row, and the int8 (each thread widening its own rows at the AVX2 level) and float16
+    convs store what one thread stores."""
+    rng = np.random.default_rng(sum(hw) + c1)
+    geometry = ((3, 3), (1, 1), (1, 1), hw)
+    x, w, _ = _int8_case(rng, c1, 16, hw[0] + 2, hw[1] + 2, *geometry[:3], n, "random")
+    colsum = w.astype(np.int64).sum(axis=0).astype(np.int32)
+    mult, bias = rng.uniform(1e-4, 1e-3, n).astype(np.float32), rng.uniform(-9, 9, n).astype(np.float32)
+    xf = (x.astype(np.float32) / 64).astype(np.float16).astype(np.float32)
+    wf = (w.astype(np.float32) / 256).astype(np.float16).astype(np.float32)
+
+    def stored(threads: str):
+        monkeypatch.setenv("NPURT_EXEC_THREADS", threads)
+        out8 = np.zeros((n // 16,) + hw + (16,), np.int8)
+        out16 = np.zeros((n // 8,) + hw + (8,), np.float16)
+        runs = [K.int8_conv(x, w, colsum, 3, mult, bias, *geometry, out=out8, bounds=(-100.0, 90.0),
+                            wide=lambda k: np.empty(k, np.int16)),
+                K.float_conv(xf, wf, bias, *geometry, out=out16, activation=(4, 1.0, 0.0))]
+        for run in runs:
+            run()
+        return runs, out8, out16.view(np.uint16)
+    one, three = stored("1"), stored("3")
+    starts = [lo for _, lo, _ in three[0][0].parts[0]]
+    assert len(starts) == 3 and any(lo % hw[1] for lo in starts)
+    np.testing.assert_array_equal(three[1], one[1])
+    np.testing.assert_array_equal(three[2], one[2])

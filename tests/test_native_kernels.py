@@ -401,26 +401,30 @@ def test_parts_on_worker_threads_concurrent_callers_and_fork(monkeypatch):
 
 
 def test_copies_lookups_and_elementwise_calls_split_over_threads(monkeypatch):
-    """With $NPURT_EXEC_THREADS = 3 a prepared copy (strided, casting), table lookup (plain and by lanes) or float16 /
-    int8 elementwise call of at least SPLIT_BYTES runs as parts on the worker threads and stores the serial bytes;
-    a small one stays one call."""
+    """With $NPURT_EXEC_THREADS = 3 a prepared copy (strided, casting), table lookup (plain and by lanes), float16 /
+    int8 elementwise call or layout conversion (by C1 blocks, padding included) of at least SPLIT_BYTES runs as
+    parts on the worker threads and stores the serial bytes; a small one stays one call."""
     rng = np.random.default_rng(8)
     src = rng.standard_normal((5, 70, 90, 8)).astype(np.float16)
     a16, b16 = (rng.standard_normal(50_001).astype(np.float16) for _ in range(2))
     a8, b8 = (rng.integers(-128, 128, 70_001).astype(np.int8) for _ in range(2))
     idx = rng.integers(0, 256, (3000, 16)).astype(np.uint8)
     table = rng.integers(0, 256, 256).astype(np.uint8)
+    lanes = rng.integers(-128, 128, (1, 5, 40, 41, 16)).astype(np.int8)
+    planes = rng.standard_normal((1, 77, 40, 40)).astype(np.float32)
 
     def outputs() -> list:
         dst = np.zeros((5, 72, 92, 8), np.float32)
         o16, o8 = np.zeros(50_001, np.float16), np.zeros(70_001, np.int8)
         t1, t2 = np.zeros((3000, 16), np.uint8), np.zeros((3000, 16), np.uint8)
+        unpacked, packed = np.zeros((1, 77, 40, 40), np.float32), np.ones((1, 10, 40, 48, 8), np.float16)
         calls = [K.cast_fn(dst[:, 1:71, 1:91], src), K.binary_f16_fn("Add", o16, a16, b16, "Clip", (-0.5, 0.75)),
                  K.binary_i8_fn("Mul", o8, a8, b8, (0.05, 0.1), (0.02, -0.3), (12.5, 3.0)),
-                 K.lookup_fn(t1, table, idx), K.lookup_fn(t2, table, idx, lanes=(16, 11))]
+                 K.lookup_fn(t1, table, idx), K.lookup_fn(t2, table, idx, lanes=(16, 11)),
+                 K.lanes_to_planes_fn(unpacked, lanes, (0.03, -0.6)), K.planes_to_lanes_fn(packed, planes)]
         for run in calls:
             run()
-        return [calls, dst, o16, o8, t1, t2]
+        return [calls, dst, o16, o8, t1, t2, unpacked, packed]
     serial = outputs()
     monkeypatch.setenv("NPURT_EXEC_THREADS", "3")
     split = outputs()

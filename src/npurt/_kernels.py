@@ -35,21 +35,24 @@ _enabled = lib is not None and os.environ.get("NPURT_NATIVE", "1") != "0"
 
 
 def exec_threads() -> int:
-    """Threads a compiled conv or pool step splits its output rows (depthwise, pools: C1 blocks) over:
+    """Threads a compiled step splits its work over (dense convs: output pixels; depthwise, pools, layout
+    conversions: C1 blocks; copies, lookups, elementwise ops of SPLIT_BYTES or more: elements):
     $NPURT_EXEC_THREADS if a positive integer, else 1. Read when a step is prepared (at bind)."""
     v = os.environ.get("NPURT_EXEC_THREADS", "")
     return int(v) if v.isdigit() and int(v) > 0 else 1
 
 
-# the C kernels a step's parts can run in parallel (enum npk_part_kind); the last three through their call structs
-PART_KINDS = {"convf": 0, "conv8": 1, "depthwise": 2, "max_pool": 3, "cast": 4, "lookup": 5, "binary": 6}
+# the C kernels a step's parts can run in parallel (enum npk_part_kind); from "cast" on through their call structs
+PART_KINDS = {"convf": 0, "conv8": 1, "depthwise": 2, "max_pool": 3, "cast": 4, "lookup": 5, "binary": 6,
+              "layout": 7}
 SPLIT_BYTES = 1 << 15       # a copy, lookup or elementwise call splits over the threads from this many output bytes
+TILE_PIXELS = 8             # a dense conv's parts start at multiples of 8 pixels (its tiles are 6, 8 or 12)
 
 
 def _row_parts(rows: int, align: int = 1) -> list[tuple[int, int]]:
     """[lo, hi) ranges splitting `rows` over exec_threads() (at most one per row; bounds multiples of `align`)."""
     t = max(1, min(exec_threads(), -(-rows // align)))
-    bounds = [min(rows, rows * k // t // align * align) for k in range(t)] + [rows]
+    bounds = [min(rows, (rows * k // t + align // 2) // align * align) for k in range(t)] + [rows]
     return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
 
 
@@ -292,20 +295,22 @@ def planes_to_lanes(dst: np.ndarray, src: np.ndarray, quant: tuple[float, float]
     Wd >= W, C1 * C2 >= C): dst[n, c // C2, h, w, c % C2] = src[n, c, h, w], converted (float32 -> float16, or
     quantised with `quant` = (inv_scale, zp)); padding lanes, pixels and blocks are zero. NCHW -> NC1HWC2, and
     NCHW -> NHWC as C1 = 1, C2 = C. `blocks` = (lo, hi) limits the work to C1 blocks [lo, hi)."""
+    return _ran(planes_to_lanes_fn(dst, src, quant, blocks))
+
+
+def planes_to_lanes_fn(dst: np.ndarray, src: np.ndarray, quant: tuple[float, float] | None = None,
+                       blocks: tuple[int, int] | None = None):
+    """`planes_to_lanes(dst, src, quant, blocks)` prepared once: a zero-argument function, or None when it would
+    decline."""
     if not _enabled or not _writable(dst) or not isinstance(src, np.ndarray) or dst.ndim != 5 or src.ndim != 4:
-        return False
+        return None
     conv = _conversion(src.dtype, dst.dtype, quant)
     n, c1, h, wd, c2 = dst.shape
     strides = _element_strides(src)
     if conv is None or strides is None or not dst.flags.c_contiguous or strides[3] != 1 or src.shape[0] != n \
             or src.shape[2] != h or src.shape[3] > wd or src.shape[1] > c1 * c2:
-        return False
-    sn, sc, sh, _ = strides
-    lo, hi = blocks or (0, c1)
-    a, b = quant or (0.0, 0.0)
-    lib.npk_planes_to_lanes(conv, _ptr(src), sn, sc, sh, _ptr(dst), n, src.shape[1], h, src.shape[3], c1, c2, wd,
-                            lo, hi, float(np.float32(a)), float(np.float32(b)))
-    return True
+        return None
+    return _layout_fn(1, conv, src, dst, strides[:3], (n, src.shape[1], h, src.shape[3], c1, c2, wd), quant, blocks)
 
 
 def lanes_to_planes(dst: np.ndarray, src: np.ndarray, quant: tuple[float, float] | None = None,
@@ -328,17 +333,32 @@ def lanes_to_planes_fn(dst: np.ndarray, src: np.ndarray, quant: tuple[float, flo
     if conv is None or strides is None or not src.flags.c_contiguous or strides[3] != 1 or dst.shape[0] != n \
             or dst.shape[2] != h or dst.shape[3] > ws or dst.shape[1] > c1 * c2:
         return None
-    dn, dc, dh, _ = strides
-    lo, hi = blocks or (0, c1)
-    a, b = quant or (0.0, 0.0)
-    args = (conv, _ptr(src), _ptr(dst), dn, dc, dh, n, dst.shape[1], h, dst.shape[3], c1, c2, ws, lo, hi,
-            float(np.float32(a)), float(np.float32(b)))
-    call = lib.npk_lanes_to_planes
+    return _layout_fn(0, conv, src, dst, strides[:3], (n, dst.shape[1], h, dst.shape[3], c1, c2, ws), quant, blocks)
+
+
+def _layout_fn(to_lanes: int, conv: int, src: np.ndarray, dst: np.ndarray, strides: tuple, dims: tuple,
+               quant: tuple[float, float] | None, blocks: tuple[int, int] | None):
+    """The prepared layout call (`npk_planes_to_lanes` or `npk_lanes_to_planes`: `strides` those of the planes
+    side, `dims` (N, C, H, W, C1, C2, W of the lanes side)), its C1 blocks split over the threads."""
+    lo, hi = blocks or (0, dims[4])
+    a, b = (float(np.float32(v)) for v in (quant or (0.0, 0.0)))
+    c = ffi.new("struct npk_layout_call *")
+    c.conv, c.to_lanes, c.src, c.dst, c.a, c.b = conv, to_lanes, _ptr(src), _ptr(dst), a, b
+    c.sn, c.sc, c.sh = strides
+    c.n, c.c, c.h, c.w, c.c1, c.c2, c.w1 = dims
+    if to_lanes:
+        call, args = lib.npk_planes_to_lanes, (conv, c.src, *strides, c.dst, *dims, lo, hi, a, b)
+    else:
+        call, args = lib.npk_lanes_to_planes, (conv, c.src, c.dst, *strides, *dims, lo, hi, a, b)
 
     def run() -> None:
         call(*args)
-    run.arrays = (dst, src)
-    return run
+    run.arrays = (dst, src, c)
+    if hi - lo < 2 or exec_threads() < 2 or dst.nbytes * (hi - lo) // dims[4] < SPLIT_BYTES:
+        return run
+    split = _parallel("layout", [(c, a_, b_) for a_, b_ in ((lo + x, lo + y) for x, y in _row_parts(hi - lo))])
+    split.arrays = run.arrays
+    return split
 
 
 def regroup(dst: np.ndarray, src: np.ndarray, width: int) -> bool:
@@ -464,7 +484,7 @@ def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, m
     w = np.ascontiguousarray(weights)
     if lib.npk_conv8_pack(ffi.cast("int8_t *", w.ctypes.data), k, n, _ptr(packed), lvl) != 0:
         return None
-    parts = _row_parts(ho)
+    parts = _row_parts(ho * wo, TILE_PIXELS)
     threads = min(exec_threads(), len(parts))
     scratch = wide(x.size * threads) if wide is not None and lvl in (1, 2) else None
     if lvl in (1, 2) and (scratch is None or scratch.dtype != np.int16 or scratch.size < x.size * threads):
@@ -538,7 +558,7 @@ def float_conv(x: np.ndarray, weights: np.ndarray, bias: np.ndarray, kernel: tup
         p.out = ffi.cast("uint16_t *", out.ctypes.data)
         p.out_c2, p.out_channels, p.out_plane = out.shape[3], out.shape[0] * out.shape[3], ho * wo * out.shape[3]
     p.y = ffi.cast("float *", y.ctypes.data) if y is not None else ffi.NULL
-    run = _parallel("convf", [(p, lo, hi) for lo, hi in _row_parts(ho)])
+    run = _parallel("convf", [(p, lo, hi) for lo, hi in _row_parts(ho * wo, TILE_PIXELS)])
     run.arrays = (x, blocks, bias, out, y, p)      # the memory the pointers point into stays alive with the function
     return run
 

@@ -11,7 +11,7 @@ import numpy as np
 
 import npurt._kernels as _kernels
 from npurt.exec.inplace.binding import StepBinding
-from npurt.exec.inplace.epilogue import filler, padding_lanes
+from npurt.exec.inplace.epilogue import filler, padding_lanes, sequence
 from npurt.exec.inplace.slots import Skip, activation, kind_of, same_storage_type
 from npurt.tensor import Layout
 
@@ -60,16 +60,18 @@ def _repack_reshape(src: str, name: str, si, so, ctx: StepBinding) -> Callable[[
     x, o = ctx.slot(src), ctx.slot(name)
     planes = ctx.typed_scratch(x.dtype, math.prod(si.shape))[:math.prod(si.shape)]
     p_in, p_out = planes.reshape(si.shape), planes.reshape(so.shape)
-    unpack = [(d, s) for d, s in _lane_planes(x, planes, si)]
-    pack = [(s, d) for d, s in _lane_planes(o, planes, so)]
+    unpack = _kernels.lanes_to_planes_fn(p_in, x)
+    pack = _kernels.planes_to_lanes_fn(o, p_out)
+    if unpack is not None and pack is not None:
+        return sequence(unpack, pack)
+    unpacks = [(d, s) for d, s in _lane_planes(x, planes, si)]
+    packs = [(s, d) for d, s in _lane_planes(o, planes, so)]
     pads = filler(padding_lanes(so, o))
 
     def run() -> None:
-        if not _kernels.lanes_to_planes(p_in, x):
-            for dst, val in unpack:
-                np.copyto(dst, val)
-        if not _kernels.planes_to_lanes(o, p_out):
-            for dst, val in pack:
-                np.copyto(dst, val)
-            pads()
+        for dst, val in unpacks:
+            np.copyto(dst, val)
+        for dst, val in packs:
+            np.copyto(dst, val)
+        pads()
     return run
