@@ -249,3 +249,34 @@ def test_conv_parts_split_at_pixels_inside_rows(level, c1, n, hw, monkeypatch):
     assert len(starts) == 3 and any(lo % hw[1] for lo in starts)
     np.testing.assert_array_equal(three[1], one[1])
     np.testing.assert_array_equal(three[2], one[2])
+
+
+@pytest.mark.parametrize("hw", [(1, 1), (3, 5)])
+def test_conv_parts_on_small_maps_split_by_channel_blocks(level, hw, monkeypatch):
+    """A conv with few output pixels (a classifier's 1 x 1 map) splits its 16-channel blocks over the threads (each
+    part the same call on offset weights, sums and outputs; float16 outputs of 72 channels on 80 computed): the
+    bytes one thread stores."""
+    rng = np.random.default_rng(hw[1])
+    n, geometry = 80, ((3, 3), (1, 1), (1, 1), hw)
+    x, w, _ = _int8_case(rng, 3, 16, hw[0] + 2, hw[1] + 2, *geometry[:3], n, "random")
+    colsum = w.astype(np.int64).sum(axis=0).astype(np.int32)
+    mult, bias = rng.uniform(1e-4, 1e-3, n).astype(np.float32), rng.uniform(-9, 9, n).astype(np.float32)
+    xf = (x.astype(np.float32) / 64).astype(np.float16).astype(np.float32)
+    wf = (w.astype(np.float32) / 256).astype(np.float16).astype(np.float32)
+
+    def stored(threads: str):
+        monkeypatch.setenv("NPURT_EXEC_THREADS", threads)
+        out8 = np.zeros((n // 16,) + hw + (16,), np.int8)
+        out16 = np.full((9,) + hw + (8,), 7, np.float16)
+        runs = [K.int8_conv(x, w, colsum, -5, mult, bias, *geometry, out=out8, swish=(1.0, 20.0, -3.0),
+                            wide=lambda k: np.empty(k, np.int16)),
+                K.float_conv(xf, wf, bias, *geometry, out=out16, activation=(1, 0.0, 0.0))]
+        for run in runs:
+            run()
+        return runs, out8, out16.view(np.uint16)
+    one, two = stored("1"), stored("2")
+    if level != "portable":                              # the portable int8 weights are not stored by block
+        assert len({int(K.ffi.cast("intptr_t", q.w)) for q, _, _ in two[0][0].parts[0]}) == 2
+    assert [hi for _, _, hi in two[0][1].parts[0]] == [hw[0] * hw[1]] * 2
+    np.testing.assert_array_equal(two[1], one[1])
+    np.testing.assert_array_equal(two[2], one[2])

@@ -73,6 +73,12 @@ def _parallel(kind: str, parts: list):
     return run
 
 
+def _few_pixels(pixels: int, n: int) -> bool:
+    """Whether a conv with `pixels` outputs of `n` channels splits over the threads by 16-channel blocks (too few
+    pixel tiles to share out evenly, e.g. a classifier's 1 x 1 map) instead of by pixels."""
+    return exec_threads() > 1 and pixels <= 4 * TILE_PIXELS and n // 16 >= 2
+
+
 def _split(kind: str, struct, units: int, unit_bytes: int, serial):
     """`serial` (a prepared zero-argument call), or the same call as `kind`'s parts over [0, units) when several
     threads are set and it writes at least SPLIT_BYTES (`struct` its arguments, a struct npk_*_call)."""
@@ -484,7 +490,9 @@ def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, m
     w = np.ascontiguousarray(weights)
     if lib.npk_conv8_pack(ffi.cast("int8_t *", w.ctypes.data), k, n, _ptr(packed), lvl) != 0:
         return None
-    parts = _row_parts(ho * wo, TILE_PIXELS)
+    block_bytes = {1: 32 * k, 2: 32 * k, 3: 16 * k}.get(lvl)      # a 16-channel block of the packed weights
+    by_channels = out is not None and block_bytes is not None and _few_pixels(ho * wo, n)
+    parts = _row_parts(n // 16) if by_channels else _row_parts(ho * wo, TILE_PIXELS)
     threads = min(exec_threads(), len(parts))
     scratch = wide(x.size * threads) if wide is not None and lvl in (1, 2) else None
     if lvl in (1, 2) and (scratch is None or scratch.dtype != np.int16 or scratch.size < x.size * threads):
@@ -509,8 +517,14 @@ def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, m
     if swish is not None:
         p.act = 1
         p.alpha, p.inv_scale, p.out_zp = (float(np.float32(v)) for v in swish)
-    run = _parallel("conv8", [(p, lo, hi) for lo, hi in parts])
-    run.arrays = (x, packed, colsum, mult, bias, out, y, scratch, p)   # the memory the pointers point into
+    structs = []
+    for b0, b1 in parts if by_channels else ():        # each part its channel blocks: the same pointers, offset
+        q = ffi.new("struct npk_conv8 *", p[0])
+        q.n, q.w, q.out = (b1 - b0) * 16, ffi.cast("char *", p.w) + b0 * block_bytes, p.out + b0 * p.out_plane
+        q.colsum, q.mult, q.bias = p.colsum + b0 * 16, p.mult + b0 * 16, p.bias + b0 * 16
+        structs.append((q, 0, ho * wo))
+    run = _parallel("conv8", structs or [(p, lo, hi) for lo, hi in parts])
+    run.arrays = (x, packed, colsum, mult, bias, out, y, scratch, p, structs)  # the memory the pointers point into
     return run
 
 
@@ -558,8 +572,16 @@ def float_conv(x: np.ndarray, weights: np.ndarray, bias: np.ndarray, kernel: tup
         p.out = ffi.cast("uint16_t *", out.ctypes.data)
         p.out_c2, p.out_channels, p.out_plane = out.shape[3], out.shape[0] * out.shape[3], ho * wo * out.shape[3]
     p.y = ffi.cast("float *", y.ctypes.data) if y is not None else ffi.NULL
-    run = _parallel("convf", [(p, lo, hi) for lo, hi in _row_parts(ho * wo, TILE_PIXELS)])
-    run.arrays = (x, blocks, bias, out, y, p)      # the memory the pointers point into stays alive with the function
+    structs = []
+    if out is not None and 16 % out.shape[3] == 0 and _few_pixels(ho * wo, n):
+        for b0, b1 in _row_parts(n // 16):          # each part its channel blocks: the same pointers, offset
+            q = ffi.new("struct npk_convf *", p[0])
+            q.n, q.w, q.bias = (b1 - b0) * 16, p.w + b0 * 16 * k, p.bias + b0 * 16
+            q.out, q.out_channels = p.out + b0 * 16 // p.out_c2 * p.out_plane, min(p.out_channels - b0 * 16, q.n)
+            if q.out_channels > 0:
+                structs.append((q, 0, ho * wo))
+    run = _parallel("convf", structs or [(p, lo, hi) for lo, hi in _row_parts(ho * wo, TILE_PIXELS)])
+    run.arrays = (x, blocks, bias, out, y, p, structs)  # the memory the pointers point into stays alive with it
     return run
 
 
