@@ -340,9 +340,11 @@ struct dw_ring { float *data; int64_t *held; const float **rows; int64_t wp; };
 static int dw_ring_alloc(const struct npk_dw *p, struct dw_ring *r)
 {
     r->wp = (p->wo - 1) * p->sw + p->kw;
-    r->data = malloc((size_t)(p->kh * r->wp * p->c2) * sizeof(float) + (size_t)p->kh * (sizeof(int64_t) + sizeof(float *)));
-    if (!r->data)
+    void *data = NULL;       /* cache-line aligned: with 16-lane rows every 64-byte load stays in one line */
+    if (posix_memalign(&data, 64, (size_t)(p->kh * r->wp * p->c2) * sizeof(float)
+                                  + (size_t)p->kh * (sizeof(int64_t) + sizeof(float *))))
         return -1;
+    r->data = data;
     r->held = (int64_t *)(r->data + p->kh * r->wp * p->c2);
     r->rows = (const float **)(r->held + p->kh);
     return 0;
