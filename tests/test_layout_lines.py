@@ -92,3 +92,25 @@ def test_nhwc_rows_as_slices_match_numpy(restore_level, dtype, n, c, h, w, pad_w
         back = np.full(x.shape, 7, x.dtype)
         nhwc_to_nchw(nhwc, width=w, out=back)
         assert np.array_equal(back.view(np.uint8), x.view(np.uint8)), level
+
+
+@pytest.mark.skipif(not K.available(), reason="compiled kernels not built")
+@pytest.mark.parametrize("dtype, c2, shape", [(np.int8, 16, (1, 256, 130, 256)), (np.float16, 8, (1, 64, 256, 257)),
+                                              (np.float16, 8, (1, 66, 259, 260))])
+def test_outputs_beyond_the_caches_stream_the_same_bytes(restore_level, dtype, c2, shape):
+    """Conversions writing 8 MiB or more stream their lines (non-temporal stores) at AVX-512 where every line is
+    aligned (planes a multiple of 64 bytes apart) and store them normally where not: the bytes of the numpy path,
+    both directions, a partly used last block included."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, size=shape).astype(dtype)
+    assert x.nbytes >= 8 << 20
+    c1 = -(-shape[1] // c2)
+    expect = numpy_path(nchw_to_nc1hwc2, x, c2, c1, shape[3])
+    for level in LEVELS:
+        K.set_level(level)
+        packed = np.full((1, c1) + shape[2:] + (c2,), 5, x.dtype)
+        assert K.planes_to_lanes(packed, x)
+        assert np.array_equal(packed.view(np.uint8), expect.view(np.uint8)), level
+        back = np.full(x.shape, 7, x.dtype)
+        assert K.lanes_to_planes(back, packed)
+        assert np.array_equal(back.view(np.uint8), x.view(np.uint8)), level
