@@ -15,13 +15,16 @@ The bench skips with one line when the toolkit venv cannot be made (no python3.1
 With `--optimize=cle,bias[,adaround]` the same script also runs on `npurt optimize`'s output (columns "+eq": the
 vendor's quantiser given the equalised / bias-corrected / grid-aligned float model); with `--qdq`, onnxruntime's QDQ
 int8 as the QNN EP's flow makes it (`get_qnn_qdq_config`, same calibration images) on each model too.
-Run: python bench/quant_vs_toolkit.py [--quick] [--cfg] [--optimize=LIST] [--qdq] [--fp16] [model ...]   (--quick:
-PP-OCRv4 det only, 8 calibration inputs; --cfg: also write both sides' hybrid_quantization_step1 .quantization.cfg
-into the work folder; --fp16: both sides build without quantisation, for the fp16 cosines and times)
+Run: python bench/quant_vs_toolkit.py [--quick] [--cfg] [--optimize=LIST] [--qdq] [--fp16] [--one-core] [model ...]
+(--quick: PP-OCRv4 det only, 8 calibration inputs; --cfg: also write both sides' hybrid_quantization_step1 .quantization.cfg
+into the work folder; --fp16: both sides build without quantisation, for the fp16 cosines and times; --one-core:
+each side's script pinned to one CPU, as the executor's 1-thread rows (the simulator's onnxruntime otherwise runs
+on every core, npurt on one))
 """
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -175,12 +178,20 @@ def prepare(work: Path, folder: Path, lines: list[str]) -> None:
     (work / "dataset.txt").write_text("\n".join(lines) + "\n")
 
 
+ONE_CORE = "--one-core" in sys.argv
+
+
+def one_core() -> None:
+    """Pin the calling (child) process to the first CPU it may use: one core for each side, in turn."""
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
 def run_side(python: list[str], job: dict, folder: Path) -> dict[str, np.ndarray]:
     """Run the script with `python` (the toolkit venv's, or `npurt exec`) on `job`; its outputs."""
     path = folder / f"job_{job['side']}.json"
     path.write_text(json.dumps(job))
     done = subprocess.run(python + [str(folder / "quant_script.py"), str(path)], cwd=folder, capture_output=True,
-                          text=True)
+                          text=True, preexec_fn=one_core if ONE_CORE else None)
     if done.returncode != 0:
         raise RuntimeError(f"{job['side']} script failed: {(done.stderr or done.stdout).strip()[-800:]}")
     if job.get("cfg"):

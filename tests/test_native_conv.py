@@ -280,3 +280,31 @@ def test_conv_parts_on_small_maps_split_by_channel_blocks(level, hw, monkeypatch
     assert [hi for _, _, hi in two[0][1].parts[0]] == [hw[0] * hw[1]] * 2
     np.testing.assert_array_equal(two[1], one[1])
     np.testing.assert_array_equal(two[2], one[2])
+
+
+@pytest.mark.skipif(not K.available() or K.LEVELS.index(K.cpu_level()) < K.LEVELS.index("avx2"),
+                    reason="the AVX2 int8 conv (per-thread scratch) needs an AVX2 CPU")
+def test_a_call_uses_only_its_threads_scratch(monkeypatch):
+    """Worker threads started by a call of four threads stay out of a later call of two (its AVX2 int8 conv widens
+    rows into two threads' scratch: a third thread's slot would write past it), and the bytes are one thread's."""
+    rng = np.random.default_rng(9)
+    geometry = ((3, 3), (1, 1), (1, 1), (20, 9))
+    x, w, _ = _int8_case(rng, 2, 16, 22, 11, *geometry[:3], 32, "random")
+    colsum = w.astype(np.int64).sum(axis=0).astype(np.int32)
+    mult, bias = np.full(32, 1e-3, np.float32), np.zeros(32, np.float32)
+    try:
+        K.set_level("avx2")
+        monkeypatch.setenv("NPURT_EXEC_THREADS", "4")
+        out4 = np.zeros((2, 20, 9, 16), np.int8)
+        K.int8_conv(x, w, colsum, 1, mult, bias, *geometry, out=out4, wide=lambda k: np.empty(k, np.int16))()
+        monkeypatch.setenv("NPURT_EXEC_THREADS", "2")
+        scratch = np.full(2 * x.size + 4096, 12345, np.int16)             # two threads' scratch, then a canary
+        out2 = np.zeros_like(out4)
+        run = K.int8_conv(x, w, colsum, 1, mult, bias, *geometry, out=out2, wide=lambda k: scratch[:k])
+        assert len(run.parts[0]) == 2
+        for _ in range(200):
+            run()
+        assert np.all(scratch[2 * x.size:] == 12345)
+        np.testing.assert_array_equal(out2, out4)
+    finally:
+        K.set_level("")
