@@ -17,7 +17,9 @@
 #include <immintrin.h>
 #endif
 
-enum { ACT_NONE = 0, ACT_RELU = 1, ACT_CLIP = 2, ACT_LEAKY = 3, ACT_SILU = 4 };
+/* fused activations (apply_activation's float32 operations, in order): HardSigmoid clip(v * p0 + p1, 0, 1), HardSwish
+ * v * clip(v * p0 + p1, 0, 1) with p0 = float32(1 / 6), p1 = 0.5 */
+enum { ACT_NONE = 0, ACT_RELU = 1, ACT_CLIP = 2, ACT_LEAKY = 3, ACT_SILU = 4, ACT_HARD_SIGMOID = 5, ACT_HARD_SWISH = 6 };
 
 static inline float activate(float v, const struct npk_convf *p)
 {
@@ -28,6 +30,14 @@ static inline float activate(float v, const struct npk_convf *p)
     case ACT_CLIP: v = v > p->p0 ? v : p->p0; return v < p->p1 ? v : p->p1;
     case ACT_LEAKY: return v < 0.0f ? v * p->p0 : v;
     case ACT_SILU: return silu1(v, p->p0);
+    case ACT_HARD_SIGMOID:
+    case ACT_HARD_SWISH: {
+        float h = v * p->p0;
+        h = h + p->p1;
+        h = h > 0.0f ? h : 0.0f;
+        h = h < 1.0f ? h : 1.0f;
+        return p->act == ACT_HARD_SWISH ? v * h : h;
+    }
     default: return v;
     }
 }
@@ -103,6 +113,11 @@ static inline __attribute__((always_inline)) __m256 activate8(__m256 v, const st
     else if (p->act == ACT_LEAKY)
         r = _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(p->p0)), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
     else if (p->act == ACT_SILU) r = silu8(v, p->p0);
+    else if (p->act == ACT_HARD_SIGMOID || p->act == ACT_HARD_SWISH) {
+        __m256 h = _mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps(p->p0)), _mm256_set1_ps(p->p1));
+        h = _mm256_min_ps(_mm256_max_ps(h, _mm256_setzero_ps()), _mm256_set1_ps(1.0f));
+        r = p->act == ACT_HARD_SWISH ? _mm256_mul_ps(v, h) : h;
+    }
     return _mm256_blendv_ps(r, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));   /* NaN stays NaN */
 }
 
@@ -249,7 +264,7 @@ static void convf_avx512(const struct npk_convf *p, int64_t q_lo, int64_t q_hi)
 int npk_convf(const struct npk_convf *p, int64_t q_lo, int64_t q_hi)
 {
     if (p->cc < 1 || p->c1 < 1 || p->n % 16 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1
-        || q_lo < 0 || p->wo < 0 || q_hi > p->ho * p->wo || (!p->out && !p->y) || p->act < 0 || p->act > ACT_SILU
+        || q_lo < 0 || p->wo < 0 || q_hi > p->ho * p->wo || (!p->out && !p->y) || p->act < 0 || p->act > ACT_HARD_SWISH
         || (p->out && (p->out_c2 < 1 || p->out_channels > p->n))
         || (int64_t)(p->ho - 1) * p->sh + (int64_t)(p->kh - 1) * p->dh >= p->hp
         || (int64_t)(p->wo - 1) * p->sw + (int64_t)(p->kw - 1) * p->dw >= p->wp)
@@ -504,7 +519,7 @@ static int dw_avx512(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
 int npk_depthwise(const struct npk_dw *p, int64_t c_lo, int64_t c_hi)
 {
     if (p->c2 < 1 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->xtype < 0 || p->xtype > 1
-        || p->mode < 0 || p->mode > 2 || c_lo < 0 || c_hi > p->c1 || p->ws < p->w || p->act < 0 || p->act > ACT_SILU
+        || p->mode < 0 || p->mode > 2 || c_lo < 0 || c_hi > p->c1 || p->ws < p->w || p->act < 0 || p->act > ACT_HARD_SWISH
         || (p->mode == 2 ? !p->y : !p->out) || (p->mode == 0 && p->xtype != 0) || (p->mode == 1 && p->xtype != 1))
         return -1;
 #ifdef NPK_X86

@@ -1144,6 +1144,51 @@ int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, 
     return binary_run(op, a, b, out, n, NPK_F16_F32, NPK_F32_F16, 2, NULL, act, lo, hi);
 }
 
+/* tb[0, m) = the broadcast operand of elements first, first + 1, ...: b[(e / inner) * c2 + e % c2] */
+static void bcast_fill(float *tb, int64_t m, const float *b, int64_t first, int64_t inner, int64_t c2)
+{
+    for (int64_t i = 0; i < m;) {
+        const int64_t e = first + i, off = e % inner, run = inner - off < m - i ? inner - off : m - i;
+        const float *bv = b + e / inner * c2;
+        int64_t j = 0, ph = off % c2;
+        for (; j < run && ph; j++, ph = ph + 1 == c2 ? 0 : ph + 1) tb[i + j] = bv[ph];
+        for (; j + c2 <= run; j += c2) memcpy(tb + i + j, bv, (size_t)c2 * sizeof(float));
+        for (int64_t k = 0; j < run; j++, k++) tb[i + j] = bv[k];
+        i += run;
+    }
+}
+
+int npk_binary_f16_bcast(int op, int swap, const uint16_t *a, const float *b, uint16_t *out, int64_t n,
+                         int64_t first, int64_t inner, int64_t c2, int act, float lo, float hi)
+{
+    if (op < 0 || op > 2 || n < 0 || first < 0 || inner < 1 || c2 < 1 || inner % c2 || act < 0 || act > 2)
+        return -1;
+    float ta[256], tb[256];
+    int64_t held = -1;                  /* the block of b whose pattern tb holds from phase 0, if any */
+    for (int64_t i0 = 0; i0 < n; i0 += 256) {
+        const int64_t m = n - i0 < 256 ? n - i0 : 256, e = first + i0;
+        cast_run(NPK_F16_F32, a + i0, ta, m, 0.0f, 0.0f);
+        const int whole = m == 256 && e % inner + 256 <= inner && e % c2 == 0 && 256 % c2 == 0;
+        if (!whole || held != e / inner) {
+            bcast_fill(tb, m, b, e, inner, c2);
+            held = whole ? e / inner : -1;
+        }
+        if (op == 0) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] + tb[i];
+        else if (op == 1 && swap) for (int64_t i = 0; i < m; i++) ta[i] = tb[i] - ta[i];
+        else if (op == 1) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] - tb[i];
+        else for (int64_t i = 0; i < m; i++) ta[i] = ta[i] * tb[i];
+        if (act == 1)
+            for (int64_t i = 0; i < m; i++) ta[i] = ta[i] > 0.0f || ta[i] != ta[i] ? ta[i] : 0.0f;
+        else if (act == 2)
+            for (int64_t i = 0; i < m; i++) {
+                const float v = ta[i] < lo ? lo : ta[i];
+                ta[i] = v > hi ? hi : v;
+            }
+        cast_run(NPK_F32_F16, ta, out + i0, m, 0.0f, 0.0f);
+    }
+    return 0;
+}
+
 int npk_binary_i8(int op, const int8_t *a, const int8_t *b, int8_t *out, int64_t n, const float *q)
 {
     return binary_run(op, a, b, out, n, NPK_I8_F32, NPK_F32_I8, 1, q, 0, 0.0f, 0.0f);

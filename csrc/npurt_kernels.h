@@ -160,6 +160,12 @@ int npk_lookup_lanes(const void *table, int out_size, const void *a, const void 
 int npk_binary_f16(int op, const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n, int act, float lo,
                    float hi);
 
+/* out[i] = float16(act(float32(a[i]) op B[i])) as npk_binary_f16, B (float32) broadcast: element e = first + i takes
+ * b[(e / inner) * c2 + e % c2] (a scalar: inner = n, c2 = 1; a per-channel vector over an NC1HWC2 slot: inner =
+ * H * W * C2, c2 = C2); swap: B op a (Sub) */
+int npk_binary_f16_bcast(int op, int swap, const uint16_t *a, const float *b, uint16_t *out, int64_t n,
+                         int64_t first, int64_t inner, int64_t c2, int act, float lo, float hi);
+
 /* every element of the strided array dst (ndim <= 8 axes, byte strides, the last axis contiguous) = the `size`-byte
  * `value` (size <= 8) */
 int npk_fill(void *dst, int ndim, const int64_t *shape, const int64_t *strides, const void *value, int size);
@@ -222,12 +228,13 @@ struct npk_lookup_call {
     int32_t out_size, index;
     int64_t n, c2, lanes;
 };
-/* one npk_binary_f16 (q NULL) or npk_binary_i8 call (parts: element ranges) */
+/* one npk_binary_f16 (q NULL, inner 0), npk_binary_f16_bcast (inner > 0; b float32) or npk_binary_i8 call (parts:
+ * element ranges) */
 struct npk_binary_call {
-    int32_t op, act;
+    int32_t op, act, swap;
     const void *a, *b;
     void *out;
-    int64_t n;
+    int64_t n, inner, c2;
     float lo, hi;
     const float *q;
 };

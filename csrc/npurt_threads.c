@@ -90,6 +90,9 @@ static int binary_part(const struct npk_binary_call *c, int64_t lo, int64_t hi)
 {
     if (lo < 0 || hi > c->n || lo > hi)
         return -1;
+    if (c->inner > 0)
+        return npk_binary_f16_bcast(c->op, c->swap, (const uint16_t *)c->a + lo, c->b, (uint16_t *)c->out + lo,
+                                    hi - lo, lo, c->inner, c->c2, c->act, c->lo, c->hi);
     if (c->q)
         return npk_binary_i8(c->op, (const int8_t *)c->a + lo, (const int8_t *)c->b + lo, (int8_t *)c->out + lo,
                              hi - lo, c->q);

@@ -93,7 +93,8 @@ def test_int8_conv_long_k(level):
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(c1=st.integers(1, 3), cp=st.integers(1, 20), size=st.tuples(st.integers(1, 7), st.integers(1, 13)),
        kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)), strides=st.tuples(st.integers(1, 2), st.integers(1, 2)),
-       blocks=st.integers(1, 4), c2=st.sampled_from([8, 16]), act=st.sampled_from([None, "Relu", "Clip", "LeakyRelu"]),
+       blocks=st.integers(1, 4), c2=st.sampled_from([8, 16]),
+       act=st.sampled_from([None, "Relu", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish"]),
        seed=st.integers(0, 2**16))
 def test_float_conv_matches_the_ordered_sum(level, c1, cp, size, kernel, strides, blocks, c2, act, seed):
     rng = np.random.default_rng(seed)

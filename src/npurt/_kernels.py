@@ -528,9 +528,10 @@ def int8_conv(x: np.ndarray, weights: np.ndarray, colsum: np.ndarray, zp: int, m
     return run
 
 
-# the fused activations `float_conv` and `depthwise` apply (code, p0, p1): Clip (lo, hi), LeakyRelu (alpha, _) and
-# Swish (alpha, _), a SiLU in the basic float32 operations of `epilogue.silu`
-FLOAT_ACTIVATIONS = {None: 0, "Relu": 1, "Clip": 2, "LeakyRelu": 3, "Swish": 4}
+# the fused activations `float_conv` and `depthwise` apply (code, p0, p1): Clip (lo, hi), LeakyRelu (alpha, _),
+# Swish (alpha, _), a SiLU in the basic float32 operations of `epilogue.silu`, HardSigmoid (alpha, beta) and
+# HardSwish (1 / 6, 0.5) in apply_activation's
+FLOAT_ACTIVATIONS = {None: 0, "Relu": 1, "Clip": 2, "LeakyRelu": 3, "Swish": 4, "HardSigmoid": 5, "HardSwish": 6}
 
 
 def float_conv(x: np.ndarray, weights: np.ndarray, bias: np.ndarray, kernel: tuple[int, int],
@@ -764,6 +765,30 @@ def binary_f16_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray, act: s
         return None
     lo, hi = (float(np.float32(v)) for v in bounds)
     return _binary_fn(_F16, lib.npk_binary_f16, op, out, a, b, BINARY_F16_ACTIVATIONS[act], lo, hi)
+
+
+def binary_f16_bcast_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray, inner: int, c2: int,
+                        swap: bool = False, act: str | None = None, bounds: tuple[float, float] = (-np.inf, np.inf)):
+    """`binary_f16_fn` with float32 `b` broadcast: element e of the contiguous float16 `a` / `out` takes
+    b[(e // inner) * c2 + e % c2] (a scalar: inner = a.size, c2 = 1; an NC1HWC2 slot's per-channel vector: inner =
+    H * W * C2, c2 = C2); `swap` computes b op a. None when the arrays are not that case."""
+    if not _enabled or op not in BINARY_F16 or act not in BINARY_F16_ACTIVATIONS or not _writable(out) \
+            or not all(isinstance(v, np.ndarray) and v.flags.c_contiguous for v in (out, a, b)) \
+            or a.dtype != _F16 or out.dtype != _F16 or b.dtype != _F32 or a.shape != out.shape or inner < 1 \
+            or c2 < 1 or inner % c2 or b.size < -(-a.size // inner) * c2:
+        return None
+    lo, hi = (float(np.float32(v)) for v in bounds)
+    args = (BINARY_F16[op], int(swap), _ptr(a), ffi.cast("float *", b.ctypes.data), _ptr(out), out.size, 0, inner,
+            c2, BINARY_F16_ACTIVATIONS[act], lo, hi)
+    call = lib.npk_binary_f16_bcast
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (out, a, b)
+    c = ffi.new("struct npk_binary_call *")
+    c.op, c.swap, c.a, c.b, c.out, c.n, c.inner, c.c2 = args[0], args[1], args[2], args[3], args[4], out.size, inner, c2
+    c.act, c.lo, c.hi = args[9:12]
+    return _split("binary", c, out.size, out.itemsize, run)
 
 
 def binary_i8_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray, qa: tuple[float, float],

@@ -45,6 +45,10 @@ def fused_activation(attrs: dict) -> tuple[int, float, float] | None:
         return 3, p[0] if p is not None else 0.01, 0.0
     if act == "Swish":
         return 4, p[0] if p is not None else 1.0, 0.0
+    if act == "HardSigmoid":
+        return (5, *(p if p is not None else (0.2, 0.5)))
+    if act == "HardSwish":
+        return 6, 1.0 / 6.0, 0.5
     return _kernels.FLOAT_ACTIVATIONS[act], 0.0, 0.0
 
 

@@ -1,6 +1,7 @@
-"""The float16 convs' fused SiLU: the compiled dense and depthwise convs apply y / (1 + e^(-alpha y)) in their store
-(`npurt_silu.h`), in the basic float32 operations of `epilogue.silu`, so they store the numpy path's bytes at every
-instruction set, threaded or not; the float32 values stay within a few units in the last place of the exact SiLU."""
+"""The float16 convs' fused SiLU, HardSwish and HardSigmoid: the compiled dense and depthwise convs apply them in their
+store — SiLU y / (1 + e^(-alpha y)) in the basic float32 operations of `epilogue.silu` (`npurt_silu.h`), the hard ones
+in apply_activation's — so they store the numpy path's bytes at every instruction set, threaded or not; the SiLU's
+float32 values stay within a few units in the last place of the exact SiLU."""
 from __future__ import annotations
 
 import numpy as np
@@ -45,19 +46,24 @@ def test_compiled_fp16_conv_silu_matches_numpy(level, alpha):
     np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
 
 
-def _silu_model(c: int, m: int, size: int, seed: int):
-    """x -> Conv 3x3 -> SiLU -> depthwise Conv 3x3 -> SiLU -> 1x1 Conv -> y (each SiLU a Sigmoid and a Mul)."""
+def _activation(x: str, y: str, act: str) -> list:
+    """Nodes applying `act` to x into y: a SiLU as a Sigmoid and a Mul, else the op itself."""
+    if act == "Swish":
+        return [helper.make_node("Sigmoid", [x], [y + "_s"]), helper.make_node("Mul", [x, y + "_s"], [y])]
+    return [helper.make_node(act, [x], [y])]
+
+
+def _silu_model(c: int, m: int, size: int, seed: int, act: str = "Swish"):
+    """x -> Conv 3x3 -> act -> depthwise Conv 3x3 -> act -> 1x1 Conv -> y."""
     rng = np.random.default_rng(seed)
     inits = [numpy_helper.from_array((rng.standard_normal((m, c, 3, 3)) * 0.4).astype(np.float32), "w1"),
              numpy_helper.from_array((rng.standard_normal(m) * 0.2).astype(np.float32), "b1"),
              numpy_helper.from_array((rng.standard_normal((m, 1, 3, 3)) * 0.5).astype(np.float32), "w2"),
              numpy_helper.from_array((rng.standard_normal((8, m, 1, 1)) * 0.3).astype(np.float32), "w3")]
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
-                              strides=[2, 2]),
-             helper.make_node("Sigmoid", ["c1"], ["s1"]), helper.make_node("Mul", ["c1", "s1"], ["a1"]),
+                              strides=[2, 2]), *_activation("c1", "a1", act),
              helper.make_node("Conv", ["a1", "w2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=m),
-             helper.make_node("Sigmoid", ["c2"], ["s2"]), helper.make_node("Mul", ["c2", "s2"], ["a2"]),
-             helper.make_node("Conv", ["a2", "w3"], ["y"], kernel_shape=[1, 1])]
+             *_activation("c2", "a2", act), helper.make_node("Conv", ["a2", "w3"], ["y"], kernel_shape=[1, 1])]
     g = helper.make_graph(nodes, "silu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, size, size])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
@@ -65,10 +71,11 @@ def _silu_model(c: int, m: int, size: int, seed: int):
     return model
 
 
+@pytest.mark.parametrize("act", ["Swish", "HardSwish", "HardSigmoid"])
 @pytest.mark.parametrize("c, m", [(3, 16), (24, 40)])
-def test_fp16_conv_silu_model_stores_the_same_bytes_at_every_level(c, m, monkeypatch):
+def test_fp16_conv_activation_model_stores_the_same_bytes_at_every_level(c, m, act, monkeypatch):
     rng = np.random.default_rng(c)
-    cm = npurt.compile(_silu_model(c, m, 13, c), soc="rk3588", precision="fp16", progress=False)
-    assert [n.activation for n in cm.graph.nodes if n.op_type == "Conv"][:2] == ["Swish", "Swish"]
+    cm = npurt.compile(_silu_model(c, m, 13, c, act), soc="rk3588", precision="fp16", progress=False)
+    assert [n.activation for n in cm.graph.nodes if n.op_type == "Conv"][:2] == [act, act]
     x = (rng.standard_normal((1, c, 13, 13)) * 3).astype(np.float32)
     assert_every_level_stores_numpy_bytes(cm, x, monkeypatch)
