@@ -213,9 +213,9 @@ struct npk_layout_call {
     int64_t sn, sc, sh, n, c, h, w, c1, c2, w1;
     float a, b;
 };
-/* the arguments of one npk_cast_nd call (parts: ranges of its first axis) */
+/* the arguments of one npk_cast_nd call (parts: ranges of its axis `axis`) */
 struct npk_cast_call {
-    int32_t conv, ndim;
+    int32_t conv, ndim, axis;
     int64_t shape[8], src_strides[8], dst_strides[8];
     const void *src;
     void *dst;

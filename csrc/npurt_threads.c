@@ -64,13 +64,14 @@ static struct {
 
 static int cast_part(const struct npk_cast_call *c, int64_t lo, int64_t hi)
 {
-    if (c->ndim < 1 || c->ndim > 8 || lo < 0 || hi > c->shape[0] || lo > hi)
+    const int ax = c->axis;
+    if (c->ndim < 1 || c->ndim > 8 || ax < 0 || ax >= c->ndim || lo < 0 || hi > c->shape[ax] || lo > hi)
         return -1;
     int64_t shape[8];
     for (int k = 0; k < c->ndim; k++) shape[k] = c->shape[k];
-    shape[0] = hi - lo;
-    return npk_cast_nd(c->conv, c->ndim, shape, (const char *)c->src + lo * c->src_strides[0], c->src_strides,
-                       (char *)c->dst + lo * c->dst_strides[0], c->dst_strides, c->a, c->b);
+    shape[ax] = hi - lo;
+    return npk_cast_nd(c->conv, c->ndim, shape, (const char *)c->src + lo * c->src_strides[ax], c->src_strides,
+                       (char *)c->dst + lo * c->dst_strides[ax], c->dst_strides, c->a, c->b);
 }
 
 static int lookup_part(const struct npk_lookup_call *c, int64_t lo, int64_t hi)

@@ -174,7 +174,10 @@ def cast_fn(dst: np.ndarray, src: np.ndarray):
     c = ffi.new("struct npk_cast_call *")
     c.conv, c.ndim, c.src, c.dst, c.a, c.b = conv, dst.ndim, args[3], args[5], 1.0, 0.0
     c.shape[0:dst.ndim], c.src_strides[0:dst.ndim], c.dst_strides[0:dst.ndim] = dst.shape, src.strides, dst.strides
-    return _split("cast", c, dst.shape[0], dst.nbytes // dst.shape[0], run)
+    # parts along the rows (the longest outer axis: a conv's bordered input is split by rows, as the conv's pixels
+    # are, so each thread finds the rows it reads in its own cache), else along the only axis
+    c.axis = axis = dst.ndim - 2 if dst.ndim > 1 else 0
+    return _split("cast", c, dst.shape[axis], dst.nbytes // dst.shape[axis], run)
 
 
 def fill_fn(dst: np.ndarray, value):
