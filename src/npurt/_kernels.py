@@ -82,7 +82,7 @@ def _few_pixels(pixels: int, n: int) -> bool:
 def _split(kind: str, struct, units: int, unit_bytes: int, serial):
     """`serial` (a prepared zero-argument call), or the same call as `kind`'s parts over [0, units) when several
     threads are set and it writes at least SPLIT_BYTES (`struct` its arguments, a struct npk_*_call)."""
-    if exec_threads() < 2 or units < 2 or units * unit_bytes < SPLIT_BYTES:
+    if units < 2 or units * unit_bytes < SPLIT_BYTES or exec_threads() < 2:
         return serial
     align = max(1, 64 // unit_bytes)           # whole cache lines per part
     run = _parallel(kind, [(struct, lo, hi) for lo, hi in _row_parts(units, align)])
@@ -129,6 +129,10 @@ if lib is not None and os.environ.get("NPURT_NATIVE_LEVEL", "") in LEVELS:
 
 
 def _ptr(a: np.ndarray):
+    """The address of a's first element as a void * (a contiguous array through its buffer: a tenth of the time of
+    numpy's ctypes attribute, which public conversions pay on every call)."""
+    if a.flags.c_contiguous and a.size:
+        return ffi.cast("void *", ffi.from_buffer(a))
     return ffi.cast("void *", a.ctypes.data)
 
 
@@ -293,9 +297,9 @@ def _conversion(src: np.dtype, dst: np.dtype, quant: tuple[float, float] | None)
 def _element_strides(a: np.ndarray) -> tuple[int, ...] | None:
     """a's strides in elements when every one is a non-negative multiple of the item size, else None."""
     e = a.itemsize
-    if any(s < 0 or s % e for s in a.strides):
-        return None
-    return tuple(s // e for s in a.strides)
+    strides = a.strides
+    elements = tuple(s // e for s in strides)
+    return elements if min(strides, default=0) >= 0 and tuple(x * e for x in elements) == strides else None
 
 
 def planes_to_lanes(dst: np.ndarray, src: np.ndarray, quant: tuple[float, float] | None = None,
@@ -351,22 +355,22 @@ def _layout_fn(to_lanes: int, conv: int, src: np.ndarray, dst: np.ndarray, strid
     side, `dims` (N, C, H, W, C1, C2, W of the lanes side)), its C1 blocks split over the threads."""
     lo, hi = blocks or (0, dims[4])
     a, b = (float(np.float32(v)) for v in (quant or (0.0, 0.0)))
+    if to_lanes:
+        call, args = lib.npk_planes_to_lanes, (conv, _ptr(src), *strides, _ptr(dst), *dims, lo, hi, a, b)
+    else:
+        call, args = lib.npk_lanes_to_planes, (conv, _ptr(src), _ptr(dst), *strides, *dims, lo, hi, a, b)
+
+    def run() -> None:
+        call(*args)
+    run.arrays = (dst, src)
+    if hi - lo < 2 or dst.nbytes * (hi - lo) // dims[4] < SPLIT_BYTES or exec_threads() < 2:
+        return run
     c = ffi.new("struct npk_layout_call *")
     c.conv, c.to_lanes, c.src, c.dst, c.a, c.b = conv, to_lanes, _ptr(src), _ptr(dst), a, b
     c.sn, c.sc, c.sh = strides
     c.n, c.c, c.h, c.w, c.c1, c.c2, c.w1 = dims
-    if to_lanes:
-        call, args = lib.npk_planes_to_lanes, (conv, c.src, *strides, c.dst, *dims, lo, hi, a, b)
-    else:
-        call, args = lib.npk_lanes_to_planes, (conv, c.src, c.dst, *strides, *dims, lo, hi, a, b)
-
-    def run() -> None:
-        call(*args)
-    run.arrays = (dst, src, c)
-    if hi - lo < 2 or exec_threads() < 2 or dst.nbytes * (hi - lo) // dims[4] < SPLIT_BYTES:
-        return run
-    split = _parallel("layout", [(c, a_, b_) for a_, b_ in ((lo + x, lo + y) for x, y in _row_parts(hi - lo))])
-    split.arrays = run.arrays
+    split = _parallel("layout", [(c, lo + x, lo + y) for x, y in _row_parts(hi - lo)])
+    split.arrays = (dst, src, c)
     return split
 
 
