@@ -1108,6 +1108,23 @@ int npk_lookup_lanes(const void *table, int out_size, const void *a, const void 
 /* out = cast_out(act(cast_in(a) op cast_in(b))) in blocks of 256 float32 values; q: the (scale, shift) pairs of a,
    b and out for the casts (NULL: none); act 0 none, 1 Relu as np.maximum(y, 0) (a tie gives the 0, NaN kept),
    2 Clip as np.clip(y, lo, hi) (a tie keeps y, NaN kept) */
+/* ta = act(ta op tb) (tb op ta with swap: Sub) in float32: numpy's ufunc, then np.maximum(y, 0) (act 1: NaN kept)
+ * or np.clip(y, lo, hi) (act 2) */
+static void combine(int op, int swap, float *ta, const float *tb, int64_t m, int act, float lo, float hi)
+{
+    if (op == 0) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] + tb[i];
+    else if (op == 1 && swap) for (int64_t i = 0; i < m; i++) ta[i] = tb[i] - ta[i];
+    else if (op == 1) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] - tb[i];
+    else for (int64_t i = 0; i < m; i++) ta[i] = ta[i] * tb[i];
+    if (act == 1)
+        for (int64_t i = 0; i < m; i++) ta[i] = ta[i] > 0.0f || ta[i] != ta[i] ? ta[i] : 0.0f;
+    else if (act == 2)
+        for (int64_t i = 0; i < m; i++) {
+            const float v = ta[i] < lo ? lo : ta[i];
+            ta[i] = v > hi ? hi : v;
+        }
+}
+
 static int binary_run(int op, const void *a, const void *b, void *out, int64_t n, int conv_in, int conv_out,
                       int item, const float *q, int act, float lo, float hi)
 {
@@ -1121,16 +1138,7 @@ static int binary_run(int op, const void *a, const void *b, void *out, int64_t n
         const int64_t m = n - i0 < 256 ? n - i0 : 256;
         cast_run(conv_in, (const char *)a + i0 * item, ta, m, q[0], q[1]);
         cast_run(conv_in, (const char *)b + i0 * item, tb, m, q[2], q[3]);
-        if (op == 0) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] + tb[i];
-        else if (op == 1) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] - tb[i];
-        else for (int64_t i = 0; i < m; i++) ta[i] = ta[i] * tb[i];
-        if (act == 1)
-            for (int64_t i = 0; i < m; i++) ta[i] = ta[i] > 0.0f || ta[i] != ta[i] ? ta[i] : 0.0f;
-        else if (act == 2)
-            for (int64_t i = 0; i < m; i++) {
-                const float v = ta[i] < lo ? lo : ta[i];
-                ta[i] = v > hi ? hi : v;
-            }
+        combine(op, 0, ta, tb, m, act, lo, hi);
         cast_run(conv_out, ta, (char *)out + i0 * item, m, q[4], q[5]);
     }
     return 0;
@@ -1173,17 +1181,7 @@ int npk_binary_f16_bcast(int op, int swap, const uint16_t *a, const float *b, ui
             bcast_fill(tb, m, b, e, inner, c2);
             held = whole ? e / inner : -1;
         }
-        if (op == 0) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] + tb[i];
-        else if (op == 1 && swap) for (int64_t i = 0; i < m; i++) ta[i] = tb[i] - ta[i];
-        else if (op == 1) for (int64_t i = 0; i < m; i++) ta[i] = ta[i] - tb[i];
-        else for (int64_t i = 0; i < m; i++) ta[i] = ta[i] * tb[i];
-        if (act == 1)
-            for (int64_t i = 0; i < m; i++) ta[i] = ta[i] > 0.0f || ta[i] != ta[i] ? ta[i] : 0.0f;
-        else if (act == 2)
-            for (int64_t i = 0; i < m; i++) {
-                const float v = ta[i] < lo ? lo : ta[i];
-                ta[i] = v > hi ? hi : v;
-            }
+        combine(op, swap, ta, tb, m, act, lo, hi);
         cast_run(NPK_F32_F16, ta, out + i0, m, 0.0f, 0.0f);
     }
     return 0;

@@ -22,8 +22,7 @@
 #define MAX_PARTS 64
 /* how long a waiting thread spins before it sleeps: longer than the gaps between a run's threaded steps (a step
  * or two of Python), since waking a sleeping thread costs tens of microseconds (more on a virtual machine) */
-#include <stdlib.h>
-static int64_t SPIN_NS = 2000000;
+#define SPIN_NS 2000000
 
 static int64_t now_ns(void)
 {
@@ -200,7 +199,6 @@ static int start_workers(int n)
 {
     static int registered = 0;
     if (!registered) {
-        if (getenv("NPURT_SPIN_US")) SPIN_NS = atoll(getenv("NPURT_SPIN_US")) * 1000;
         pthread_atfork(NULL, NULL, after_fork_child);
         registered = 1;
     }

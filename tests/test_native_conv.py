@@ -221,13 +221,9 @@ def test_late_layer_shapes_sum_exactly(level):
     np.testing.assert_array_equal(yf.view(np.uint32), want.view(np.uint32))
 
 
-@pytest.mark.parametrize("c1, n, hw", [(2, 32, (7, 7)), (32, 64, (7, 5)), (1, 48, (13, 11))],
-                         ids=["input-outer", "weights-outer", "rows-of-11"])
-def test_conv_parts_split_at_pixels_inside_rows(level, c1, n, hw, monkeypatch):
-    """Dense conv parts are ranges of output pixels (multiples of the tiles, not of rows): with three threads a part
-    starts inside an output row, and the int8 (each thread widening its own rows at the AVX2 level) and float16
-    convs store what one thread stores."""
-    rng = np.random.default_rng(sum(hw) + c1)
+def _threaded_convs(rng, c1: int, n: int, hw: tuple, fp16_groups: int, int8_args: dict, act: tuple, monkeypatch):
+    """`stored(threads)`: (the int8 and float16 conv calls prepared with $NPURT_EXEC_THREADS = threads, their int8
+    output, their float16 output's bits) of a 3x3 conv on random codes (fp16: the same values scaled)."""
     geometry = ((3, 3), (1, 1), (1, 1), hw)
     x, w, _ = _int8_case(rng, c1, 16, hw[0] + 2, hw[1] + 2, *geometry[:3], n, "random")
     colsum = w.astype(np.int64).sum(axis=0).astype(np.int32)
@@ -238,13 +234,24 @@ def test_conv_parts_split_at_pixels_inside_rows(level, c1, n, hw, monkeypatch):
     def stored(threads: str):
         monkeypatch.setenv("NPURT_EXEC_THREADS", threads)
         out8 = np.zeros((n // 16,) + hw + (16,), np.int8)
-        out16 = np.zeros((n // 8,) + hw + (8,), np.float16)
-        runs = [K.int8_conv(x, w, colsum, 3, mult, bias, *geometry, out=out8, bounds=(-100.0, 90.0),
-                            wide=lambda k: np.empty(k, np.int16)),
-                K.float_conv(xf, wf, bias, *geometry, out=out16, activation=(4, 1.0, 0.0))]
+        out16 = np.full((fp16_groups,) + hw + (8,), 7, np.float16)
+        runs = [K.int8_conv(x, w, colsum, 3, mult, bias, *geometry, out=out8, wide=lambda k: np.empty(k, np.int16),
+                            **int8_args),
+                K.float_conv(xf, wf, bias, *geometry, out=out16, activation=act)]
         for run in runs:
             run()
         return runs, out8, out16.view(np.uint16)
+    return stored
+
+
+@pytest.mark.parametrize("c1, n, hw", [(2, 32, (7, 7)), (32, 64, (7, 5)), (1, 48, (13, 11))],
+                         ids=["input-outer", "weights-outer", "rows-of-11"])
+def test_conv_parts_split_at_pixels_inside_rows(level, c1, n, hw, monkeypatch):
+    """Dense conv parts are ranges of output pixels (multiples of the tiles, not of rows): with three threads a part
+    starts inside an output row, and the int8 (each thread widening its own rows at the AVX2 level) and float16
+    convs store what one thread stores."""
+    stored = _threaded_convs(np.random.default_rng(sum(hw) + c1), c1, n, hw, n // 8, {"bounds": (-100.0, 90.0)},
+                             (4, 1.0, 0.0), monkeypatch)
     one, three = stored("1"), stored("3")
     starts = [lo for _, lo, _ in three[0][0].parts[0]]
     assert len(starts) == 3 and any(lo % hw[1] for lo in starts)
@@ -257,24 +264,8 @@ def test_conv_parts_on_small_maps_split_by_channel_blocks(level, hw, monkeypatch
     """A conv with few output pixels (a classifier's 1 x 1 map) splits its 16-channel blocks over the threads (each
     part the same call on offset weights, sums and outputs; float16 outputs of 72 channels on 80 computed): the
     bytes one thread stores."""
-    rng = np.random.default_rng(hw[1])
-    n, geometry = 80, ((3, 3), (1, 1), (1, 1), hw)
-    x, w, _ = _int8_case(rng, 3, 16, hw[0] + 2, hw[1] + 2, *geometry[:3], n, "random")
-    colsum = w.astype(np.int64).sum(axis=0).astype(np.int32)
-    mult, bias = rng.uniform(1e-4, 1e-3, n).astype(np.float32), rng.uniform(-9, 9, n).astype(np.float32)
-    xf = (x.astype(np.float32) / 64).astype(np.float16).astype(np.float32)
-    wf = (w.astype(np.float32) / 256).astype(np.float16).astype(np.float32)
-
-    def stored(threads: str):
-        monkeypatch.setenv("NPURT_EXEC_THREADS", threads)
-        out8 = np.zeros((n // 16,) + hw + (16,), np.int8)
-        out16 = np.full((9,) + hw + (8,), 7, np.float16)
-        runs = [K.int8_conv(x, w, colsum, -5, mult, bias, *geometry, out=out8, swish=(1.0, 20.0, -3.0),
-                            wide=lambda k: np.empty(k, np.int16)),
-                K.float_conv(xf, wf, bias, *geometry, out=out16, activation=(1, 0.0, 0.0))]
-        for run in runs:
-            run()
-        return runs, out8, out16.view(np.uint16)
+    stored = _threaded_convs(np.random.default_rng(hw[1]), 3, 80, hw, 9, {"swish": (1.0, 20.0, -3.0)}, (1, 0.0, 0.0),
+                             monkeypatch)
     one, two = stored("1"), stored("2")
     if level != "portable":                              # the portable int8 weights are not stored by block
         assert len({int(K.ffi.cast("intptr_t", q.w)) for q, _, _ in two[0][0].parts[0]}) == 2
