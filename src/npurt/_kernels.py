@@ -35,8 +35,9 @@ _enabled = lib is not None and os.environ.get("NPURT_NATIVE", "1") != "0"
 
 
 def exec_threads() -> int:
-    """Threads a compiled step splits its work over (dense convs: output pixels; depthwise, pools, layout
-    conversions: C1 blocks; copies, lookups, elementwise ops of SPLIT_BYTES or more: elements):
+    """Threads a compiled step splits its work over (dense convs: output pixels or, on small maps, channel blocks;
+    depthwise, pools, layout conversions: C1 blocks; copies of SPLIT_BYTES or more: rows; lookups and elementwise
+    ops: elements):
     $NPURT_EXEC_THREADS if a positive integer, else 1. Read when a step is prepared (at bind)."""
     v = os.environ.get("NPURT_EXEC_THREADS", "")
     return int(v) if v.isdigit() and int(v) > 0 else 1
@@ -79,13 +80,16 @@ def _few_pixels(pixels: int, n: int) -> bool:
     return exec_threads() > 1 and pixels <= 4 * TILE_PIXELS and n // 16 >= 2
 
 
+def _splits(units: int, unit_bytes: int) -> bool:
+    """Whether a copy, lookup or elementwise call over `units` of `unit_bytes` output bytes runs as parts: several
+    threads are set and it writes at least SPLIT_BYTES."""
+    return units > 1 and units * unit_bytes >= SPLIT_BYTES and exec_threads() > 1
+
+
 def _split(kind: str, struct, units: int, unit_bytes: int, serial):
-    """`serial` (a prepared zero-argument call), or the same call as `kind`'s parts over [0, units) when several
-    threads are set and it writes at least SPLIT_BYTES (`struct` its arguments, a struct npk_*_call)."""
-    if units < 2 or units * unit_bytes < SPLIT_BYTES or exec_threads() < 2:
-        return serial
-    align = max(1, 64 // unit_bytes)           # whole cache lines per part
-    run = _parallel(kind, [(struct, lo, hi) for lo, hi in _row_parts(units, align)])
+    """The prepared call `serial` as `kind`'s parts over [0, units) (`struct` its arguments, a struct npk_*_call;
+    parts of whole cache lines)."""
+    run = _parallel(kind, [(struct, lo, hi) for lo, hi in _row_parts(units, max(1, 64 // unit_bytes))])
     run.arrays = (struct, serial.arrays)
     return run
 
@@ -175,12 +179,14 @@ def cast_fn(dst: np.ndarray, src: np.ndarray):
     def run() -> None:
         call(*args)
     run.arrays = (dst, src)        # the memory the pointers point into stays alive with the function
-    c = ffi.new("struct npk_cast_call *")
-    c.conv, c.ndim, c.src, c.dst, c.a, c.b = conv, dst.ndim, args[3], args[5], 1.0, 0.0
-    c.shape[0:dst.ndim], c.src_strides[0:dst.ndim], c.dst_strides[0:dst.ndim] = dst.shape, src.strides, dst.strides
     # parts along the rows (the longest outer axis: a conv's bordered input is split by rows, as the conv's pixels
     # are, so each thread finds the rows it reads in its own cache), else along the only axis
-    c.axis = axis = dst.ndim - 2 if dst.ndim > 1 else 0
+    axis = dst.ndim - 2 if dst.ndim > 1 else 0
+    if not _splits(dst.shape[axis], dst.nbytes // dst.shape[axis]):
+        return run
+    c = ffi.new("struct npk_cast_call *")
+    c.conv, c.ndim, c.axis, c.src, c.dst, c.a, c.b = conv, dst.ndim, axis, args[3], args[5], 1.0, 0.0
+    c.shape[0:dst.ndim], c.src_strides[0:dst.ndim], c.dst_strides[0:dst.ndim] = dst.shape, src.strides, dst.strides
     return _split("cast", c, dst.shape[axis], dst.nbytes // dst.shape[axis], run)
 
 
@@ -363,7 +369,7 @@ def _layout_fn(to_lanes: int, conv: int, src: np.ndarray, dst: np.ndarray, strid
     def run() -> None:
         call(*args)
     run.arrays = (dst, src)
-    if hi - lo < 2 or dst.nbytes * (hi - lo) // dims[4] < SPLIT_BYTES or exec_threads() < 2:
+    if not _splits(hi - lo, dst.nbytes // dims[4]):
         return run
     c = ffi.new("struct npk_layout_call *")
     c.conv, c.to_lanes, c.src, c.dst, c.a, c.b = conv, to_lanes, _ptr(src), _ptr(dst), a, b
@@ -730,10 +736,13 @@ def lookup_fn(out: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray |
     def run() -> None:
         call(*args)
     run.arrays = (out, table, a, b)        # the memory the pointers point into stays alive with the function
+    units, unit_bytes = (out.size // c2 if c2 else out.size), out.itemsize * max(c2, 1)
+    if not _splits(units, unit_bytes):
+        return run
     c = ffi.new("struct npk_lookup_call *")
     c.table, c.out_size, c.a, c.b, c.index, c.out = args[:6]
     c.n, c.c2, c.lanes = out.size, c2, used
-    return _split("lookup", c, out.size // c2 if c2 else out.size, out.itemsize * max(c2, 1), run)
+    return _split("lookup", c, units, unit_bytes, run)
 
 
 BINARY_F16 = {"Add": 0, "Sub": 1, "Mul": 2}
@@ -751,6 +760,8 @@ def _binary_fn(dtype: np.dtype, call, op: str, out: np.ndarray, a: np.ndarray, b
     def run() -> None:
         call(*args)
     run.arrays = (out, a, b, *extra)
+    if not _splits(out.size, out.itemsize):
+        return run
     c = ffi.new("struct npk_binary_call *")
     c.op, c.a, c.b, c.out, c.n = args[:5]
     if dtype == _I8:
@@ -792,6 +803,8 @@ def binary_f16_bcast_fn(op: str, out: np.ndarray, a: np.ndarray, b: np.ndarray, 
     def run() -> None:
         call(*args)
     run.arrays = (out, a, b)
+    if not _splits(out.size, out.itemsize):
+        return run
     c = ffi.new("struct npk_binary_call *")
     c.op, c.swap, c.a, c.b, c.out, c.n, c.inner, c.c2 = args[0], args[1], args[2], args[3], args[4], out.size, inner, c2
     c.act, c.lo, c.hi = args[9:12]
