@@ -51,7 +51,7 @@ static struct {
     pthread_mutex_t m;
     pthread_cond_t wake, done;
     int workers;                    /* started */
-    int helpers;                    /* workers taking part in the current call (the first ones) */
+    atomic_int helpers;             /* workers taking part in the current call (the first ones) */
     _Atomic uint64_t ticket;        /* generation << 32 | parts << 16 | next unclaimed part */
     atomic_int finished;            /* parts of the current call finished */
     atomic_int failed;
@@ -179,7 +179,8 @@ static void *worker(void *arg)
             pthread_mutex_unlock(&pool.m);
         }
         seen = g;
-        if (index < pool.helpers)       /* set before the call's generation was published */
+        /* helpers was stored before the call's generation was published (release), and read after it (acquire) */
+        if (index < atomic_load_explicit(&pool.helpers, memory_order_relaxed))
             run_claimed(g);
     }
     return NULL;
@@ -236,8 +237,8 @@ int npk_run_parts(int kind, void *const *structs, const int64_t *bounds, int npa
         return status;
     }
     const int helpers = (threads < nparts ? threads : nparts) - 1, started = start_workers(helpers);
-    pool.helpers = started < helpers ? started : helpers;      /* fewer (a thread could not start): more parts to
-                                                                  the others */
+    /* fewer started (a thread could not start): more parts to the others */
+    atomic_store_explicit(&pool.helpers, started < helpers ? started : helpers, memory_order_relaxed);
     pool.kind = kind;
     pool.structs = structs;
     pool.bounds = bounds;
