@@ -1,9 +1,9 @@
 /* npk_run_parts: one call running a kernel's parts on persistent worker threads (see npurt_kernels.h). The parts
  * are claimed from one atomic ticket (call generation, part count, next part) by the caller and by the call's
  * workers alike, so a worker that is slow to wake (its core busy) only leaves more parts to the others: a call never
- * waits for a thread that has not started, only for parts already running; more parts than threads balance uneven
- * parts and a core taken away for a while. Workers wait for the next call by spinning (steps follow each other
- * within microseconds), then on a condition variable. One call at a time uses the workers: a concurrent caller
+ * waits for a thread that has not started, only for parts already running (a call may have more parts than
+ * threads). Workers wait for the next call by spinning (steps follow each other within microseconds), then on a
+ * condition variable. One call at a time uses the workers: a concurrent caller
  * runs its parts itself, one after another. */
 #include "npurt_kernels.h"
 
