@@ -352,6 +352,17 @@ int npk_cast_nd(int conv, int ndim, const int64_t *shape, const void *src, const
  * transpose(src, ss, dst, ds, R, C, e): dst[c * ds + r * e] = src[r * ss + c * e] for r < R, c < C (bytes). */
 
 #ifdef NPK_X86
+/* `stages` butterfly stages of unpacks on registers j and j + n / 2 of r[n] (o[n] the scratch): a transpose of the
+ * n registers' elements within each 128-bit lane */
+#define NPK_UNPACK_STAGES(r, o, n, unlo, unhi, stages)                                                      \
+    for (int st = 0; st < (stages); st++) {                                                                \
+        for (int j = 0; j < (n) / 2; j++) {                                                                \
+            o[2 * j] = unlo(r[j], r[j + (n) / 2]);                                                         \
+            o[2 * j + 1] = unhi(r[j], r[j + (n) / 2]);                                                     \
+        }                                                                                                  \
+        memcpy(r, o, sizeof r);                                                                            \
+    }
+
 /* 16 rows of 16 bytes to 16 columns: four butterfly stages of unpacks on rows j and j + n/2 (element width 1, 2 or
  * 4 bytes gives the 16x16, 8x8 and 4x4 transposes). rows_part_*: only the first R source rows read, the others zero
  * (n pixels of R planes into n whole 16-byte lane groups, padding lanes zero in the same stores); tile_*: all n. */
@@ -361,13 +372,7 @@ int npk_cast_nd(int conv, int ndim, const int64_t *shape, const void *src, const
         __m128i r[n], o[n];                                                                                \
         for (int i = 0; i < n; i++)                                                                        \
             r[i] = i < R ? _mm_loadu_si128((const __m128i *)(s + i * ss)) : _mm_setzero_si128();          \
-        for (int st = 0; st < stages; st++) {                                                              \
-            for (int j = 0; j < n / 2; j++) {                                                              \
-                o[2 * j] = unlo(r[j], r[j + n / 2]);                                                       \
-                o[2 * j + 1] = unhi(r[j], r[j + n / 2]);                                                   \
-            }                                                                                              \
-            memcpy(r, o, sizeof r);                                                                        \
-        }                                                                                                  \
+        NPK_UNPACK_STAGES(r, o, n, unlo, unhi, stages);                                                    \
         for (int i = 0; i < n; i++) _mm_storeu_si128((__m128i *)(d + i * ds), r[i]);                       \
     }                                                                                                      \
     static inline void name(const char *s, int64_t ss, char *d, int64_t ds) { part(s, ss, d, ds, n); }
@@ -434,13 +439,7 @@ static void transpose_scalar(const char *s, int64_t ss, char *d, int64_t ds, int
                         : _mm256_inserti128_si256(                                                         \
                               _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(s + i * ss))),      \
                               _mm_loadu_si128((const __m128i *)(s + (i + n) * ss)), 1);                    \
-        for (int st = 0; st < stages; st++) {                                                              \
-            for (int j = 0; j < n / 2; j++) {                                                              \
-                o[2 * j] = unlo(r[j], r[j + n / 2]);                                                       \
-                o[2 * j + 1] = unhi(r[j], r[j + n / 2]);                                                   \
-            }                                                                                              \
-            memcpy(r, o, sizeof r);                                                                        \
-        }                                                                                                  \
+        NPK_UNPACK_STAGES(r, o, n, unlo, unhi, stages);                                                    \
         for (int i = 0; i < n; i++) {                                                                      \
             if (cols && nt) {             /* aligned destinations only (streamed past the caches) */     \
                 _mm_stream_si128((__m128i *)(d + i * ds), _mm256_castsi256_si128(r[i]));                   \
@@ -503,13 +502,7 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) static inline void st
                    : gs == 16 ? _mm512_loadu_si512((const void *)(g + 64 * i)) : load4(g + 4 * i * gs, gs);  \
         for (int pass = 0; pass < 2; pass++) {                                                             \
             if (pass == to_planes) {                 /* the in-lane T x T transposes */                    \
-                for (int st = 0; st < stages; st++) {                                                      \
-                    for (int j = 0; j < T / 2; j++) {                                                      \
-                        o[2 * j] = unlo(r[j], r[j + T / 2]);                                               \
-                        o[2 * j + 1] = unhi(r[j], r[j + T / 2]);                                           \
-                    }                                                                                      \
-                    memcpy(r, o, sizeof r);                                                                \
-                }                                                                                          \
+                NPK_UNPACK_STAGES(r, o, T, unlo, unhi, stages);                                            \
             } else {                      /* 4x4 lane transposes: registers k + L * T / 4 <-> 4 * k + L */ \
                 for (int k = 0; k < T / 4; k++) {                                                          \
                     const int q = to_planes ? T / 4 : 1, k0 = to_planes ? k : 4 * k;                       \

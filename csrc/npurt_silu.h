@@ -51,51 +51,30 @@ static inline float silu1(float f, float alpha)
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-__attribute__((target("avx2")))
-static inline __m256 silu8(__m256 f, float alpha)
-{
-    __m256 z = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(f, _mm256_set1_ps(alpha)));
-    z = _mm256_min_ps(_mm256_max_ps(z, _mm256_set1_ps(-EXP_HI)), _mm256_set1_ps(EXP_HI));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(z, _mm256_set1_ps(EXP_LOG2E)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_sub_ps(z, _mm256_mul_ps(n, _mm256_set1_ps(EXP_C1)));
-    r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(EXP_C2)));
-    __m256 e = _mm256_set1_ps(EXP_P0);
-    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P1));
-    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P2));
-    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P3));
-    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P4));
-    e = _mm256_add_ps(_mm256_mul_ps(e, r), _mm256_set1_ps(EXP_P5));
-    e = _mm256_mul_ps(e, _mm256_mul_ps(r, r));
-    e = _mm256_add_ps(_mm256_add_ps(e, r), _mm256_set1_ps(1.0f));
-    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
-    e = _mm256_mul_ps(e, _mm256_castsi256_ps(bits));
-    const __m256 one = _mm256_set1_ps(1.0f);
-    return _mm256_mul_ps(f, _mm256_div_ps(one, _mm256_add_ps(one, e)));
-}
-
-__attribute__((target("avx512f")))
-static inline __m512 silu16(__m512 f, float alpha)
-{
-    __m512 z = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(f, _mm512_set1_ps(alpha)));
-    z = _mm512_min_ps(_mm512_max_ps(z, _mm512_set1_ps(-EXP_HI)), _mm512_set1_ps(EXP_HI));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(EXP_LOG2E)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_sub_ps(z, _mm512_mul_ps(n, _mm512_set1_ps(EXP_C1)));
-    r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(EXP_C2)));
-    __m512 e = _mm512_set1_ps(EXP_P0);
-    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P1));
-    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P2));
-    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P3));
-    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P4));
-    e = _mm512_add_ps(_mm512_mul_ps(e, r), _mm512_set1_ps(EXP_P5));
-    e = _mm512_mul_ps(e, _mm512_mul_ps(r, r));
-    e = _mm512_add_ps(_mm512_add_ps(e, r), _mm512_set1_ps(1.0f));
-    const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
-    e = _mm512_mul_ps(e, _mm512_castsi512_ps(bits));
-    const __m512 one = _mm512_set1_ps(1.0f);
-    return _mm512_mul_ps(f, _mm512_div_ps(one, _mm512_add_ps(one, e)));
-}
+/* silu1 on V vectors (P the intrinsics' prefix, ROUND its round-to-nearest, CASTI the int-to-float bit cast) */
+#define NPK_SILU_VEC(NAME, TARGET, V, VI, P, ROUND, CASTI)                                                     \
+    __attribute__((target(TARGET))) static inline V NAME(V f, float alpha)                                     \
+    {                                                                                                          \
+        V z = P##_sub_ps(P##_setzero_ps(), P##_mul_ps(f, P##_set1_ps(alpha)));                                 \
+        z = P##_min_ps(P##_max_ps(z, P##_set1_ps(-EXP_HI)), P##_set1_ps(EXP_HI));                              \
+        const V n = ROUND(P##_mul_ps(z, P##_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); \
+        V r = P##_sub_ps(z, P##_mul_ps(n, P##_set1_ps(EXP_C1)));                                               \
+        r = P##_sub_ps(r, P##_mul_ps(n, P##_set1_ps(EXP_C2)));                                                 \
+        V e = P##_set1_ps(EXP_P0);                                                                             \
+        e = P##_add_ps(P##_mul_ps(e, r), P##_set1_ps(EXP_P1));                                                 \
+        e = P##_add_ps(P##_mul_ps(e, r), P##_set1_ps(EXP_P2));                                                 \
+        e = P##_add_ps(P##_mul_ps(e, r), P##_set1_ps(EXP_P3));                                                 \
+        e = P##_add_ps(P##_mul_ps(e, r), P##_set1_ps(EXP_P4));                                                 \
+        e = P##_add_ps(P##_mul_ps(e, r), P##_set1_ps(EXP_P5));                                                 \
+        e = P##_mul_ps(e, P##_mul_ps(r, r));                                                                   \
+        e = P##_add_ps(P##_add_ps(e, r), P##_set1_ps(1.0f));                                                   \
+        const VI bits = P##_slli_epi32(P##_add_epi32(P##_cvttps_epi32(n), P##_set1_epi32(127)), 23);           \
+        e = P##_mul_ps(e, CASTI(bits));                                                                        \
+        const V one = P##_set1_ps(1.0f);                                                                       \
+        return P##_mul_ps(f, P##_div_ps(one, P##_add_ps(one, e)));                                             \
+    }
+NPK_SILU_VEC(silu8, "avx2", __m256, __m256i, _mm256, _mm256_round_ps, _mm256_castsi256_ps)
+NPK_SILU_VEC(silu16, "avx512f", __m512, __m512i, _mm512, _mm512_roundscale_ps, _mm512_castsi512_ps)
 #endif
 
 #endif

@@ -46,6 +46,7 @@ def exec_threads() -> int:
 # the C kernels a step's parts can run in parallel (enum npk_part_kind); from "cast" on through their call structs
 PART_KINDS = {"convf": 0, "conv8": 1, "depthwise": 2, "max_pool": 3, "cast": 4, "lookup": 5, "binary": 6,
               "layout": 7}
+DIRECT_KINDS = ("convf", "conv8", "depthwise", "max_pool")     # npk_<kind>(struct, lo, hi) callable on its own
 SPLIT_BYTES = 1 << 15       # a copy, lookup or elementwise call splits over the threads from this many output bytes
 TILE_PIXELS = 8             # a dense conv's parts start at multiples of 8 pixels (its tiles are 6, 8 or 12)
 
@@ -60,9 +61,8 @@ def _row_parts(rows: int, align: int = 1) -> list[tuple[int, int]]:
 def _parallel(kind: str, parts: list):
     """A zero-argument function running kernel `kind` on every (struct, lo, hi) part: one C call, the parts claimed
     by the calling thread and the module's persistent worker threads (`npk_run_parts`)."""
-    call = getattr(lib, f"npk_{kind}", None)
-    if len(parts) == 1 and call is not None:
-        args = parts[0]
+    if len(parts) == 1 and kind in DIRECT_KINDS:     # the others' structs are arguments for npk_run_parts only
+        call, args = getattr(lib, f"npk_{kind}"), parts[0]
         return lambda: call(*args)
     structs = ffi.new("void *[]", [ffi.cast("void *", p) for p, _, _ in parts])
     bounds = ffi.new("int64_t[]", [v for _, lo, hi in parts for v in (lo, hi)])
@@ -361,10 +361,11 @@ def _layout_fn(to_lanes: int, conv: int, src: np.ndarray, dst: np.ndarray, strid
     side, `dims` (N, C, H, W, C1, C2, W of the lanes side)), its C1 blocks split over the threads."""
     lo, hi = blocks or (0, dims[4])
     a, b = (float(np.float32(v)) for v in (quant or (0.0, 0.0)))
+    ps, pd = _ptr(src), _ptr(dst)
     if to_lanes:
-        call, args = lib.npk_planes_to_lanes, (conv, _ptr(src), *strides, _ptr(dst), *dims, lo, hi, a, b)
+        call, args = lib.npk_planes_to_lanes, (conv, ps, *strides, pd, *dims, lo, hi, a, b)
     else:
-        call, args = lib.npk_lanes_to_planes, (conv, _ptr(src), _ptr(dst), *strides, *dims, lo, hi, a, b)
+        call, args = lib.npk_lanes_to_planes, (conv, ps, pd, *strides, *dims, lo, hi, a, b)
 
     def run() -> None:
         call(*args)
@@ -372,7 +373,7 @@ def _layout_fn(to_lanes: int, conv: int, src: np.ndarray, dst: np.ndarray, strid
     if not _splits(hi - lo, dst.nbytes // dims[4]):
         return run
     c = ffi.new("struct npk_layout_call *")
-    c.conv, c.to_lanes, c.src, c.dst, c.a, c.b = conv, to_lanes, _ptr(src), _ptr(dst), a, b
+    c.conv, c.to_lanes, c.src, c.dst, c.a, c.b = conv, to_lanes, ps, pd, a, b
     c.sn, c.sc, c.sh = strides
     c.n, c.c, c.h, c.w, c.c1, c.c2, c.w1 = dims
     split = _parallel("layout", [(c, lo + x, lo + y) for x, y in _row_parts(hi - lo)])

@@ -227,17 +227,8 @@ def _scalar_f16(op: str, attrs: dict, c: np.float32, swap: bool, table: np.ndarr
     check()
     if not np.array_equal(got.view(np.uint16), table):
         return None
-    run = _kernels.binary_f16_bcast_fn(op, o.reshape(-1), x.reshape(-1), scalar, x.size, 1, swap, act,
-                                       _clip_bounds(attrs))
-    return None if run is None else _keep(run, scalar)
-
-
-def _keep(run: Callable[[], None], *arrays) -> Callable[[], None]:
-    """`run` holding `arrays` (memory its compiled call points into) for as long as it lives."""
-    def step() -> None:
-        run()
-    step.arrays = (run, arrays)
-    return step
+    return _kernels.binary_f16_bcast_fn(op, o.reshape(-1), x.reshape(-1), scalar, x.size, 1, swap, act,
+                                        _clip_bounds(attrs))      # it holds `scalar` (run.arrays)
 
 
 def _with_channel_vector(node, kernel, attrs, ctx: StepBinding, kind: str) -> Callable[[], None]:
@@ -257,7 +248,7 @@ def _with_channel_vector(node, kernel, attrs, ctx: StepBinding, kind: str) -> Ca
         compiled = _kernels.binary_f16_bcast_fn(node.op_type, o.reshape(-1), x.reshape(-1), vector.reshape(-1),
                                                 math.prod(x.shape[2:]), x.shape[4], k == 0, act, _clip_bounds(attrs))
         if compiled is not None:
-            return _keep(sequence(widen(vector, v, sv, kind), compiled, filler(padding_lanes(so, o))), vector)
+            return sequence(widen(vector, v, sv, kind), compiled, filler(padding_lanes(so, o)))
     wide = ctx.scratch(x.size)[:x.size].reshape(x.shape)
     loads = [widen(wide, x, sx, kind), widen(vector, v, sv, kind)]
     args = [wide, vector][::1 if k == 1 else -1]
